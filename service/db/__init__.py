@@ -1,0 +1,3 @@
+"""db package."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""mcp package."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""memory package."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""embeddings package."""
+
+from __future__ import annotations
