@@ -1,0 +1,7 @@
+"""``python -m service`` runs the command line."""
+
+from __future__ import annotations
+
+from service.cli import main
+
+main()

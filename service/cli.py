@@ -1,0 +1,245 @@
+"""Command line: the only place that parses argv, prints for humans, and exits.
+
+Commands follow design/interface.md. Every command exits non-zero with a
+one-line reason on bad input or failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TypeVar
+
+import uvicorn
+
+from service.app import create_app
+from service.config import Settings, load_settings
+from service.db import migrate
+from service.db.embedded import EmbeddedPostgres
+from service.db.pool import Database
+from service.errors import ServiceError
+from service.logs import configure_logging, get_logger
+from service.memory import tenants
+from service.models import Caller, TenantId
+
+T = TypeVar("T")
+log = get_logger("service.cli")
+
+
+class CliError(Exception):
+    """A failure to report in one line and exit 1."""
+
+
+@contextlib.contextmanager
+def embedded_server(
+    settings: Settings, *, keep_running: bool = False
+) -> Iterator[EmbeddedPostgres | None]:
+    """The embedded server when DATABASE_URL is unset (started, migrated), else None."""
+    if not settings.uses_embedded_postgres:
+        yield None
+        return
+    embedded = EmbeddedPostgres(settings.data_dir)
+    migrate.upgrade(embedded.start())
+    try:
+        yield embedded
+    finally:
+        if not keep_running:
+            embedded.stop()
+
+
+@contextlib.contextmanager
+def database_url(settings: Settings, *, keep_running: bool = False) -> Iterator[str]:
+    """The configured database URL, starting the embedded server when needed.
+
+    The embedded database is migrated on every start (it belongs to this
+    service); an external one is migrated only by ``cpersona-service migrate``.
+    """
+    with embedded_server(settings, keep_running=keep_running) as embedded:
+        yield str(settings.database_url) if embedded is None else embedded.url()
+
+
+def run_db(settings: Settings, url: str, work: Callable[[Database], Awaitable[T]]) -> T:
+    """Run ``work`` against a short-lived pool (admin commands)."""
+
+    async def main() -> T:
+        db = await Database(url, min_size=1, max_size=2).open()
+        try:
+            return await work(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(main())
+
+
+def client_line(settings: Settings, key: str) -> str:
+    host = "127.0.0.1" if settings.http_host in ("0.0.0.0", "::") else settings.http_host
+    url = f"http://{host}:{settings.http_port}/mcp"
+    return f'claude mcp add --transport http cpersona {url} --header "Authorization: Bearer {key}"'
+
+
+async def _bootstrap(db: Database, settings: Settings) -> str | None:
+    """First start of an empty embedded database: tenant ``default`` and one key."""
+    if not settings.uses_embedded_postgres or await tenants.count_tenants(db) > 0:
+        return None
+    await tenants.create_tenant(db, "default", "Default tenant")
+    return await tenants.create_key(db, "default", label="first-start")
+
+
+async def _anonymous_caller(db: Database) -> Caller:
+    existing = {row.slug: row for row in await tenants.list_tenants(db)}
+    row = existing.get("default") or await tenants.create_tenant(db, "default", "Default tenant")
+    return Caller(TenantId(row.id), row.slug, "anonymous", "anonymous", {"*": "read-write"})
+
+
+async def _prepare_serve(db: Database, settings: Settings) -> Caller | None:
+    revision = await migrate.current_revision(db)
+    if revision != migrate.head_revision():
+        raise CliError(f"database is at {revision}, not head: run `cpersona-service migrate`")
+    key = await _bootstrap(db, settings)
+    if key is not None:
+        print("Created tenant 'default'. Its API key (shown once):")
+        print(f"  {key}")
+        print("Connect a client, for example:")
+        print(f"  {client_line(settings, key)}", flush=True)
+    if settings.allow_unauthenticated_http:
+        log.warning("serving without authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+        return await _anonymous_caller(db)
+    if not any(row.active_keys for row in await tenants.list_tenants(db)):
+        raise CliError(
+            "no API key exists: create one with `cpersona-service tenant create SLUG` and "
+            "`cpersona-service key create --tenant SLUG`, or set "
+            "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true for development"
+        )
+    return None
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
+    host = args.host or settings.http_host
+    port = args.port or settings.http_port
+    settings = dataclasses.replace(settings, http_host=host, http_port=port)
+    with embedded_server(settings) as embedded:
+        url = str(settings.database_url) if embedded is None else embedded.url()
+        anonymous = run_db(settings, url, lambda db: _prepare_serve(db, settings))
+        app = create_app(settings, url, anonymous, None if embedded is None else embedded.stop)
+        log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        if not settings.uses_embedded_postgres:
+            migrate.upgrade(url)
+        print(f"database at migration {migrate.head_revision()} (head)")
+
+
+def cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        row = run_db(settings, url, lambda db: tenants.create_tenant(db, args.slug, args.name))
+    print(f"created tenant {row.slug} ({row.id})")
+
+
+def cmd_tenant_list(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        rows = run_db(settings, url, tenants.list_tenants)
+    print(f"{'SLUG':<24} {'ACTIVE KEYS':>11}  {'CREATED':<25} NAME")
+    for row in rows:
+        print(f"{row.slug:<24} {row.active_keys:>11}  {row.created_at.isoformat():<25} {row.name}")
+
+
+def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
+    grants = tenants.parse_grants(args.grant or [])
+    with database_url(settings) as url:
+        key = run_db(
+            settings,
+            url,
+            lambda db: tenants.create_key(
+                db, args.tenant, label=args.label, grants=grants, expires_in_days=args.expires_in
+            ),
+        )
+    print(key)
+
+
+def _when(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def cmd_key_list(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        rows = run_db(settings, url, lambda db: tenants.list_keys(db, args.tenant))
+    print(f"{'KEY_ID':<17} {'STATE':<8} {'LABEL':<20} {'LAST USED':<33} GRANTS")
+    for row in rows:
+        state = "revoked" if row.revoked_at else "active"
+        grants = ",".join(f"{agent}={level}" for agent, level in row.grants.items())
+        print(f"{row.prefix:<17} {state:<8} {row.label:<20} {_when(row.last_used_at):<33} {grants}")
+
+
+def cmd_key_revoke(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        when = run_db(settings, url, lambda db: tenants.revoke_key(db, args.key_id))
+    print(f"revoked {args.key_id} at {when.isoformat()}")
+
+
+def cmd_db_url(settings: Settings, args: argparse.Namespace) -> None:
+    """Print the URL; an embedded server is left running so psql can connect."""
+    with database_url(settings, keep_running=True) as url:
+        print(url)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cpersona-service", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP service")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.set_defaults(run=cmd_serve)
+    commands.add_parser("migrate", help="apply migrations").set_defaults(run=cmd_migrate)
+    _tenant_parser(commands)
+    _key_parser(commands)
+    db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)
+    db.add_parser("url", help="print the connection URL for psql").set_defaults(run=cmd_db_url)
+    return parser
+
+
+def _tenant_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tenant = commands.add_parser("tenant", help="manage tenants")
+    sub = tenant.add_subparsers(dest="tenant_command", required=True)
+    create = sub.add_parser("create", help="create a tenant")
+    create.add_argument("slug")
+    create.add_argument("--name", default="")
+    create.set_defaults(run=cmd_tenant_create)
+    sub.add_parser("list", help="list tenants").set_defaults(run=cmd_tenant_list)
+
+
+def _key_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    key = commands.add_parser("key", help="manage API keys")
+    sub = key.add_subparsers(dest="key_command", required=True)
+    create = sub.add_parser("create", help="create a key (prints only the key)")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--label", default="")
+    create.add_argument("--grant", action="append", metavar="AGENT=none|read|read-write")
+    create.add_argument("--expires-in", type=float, metavar="DAYS")
+    create.set_defaults(run=cmd_key_create)
+    listing = sub.add_parser("list", help="list a tenant's keys")
+    listing.add_argument("--tenant", required=True)
+    listing.set_defaults(run=cmd_key_list)
+    revoke = sub.add_parser("revoke", help="revoke a key by its KEY_ID")
+    revoke.add_argument("key_id")
+    revoke.set_defaults(run=cmd_key_revoke)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(os.environ, stderr_is_tty=sys.stderr.isatty())
+        configure_logging(settings)
+        args.run(settings, args)
+    except (ServiceError, CliError) as exc:
+        print(f"cpersona-service: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None

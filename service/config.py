@@ -1,0 +1,205 @@
+"""Every setting of the service, read and validated in one place at start-up.
+
+``load_settings(environ)`` is the only function that reads environment
+variables. A bad value raises :class:`ConfigError` whose message names the
+variable, so the CLI can stop with one clear line instead of failing later in
+the middle of a request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import platformdirs
+
+from service.errors import ConfigError
+
+LogFormat = Literal["json", "console"]
+RecallMode = Literal["rrf", "rsf", "cascade"]
+EmbeddingMode = Literal["local", "http", "openai", "none"]
+
+_T = TypeVar("_T")
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated configuration. Field names mirror the environment variables."""
+
+    database_url: str | None = None
+    data_dir: Path = Path(platformdirs.user_data_dir("cpersona-service"))
+    http_host: str = "127.0.0.1"
+    http_port: int = 8402
+    allow_unauthenticated_http: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    log_format: LogFormat = "console"
+    log_level: str = "INFO"
+    db_pool_min: int = 1
+    db_pool_max: int = 10
+    db_command_timeout: float = 30.0
+    max_request_bytes: int = 4 * 1024 * 1024
+    max_response_bytes: int = 8 * 1024 * 1024
+    recall_preview_chars: int = 500
+    recall_mode: RecallMode = "rrf"
+    rrf_k: int = 60
+    max_content_length: int = 16_000
+    max_profile_length: int = 2_000
+    max_metadata_length: int = 8_000
+    max_msg_id_length: int = 512
+    max_axis_length: int = 256
+    embedding_mode: EmbeddingMode = "none"
+    embedding_url: str = ""
+    embedding_api_key: str = ""
+    embedding_model: str = "text-embedding-3-small"
+    embedding_timeout_secs: float = 30.0
+
+    @property
+    def uses_embedded_postgres(self) -> bool:
+        return self.database_url is None
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}: expected true or false, got {raw!r}")
+
+
+def _parse_int(minimum: int, maximum: int) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def _parse_float(minimum: float, maximum: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected a number, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def _parse_choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _parse_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _parse_str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _parse_path(name: str, raw: str) -> Path:
+    if not raw.strip():
+        raise ConfigError(f"{name}: must not be empty")
+    return Path(raw.strip()).expanduser()
+
+
+def _parse_log_level(name: str, raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ConfigError(f"{name}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}")
+    return value
+
+
+class _Reader:
+    """Reads variables from one environment mapping, naming them in errors."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.values: dict[str, Any] = {}
+
+    def read(self, field: str, parse: Callable[[str, str], _T], *names: str) -> None:
+        for name in names:
+            raw = self._environ.get(name)
+            if raw is not None and raw.strip() != "":
+                self.values[field] = parse(name, raw)
+                return
+
+    def raw(self, name: str) -> str | None:
+        return self._environ.get(name)
+
+
+def _read_server(r: _Reader) -> None:
+    r.read("database_url", _parse_str, "DATABASE_URL")
+    r.read("data_dir", _parse_path, "CPERSONA_DATA_DIR")
+    r.read("http_host", _parse_str, "CPERSONA_HTTP_HOST")
+    r.read("http_port", _parse_int(1, 65535), "PORT", "CPERSONA_HTTP_PORT")
+    r.read("allow_unauthenticated_http", _parse_bool, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP")
+    r.read("allowed_hosts", _parse_list, "CPERSONA_ALLOWED_HOSTS")
+    r.read("allowed_origins", _parse_list, "CPERSONA_ALLOWED_ORIGINS")
+    r.read("log_format", _parse_choice("json", "console"), "CPERSONA_LOG_FORMAT")
+    r.read("log_level", _parse_log_level, "CPERSONA_LOG_LEVEL")
+    r.read("db_pool_min", _parse_int(0, 1000), "CPERSONA_DB_POOL_MIN")
+    r.read("db_pool_max", _parse_int(1, 1000), "CPERSONA_DB_POOL_MAX")
+    r.read("db_command_timeout", _parse_float(0.1, 3600), "CPERSONA_DB_COMMAND_TIMEOUT")
+    r.read("max_request_bytes", _parse_int(1024, 2**31), "CPERSONA_MAX_REQUEST_BYTES")
+    r.read("max_response_bytes", _parse_int(65_536, 2**31), "CPERSONA_MAX_RESPONSE_BYTES")
+
+
+def _read_memory(r: _Reader) -> None:
+    r.read("recall_preview_chars", _parse_int(0, 1_000_000), "CPERSONA_RECALL_PREVIEW_CHARS")
+    r.read("recall_mode", _parse_choice("rrf", "rsf", "cascade"), "CPERSONA_RECALL_MODE")
+    r.read("rrf_k", _parse_int(1, 100_000), "CPERSONA_RRF_K")
+    r.read("max_content_length", _parse_int(1, 1_000_000), "CPERSONA_MAX_CONTENT_LENGTH")
+    r.read("max_profile_length", _parse_int(1, 1_000_000), "CPERSONA_MAX_PROFILE_LENGTH")
+    r.read("max_metadata_length", _parse_int(2, 1_000_000), "CPERSONA_MAX_METADATA_LENGTH")
+    modes = _parse_choice("local", "http", "openai", "none")
+    r.read("embedding_mode", modes, "CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE")
+    r.read("embedding_url", _parse_str, "CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL")
+    r.read("embedding_api_key", _parse_str, "CPERSONA_EMBEDDING_API_KEY", "EMBEDDING_API_KEY")
+    r.read("embedding_model", _parse_str, "CPERSONA_EMBEDDING_MODEL", "EMBEDDING_MODEL")
+    timeout = _parse_float(0.1, 600)
+    r.read("embedding_timeout_secs", timeout, "CPERSONA_EMBEDDING_TIMEOUT_SECS")
+
+
+def _check_consistency(settings: Settings) -> None:
+    if settings.db_pool_min > settings.db_pool_max:
+        raise ConfigError("CPERSONA_DB_POOL_MIN: must not exceed CPERSONA_DB_POOL_MAX")
+    if settings.embedding_mode in ("http", "openai") and not settings.embedding_url:
+        raise ConfigError(
+            "CPERSONA_EMBEDDING_URL: required when CPERSONA_EMBEDDING_MODE is "
+            f"{settings.embedding_mode}"
+        )
+
+
+def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) -> Settings:
+    """Build validated :class:`Settings` from an environment mapping.
+
+    ``stderr_is_tty`` picks the default log format: readable on a terminal,
+    JSON otherwise (production). Raises ConfigError naming the variable.
+    """
+    reader = _Reader(environ)
+    reader.values["log_format"] = "console" if stderr_is_tty else "json"
+    _read_server(reader)
+    _read_memory(reader)
+    settings = Settings(**reader.values)
+    _check_consistency(settings)
+    return settings

@@ -1,0 +1,54 @@
+"""Schema migrations through Alembic (plain SQL revisions under ``alembic/``).
+
+Alembic's environment is synchronous (psycopg), so async callers run these in a
+worker thread. The head revision is read from the scripts, which lets
+``/readyz`` tell whether the database is migrated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncpg
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from alembic import command
+from service.db import sql
+from service.db.pool import Database
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "alembic"
+
+
+def alembic_config(database_url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["database_url"] = database_url
+    return cfg
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    """Apply migrations up to ``revision`` (blocking)."""
+    command.upgrade(alembic_config(database_url), revision)
+
+
+def downgrade(database_url: str, revision: str = "base") -> None:
+    """Revert migrations down to ``revision`` (blocking)."""
+    command.downgrade(alembic_config(database_url), revision)
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config("unused")).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
+    return head
+
+
+async def current_revision(db: Database) -> str | None:
+    """The revision the database is at; None when it was never migrated."""
+    async with db.admin_tx() as conn:
+        try:
+            value = await conn.fetchval(sql.QUERIES["current_revision"])
+        except asyncpg.UndefinedTableError:
+            return None
+    return None if value is None else str(value)

@@ -1,0 +1,45 @@
+"""Loads the named queries of ``service/db/sql/*.sql`` into a read-only registry.
+
+A file holds blocks that each start with a ``-- name --`` line, followed by
+comment lines (description and the ``$n`` legend) and the statement. Names are
+unique across all files. Only ``service/db/*.py`` reads this registry: one
+Python function per query, of the same name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from importlib import resources
+from types import MappingProxyType
+from typing import LiteralString
+
+_HEADER = re.compile(r"^-- ([a-z0-9_]+) --$", re.MULTILINE)
+
+
+def parse_queries(text: str) -> dict[str, str]:
+    """Split one .sql file's text into {name: statement}."""
+    parts = _HEADER.split(text)
+    queries: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"duplicate query name {name!r}")
+        queries[name] = body.strip()
+    return queries
+
+
+def load_queries() -> Mapping[str, LiteralString]:
+    """Read every .sql file shipped in the package; reject duplicate names."""
+    registry: dict[str, LiteralString] = {}
+    folder = resources.files("service.db").joinpath("sql")
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        for name, statement in parse_queries(entry.read_text(encoding="utf-8")).items():
+            if name in registry:
+                raise ValueError(f"duplicate query name {name!r} in {entry.name}")
+            registry[name] = statement
+    return MappingProxyType(registry)
+
+
+QUERIES: Mapping[str, LiteralString] = load_queries()

@@ -1,0 +1,47 @@
+-- store_memory --
+-- Dedup probes and insert in one statement (spec §5.1 steps 6 and 8). The msg_id
+-- probe looks in the caller's project scope set, the content probe also in its
+-- channel scope set; the insert runs only when both miss, and ON CONFLICT absorbs a
+-- concurrent identical insert (exact-bucket unique indexes).
+-- $1 tenant_id uuid, $2 agent_id bigint, $3 project_id text, $4 channel text,
+-- $5 msg_id text, $6 content text, $7 source jsonb, $8 timestamp_text text,
+-- $9 timestamp_at timestamptz, $10 metadata jsonb, $11 project scope text[],
+-- $12 channel scope text[], $13 embedding vector, $14 embedding_model text
+WITH msg_hit AS (
+    SELECT id FROM memories
+    WHERE tenant_id = $1 AND agent_id = $2 AND $5::text <> '' AND msg_id = $5
+      AND project_id = ANY ($11::text[])
+    ORDER BY id LIMIT 1
+), content_hit AS (
+    SELECT id FROM memories
+    WHERE tenant_id = $1 AND agent_id = $2
+      AND content_hash = decode(md5($6::text), 'hex') AND content = $6
+      AND project_id = ANY ($11::text[]) AND channel = ANY ($12::text[])
+      AND NOT EXISTS (SELECT 1 FROM msg_hit)
+    ORDER BY id LIMIT 1
+), inserted AS (
+    INSERT INTO memories (tenant_id, agent_id, project_id, channel, msg_id, content, source,
+                          timestamp_text, timestamp_at, metadata, embedding, embedding_model)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $13, $14
+    WHERE NOT EXISTS (SELECT 1 FROM msg_hit) AND NOT EXISTS (SELECT 1 FROM content_hit)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
+       (SELECT id FROM content_hit) AS duplicate_content,
+       (SELECT id FROM inserted) AS inserted_id
+
+-- list_memories --
+-- Newest-first listing of a tenant's memories (spec list_memories), agent optional,
+-- project read rule: NULL = all projects, '' = global pool, X = X plus global pool.
+-- $1 tenant_id uuid, $2 agent name text (NULL = all agents), $3 project_id text (NULL = all),
+-- $4 limit int
+SELECT m.id, a.name AS agent_id, m.project_id, m.content, m.source, m.timestamp_text,
+       m.created_at, m.locked, m.channel
+FROM memories m
+JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id
+WHERE m.tenant_id = $1
+  AND ($2::text IS NULL OR a.name = $2)
+  AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT $4

@@ -1,0 +1,30 @@
+"""Per-key grants with CPersona's ACL semantics inside a tenant (spec §9.2).
+
+Permissions order ``none < read < read-write``. The effective permission for
+agent A is the exact grant when present (even if lower than ``*``), else the
+``*`` grant, else none. A sweep (empty or absent agent argument) is satisfied
+only at the minimum of all grant values, and only when a ``*`` grant exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from service.models import Permission
+
+_RANK: dict[str, int] = {"none": 0, "read": 1, "read-write": 2}
+SWEEP = "*"
+
+
+def effective(grants: Mapping[str, Permission], agent: str) -> Permission:
+    if agent == SWEEP:
+        if SWEEP not in grants:
+            return "none"
+        return min(grants.values(), key=lambda level: _RANK[level])
+    if agent in grants:
+        return grants[agent]
+    return grants.get(SWEEP, "none")
+
+
+def allows(grants: Mapping[str, Permission], agent: str, required: Permission) -> bool:
+    return _RANK[effective(grants, agent)] >= _RANK[required]

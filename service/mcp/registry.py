@@ -1,0 +1,76 @@
+"""How a tool is declared: name, model-facing description, JSON Schema, hints, ACL, handler.
+
+Every tool module exports ``TOOLS: list[ToolSpec]``; the server registers them in
+the spec's order. A handler is thin: take the validated arguments, call the
+library with the caller's tenant, return the spec's JSON object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from service.memory.library import Library
+from service.models import Caller, Permission
+
+JsonObject = dict[str, Any]
+Demand = tuple[str, Permission]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolEnv:
+    """What a handler gets besides its arguments."""
+
+    lib: Library
+    caller: Caller
+
+
+Handler = Callable[[ToolEnv, JsonObject], Awaitable[JsonObject]]
+Demands = Callable[[Mapping[str, Any]], list[Demand]]
+
+
+def refuse(message: str) -> JsonObject:
+    """The spec's tool-failure shape."""
+    return {"ok": False, "error": message}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: JsonObject
+    handler: Handler
+    demands: Demands
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool | None = None
+    refusal: Callable[[str], JsonObject] = refuse
+
+
+def agent_of(args: Mapping[str, Any], key: str) -> str:
+    """The agent a call is about; ``*`` (a sweep) when empty, absent or not a string."""
+    value = args.get(key)
+    return value if isinstance(value, str) and value else "*"
+
+
+def on_agent(key: str, level: Permission) -> Demands:
+    """Demand ``level`` on the agent named by argument ``key``."""
+
+    def demands(args: Mapping[str, Any]) -> list[Demand]:
+        return [(agent_of(args, key), level)]
+
+    return demands
+
+
+def any_caller(args: Mapping[str, Any]) -> list[Demand]:
+    """No agent demand: any authenticated caller of the tenant may call."""
+    return []
+
+
+def obj(properties: JsonObject, required: list[str] | None = None) -> JsonObject:
+    """A JSON Schema object of ``properties``; unknown keys are ignored like CPersona."""
+    schema: JsonObject = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema

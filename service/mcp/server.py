@@ -1,0 +1,181 @@
+"""The MCP server: registers tools, validates arguments, authorises, dispatches.
+
+Built with the SDK's low-level ``Server`` so the three failure layers of the
+spec (§1.2) are exact: a schema violation is an ``isError`` result whose text is
+``Input validation error: <message>``; an unknown tool is the bare
+``{"error": "Unknown tool: <name>"}``; a handler's semantic failure is its own
+``{"ok": false, ...}`` object. Unexpected exceptions are logged and answered with
+a generic bare error carrying the request id, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jsonschema
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from service import __version__
+from service.errors import ServiceError
+from service.logs import get_logger
+from service.mcp import acl, context, tools_memory
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
+from service.memory import text
+from service.memory.library import Library
+from service.models import Caller
+
+log = get_logger(__name__)
+
+TOOL_ORDER = (
+    "pause_persistence", "resume_persistence", "persistence_status", "get_operating_context",
+    "store", "recall", "recall_with_context", "get_contents", "get_profile", "update_profile",
+    "archive_episode", "list_memories", "list_episodes", "delete_agent_data",
+    "calibrate_threshold", "set_recall_precision", "get_recall_precision", "delete_memory",
+    "delete_episode", "update_memory", "lock_memory", "unlock_memory", "get_queue_status",
+    "export_memories", "import_memories", "merge_memories", "check_health", "deep_check",
+    "migrate_channel_axis",
+)  # fmt: skip
+
+
+def all_tools() -> list[ToolSpec]:
+    """Every implemented tool, in the spec's registration order (spec §2)."""
+    specs = {spec.name: spec for spec in tools_memory.TOOLS}
+    unknown = set(specs) - set(TOOL_ORDER)
+    if unknown:
+        raise RuntimeError(f"tools outside the spec: {sorted(unknown)}")
+    return [specs[name] for name in TOOL_ORDER if name in specs]
+
+
+def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        read_only_hint=spec.read_only,
+        destructive_hint=spec.destructive,
+        idempotent_hint=spec.idempotent,
+    )
+
+
+def tool_definition(spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        annotations=_annotations(spec),
+    )
+
+
+def _text_result(body: JsonObject, *, is_error: bool = False) -> types.CallToolResult:
+    payload = json.dumps(body, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=payload)], is_error=is_error
+    )
+
+
+def _validation_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Input validation error: {message}")],
+        is_error=True,
+    )
+
+
+def _denial(spec: ToolSpec, caller: Caller, args: JsonObject) -> JsonObject | None:
+    for agent, required in spec.demands(args):
+        if not acl.allows(caller.grants, agent, required):
+            return {
+                "ok": False,
+                "error": "permission_denied",
+                "tool": spec.name,
+                "agent_id": agent,
+                "required": required,
+                "client_id": caller.label or caller.key_id,
+            }
+    return None
+
+
+class Dispatcher:
+    """Validates and runs one tool call for the current caller."""
+
+    def __init__(
+        self, lib: Library, specs: Sequence[ToolSpec], resolve_caller: Callable[[], Caller]
+    ) -> None:
+        self._lib = lib
+        self._specs = {spec.name: spec for spec in specs}
+        self._validators = {
+            spec.name: jsonschema.Draft202012Validator(spec.input_schema) for spec in specs
+        }
+        self._resolve_caller = resolve_caller
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        spec = self._specs.get(name)
+        if spec is None:
+            context.note_tool(name[:100], "unknown_tool")
+            return _text_result({"error": f"Unknown tool: {name}"})
+        args = dict(arguments or {})
+        error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
+        if error is not None:
+            context.note_tool(name, "invalid_input")
+            return _validation_error(error.message)
+        body = await self._run(spec, args)
+        context.note_tool(name, _outcome(body))
+        return _text_result(body)
+
+    async def _run(self, spec: ToolSpec, args: JsonObject) -> JsonObject:
+        caller = self._resolve_caller()
+        if text.contains_nul(args):
+            return spec.refusal("text must not contain NUL characters (U+0000)")
+        denial = _denial(spec, caller, args)
+        if denial is not None:
+            return denial
+        try:
+            return await spec.handler(ToolEnv(self._lib, caller), args)
+        except ServiceError as exc:
+            return spec.refusal(exc.message)
+        except Exception:
+            info = context.current_request.get()
+            request_id = info.request_id if info else "-"
+            log.exception("tool_failed", tool=spec.name)
+            return {"error": f"internal error while running {spec.name} (request {request_id})"}
+
+
+def _outcome(body: JsonObject) -> str:
+    if "error" in body or body.get("ok") is False:
+        return "failed"
+    result = body.get("result")
+    return str(result) if isinstance(result, str) else "ok"
+
+
+def build_mcp_server(
+    lib: Library, resolve_caller: Callable[[], Caller] = context.current_caller
+) -> Server[Any]:
+    """The low-level MCP server with every implemented tool registered."""
+    specs = all_tools()
+    dispatcher = Dispatcher(lib, specs, resolve_caller)
+    definitions = [tool_definition(spec) for spec in specs]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=definitions)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await dispatcher.call(params.name, params.arguments)
+
+    return Server(
+        "cpersona-service",
+        version=__version__,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: dispatcher_schema(specs, name),
+    )
+
+
+def dispatcher_schema(specs: Sequence[ToolSpec], name: str) -> JsonObject | None:
+    for spec in specs:
+        if spec.name == name:
+            return spec.input_schema
+    return None

@@ -1,0 +1,124 @@
+"""Tools that write and list memories: store, list_memories."""
+
+from __future__ import annotations
+
+from service.mcp import shaping
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.memory import listing, writes
+
+AGENT_ID = {
+    "type": "string",
+    "description": "Agent whose memory this is. Memories of different agents never mix.",
+}
+PROJECT_ID = {
+    "type": "string",
+    "description": (
+        "Project bucket. Writes go to this bucket ('' = the global pool). Reads see the "
+        "bucket plus the global pool; '' reads the global pool only; omit to read all projects."
+    ),
+}
+CHANNEL = {
+    "type": "string",
+    "default": "",
+    "description": "Channel (e.g. a chat room). Reads see this channel plus channel-less rows.",
+}
+
+STORE_DESCRIPTION = """Store one fact in long-term memory.
+
+Use for durable facts worth recalling later (preferences, decisions, names, results).
+Content is cleaned ([Memory from …] annotations removed, trimmed) and capped at 16,000
+characters (`truncated: true` when cut). There is no upsert: a message whose `id`
+(msg_id) or identical content already exists in the same agent/project scope is
+skipped and the existing id returned; correct a memory with update_memory instead.
+
+Returns {ok, result: "stored"|"skipped"|"rejected", id?, embedded, truncated?, reason?}.
+`rejected` means nothing was written (empty content, source/metadata over 8,000
+serialised characters)."""
+
+
+def _refuse_store(message: str) -> JsonObject:
+    return {"ok": False, "result": "rejected", "reason": message, "error": message}
+
+
+async def _store(env: ToolEnv, args: JsonObject) -> JsonObject:
+    request = writes.StoreRequest(
+        agent_id=args["agent_id"],
+        message=args["message"],
+        channel=args.get("channel", ""),
+        project_id=args.get("project_id", ""),
+    )
+    return await writes.store(env.lib, env.caller.tenant_id, request)
+
+
+STORE = ToolSpec(
+    name="store",
+    description=STORE_DESCRIPTION,
+    input_schema=obj(
+        {
+            "agent_id": AGENT_ID,
+            "message": obj(
+                {
+                    "id": {"type": "string", "description": "Your message id (dedup key)."},
+                    "content": {"type": "string", "description": "The fact to remember."},
+                    "source": {
+                        "type": "object",
+                        "description": "Who said it: {type: User|Agent|System, id, name}.",
+                    },
+                    "timestamp": {
+                        "type": "string",
+                        "description": "ISO-8601 time of the fact (default: now, UTC).",
+                    },
+                    "metadata": {"type": "object", "description": "Free-form JSON."},
+                }
+            ),
+            "channel": CHANNEL,
+            "project_id": PROJECT_ID,
+        },
+        ["agent_id", "message"],
+    ),
+    handler=_store,
+    demands=on_agent("agent_id", "read-write"),
+    refusal=_refuse_store,
+)
+
+LIST_MEMORIES_DESCRIPTION = """List stored memories, newest first.
+
+Use to browse or audit what is remembered; use recall to search. Omit `agent_id` (or
+pass "") to list every agent of your tenant. `limit` is clamped to 0..500. Rows are
+{id, agent_id, project_id, content, source, timestamp, created_at, locked, channel}.
+Past 1,000,000 characters of content in one response, later rows carry a 500-character
+prefix plus `content_truncated`, `content_len` and `ref` (expand with get_contents);
+`budget_chars` then says so."""
+
+
+async def _list_memories(env: ToolEnv, args: JsonObject) -> JsonObject:
+    rows = await listing.list_memories(
+        env.lib,
+        env.caller.tenant_id,
+        agent_id=args.get("agent_id", ""),
+        project_id=args.get("project_id"),
+        limit=args.get("limit", 100),
+    )
+    shaped, trimmed = shaping.budget_list_memories(rows, env.lib.settings.recall_preview_chars)
+    body: JsonObject = {"memories": shaped, "count": len(shaped)}
+    if trimmed:
+        body["budget_chars"] = shaping.LIST_MEMORIES_BUDGET_CHARS
+    return body
+
+
+LIST_MEMORIES = ToolSpec(
+    name="list_memories",
+    description=LIST_MEMORIES_DESCRIPTION,
+    input_schema=obj(
+        {
+            "agent_id": {**AGENT_ID, "default": "", "description": "Agent to list; '' = all."},
+            "limit": {"type": "integer", "default": 100, "description": "Rows (0..500)."},
+            "project_id": PROJECT_ID,
+        }
+    ),
+    handler=_list_memories,
+    demands=on_agent("agent_id", "read"),
+    read_only=True,
+)
+
+TOOLS = [STORE, LIST_MEMORIES]

@@ -1,0 +1,89 @@
+"""The embedding provider contract and the checks every provider's output passes.
+
+Vectors end up in a pgvector column searched by inner product, which equals cosine similarity
+only for unit vectors. A provider that returns the wrong shape, non-finite numbers or a zero
+vector would poison stored rows silently, so every provider runs its output through
+`unit_vectors` (or at least `check_vectors`) and reports any problem as `EmbeddingError`.
+
+This module is pure Python on purpose: the HTTP provider must not need numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class EmbeddingError(Exception):
+    """The embedding provider could not produce valid vectors for this call.
+
+    Callers treat it as "no vectors now": recall falls back to lexical retrieval and the
+    write path leaves the row for the embedding queue to retry.
+    """
+
+
+class ModelIntegrityError(EmbeddingError):
+    """A bundled model file does not match its pinned sha256; it is never loaded."""
+
+
+class EmbeddingProvider(Protocol):
+    """Turns texts into unit-length float vectors of one fixed dimension.
+
+    The caller owns the instance and must `aclose()` it. Implementations are safe to call
+    concurrently from one event loop.
+    """
+
+    @property
+    def name(self) -> str:
+        """The model name recorded next to stored vectors, so a model change is detected."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Vector length; 0 while a provider that learns it has not yet seen a response."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text, in input order; raises `EmbeddingError` on any failure."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release threads, sessions and connections; the provider is unusable afterwards."""
+        ...
+
+
+def l2_normalise(vector: Sequence[float]) -> list[float]:
+    """`vector` scaled to unit length; zero or non-finite norms raise `EmbeddingError`.
+
+    `math.hypot` is used because it does not overflow for large components.
+    """
+    norm = math.hypot(*vector)
+    if not math.isfinite(norm) or norm == 0.0:
+        raise EmbeddingError(f"cannot normalise a vector with norm {norm}")
+    return [component / norm for component in vector]
+
+
+def check_vectors(vectors: Sequence[Sequence[float]], *, count: int, dimension: int) -> None:
+    """Raise `EmbeddingError` unless there are `count` finite, non-zero vectors of `dimension`."""
+    if len(vectors) != count:
+        raise EmbeddingError(f"expected {count} vectors, got {len(vectors)}")
+    for position, vector in enumerate(vectors):
+        _check_vector(vector, position=position, dimension=dimension)
+
+
+def _check_vector(vector: Sequence[float], *, position: int, dimension: int) -> None:
+    if len(vector) != dimension:
+        raise EmbeddingError(f"vector {position} has dimension {len(vector)}, expected {dimension}")
+    if not all(math.isfinite(component) for component in vector):
+        raise EmbeddingError(f"vector {position} contains NaN or infinity")
+    if not any(vector):
+        raise EmbeddingError(f"vector {position} is all zeros")
+
+
+def unit_vectors(
+    vectors: Sequence[Sequence[float]], *, count: int, dimension: int
+) -> list[list[float]]:
+    """Validate with `check_vectors`, then L2-normalise each vector."""
+    check_vectors(vectors, count=count, dimension=dimension)
+    return [l2_normalise(vector) for vector in vectors]

