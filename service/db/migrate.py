@@ -17,7 +17,17 @@ from alembic import command
 from service.db import sql
 from service.db.pool import Database
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "alembic"
+
+def _migrations_dir() -> Path:
+    """``alembic/`` beside the source tree (checkout, editable install) or in the cwd (image)."""
+    candidates = [Path(__file__).resolve().parents[2] / "alembic", Path.cwd() / "alembic"]
+    for candidate in candidates:
+        if (candidate / "env.py").is_file():
+            return candidate
+    return candidates[0]
+
+
+MIGRATIONS_DIR = _migrations_dir()
 
 
 def alembic_config(database_url: str) -> Config:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import asyncpg
 from pgvector.asyncpg import register_vector
@@ -27,7 +27,9 @@ from service.db import sql
 from service.errors import DatabaseNotOpen, DatabaseUnavailable
 from service.models import TenantId
 
-Connection: TypeAlias = "asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+Connection: TypeAlias = (
+    "asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+)
 APP_ROLE = "cpersona_app"
 
 
@@ -87,6 +89,7 @@ class Database:
         async with self.pool.acquire() as conn, conn.transaction():
             yield conn
 
-    async def ping(self) -> Any:
+    async def ping(self) -> bool:
+        """Whether the database answers a trivial query."""
         async with self.pool.acquire() as conn:
-            return await conn.fetchval("SELECT 1")
+            return bool(await conn.fetchval(sql.QUERIES["ping"]))

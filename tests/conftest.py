@@ -1,0 +1,108 @@
+"""Test fixtures: a real Postgres, a migrated template, a fresh database per test.
+
+The server comes from ``CPERSONA_TEST_DATABASE_URL`` (an admin URL to any
+Postgres 15+ with pgvector and pg_trgm) when set, otherwise the same embedded
+Postgres the service uses by default, started once per session in a temporary
+directory. The template is migrated through Alembic, so every run exercises
+the migrations; each test gets ``CREATE DATABASE … TEMPLATE`` and a drop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from service.config import Settings
+from service.db import migrate
+from service.db.embedded import EmbeddedPostgres
+from service.db.pool import Database
+from service.memory.library import Library
+
+FAST_SETTINGS = (
+    "ALTER SYSTEM SET fsync = off",
+    "ALTER SYSTEM SET synchronous_commit = off",
+    "ALTER SYSTEM SET full_page_writes = off",
+    "SELECT pg_reload_conf()",
+)
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` pointing at database ``name`` (socket and TCP URL forms)."""
+    return re.sub(r"(postgres(?:ql)?://[^/]*/)([^?]*)", lambda m: m.group(1) + name, url, count=1)
+
+
+async def _admin(url: str, *statements: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if {"database_url", "db", "lib"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(scope="session")
+def admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    given = os.environ.get("CPERSONA_TEST_DATABASE_URL")
+    if given:
+        yield given
+        return
+    server = EmbeddedPostgres(Path(tmp_path_factory.mktemp("embedded-pg")))
+    url = server.start()
+    asyncio.run(_admin(url, *FAST_SETTINGS))
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def template_db(admin_url: str) -> Iterator[str]:
+    name = f"cpt_tpl_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_admin(admin_url, f'CREATE DATABASE "{name}"'))
+    migrate.upgrade(with_database(admin_url, name))
+    try:
+        yield name
+    finally:
+        asyncio.run(_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def database_url(admin_url: str, template_db: str) -> AsyncIterator[str]:
+    name = f"cpt_{uuid.uuid4().hex[:12]}"
+    await _admin(admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    try:
+        yield with_database(admin_url, name)
+    finally:
+        await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(log_format="console", db_pool_min=1, db_pool_max=4)
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = await Database(database_url, min_size=1, max_size=4).open()
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture
+def lib(db: Database, settings: Settings) -> Library:
+    return Library(db, settings)

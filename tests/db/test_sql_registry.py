@@ -1,0 +1,42 @@
+"""The SQL registry: parsing, every query prepares with its legend's arity, none is dead."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from service.db import sql
+from service.db.pool import Database
+
+DB_DIR = Path(sql.__file__).parent
+
+
+def test_parse_queries_splits_named_blocks() -> None:
+    text = "-- one --\n-- about\nSELECT 1\n\n-- two --\nSELECT $1\n"
+    assert sql.parse_queries(text) == {"one": "-- about\nSELECT 1", "two": "SELECT $1"}
+
+
+def test_parse_queries_rejects_duplicate_names() -> None:
+    with pytest.raises(ValueError, match="duplicate"):
+        sql.parse_queries("-- a --\nSELECT 1\n-- a --\nSELECT 2\n")
+
+
+def _legend_arity(statement: str) -> int:
+    numbers = [int(n) for n in re.findall(r"\$(\d+)", statement)]
+    return max(numbers, default=0)
+
+
+async def test_every_query_prepares_with_the_arity_its_legend_declares(db: Database) -> None:
+    async with db.admin_tx() as conn:
+        for name, statement in sql.QUERIES.items():
+            prepared = await conn.prepare(statement)
+            assert len(prepared.get_parameters()) == _legend_arity(statement), name
+
+
+def test_every_query_is_used_by_exactly_one_db_function() -> None:
+    sources = "\n".join(path.read_text() for path in DB_DIR.glob("*.py"))
+    for name in sql.QUERIES:
+        uses = len(re.findall(rf'QUERIES\["{name}"\]', sources))
+        assert uses == 1, f"{name} is used {uses} times"

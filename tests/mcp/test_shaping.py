@@ -1,0 +1,630 @@
+"""Unit tests for ``service.mcp.shaping``: previews, refs and response budgets.
+
+Numbers in test docstrings refer to the acceptance behaviours of spec §11.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from service.mcp import shaping
+
+# No example database: property tests must not leave files in the checkout.
+PROPERTY = settings(database=None, deadline=None, max_examples=200)
+
+
+def text(n: int) -> str:
+    """A non-periodic text of exactly ``n`` code points, so an off-by-k cut shows."""
+    return " ".join(str(i) for i in range(n))[:n]
+
+
+def mem(i: int, content: object, **extra: object) -> dict[str, object]:
+    return {"ref": f"mem:{i}", "content": content, **extra}
+
+
+def contents(rows: list[dict[str, object]]) -> list[object]:
+    return [row["content"] for row in rows]
+
+
+# -- preview (§4.2) ------------------------------------------------------------------------
+
+
+def test_preview_cuts_a_1479_char_row_to_its_first_500_chars_with_markers() -> None:
+    """36."""
+    full = text(1479)
+    (row,) = shaping.preview([mem(1, full)], 500)
+    assert row == {
+        "ref": "mem:1",
+        "content": full[:500],
+        "content_truncated": True,
+        "content_len": 1479,
+    }
+
+
+def test_preview_leaves_an_exactly_500_char_row_without_markers() -> None:
+    """37."""
+    full = text(500)
+    assert shaping.preview([mem(1, full)], 500) == [mem(1, full)]
+
+
+def test_preview_is_a_pure_prefix_with_no_ellipsis() -> None:
+    (row,) = shaping.preview([mem(1, "abcdefghijklmnop")], 10)
+    assert row["content"] == "abcdefghij"
+
+
+@pytest.mark.parametrize("cap", [0, -1])
+def test_preview_disabled_returns_full_text_without_markers(cap: int) -> None:
+    """38 (preview half)."""
+    rows = [mem(1, text(5000))]
+    assert shaping.preview(rows, cap) == rows
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"content": "[Profile] " + text(800), "source": {"System": "profile"}},
+        {"content": text(800), "context_type": "conversation", "source": {"type": "Agent"}},
+        {"ref": "", "content": text(800)},
+        {"ref": None, "content": text(800)},
+    ],
+)
+def test_preview_never_trims_a_row_without_a_ref(row: dict[str, object]) -> None:
+    """45: echoes and the profile row have no handle back to their full text."""
+    assert shaping.preview([row], 500) == [row]
+
+
+def test_preview_counts_code_points_not_utf16_units() -> None:
+    (row,) = shaping.preview([mem(1, "😀" * 600)], 500)
+    assert row["content"] == "😀" * 500
+    assert row["content_len"] == 600
+
+
+def test_preview_leaves_non_string_content_alone() -> None:
+    rows = [mem(1, None), mem(2, 12345)]
+    assert shaping.preview(rows, 1) == rows
+
+
+def test_preview_keeps_every_other_field_of_a_trimmed_row() -> None:
+    source = {"type": "User", "id": "u1", "name": "U"}
+    (row,) = shaping.preview([mem(7, text(50), source=source, id="m-7", timestamp="t")], 10)
+    assert row["ref"] == "mem:7"
+    assert row["source"] == source
+    assert row["id"] == "m-7"
+    assert row["timestamp"] == "t"
+
+
+def test_preview_does_not_mutate_its_input() -> None:
+    original = mem(1, text(50))
+    rows = [original]
+    shaped = shaping.preview(rows, 10)
+    assert original == mem(1, text(50))
+    assert shaped[0] is not original
+
+
+@PROPERTY
+@given(content=st.text(), cap=st.integers(min_value=1, max_value=60))
+def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: int) -> None:
+    (row,) = shaping.preview([mem(1, content)], cap)
+    trimmed = row["content"]
+    assert isinstance(trimmed, str)
+    assert content.startswith(trimmed)
+    assert len(trimmed) == min(cap, len(content))
+    assert ("content_truncated" in row) is (len(content) > cap)
+    assert row.get("content_len", len(content)) == len(content)
+
+
+# -- full-content budget (§4.3) ------------------------------------------------------------
+
+
+def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() -> None:
+    """42: ten 20,000-character rows total exactly 200,000, which still fits."""
+    rows = [mem(i, text(20_000)) for i in range(10)]
+    shaped, spent = shaping.full_content_budget(rows, 500)
+    assert shaped == rows
+    assert spent is False
+
+
+def test_full_content_budget_previews_the_first_8_of_20_rows_of_16000_chars() -> None:
+    """43."""
+    full = text(16_000)
+    shaped, spent = shaping.full_content_budget([mem(i, full) for i in range(20)], 500)
+    assert spent is True
+    for row in shaped[:8]:
+        assert row["content"] == full[:500]
+        assert row["content_truncated"] is True
+        assert row["content_len"] == 16_000
+    for row in shaped[8:]:
+        assert row["content"] == full
+        assert "content_truncated" not in row
+        assert "content_len" not in row
+
+
+def test_full_content_budget_is_spent_from_the_tail() -> None:
+    """44: budget 100, preview 10, rows of 60/60/60."""
+    rows = [mem(1, "a" * 60), mem(2, "b" * 60), mem(3, "c" * 60)]
+    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert spent is True
+    assert shaped == [
+        {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 60},
+        {"ref": "mem:2", "content": "b" * 10, "content_truncated": True, "content_len": 60},
+        {"ref": "mem:3", "content": "c" * 60},
+    ]
+
+
+def test_full_content_budget_admits_the_last_row_whatever_its_size() -> None:
+    rows = [mem(1, "h" * 60), mem(2, "g" * 500)]
+    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert contents(shaped) == ["h" * 10, "g" * 500]
+    assert spent is True
+
+
+def test_full_content_budget_degrades_every_earlier_row_once_spent() -> None:
+    """A small row before the overflowing one is degraded even though it would fit."""
+    rows = [mem(1, "a" * 20), mem(2, "b" * 90), mem(3, "c" * 60)]
+    shaped, _ = shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert contents(shaped) == ["a" * 10, "b" * 10, "c" * 60]
+
+
+def test_full_content_budget_never_trims_refless_rows_but_counts_them() -> None:
+    profile: dict[str, object] = {"content": "[Profile] " + "p" * 200}
+    rows = [mem(1, "a" * 90), profile, mem(2, "b" * 60)]
+    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert spent is True
+    assert shaped == [
+        {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 90},
+        profile,
+        mem(2, "b" * 60),
+    ]
+
+
+def test_full_content_budget_can_be_spent_without_trimming_anything() -> None:
+    rows = [mem(1, "x" * 5), mem(2, "y" * 99)]
+    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert shaped == rows
+    assert spent is True
+
+
+def test_full_content_budget_ignores_rows_without_string_content() -> None:
+    rows = [mem(1, None), mem(2, "g" * 500)]
+    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert shaped == rows
+    assert spent is False
+
+
+@pytest.mark.parametrize("cap", [0, -5])
+def test_full_content_budget_is_off_when_the_preview_tier_is_off(cap: int) -> None:
+    """38 (budget half)."""
+    rows = [mem(1, "a" * 300), mem(2, "b" * 300)]
+    shaped, spent = shaping.full_content_budget(rows, cap, budget_chars=100)
+    assert shaped == rows
+    assert spent is False
+
+
+def test_full_content_budget_of_no_rows_is_not_spent() -> None:
+    assert shaping.full_content_budget([], 10) == ([], False)
+
+
+def test_full_content_budget_does_not_mutate_its_input() -> None:
+    rows = [mem(1, "a" * 60), mem(2, "b" * 60)]
+    shaping.full_content_budget(rows, 10, budget_chars=100)
+    assert rows == [mem(1, "a" * 60), mem(2, "b" * 60)]
+
+
+def overflows_from_the_tail(sizes: list[int], i: int, budget: int) -> bool:
+    """Spec §4.3 in closed form: row ``i`` would push a non-zero total over the budget."""
+    return sum(sizes[i + 1 :]) > 0 and sum(sizes[i:]) > budget
+
+
+@PROPERTY
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=120), max_size=12),
+    refless=st.sets(st.integers(min_value=0, max_value=11)),
+    cap=st.integers(min_value=1, max_value=40),
+    budget=st.integers(min_value=1, max_value=400),
+)
+def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow(
+    sizes: list[int], refless: set[int], cap: int, budget: int
+) -> None:
+    rows = [{"content": "z" * n} if i in refless else mem(i, "z" * n) for i, n in enumerate(sizes)]
+    shaped, spent = shaping.full_content_budget(rows, cap, budget_chars=budget)
+    overflow = [overflows_from_the_tail(sizes, i, budget) for i in range(len(sizes))]
+    assert spent is any(overflow)
+    assert len(shaped) == len(rows)
+    for i, (before, after) in enumerate(zip(rows, shaped, strict=True)):
+        if any(overflow[i:]) and i not in refless and sizes[i] > cap:
+            assert after == {
+                **before,
+                "content": "z" * cap,
+                "content_truncated": True,
+                "content_len": sizes[i],
+            }
+        else:
+            assert after == before
+    if rows:
+        assert shaped[-1] == rows[-1]
+
+
+# -- shape_recall (§4.1) -------------------------------------------------------------------
+
+
+def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
+    advisory = {"severity": "hint"}
+    response = {"messages": [mem(1, text(700))], "advisory": advisory, "gate_fallback": True}
+    shaped = shaping.shape_recall(response, preview_chars=500, full_content=False)
+    assert shaped["advisory"] is advisory
+    assert shaped["gate_fallback"] is True
+    assert shaped["messages"] == [
+        {"ref": "mem:1", "content": text(700)[:500], "content_truncated": True, "content_len": 700}
+    ]
+    assert "full_content_budget_chars" not in shaped
+
+
+def test_shape_recall_with_full_content_adds_the_budget_when_it_is_spent() -> None:
+    """43 (response half): the marker carries the budget in force."""
+    response = {"messages": [mem(i, text(16_000)) for i in range(20)]}
+    shaped = shaping.shape_recall(response, preview_chars=500, full_content=True)
+    assert shaped["full_content_budget_chars"] == 200_000
+    messages = shaped["messages"]
+    assert isinstance(messages, list)
+    assert [m.get("content_truncated", False) for m in messages] == [True] * 8 + [False] * 12
+
+
+def test_shape_recall_reports_a_spent_budget_even_when_no_row_was_trimmed() -> None:
+    """Spec §12.11: the recall marker means "spent", not "trimmed"."""
+    response = {"messages": [mem(1, "x" * 5), mem(2, "y" * 99)]}
+    shaped = shaping.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
+    assert shaped["full_content_budget_chars"] == 100
+    assert shaped["messages"] == response["messages"]
+
+
+def test_shape_recall_with_full_content_under_budget_returns_rows_whole() -> None:
+    """42."""
+    response = {"messages": [mem(1, text(1479)), mem(2, text(900))]}
+    shaped = shaping.shape_recall(response, preview_chars=500, full_content=True)
+    assert shaped == response
+
+
+@pytest.mark.parametrize("full_content", [False, True])
+def test_shape_recall_with_preview_disabled_never_trims_or_marks(full_content: bool) -> None:
+    """38."""
+    response = {"messages": [mem(i, text(16_000)) for i in range(20)]}
+    shaped = shaping.shape_recall(response, preview_chars=0, full_content=full_content)
+    assert shaped == response
+
+
+@pytest.mark.parametrize(
+    "response",
+    [{"ok": False, "error": "x"}, {"messages": "not a list"}, {"messages": [mem(1, "a"), 3]}],
+)
+def test_shape_recall_leaves_a_response_without_message_rows_as_it_is(
+    response: dict[str, object],
+) -> None:
+    assert shaping.shape_recall(response, preview_chars=1, full_content=False) == response
+
+
+def test_shape_recall_does_not_mutate_the_response() -> None:
+    messages = [mem(1, "a" * 60), mem(2, "b" * 60)]
+    response = {"messages": messages}
+    shaping.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
+    assert response == {"messages": [mem(1, "a" * 60), mem(2, "b" * 60)]}
+    assert response["messages"] is messages
+
+
+# -- refs (§4.4, §4.6) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ref", "parsed"),
+    [
+        ("mem:1", ("mem", 1)),
+        ("ep:45", ("ep", 45)),
+        ("mem: 7 ", ("mem", 7)),
+        ("mem:+3", ("mem", 3)),
+        ("ep:0045", ("ep", 45)),
+        ("mem:9223372036854775807", ("mem", 2**63 - 1)),
+    ],
+)
+def test_parse_ref_accepts_what_int_accepts(ref: str, parsed: tuple[str, int]) -> None:
+    assert shaping.parse_ref(ref) == parsed
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "bogus",
+        "mem:abc",
+        "mem:-1",
+        "mem:0",
+        "profile:1",
+        "mem:",
+        ":1",
+        "mem",
+        "MEM:1",
+        " mem:1",
+        "mem:1_000",
+        "mem:1.5",
+        "mem:0x10",
+        "ep:1:2",
+        "mem:9223372036854775808",
+        "mem:" + "0" * 36 + "1",
+        "",
+    ],
+)
+def test_parse_ref_rejects_malformed_refs(ref: str) -> None:
+    """49 (parser part)."""
+    assert shaping.parse_ref(ref) is None
+
+
+@pytest.mark.parametrize("ref", [1, None, b"mem:1", ["mem:1"], True, {"ref": "mem:1"}])
+def test_parse_ref_rejects_non_strings(ref: object) -> None:
+    assert shaping.parse_ref(ref) is None
+
+
+def test_parse_ref_accepts_a_ref_of_exactly_40_chars() -> None:
+    ref = "mem:" + "0" * 35 + "1"
+    assert len(ref) == 40
+    assert shaping.parse_ref(ref) == ("mem", 1)
+
+
+def test_format_ref_prefixes_the_kind() -> None:
+    assert shaping.format_ref("mem", 123) == "mem:123"
+    assert shaping.format_ref("ep", 45) == "ep:45"
+
+
+@pytest.mark.parametrize("row_id", [0, -1, 2**63, True])
+def test_format_ref_refuses_an_id_no_row_can_have(row_id: int) -> None:
+    with pytest.raises(ValueError, match="no ref"):
+        shaping.format_ref("mem", row_id)
+
+
+@PROPERTY
+@given(kind=st.sampled_from(["mem", "ep"]), row_id=st.integers(1, 2**63 - 1))
+def test_format_ref_round_trips_through_parse_ref(kind: shaping.RefKind, row_id: int) -> None:
+    assert shaping.parse_ref(shaping.format_ref(kind, row_id)) == (kind, row_id)
+
+
+@PROPERTY
+@given(ref=st.text(max_size=60))
+def test_parse_ref_never_raises_and_only_yields_valid_refs(ref: str) -> None:
+    parsed = shaping.parse_ref(ref)
+    if parsed is not None:
+        kind, row_id = parsed
+        assert ref.startswith(f"{kind}:")
+        assert 0 < row_id <= shaping.MAX_ROW_ID
+
+
+# -- get_contents batch budget (§4.4) ------------------------------------------------------
+
+
+def item(ref: str, size: int) -> dict[str, object]:
+    return {"ref": ref, "content": text(size), "source": {"type": "User"}}
+
+
+def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None:
+    """50: the unresolvable ep:99 after them is deferred too, not missing."""
+    refs = ["mem:1", "mem:2", "mem:3", "mem:4"]
+    found: list[tuple[str, Mapping[str, object] | None]] = [(r, item(r, 15_000)) for r in refs]
+    found.append(("ep:99", None))
+    result = shaping.budget_contents(found)
+    assert result == {
+        "items": [item("mem:1", 15_000), item("mem:2", 15_000)],
+        "missing": [],
+        "count": 2,
+        "deferred": ["mem:3", "mem:4", "ep:99"],
+        "budget_chars": 40_000,
+    }
+
+
+def test_get_contents_returns_a_single_oversized_row_whole() -> None:
+    """51."""
+    result = shaping.budget_contents([("mem:1", item("mem:1", 50_000))])
+    assert result == {"items": [item("mem:1", 50_000)], "missing": [], "count": 1}
+
+
+def test_get_contents_files_unresolvable_refs_before_the_spend_under_missing() -> None:
+    found: list[tuple[str, Mapping[str, object] | None]] = [
+        ("bogus", None),
+        ("mem:1", item("mem:1", 50_000)),
+        ("ep:2", None),
+        ("mem:3", item("mem:3", 10)),
+    ]
+    result = shaping.budget_contents(found)
+    assert result["missing"] == ["bogus", "ep:2"]
+    assert result["items"] == [item("mem:1", 50_000)]
+    assert result["deferred"] == ["mem:3"]
+
+
+def test_get_contents_admits_an_item_that_reaches_the_budget_exactly() -> None:
+    found: list[tuple[str, Mapping[str, object] | None]] = [
+        ("mem:1", item("mem:1", 25_000)),
+        ("mem:2", item("mem:2", 15_000)),
+    ]
+    result = shaping.budget_contents(found)
+    assert result["count"] == 2
+    assert "deferred" not in result
+    assert "budget_chars" not in result
+
+
+def test_get_contents_processes_duplicated_refs_independently() -> None:
+    small = item("mem:1", 10)
+    assert shaping.budget_contents([("mem:1", small), ("mem:1", small)])["items"] == [small] * 2
+    big = item("mem:1", 30_000)
+    result = shaping.budget_contents([("mem:1", big), ("mem:1", big)])
+    assert result["count"] == 1
+    assert result["deferred"] == ["mem:1"]
+
+
+def test_get_contents_of_only_unresolvable_refs_lists_them_missing() -> None:
+    """48 (shape part): no ``ok`` key on a read."""
+    result = shaping.budget_contents([("mem:5", None)])
+    assert result == {"items": [], "missing": ["mem:5"], "count": 0}
+
+
+def test_get_contents_budget_can_be_lowered() -> None:
+    found: list[tuple[str, Mapping[str, object] | None]] = [
+        ("mem:1", item("mem:1", 60)),
+        ("mem:2", item("mem:2", 60)),
+    ]
+    result = shaping.budget_contents(found, budget_chars=100)
+    assert result["deferred"] == ["mem:2"]
+    assert result["budget_chars"] == 100
+
+
+def test_get_contents_items_are_copies() -> None:
+    original = item("mem:1", 10)
+    items = shaping.budget_contents([("mem:1", original)])["items"]
+    assert isinstance(items, list)
+    assert items[0] == original
+    assert items[0] is not original
+
+
+# -- list budgets (§4.7) -------------------------------------------------------------------
+
+
+def memory_row(row_id: object, size: int) -> dict[str, object]:
+    return {"id": row_id, "agent_id": "a", "content": text(size), "locked": False}
+
+
+def episode_row(row_id: int, summary: int, keywords: int) -> dict[str, object]:
+    return {"id": row_id, "summary": text(summary), "keywords": "k" * keywords}
+
+
+def test_list_memories_budget_leaves_a_listing_that_fits_untouched() -> None:
+    rows = [memory_row(i, 30) for i in range(1, 4)]
+    assert shaping.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
+
+
+def test_list_memories_budget_degrades_from_the_first_overflow_to_the_end() -> None:
+    rows = [memory_row(1, 60), memory_row(2, 30), memory_row(3, 60), memory_row(4, 60)]
+    shaped, trimmed = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    assert trimmed is True
+    assert shaped[:2] == rows[:2]
+    for row_id, row in ((3, shaped[2]), (4, shaped[3])):
+        assert row == {
+            **memory_row(row_id, 60),
+            "content": text(10),
+            "content_len": 60,
+            "content_truncated": True,
+            "ref": f"mem:{row_id}",
+        }
+
+
+def test_list_memories_budget_keeps_an_oversized_first_row_whole() -> None:
+    rows = [memory_row(1, 500), memory_row(2, 60)]
+    shaped, trimmed = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    assert shaped[0] == rows[0]
+    assert shaped[1]["content"] == text(10)
+    assert trimmed is True
+
+
+def test_list_memories_budget_reports_nothing_when_spent_rows_are_all_short() -> None:
+    rows = [memory_row(1, 95), memory_row(2, 8), memory_row(3, 10)]
+    shaped, trimmed = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    assert shaped == rows
+    assert trimmed is False
+
+
+def test_list_memories_budget_gives_a_ref_only_to_rows_it_trimmed() -> None:
+    rows = [memory_row(1, 95), memory_row(2, 8), memory_row(3, 40)]
+    shaped, _ = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    assert "ref" not in shaped[1]
+    assert shaped[2]["ref"] == "mem:3"
+
+
+@pytest.mark.parametrize("row_id", [None, "7", 0, True])
+def test_list_memories_budget_never_trims_a_row_that_cannot_have_a_ref(row_id: object) -> None:
+    rows = [memory_row(1, 95), memory_row(row_id, 40)]
+    assert shaping.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
+
+
+@pytest.mark.parametrize("cap", [0, -1])
+def test_list_budgets_are_off_when_the_preview_tier_is_off(cap: int) -> None:
+    memories = [memory_row(1, 500), memory_row(2, 500)]
+    episodes = [episode_row(1, 500, 500), episode_row(2, 500, 500)]
+    assert shaping.budget_list_memories(memories, cap, budget_chars=100) == (memories, False)
+    assert shaping.budget_list_episodes(episodes, cap, budget_chars=100) == (episodes, False)
+
+
+def test_list_memories_budget_defaults_to_one_million_chars() -> None:
+    rows = [memory_row(1, 600_000), memory_row(2, 400_000), memory_row(3, 600)]
+    shaped, trimmed = shaping.budget_list_memories(rows, 500)
+    assert shaped[:2] == rows[:2]
+    assert shaped[2]["content_len"] == 600
+    assert trimmed is True
+
+
+def test_list_episodes_budget_counts_summary_and_keywords_together() -> None:
+    rows = [episode_row(1, 40, 40), episode_row(2, 15, 5), episode_row(3, 30, 5)]
+    shaped, trimmed = shaping.budget_list_episodes(rows, 10, budget_chars=100)
+    assert trimmed is True
+    assert shaped[:2] == rows[:2]
+    assert shaped[2] == {
+        "id": 3,
+        "summary": text(10),
+        "summary_len": 30,
+        "summary_truncated": True,
+        "keywords": "k" * 5,
+        "ref": "ep:3",
+    }
+
+
+def test_list_episodes_budget_trims_each_long_field_with_its_own_markers() -> None:
+    rows = [episode_row(1, 90, 0), episode_row(2, 20, 30)]
+    shaped, _ = shaping.budget_list_episodes(rows, 10, budget_chars=100)
+    assert shaped[1] == {
+        "id": 2,
+        "summary": text(10),
+        "summary_len": 20,
+        "summary_truncated": True,
+        "keywords": "k" * 10,
+        "keywords_len": 30,
+        "keywords_truncated": True,
+        "ref": "ep:2",
+    }
+
+
+def test_list_episodes_budget_defaults_to_eight_hundred_thousand_chars() -> None:
+    rows = [episode_row(1, 400_000, 400_000), episode_row(2, 600, 0)]
+    shaped, trimmed = shaping.budget_list_episodes(rows, 500)
+    assert shaped[1]["summary_len"] == 600
+    assert trimmed is True
+
+
+def test_list_budgets_do_not_mutate_their_input() -> None:
+    rows = [memory_row(1, 95), memory_row(2, 40)]
+    shaping.budget_list_memories(rows, 10, budget_chars=100)
+    assert rows == [memory_row(1, 95), memory_row(2, 40)]
+
+
+@PROPERTY
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=80), max_size=12),
+    cap=st.integers(min_value=1, max_value=30),
+    budget=st.integers(min_value=1, max_value=300),
+)
+def test_list_budget_degrades_exactly_the_rows_from_the_first_overflow_on(
+    sizes: list[int], cap: int, budget: int
+) -> None:
+    """Spec §4.7 in closed form; rows are never dropped and the first is never cut."""
+    rows = [memory_row(i, n) for i, n in enumerate(sizes, start=1)]
+    shaped, trimmed = shaping.budget_list_memories(rows, cap, budget_chars=budget)
+    overflow = [sum(sizes[:i]) > 0 and sum(sizes[: i + 1]) > budget for i in range(len(sizes))]
+    assert len(shaped) == len(rows)
+    expected_cut = [any(overflow[: i + 1]) and n > cap for i, n in enumerate(sizes)]
+    for cut, before, after in zip(expected_cut, rows, shaped, strict=True):
+        if cut:
+            assert after == {
+                **before,
+                "content": text(cap),
+                "content_truncated": True,
+                "content_len": len(str(before["content"])),
+                "ref": f"mem:{before['id']}",
+            }
+        else:
+            assert after == before
+    assert trimmed is any(expected_cut)
+    if rows:
+        assert shaped[0] == rows[0]

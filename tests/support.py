@@ -1,0 +1,85 @@
+"""Helpers for end-to-end tests: the real app under uvicorn, official MCP clients."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import uvicorn
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from service.app import create_app
+from service.config import Settings
+from service.memory import tenants
+from service.memory.library import Library
+from service.models import Permission
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """A running service: its base URL and the library behind it (for setup)."""
+
+    base_url: str
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+
+@contextlib.asynccontextmanager
+async def serve(settings: Settings, database_url: str) -> AsyncIterator[Served]:
+    """Run the real application on an ephemeral loopback port until the block ends."""
+    app = create_app(settings, database_url)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield Served(f"http://127.0.0.1:{port}")
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=10)
+
+
+async def new_tenant(lib: Library, slug: str, grants: dict[str, Permission] | None = None) -> str:
+    """Create tenant ``slug`` and return a key for it."""
+    await tenants.create_tenant(lib.db, slug)
+    return await tenants.create_key(lib.db, slug, label=f"{slug}-key", grants=grants)
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(served: Served, key: str) -> AsyncIterator[ClientSession]:
+    """An initialised official MCP client session authenticated with ``key``."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(served.mcp_url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def body(result: types.CallToolResult) -> Any:
+    """The JSON object of a tool result (its single text item)."""
+    assert len(result.content) == 1
+    item = result.content[0]
+    assert isinstance(item, types.TextContent)
+    return json.loads(item.text)
+
+
+def text(result: types.CallToolResult) -> str:
+    item = result.content[0]
+    assert isinstance(item, types.TextContent)
+    return item.text

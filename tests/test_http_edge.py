@@ -1,0 +1,111 @@
+"""Real HTTP requests against the real app: auth, limits, health, protocol errors."""
+
+from __future__ import annotations
+
+import httpx
+
+from service.config import Settings
+from service.memory.library import Library
+from tests.support import new_tenant, serve
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+async def test_requests_without_a_valid_key_get_401_with_bearer_challenge(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "auth")
+    bad_headers = [
+        {},
+        {"authorization": "Basic dXNlcjpwYXNz"},
+        {"authorization": "Bearer"},
+        {"authorization": "Bearer cpk_000000000000_" + "x" * 43},
+        {"authorization": f"Bearer {key}x"},
+        {"authorization": "Token " + key},
+    ]
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        for extra in bad_headers:
+            response = await client.post(
+                served.mcp_url, json=INIT, headers={**JSON_HEADERS, **extra}
+            )
+            assert response.status_code == 401, extra
+            assert response.json() == {"error": "unauthorized"}
+            assert response.headers["www-authenticate"] == "Bearer"
+            assert response.headers["x-request-id"]
+
+
+async def test_valid_key_initializes_without_redirect(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "init")
+    headers = {**JSON_HEADERS, "authorization": f"Bearer {key}"}
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        response = await client.post(served.mcp_url, json=INIT, headers=headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["result"]["serverInfo"]["name"] == "cpersona-service"
+
+
+async def test_revoked_key_stops_working_immediately(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    from service.memory import tenants
+
+    key = await new_tenant(lib, "revoke")
+    headers = {**JSON_HEADERS, "authorization": f"Bearer {key}"}
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        assert (await client.post(served.mcp_url, json=INIT, headers=headers)).status_code == 200
+        await tenants.revoke_key(lib.db, key[: tenants.PREFIX_LENGTH])
+        assert (await client.post(served.mcp_url, json=INIT, headers=headers)).status_code == 401
+
+
+async def test_oversized_body_gets_413(lib: Library, settings: Settings, database_url: str) -> None:
+    key = await new_tenant(lib, "big")
+    headers = {**JSON_HEADERS, "authorization": f"Bearer {key}"}
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (5 << 20) + b'"}}'
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        response = await client.post(served.mcp_url, content=payload, headers=headers)
+    assert response.status_code == 413
+    assert "too large" in response.json()["error"]
+
+
+async def test_malformed_json_rpc_gets_a_json_rpc_error_not_a_500(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "malformed")
+    headers = {**JSON_HEADERS, "authorization": f"Bearer {key}"}
+    bodies = [b"{not json", b"[]", b'{"jsonrpc":"2.0","id":1}', b'{"jsonrpc":"1.0","method":"x"}']
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        for raw in bodies:
+            response = await client.post(served.mcp_url, content=raw, headers=headers)
+            assert 400 <= response.status_code < 500, (raw, response.status_code)
+            assert "error" in response.json(), raw
+
+
+async def test_health_and_readiness(lib: Library, settings: Settings, database_url: str) -> None:
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        health = await client.get(f"{served.base_url}/healthz")
+        ready = await client.get(f"{served.base_url}/readyz")
+    assert health.json() == {"status": "ok"}
+    assert ready.status_code == 200
+    assert ready.json()["status"] == "ready"
+
+
+async def test_foreign_host_header_is_refused_on_a_loopback_bind(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "hosts")
+    headers = {**JSON_HEADERS, "authorization": f"Bearer {key}", "host": "evil.example"}
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        response = await client.post(served.mcp_url, json=INIT, headers=headers)
+    assert response.status_code == 421
