@@ -13,6 +13,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import uvicorn
@@ -22,9 +23,9 @@ from service.config import Settings, load_settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
-from service.errors import ServiceError
+from service.errors import InvalidInput, ServiceError
 from service.logs import configure_logging, get_logger
-from service.memory import tenants
+from service.memory import operating_context, tenants
 from service.models import Caller, TenantId
 
 T = TypeVar("T")
@@ -190,6 +191,59 @@ def cmd_db_url(settings: Settings, args: argparse.Namespace) -> None:
         print(url)
 
 
+def _read_context_file(path: str) -> str:
+    """The TOML text at ``path`` (``-`` = stdin), with one-line errors."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not UTF-8 text") from None
+
+
+def cmd_context_set(settings: Settings, args: argparse.Namespace) -> None:
+    """Validate first (no database is started for a bad file), then store."""
+    text = _read_context_file(args.file)
+    try:
+        operating_context.parse(text)
+    except InvalidInput as exc:
+        raise CliError(f"{args.file}: {exc.message}") from None
+    with database_url(settings) as url:
+        stored = run_db(
+            settings, url, lambda db: operating_context.set_context(db, args.tenant, text)
+        )
+    for warning in stored.warnings:
+        print(f"cpersona-service: warning: {args.file}: {warning}", file=sys.stderr)
+    ctx = stored.context
+    print(
+        f"set the operating context of tenant {args.tenant}: revision {ctx.revision!r}, "
+        f"enforce {ctx.enforce}, {len(ctx.project_ids)} project ids, "
+        f"{len(ctx.defaults)} defaults, {len(ctx.doctrine)} doctrine sections"
+    )
+
+
+def cmd_context_show(settings: Settings, args: argparse.Namespace) -> None:
+    """Print the stored context as TOML that ``context set`` accepts back."""
+    with database_url(settings) as url:
+        stored = run_db(settings, url, lambda db: operating_context.show_context(db, args.tenant))
+    if stored is None:
+        print(f"tenant {args.tenant} has no operating context (dormant)")
+        return
+    print(f"# operating context of tenant {args.tenant}, set {stored.updated_at.isoformat()}")
+    print(operating_context.to_toml(stored.context), end="")
+
+
+def cmd_context_clear(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        removed = run_db(settings, url, lambda db: operating_context.clear_context(db, args.tenant))
+    if removed is None:
+        print(f"tenant {args.tenant} has no operating context; nothing to clear")
+    else:
+        print(f"cleared the operating context of tenant {args.tenant} (revision {removed!r})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cpersona-service", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -200,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("migrate", help="apply migrations").set_defaults(run=cmd_migrate)
     _tenant_parser(commands)
     _key_parser(commands)
+    _context_parser(commands)
     db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)
     db.add_parser("url", help="print the connection URL for psql").set_defaults(run=cmd_db_url)
     return parser
@@ -230,6 +285,21 @@ def _key_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     revoke = sub.add_parser("revoke", help="revoke a key by its KEY_ID")
     revoke.add_argument("key_id")
     revoke.set_defaults(run=cmd_key_revoke)
+
+
+def _context_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    context = commands.add_parser("context", help="manage a tenant's operating context")
+    sub = context.add_subparsers(dest="context_command", required=True)
+    setter = sub.add_parser("set", help="validate a TOML file and make it the tenant's context")
+    setter.add_argument("--tenant", required=True)
+    setter.add_argument("file", metavar="FILE.toml", help="operating-context TOML ('-' = stdin)")
+    setter.set_defaults(run=cmd_context_set)
+    show = sub.add_parser("show", help="print the tenant's context as TOML")
+    show.add_argument("--tenant", required=True)
+    show.set_defaults(run=cmd_context_show)
+    clear = sub.add_parser("clear", help="remove the tenant's context (dormant again)")
+    clear.add_argument("--tenant", required=True)
+    clear.set_defaults(run=cmd_context_clear)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

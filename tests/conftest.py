@@ -24,6 +24,7 @@ from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
 from service.memory.library import Library
+from tests.support import Agent, Served, new_tenant, serve
 
 FAST_SETTINGS = (
     "ALTER SYSTEM SET fsync = off",
@@ -49,7 +50,9 @@ async def _admin(url: str, *statements: str) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if {"database_url", "db", "lib"} & set(getattr(item, "fixturenames", ())):
+        if {"database_url", "db", "lib", "served", "client"} & set(
+            getattr(item, "fixturenames", ())
+        ):
             item.add_marker(pytest.mark.postgres)
 
 
@@ -106,3 +109,15 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 @pytest.fixture
 def lib(db: Database, settings: Settings) -> Library:
     return Library(db, settings)
+
+
+@pytest.fixture
+async def served(settings: Settings, database_url: str) -> AsyncIterator[Served]:
+    async with serve(settings, database_url) as running:
+        yield running
+
+
+@pytest.fixture
+async def client(lib: Library, served: Served) -> Agent:
+    """An MCP client of tenant ``acme`` with a read-write key, over real HTTP."""
+    return Agent(served, await new_tenant(lib, "acme"))

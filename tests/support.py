@@ -83,3 +83,30 @@ def text(result: types.CallToolResult) -> str:
     item = result.content[0]
     assert isinstance(item, types.TextContent)
     return item.text
+
+
+class Agent:
+    """An MCP client of one tenant: every call opens its own official-SDK session.
+
+    One session per call keeps each test's anyio scopes inside one task (pytest
+    fixtures run setup and teardown in different tasks) and exercises the
+    stateless server the way independent clients do.
+    """
+
+    def __init__(self, served: Served, key: str) -> None:
+        self.served = served
+        self.key = key
+
+    async def raw(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        async with mcp_session(self.served, self.key) as session:
+            return await session.call_tool(tool, arguments)
+
+    async def call(self, tool: str, **arguments: Any) -> Any:
+        """The JSON body of a tool result (fails the test on schema errors)."""
+        result = await self.raw(tool, arguments)
+        assert not result.is_error, text(result)
+        return body(result)
+
+    async def tool_names(self) -> list[str]:
+        async with mcp_session(self.served, self.key) as session:
+            return [tool.name for tool in (await session.list_tools()).tools]

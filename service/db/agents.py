@@ -34,3 +34,7 @@ async def ensure_agent(conn: Connection, tenant_id: TenantId, name: str) -> int:
     if again is None:
         raise RuntimeError(f"agent {name!r} vanished during registration")
     return again
+
+
+async def delete_agent(conn: Connection, tenant_id: TenantId, agent_id: int) -> None:
+    await conn.execute(QUERIES["delete_agent"], tenant_id, agent_id)

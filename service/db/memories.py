@@ -6,8 +6,11 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
+import asyncpg
+
 from service.db.pool import Connection
 from service.db.sql import QUERIES
+from service.errors import Conflict
 from service.models import TenantId
 
 
@@ -100,3 +103,52 @@ async def list_memories(
         )
         for r in records
     ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EditTarget:
+    id: int
+    agent_name: str
+    locked: bool
+
+
+async def memory_for_edit(
+    conn: Connection, tenant_id: TenantId, memory_id: int
+) -> EditTarget | None:
+    record = await conn.fetchrow(QUERIES["memory_for_edit"], tenant_id, memory_id)
+    if record is None:
+        return None
+    return EditTarget(id=record["id"], agent_name=record["agent_name"], locked=record["locked"])
+
+
+async def update_memory_content(
+    conn: Connection, tenant_id: TenantId, memory_id: int, content: str
+) -> bool:
+    """True when the row was updated (False: it was locked meanwhile).
+
+    Raises Conflict naming the unique index when the new content duplicates
+    another row of the same agent, project and channel.
+    """
+    try:
+        value = await conn.fetchval(QUERIES["update_memory_content"], tenant_id, memory_id, content)
+    except asyncpg.UniqueViolationError as exc:
+        raise Conflict(exc.constraint_name or "unique constraint") from exc
+    return value is not None
+
+
+async def set_memory_lock(
+    conn: Connection, tenant_id: TenantId, memory_id: int, locked: bool
+) -> bool:
+    value = await conn.fetchval(QUERIES["set_memory_lock"], tenant_id, memory_id, locked)
+    return value is not None
+
+
+async def delete_unlocked_memory(
+    conn: Connection, tenant_id: TenantId, memory_id: int, agent_name: str | None
+) -> bool:
+    value = await conn.fetchval(QUERIES["delete_unlocked_memory"], tenant_id, memory_id, agent_name)
+    return value is not None
+
+
+async def delete_agent_memories(conn: Connection, tenant_id: TenantId, agent_id: int) -> int:
+    return int(await conn.fetchval(QUERIES["delete_agent_memories"], tenant_id, agent_id))

@@ -22,7 +22,7 @@ from mcp.server.context import ServerRequestContext
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.mcp import acl, context, tools_memory
+from service.mcp import acl, context, tools_agent, tools_context, tools_edit, tools_memory
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
 from service.memory import text
 from service.memory.library import Library
@@ -43,7 +43,8 @@ TOOL_ORDER = (
 
 def all_tools() -> list[ToolSpec]:
     """Every implemented tool, in the spec's registration order (spec §2)."""
-    specs = {spec.name: spec for spec in tools_memory.TOOLS}
+    modules = (tools_memory.TOOLS, tools_agent.TOOLS, tools_edit.TOOLS, tools_context.TOOLS)
+    specs = {spec.name: spec for tools in modules for spec in tools}
     unknown = set(specs) - set(TOOL_ORDER)
     if unknown:
         raise RuntimeError(f"tools outside the spec: {sorted(unknown)}")

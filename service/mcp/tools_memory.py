@@ -4,24 +4,8 @@ from __future__ import annotations
 
 from service.mcp import shaping
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.schemas import AGENT_ID, CHANNEL, LIST_AGENT_ID, PROJECT_ID, WRITE_PROJECT_ID
 from service.memory import listing, writes
-
-AGENT_ID = {
-    "type": "string",
-    "description": "Agent whose memory this is. Memories of different agents never mix.",
-}
-PROJECT_ID = {
-    "type": "string",
-    "description": (
-        "Project bucket. Writes go to this bucket ('' = the global pool). Reads see the "
-        "bucket plus the global pool; '' reads the global pool only; omit to read all projects."
-    ),
-}
-CHANNEL = {
-    "type": "string",
-    "default": "",
-    "description": "Channel (e.g. a chat room). Reads see this channel plus channel-less rows.",
-}
 
 STORE_DESCRIPTION = """Store one fact in long-term memory.
 
@@ -72,7 +56,7 @@ STORE = ToolSpec(
                 }
             ),
             "channel": CHANNEL,
-            "project_id": PROJECT_ID,
+            "project_id": WRITE_PROJECT_ID,
         },
         ["agent_id", "message"],
     ),
@@ -111,7 +95,7 @@ LIST_MEMORIES = ToolSpec(
     description=LIST_MEMORIES_DESCRIPTION,
     input_schema=obj(
         {
-            "agent_id": {**AGENT_ID, "default": "", "description": "Agent to list; '' = all."},
+            "agent_id": LIST_AGENT_ID,
             "limit": {"type": "integer", "default": 100, "description": "Rows (0..500)."},
             "project_id": PROJECT_ID,
         }

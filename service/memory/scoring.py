@@ -5,7 +5,9 @@ full-text, memory full-text/keyword, profile). Everything that turns those lists
 ordered answer lives here, in pipeline order (§3.1): fusion (§3.3), the episode-boundary
 penalty (§3.4), confidence scoring (§3.8), the quality gate (§3.5), the ``gate_fallback``
 rescue (§3.6), autocut (§3.7) and the final cut-and-reverse (§3.1 step 9), plus the
-``match_reason`` a message carries (§2.2). :func:`rank` chains steps 5 and 7-9.
+``match_reason`` a message carries (§2.2). :func:`rank` chains steps 5 and 7-9;
+:func:`recall_mode` and :func:`vector_min_similarity` are the two retrieval-side rules
+(§3.1 step 4, §3.2) the storage layer needs before it can retrieve.
 
 Contract:
 
@@ -35,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
 
 Kind: TypeAlias = Literal["mem", "ep", "profile"]
+Mode: TypeAlias = Literal["rrf", "rsf", "cascade"]
 Signal: TypeAlias = Literal["confidence", "rsf", "cosine", "rrf"]
 Identity: TypeAlias = tuple[Kind, int]
 
@@ -240,7 +243,31 @@ def time_span(oldest: datetime | None, newest: datetime | None, now: datetime) -
     )
 
 
-# --- candidate assembly and fusion (§3.3) ----------------------------------------------
+# --- candidate assembly and fusion (§3.2, §3.3) ----------------------------------------
+
+
+def recall_mode(configured: str, query: str) -> Mode:
+    """The fusion mode of one recall (§3.1 step 4).
+
+    ``rrf`` / ``rsf`` only for a query with non-whitespace text; any empty query, mode
+    ``cascade`` or an unknown mode string falls back to cascade (a pure recency listing has
+    nothing to fuse).
+    """
+    if not query.strip():
+        return "cascade"
+    if configured == "rrf":
+        return "rrf"
+    return "rsf" if configured == "rsf" else "cascade"
+
+
+def vector_min_similarity(threshold: float, mode: Mode, factor: float = 0.5) -> float:
+    """Similarity floor of the vector retriever (§3.2).
+
+    Cascade uses the agent's vector threshold as is; rrf and rsf loosen it by
+    ``RRF_THRESHOLD_FACTOR`` (0.3 x 0.5 = 0.15 by default) because the fused gate filters
+    later.
+    """
+    return threshold if mode == "cascade" else threshold * factor
 
 
 def mark_excluded(rows: Iterable[Candidate], excluded: Callable[[Candidate], bool]) -> Channel:

@@ -85,6 +85,30 @@ def test_time_span_without_bounds_is_empty() -> None:
     assert scoring.time_span(NOW, None, NOW) == TimeSpan()
 
 
+# --- mode dispatch and vector floor (§3.1 step 4, §3.2) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("configured", "query", "expected"),
+    [
+        ("rrf", "tea", "rrf"),
+        ("rsf", "tea", "rsf"),
+        ("cascade", "tea", "cascade"),
+        ("bogus", "tea", "cascade"),
+        ("rrf", "  \n", "cascade"),
+        ("rsf", "", "cascade"),
+    ],
+)
+def test_recall_mode_falls_back_to_cascade(configured: str, query: str, expected: str) -> None:
+    assert scoring.recall_mode(configured, query) == expected
+
+
+def test_vector_min_similarity_is_loosened_only_for_fusion() -> None:
+    assert scoring.vector_min_similarity(0.3, "cascade") == 0.3
+    assert scoring.vector_min_similarity(0.3, "rrf") == pytest.approx(0.15)
+    assert scoring.vector_min_similarity(0.3, "rsf", factor=0.25) == pytest.approx(0.075)
+
+
 # --- rrf fusion (§3.3) -----------------------------------------------------------------
 
 

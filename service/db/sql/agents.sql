@@ -9,3 +9,8 @@ SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 INSERT INTO agents (tenant_id, name) VALUES ($1, $2)
 ON CONFLICT (tenant_id, name) DO NOTHING
 RETURNING id
+
+-- delete_agent --
+-- Forget the agent row itself once its data is gone.
+-- $1 tenant_id uuid, $2 agent_id bigint
+DELETE FROM agents WHERE tenant_id = $1 AND id = $2

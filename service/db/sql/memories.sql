@@ -45,3 +45,44 @@ WHERE m.tenant_id = $1
   AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
 ORDER BY m.created_at DESC, m.id DESC
 LIMIT $4
+
+-- memory_for_edit --
+-- One memory of the tenant with its owner's name, locked for the rest of the
+-- transaction so the checks of update/lock/delete stay true until the write.
+-- $1 tenant_id uuid, $2 id bigint
+SELECT m.id, a.name AS agent_name, m.locked
+FROM memories m
+JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id
+WHERE m.tenant_id = $1 AND m.id = $2
+FOR UPDATE OF m
+
+-- update_memory_content --
+-- Replace content (the generated hash and tsvector follow) and drop the stale
+-- embedding; locked rows are never changed. Returns the id, or NULL when locked.
+-- $1 tenant_id uuid, $2 id bigint, $3 content text
+UPDATE memories
+SET content = $3, embedding = NULL, embedding_model = NULL, updated_at = clock_timestamp()
+WHERE tenant_id = $1 AND id = $2 AND NOT locked
+RETURNING id
+
+-- set_memory_lock --
+-- Lock or unlock one memory (idempotent).
+-- $1 tenant_id uuid, $2 id bigint, $3 locked boolean
+UPDATE memories SET locked = $3 WHERE tenant_id = $1 AND id = $2
+RETURNING id
+
+-- delete_unlocked_memory --
+-- Delete one unlocked memory, owned by agent $3 when given (NULL = any owner).
+-- $1 tenant_id uuid, $2 id bigint, $3 agent name text
+DELETE FROM memories m
+USING agents a
+WHERE m.tenant_id = $1 AND m.id = $2 AND NOT m.locked
+  AND a.tenant_id = m.tenant_id AND a.id = m.agent_id
+  AND ($3::text IS NULL OR a.name = $3)
+RETURNING m.id
+
+-- delete_agent_memories --
+-- Every memory of one agent (all projects and channels, locked ones too).
+-- $1 tenant_id uuid, $2 agent_id bigint
+WITH gone AS (DELETE FROM memories WHERE tenant_id = $1 AND agent_id = $2 RETURNING 1)
+SELECT count(*) FROM gone

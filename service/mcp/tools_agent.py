@@ -1,0 +1,148 @@
+"""Episodes, profiles and the queue status: archive_episode, list_episodes,
+get_profile, update_profile, get_queue_status."""
+
+from __future__ import annotations
+
+from service.mcp import shaping
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj, on_agent
+from service.mcp.schemas import AGENT_ID, CHANNEL, LIST_AGENT_ID, PROJECT_ID, WRITE_PROJECT_ID
+from service.memory import episodes, profiles, queue
+
+
+async def _archive_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
+    request = episodes.ArchiveRequest(
+        agent_id=args["agent_id"],
+        summary=args["summary"],
+        history=args.get("history", []),
+        keywords=args.get("keywords", ""),
+        resolved=args.get("resolved"),
+        project_id=args.get("project_id", ""),
+        channel=args.get("channel", ""),
+    )
+    return await episodes.archive_episode(env.lib, env.caller.tenant_id, request)
+
+
+def _refuse_episode(message: str) -> JsonObject:
+    return {"ok": False, "episode_id": None, "error": message}
+
+
+ARCHIVE_EPISODE = ToolSpec(
+    name="archive_episode",
+    description="""Archive a summary of a finished session (an episode) for later recall.
+
+Compute the summary (and keywords) yourself before calling: the server does not
+summarise. `history` is the session's messages; their earliest and latest
+`timestamp` become the episode's start_time and end_time. Mark `resolved: true` when
+the session's problem was solved. Every call creates a new episode (no dedup).
+Returns {ok: true, episode_id, truncated?}.""",
+    input_schema=obj(
+        {
+            "agent_id": AGENT_ID,
+            "summary": {"type": "string", "description": "What happened in the session."},
+            "history": {
+                "type": "array",
+                "items": {"type": "object"},
+                "default": [],
+                "description": "Session messages, e.g. [{role, content, timestamp}].",
+            },
+            "keywords": {"type": "string", "default": "", "description": "Search keywords."},
+            "resolved": {"type": ["boolean", "null"], "description": "Problem solved?"},
+            "project_id": WRITE_PROJECT_ID,
+            "channel": CHANNEL,
+        },
+        ["agent_id", "summary"],
+    ),
+    handler=_archive_episode,
+    demands=on_agent("agent_id", "read-write"),
+    idempotent=False,
+    refusal=_refuse_episode,
+)
+
+
+async def _list_episodes(env: ToolEnv, args: JsonObject) -> JsonObject:
+    rows = await episodes.list_episodes(
+        env.lib,
+        env.caller.tenant_id,
+        agent_id=args.get("agent_id", ""),
+        project_id=args.get("project_id"),
+        limit=args.get("limit", 50),
+    )
+    shaped, trimmed = shaping.budget_list_episodes(rows, env.lib.settings.recall_preview_chars)
+    body: JsonObject = {"episodes": shaped, "count": len(shaped)}
+    if trimmed:
+        body["budget_chars"] = shaping.LIST_EPISODES_BUDGET_CHARS
+    return body
+
+
+LIST_EPISODES = ToolSpec(
+    name="list_episodes",
+    description="""List archived episodes, newest first.
+
+Omit `agent_id` (or pass "") to list every agent of your tenant; `limit` is clamped to
+0..200. Rows are {id, agent_id, project_id, summary, keywords, start_time, end_time,
+created_at}. Past 800,000 characters of summary+keywords, later rows carry 500-character
+prefixes with `summary_truncated`/`summary_len` (and the same for keywords) plus a `ref`
+to expand with get_contents; `budget_chars` then says so.""",
+    input_schema=obj(
+        {
+            "agent_id": LIST_AGENT_ID,
+            "limit": {"type": "integer", "default": 50, "description": "Rows (0..200)."},
+            "project_id": PROJECT_ID,
+        }
+    ),
+    handler=_list_episodes,
+    demands=on_agent("agent_id", "read"),
+    read_only=True,
+)
+
+
+async def _get_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await profiles.get_profile(env.lib, env.caller.tenant_id, args["agent_id"])
+
+
+GET_PROFILE = ToolSpec(
+    name="get_profile",
+    description="""Read the agent's profile: one free-text description (at most 2,000
+characters) the agent keeps about itself or its user. Returns {profile} ("" if none).""",
+    input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
+    handler=_get_profile,
+    demands=on_agent("agent_id", "read"),
+    read_only=True,
+)
+
+
+async def _update_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await profiles.update_profile(
+        env.lib, env.caller.tenant_id, args["agent_id"], args["profile"]
+    )
+
+
+UPDATE_PROFILE = ToolSpec(
+    name="update_profile",
+    description="""Replace the agent's profile with new text (capped at 2,000 characters,
+`truncated: true` when cut). Send the whole profile: it is replaced, not merged. Empty
+text changes nothing. Returns {ok: true, profiles_updated}.""",
+    input_schema=obj(
+        {"agent_id": AGENT_ID, "profile": {"type": "string", "description": "Full profile."}},
+        ["agent_id", "profile"],
+    ),
+    handler=_update_profile,
+    demands=on_agent("agent_id", "read-write"),
+)
+
+
+async def _queue_status(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await queue.queue_status(env.lib, env.caller.tenant_id)
+
+
+GET_QUEUE_STATUS = ToolSpec(
+    name="get_queue_status",
+    description="""Report the background embedding backlog of your tenant:
+{enabled, pending, ...}. `enabled: false` means no background queue runs.""",
+    input_schema=obj({}),
+    handler=_queue_status,
+    demands=any_caller,
+    read_only=True,
+)
+
+TOOLS = [ARCHIVE_EPISODE, LIST_EPISODES, GET_PROFILE, UPDATE_PROFILE, GET_QUEUE_STATUS]

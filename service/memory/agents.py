@@ -1,0 +1,37 @@
+"""Whole-agent operations: delete_agent_data (spec §5.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.db import agents, episodes, memories, profiles
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+
+
+async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
+    """Delete every memory, profile and episode of one agent in one transaction.
+
+    Locked memories go too (a lock protects single edits, not the agent's
+    deletion). Nothing of another agent or tenant is touched.
+    """
+    if not agent_id:
+        return {"ok": False, "error": "agent_id is required for bulk deletion"}
+    counts = {"memories": 0, "profiles": 0, "episodes": 0}
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        agent = await agents.agent_id_by_name(conn, tenant_id, agent_id)
+        if agent is not None:
+            counts["memories"] = await memories.delete_agent_memories(conn, tenant_id, agent)
+            counts["profiles"] = await profiles.delete_agent_profiles(conn, tenant_id, agent)
+            counts["episodes"] = await episodes.delete_agent_episodes(conn, tenant_id, agent)
+            await agents.delete_agent(conn, tenant_id, agent)
+    return {
+        "ok": True,
+        "agent_id": agent_id,
+        "deleted_memories": counts["memories"],
+        "deleted_profiles": counts["profiles"],
+        "deleted_episodes": counts["episodes"],
+        "deleted_pending_tasks": 0,
+    }

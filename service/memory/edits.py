@@ -1,0 +1,120 @@
+"""Edits of single memories and episodes by id (spec §5.4-§5.6).
+
+Id-keyed tools act inside the caller's tenant only: a memory id of another
+tenant is "not found", exactly like an id that does not exist. ``agent_id``
+empty means "any owner within the tenant", as in CPersona; non-empty adds the
+ownership check. The order of checks and the messages follow the spec.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.db import episodes, memories
+from service.errors import Conflict
+from service.memory import text
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+MAX_ID = 2**63 - 1
+UNIQUE_COLUMNS = {
+    "memories_dedup_content": "memories.agent_id, memories.project_id, memories.channel, "
+    "memories.content",
+    "memories_dedup_msg_id": "memories.agent_id, memories.project_id, memories.msg_id",
+}
+
+
+def _fail(message: str) -> JsonObject:
+    return {"ok": False, "error": message}
+
+
+def _valid_id(value: int) -> bool:
+    return 0 < value <= MAX_ID
+
+
+async def update_memory(
+    lib: Library, tenant_id: TenantId, memory_id: int, content: str, agent_id: str = ""
+) -> JsonObject:
+    """Replace a memory's content; msg_id, timestamp, channel and project stay."""
+    if not content.strip():
+        return _fail("Content cannot be empty")
+    if not _valid_id(memory_id):
+        return _fail(f"Memory {memory_id} not found")
+    clean = text.sanitise(content, lib.settings.max_content_length)
+    try:
+        async with lib.db.tenant_tx(tenant_id) as conn:
+            target = await memories.memory_for_edit(conn, tenant_id, memory_id)
+            refusal = _edit_refusal(memory_id, target, agent_id, "edited")
+            if refusal is None and not clean.text:
+                refusal = "Content cannot be empty after sanitization"
+            if refusal is not None:
+                return _fail(refusal)
+            if not await memories.update_memory_content(conn, tenant_id, memory_id, clean.text):
+                return _fail(f"Memory {memory_id} is locked and cannot be edited")
+    except Conflict as exc:
+        columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
+        return {"error": f"UNIQUE constraint failed: {columns}"}
+    body: JsonObject = {"ok": True, "updated_id": memory_id}
+    if clean.truncated:
+        body["truncated"] = True
+    return body
+
+
+def _edit_refusal(
+    memory_id: int, target: memories.EditTarget | None, agent_id: str, verb: str
+) -> str | None:
+    if target is None:
+        return f"Memory {memory_id} not found"
+    if target.locked:
+        return f"Memory {memory_id} is locked and cannot be {verb}"
+    if agent_id and target.agent_name != agent_id:
+        return f"Memory {memory_id} not owned by agent {agent_id}"
+    return None
+
+
+async def set_lock(
+    lib: Library, tenant_id: TenantId, memory_id: int, locked: bool, agent_id: str = ""
+) -> JsonObject:
+    """Lock or unlock a memory (idempotent); owner-checked when agent_id is given."""
+    if not _valid_id(memory_id):
+        return _fail(f"Memory {memory_id} not found")
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        target = await memories.memory_for_edit(conn, tenant_id, memory_id)
+        if target is None:
+            return _fail(f"Memory {memory_id} not found")
+        if agent_id and target.agent_name != agent_id:
+            return _fail(f"Memory {memory_id} not owned by agent {agent_id}")
+        await memories.set_memory_lock(conn, tenant_id, memory_id, locked)
+    return {"ok": True, "locked_id" if locked else "unlocked_id": memory_id}
+
+
+async def delete_memory(
+    lib: Library, tenant_id: TenantId, memory_id: int, agent_id: str = ""
+) -> JsonObject:
+    """Delete one unlocked memory (spec §5.6 messages, in the spec's order)."""
+    if not _valid_id(memory_id):
+        return _fail(f"Memory {memory_id} not found")
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        target = await memories.memory_for_edit(conn, tenant_id, memory_id)
+        if target is None:
+            return _fail(f"Memory {memory_id} not found")
+        if target.locked:
+            return _fail(f"Memory {memory_id} is locked and cannot be deleted")
+        owner = agent_id or None
+        if not await memories.delete_unlocked_memory(conn, tenant_id, memory_id, owner):
+            return _fail(f"Memory {memory_id} not found, not owned by agent, or locked")
+    return {"ok": True, "deleted_id": memory_id}
+
+
+async def delete_episode(
+    lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
+) -> JsonObject:
+    """Delete one episode; episodes have no lock."""
+    deleted = False
+    if _valid_id(episode_id):
+        async with lib.db.tenant_tx(tenant_id) as conn:
+            deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
+    if not deleted:
+        return _fail(f"Episode {episode_id} not found or not owned by agent")
+    return {"ok": True, "deleted_id": episode_id}

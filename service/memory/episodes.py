@@ -1,0 +1,101 @@
+"""Episodes: archived session summaries (spec §2.2 archive_episode, list_episodes)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from service.db import agents, episodes
+from service.memory import text
+from service.memory.library import Library
+from service.memory.listing import clamp
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+LIST_EPISODES_MAX = 200
+EMPTY_SUMMARY = (
+    "summary is required: server-side episode summarisation was removed; pre-compute summary "
+    "(and keywords) before calling archive_episode"
+)
+BLANK_SUMMARY = "summary is required to archive an episode"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArchiveRequest:
+    agent_id: str
+    summary: str
+    history: Sequence[object] = ()
+    keywords: object = ""
+    resolved: bool | None = None
+    project_id: str = ""
+    channel: str = ""
+
+
+def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
+    """Lexicographic min and max of the non-empty ``timestamp`` strings in history."""
+    stamps = [
+        entry["timestamp"]
+        for entry in history
+        if isinstance(entry, dict) and isinstance(entry.get("timestamp"), str)
+        and entry["timestamp"]
+    ]  # fmt: skip
+    return (min(stamps), max(stamps)) if stamps else (None, None)
+
+
+def _refused(message: str) -> JsonObject:
+    return {"ok": False, "episode_id": None, "error": message}
+
+
+async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest) -> JsonObject:
+    """Store a session summary as a new episode (never deduplicated)."""
+    if not req.summary:
+        return _refused(EMPTY_SUMMARY)
+    limit = lib.settings.max_content_length
+    summary = text.sanitise(req.summary, limit)
+    keywords = text.sanitise(req.keywords if isinstance(req.keywords, str) else "", limit)
+    if not summary.text:
+        return _refused(BLANK_SUMMARY)
+    start, end = history_span(req.history)
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)
+        row = episodes.NewEpisode(
+            agent_id=agent,
+            project_id=req.project_id,
+            channel=req.channel,
+            summary=summary.text,
+            keywords=keywords.text,
+            start_time=start,
+            end_time=end,
+            resolved=bool(req.resolved),
+        )
+        episode_id = await episodes.insert_episode(conn, tenant_id, row)
+    body: JsonObject = {"ok": True, "episode_id": episode_id}
+    if summary.truncated or keywords.truncated:
+        body["truncated"] = True
+    return body
+
+
+def _episode_row(row: episodes.EpisodeListRow) -> JsonObject:
+    return {
+        "id": row.id,
+        "agent_id": row.agent_id,
+        "project_id": row.project_id,
+        "summary": row.summary,
+        "keywords": row.keywords,
+        "start_time": row.start_time,
+        "end_time": row.end_time,
+        "created_at": row.created_at.isoformat(),
+    }
+
+
+async def list_episodes(
+    lib: Library, tenant_id: TenantId, *, agent_id: str | None, project_id: str | None, limit: int
+) -> list[JsonObject]:
+    """Newest-first episodes of the tenant; empty agent = all agents; limit clamped 0..200."""
+    limit = clamp(limit, 0, LIST_EPISODES_MAX)
+    if limit == 0:
+        return []
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, limit)
+    return [_episode_row(row) for row in rows]

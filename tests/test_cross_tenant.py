@@ -1,0 +1,126 @@
+"""Tenant B runs every tool against tenant A's ids, agents, projects and channels.
+
+Nothing of A may be read, changed or revealed: B's answers about A's ids are the
+answers for ids that do not exist, B's listings are empty, B's writes land in B,
+and A's data is byte-for-byte the same afterwards. Every registered tool must
+appear in PROBES, so a new tool cannot ship without its cross-tenant check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from service.memory.library import Library
+from tests.support import Agent, Served, new_tenant
+
+SECRET = "tenant A secret: the vault code is 4711"
+AGENT, PROJECT, CHANNEL = "shared-agent", "shared-project", "shared-channel"
+
+
+async def _seed(a: Agent) -> dict[str, int]:
+    memory = await a.call(
+        "store", agent_id=AGENT, project_id=PROJECT, channel=CHANNEL,
+        message={"id": "msg-1", "content": SECRET, "metadata": {"k": "v"}},
+    )  # fmt: skip
+    locked = await a.call("store", agent_id=AGENT, message={"content": SECRET + " (locked)"})
+    await a.call("lock_memory", memory_id=locked["id"])
+    episode = await a.call(
+        "archive_episode", agent_id=AGENT, summary=SECRET, project_id=PROJECT, channel=CHANNEL
+    )
+    await a.call("update_profile", agent_id=AGENT, profile=SECRET)
+    return {"mem": memory["id"], "locked": locked["id"], "ep": episode["episode_id"]}
+
+
+async def _snapshot(a: Agent) -> str:
+    parts = [
+        await a.call("list_memories", limit=500),
+        await a.call("list_episodes", limit=200),
+        await a.call("get_profile", agent_id=AGENT),
+    ]
+    return json.dumps(parts, sort_keys=True)
+
+
+def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
+    """One or more calls per tool, aimed at A's ids and axis values."""
+    mem, locked, ep = ids["mem"], ids["locked"], ids["ep"]
+    return [
+        ("get_operating_context", {}),
+        ("store", {"agent_id": AGENT, "project_id": PROJECT, "channel": CHANNEL,
+                   "message": {"id": "msg-1", "content": SECRET}}),
+        ("get_profile", {"agent_id": AGENT}),
+        ("update_profile", {"agent_id": AGENT, "profile": "B's own profile"}),
+        ("archive_episode", {"agent_id": AGENT, "summary": "B's episode", "project_id": PROJECT}),
+        ("list_memories", {}),
+        ("list_memories", {"agent_id": AGENT, "project_id": PROJECT}),
+        ("list_episodes", {}),
+        ("list_episodes", {"agent_id": AGENT, "project_id": PROJECT}),
+        ("update_memory", {"memory_id": mem, "content": "overwritten by B"}),
+        ("update_memory", {"memory_id": mem, "content": "overwritten by B", "agent_id": AGENT}),
+        ("lock_memory", {"memory_id": mem}),
+        ("unlock_memory", {"memory_id": locked, "agent_id": AGENT}),
+        ("delete_memory", {"memory_id": mem}),
+        ("delete_memory", {"memory_id": locked, "agent_id": AGENT}),
+        ("delete_episode", {"episode_id": ep}),
+        ("delete_episode", {"episode_id": ep, "agent_id": AGENT}),
+        ("get_queue_status", {}),
+        ("delete_agent_data", {"agent_id": AGENT}),
+    ]  # fmt: skip
+
+
+ID_KEYED = {"update_memory", "lock_memory", "unlock_memory", "delete_memory", "delete_episode"}
+
+
+def _row_ids(body: Any) -> set[int]:
+    """Every integer under an id-like key anywhere in a response."""
+    found: set[int] = set()
+    if isinstance(body, dict):
+        for key, value in body.items():
+            if key.endswith("id") and isinstance(value, int):
+                found.add(value)
+            found |= _row_ids(value)
+    elif isinstance(body, list):
+        for item in body:
+            found |= _row_ids(item)
+    return found
+
+
+def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
+    """What B may see: its own rows only, and nothing that proves A's rows exist."""
+    if tool not in ID_KEYED:
+        assert not _row_ids(answer) & set(ids.values()), (tool, answer)
+    if tool == "get_profile":
+        assert answer == {"profile": ""}
+    if tool == "store":
+        assert answer["result"] == "stored"
+    if tool == "delete_agent_data":  # only what B itself wrote under the shared names
+        assert (answer["deleted_memories"], answer["deleted_episodes"]) == (1, 1)
+        assert answer["deleted_profiles"] == 1
+
+
+def _without_ids(body: Any, ids: dict[str, int]) -> str:
+    text = json.dumps(body, sort_keys=True)
+    for value in ids.values():
+        text = re.sub(rf"\b{value}\b", "N", text)
+    return text
+
+
+async def test_tenant_b_cannot_read_change_or_detect_tenant_a(lib: Library, served: Served) -> None:
+    a = Agent(served, await new_tenant(lib, "tenant-a"))
+    b = Agent(served, await new_tenant(lib, "tenant-b"))
+    ids = await _seed(a)
+    before = await _snapshot(a)
+    registered = set(await b.tool_names())
+    table = probes(ids)
+    assert registered <= {tool for tool, _ in table}, "add the new tool to PROBES"
+    unknown = {"mem": 10**12, "locked": 10**12 + 1, "ep": 10**12 + 2}
+    for (tool, args), (_, twin) in zip(table, probes(unknown), strict=True):
+        if tool not in registered:
+            continue
+        answer = await b.call(tool, **args)
+        _check(tool, answer, ids)
+        if tool in ID_KEYED:
+            assert answer["ok"] is False, (tool, answer)
+            assert _without_ids(answer, ids) == _without_ids(await b.call(tool, **twin), unknown)
+    assert await _snapshot(a) == before
