@@ -125,8 +125,9 @@ class Dispatcher:
 
     async def _run(self, spec: ToolSpec, args: JsonObject) -> JsonObject:
         caller = self._resolve_caller()
-        if text.contains_nul(args):
-            return spec.refusal("text must not contain NUL characters (U+0000)")
+        problem = text.text_problem(args) or _axis_problem(args, self._lib.settings.max_axis_length)
+        if problem:
+            return spec.refusal(problem)
         denial = _denial(spec, caller, args)
         if denial is not None:
             return denial
@@ -139,6 +140,20 @@ class Dispatcher:
             request_id = info.request_id if info else "-"
             log.exception("tool_failed", tool=spec.name)
             return {"error": f"internal error while running {spec.name} (request {request_id})"}
+
+
+AXIS_ARGUMENTS = (
+    "agent_id", "project_id", "channel", "source_id", "source_agent_id", "target_agent_id",
+)  # fmt: skip
+
+
+def _axis_problem(args: JsonObject, limit: int) -> str | None:
+    """Agent, project and channel names are identifiers, bounded like any key."""
+    for name in AXIS_ARGUMENTS:
+        value = args.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            return f"{name} too long ({len(value)} chars, max {limit})"
+    return None
 
 
 def _outcome(body: JsonObject) -> str:

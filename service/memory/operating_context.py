@@ -94,6 +94,8 @@ def _kind(value: object) -> str:
 
 
 def _string(value: object, path: str, *, limit: int | None = None) -> str:
+    if value is None:
+        raise InvalidInput(f"{path} is missing")
     if not isinstance(value, str):
         raise InvalidInput(f"{path} must be a string (got {_kind(value)})")
     if "\x00" in value:

@@ -116,16 +116,44 @@ def parse_timestamp(text: str) -> datetime | None:
     return parsed
 
 
-def contains_nul(value: object) -> bool:
-    """Whether any string inside ``value`` (keys included) holds a NUL character.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+MAX_DEPTH = 32
 
-    Postgres text and jsonb cannot store U+0000, so such input is refused with a
-    clear message instead of failing inside the database.
+
+def _string_problem(value: str) -> str | None:
+    match = _UNSTORABLE.search(value)
+    if match is None:
+        return None
+    if match.group() == "\x00":
+        return "text must not contain NUL characters (U+0000)"
+    return "text must be valid Unicode (lone surrogate code point)"
+
+
+def text_problem(value: object, depth: int = 0) -> str | None:
+    """Why ``value`` cannot be stored, or None.
+
+    Postgres text and jsonb cannot hold U+0000 and UTF-8 cannot encode lone
+    surrogates; structures nested deeper than MAX_DEPTH are refused before any
+    recursive serialisation can fail. Such input gets a clear message instead
+    of an error from inside the database.
     """
     if isinstance(value, str):
-        return "\x00" in value
+        return _string_problem(value)
+    if depth > MAX_DEPTH and isinstance(value, Mapping | list | tuple):
+        return f"JSON nested deeper than {MAX_DEPTH} levels"
     if isinstance(value, Mapping):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(contains_nul(item) for item in value)
-    return False
+        items: list[object] = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return None
+    for item in items:
+        problem = text_problem(item, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def contains_nul(value: object) -> bool:
+    """Whether ``value`` holds text Postgres cannot store (see text_problem)."""
+    return text_problem(value) is not None

@@ -76,8 +76,8 @@ def _refusal(lib: Library, req: StoreRequest, source: object, metadata: object) 
     msg_id = message.get("id")
     msg_id = msg_id if isinstance(msg_id, str) else ""
     refusal = _size_refusal(lib, source, metadata) or _axis_refusal(lib, req, msg_id)
-    if refusal is None and text.contains_nul([req.agent_id, req.project_id, req.channel, message]):
-        refusal = "text must not contain NUL characters (U+0000)"
+    if refusal is None:
+        refusal = text.text_problem([req.agent_id, req.project_id, req.channel, message])
     return refusal
 
 
