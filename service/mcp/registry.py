@@ -46,6 +46,7 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool | None = None
     refusal: Callable[[str], JsonObject] = refuse
+    project_gate: bool = False
 
 
 def agent_of(args: Mapping[str, Any], key: str) -> str:

@@ -18,13 +18,14 @@ import jsonschema
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from pydantic import BaseModel
 
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
 from service.mcp import acl, context, tools_agent, tools_context, tools_edit, tools_memory
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
-from service.memory import text
+from service.memory import operating_context, text
 from service.memory.library import Library
 from service.models import Caller
 
@@ -131,8 +132,9 @@ class Dispatcher:
         denial = _denial(spec, caller, args)
         if denial is not None:
             return denial
+        env = ToolEnv(self._lib, caller)
         try:
-            return await spec.handler(ToolEnv(self._lib, caller), args)
+            return await self._gated(spec, env, args)
         except ServiceError as exc:
             return spec.refusal(exc.message)
         except Exception:
@@ -140,6 +142,22 @@ class Dispatcher:
             request_id = info.request_id if info else "-"
             log.exception("tool_failed", tool=spec.name)
             return {"error": f"internal error while running {spec.name} (request {request_id})"}
+
+    async def _gated(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
+        """The operating-context project gate (spec §9.4), then the handler.
+
+        The gate runs before any pause check and before the library: a refusal
+        is returned as is; otherwise the notes (warning, resolved project) are
+        added to the handler's answer.
+        """
+        notes: JsonObject = {}
+        gated = tools_context.gated_tool(spec.name) if spec.project_gate else None
+        if gated is not None:
+            args, notes, refusal = await tools_context.apply_gate(env, gated, args)
+            if refusal is not None:
+                return refusal
+        body = await spec.handler(env, args)
+        return {**body, **notes} if notes else body
 
 
 AXIS_ARGUMENTS = (
@@ -181,13 +199,41 @@ def build_mcp_server(
     ) -> types.CallToolResult:
         return await dispatcher.call(params.name, params.arguments)
 
-    return Server(
+    server: Server[Any] = Server(
         "cpersona-service",
         version=__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: dispatcher_schema(specs, name),
     )
+    server.middleware.append(TenantInstructions(lib, resolve_caller))
+    return server
+
+
+class TenantInstructions:
+    """Serve the caller's tenant operating-context summary as ``instructions``.
+
+    One server serves every tenant, so the instructions cannot be fixed at
+    construction: this middleware fills them into each ``initialize`` answer
+    from the tenant of the request's API key (nothing when none is set).
+    """
+
+    def __init__(self, lib: Library, resolve_caller: Callable[[], Caller]) -> None:
+        self._lib = lib
+        self._resolve_caller = resolve_caller
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "initialize":
+            return result
+        summary = await operating_context.instructions_for(
+            self._lib, self._resolve_caller().tenant_id
+        )
+        if not summary:
+            return result
+        if isinstance(result, BaseModel):
+            return result.model_copy(update={"instructions": summary})
+        return {**result, "instructions": summary}
 
 
 def dispatcher_schema(specs: Sequence[ToolSpec], name: str) -> JsonObject | None:

@@ -8,7 +8,7 @@ The six project tools call :func:`apply_gate` first thing in their handler
 
 from __future__ import annotations
 
-from typing import Literal, assert_never
+from typing import Literal, assert_never, get_args
 
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj
 from service.memory import operating_context
@@ -17,6 +17,16 @@ GatedTool = Literal[
     "store", "archive_episode", "recall", "recall_with_context", "list_memories", "list_episodes"
 ]
 WRITE_TOOLS: frozenset[GatedTool] = frozenset({"store", "archive_episode"})
+GATED_TOOLS: tuple[GatedTool, ...] = get_args(GatedTool)
+
+
+def gated_tool(name: str) -> GatedTool | None:
+    """``name`` as one of the six project tools of spec §9.4, or None."""
+    for tool in GATED_TOOLS:
+        if tool == name:
+            return tool
+    return None
+
 
 DESCRIPTION = """Read the operating context your operator set for this tenant.
 

@@ -61,6 +61,7 @@ STORE = ToolSpec(
         ["agent_id", "message"],
     ),
     handler=_store,
+    project_gate=True,
     demands=on_agent("agent_id", "read-write"),
     refusal=_refuse_store,
 )
@@ -101,6 +102,7 @@ LIST_MEMORIES = ToolSpec(
         }
     ),
     handler=_list_memories,
+    project_gate=True,
     demands=on_agent("agent_id", "read"),
     read_only=True,
 )

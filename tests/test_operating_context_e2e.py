@@ -1,0 +1,216 @@
+"""The operating context end to end: the CLI on a real database, the tool over real HTTP
+with the official MCP client, and the project gate at the boundary on real Postgres."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from service.config import Settings
+from service.mcp import tools_context
+from service.mcp.registry import JsonObject, ToolEnv
+from service.memory import operating_context, tenants
+from service.memory.library import Library
+from service.models import Caller, TenantId
+from tests.support import body, mcp_session, new_tenant, serve
+
+CONTEXT = """\
+version = 1
+context_revision = "rev-9"
+
+[instructions]
+summary = "Use project atlas for product work."
+
+[registry]
+project_ids = ["atlas", "borealis"]
+enforce = "reject"
+
+[defaults]
+alpha = "atlas"
+
+[[doctrine]]
+name = "naming"
+body = "Names are nouns."
+"""
+
+
+def cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
+    environ["DATABASE_URL"] = database_url
+    return subprocess.run(
+        [sys.executable, "-m", "service", *args],
+        capture_output=True, text=True, env=environ, timeout=60, check=False,
+    )  # fmt: skip
+
+
+async def test_dormant_tenant_gets_the_spec_dormant_answer(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "quiet")
+    async with serve(settings, database_url) as served, mcp_session(served, key) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        answer = body(await session.call_tool("get_operating_context", {}))
+        section = body(await session.call_tool("get_operating_context", {"section": "naming"}))
+    tool = tools["get_operating_context"]
+    assert tool.annotations is not None
+    assert tool.annotations.read_only_hint is True
+    assert tool.input_schema["properties"]["section"]["default"] == ""
+    assert answer["ok"] is False
+    assert answer["enabled"] is False
+    assert answer["error"].startswith("operating context is dormant — ")
+    assert "context set --tenant quiet" in answer["error"]
+    assert section == answer
+
+
+async def test_preview_sections_and_tenant_isolation_over_http(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key_a = await new_tenant(lib, "tenant-a", grants={"alpha": "read"})
+    key_b = await new_tenant(lib, "tenant-b")
+    await operating_context.set_context(lib.db, "tenant-a", CONTEXT)
+    async with serve(settings, database_url) as served:
+        async with mcp_session(served, key_a) as session:
+            preview = body(await session.call_tool("get_operating_context", {}))
+            section = body(await session.call_tool("get_operating_context", {"section": "naming"}))
+            unknown = body(await session.call_tool("get_operating_context", {"section": "nope"}))
+        async with mcp_session(served, key_b) as session:
+            other = body(await session.call_tool("get_operating_context", {}))
+    assert preview == {
+        "ok": True,
+        "context_revision": "rev-9",
+        "instructions_summary": "Use project atlas for product work.",
+        "registry": {"project_ids": ["atlas", "borealis"], "enforce": "reject"},
+        "defaults": {"alpha": "atlas"},
+        "doctrine_sections": ["naming"],
+    }
+    assert section == {
+        "ok": True, "context_revision": "rev-9", "section": "naming", "body": "Names are nouns.",
+    }  # fmt: skip
+    assert unknown == {
+        "ok": False, "error": "unknown doctrine section 'nope'", "doctrine_sections": ["naming"],
+    }  # fmt: skip
+    assert other["enabled"] is False
+
+
+async def test_cli_sets_shows_and_clears_what_the_tool_serves(
+    lib: Library, settings: Settings, database_url: str, tmp_path: Path
+) -> None:
+    key = await new_tenant(lib, "acme")
+    good = tmp_path / "context.toml"
+    good.write_text(CONTEXT + "\n[extra]\nnote = 'x'\n", encoding="utf-8")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CONTEXT.replace('enforce = "reject"', 'enforce = "strict"'), encoding="utf-8")
+
+    refused = cli(database_url, "context", "set", "--tenant", "acme", str(bad))
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1
+    assert f"{bad}: registry.enforce must be one of" in refused.stderr
+    assert "dormant" in cli(database_url, "context", "show", "--tenant", "acme").stdout
+
+    stored = cli(database_url, "context", "set", "--tenant", "acme", str(good))
+    assert stored.returncode == 0, stored.stderr
+    assert "revision 'rev-9'" in stored.stdout
+    assert "ignored unknown keys: extra" in stored.stderr
+    async with serve(settings, database_url) as served, mcp_session(served, key) as session:
+        preview = body(await session.call_tool("get_operating_context", {}))
+    assert preview["context_revision"] == "rev-9"
+    assert preview["registry"]["enforce"] == "reject"
+
+    shown = cli(database_url, "context", "show", "--tenant", "acme")
+    assert shown.returncode == 0
+    parsed = operating_context.parse(shown.stdout)
+    assert parsed.context == operating_context.parse(CONTEXT).context
+    assert parsed.warnings == ()
+
+    cleared = cli(database_url, "context", "clear", "--tenant", "acme")
+    assert cleared.returncode == 0
+    assert "rev-9" in cleared.stdout
+    tenant = next(t for t in await tenants.list_tenants(lib.db) if t.slug == "acme")
+    assert await operating_context.get_context(lib, TenantId(tenant.id)) is None
+    missing = cli(database_url, "context", "clear", "--tenant", "ghost")
+    assert missing.returncode == 1
+    assert "no tenant 'ghost'" in missing.stderr
+
+
+async def _env(lib: Library, slug: str) -> ToolEnv:
+    row = await tenants.create_tenant(lib.db, slug)
+    caller = Caller(TenantId(row.id), slug, "key", "label", {"*": "read-write"})
+    return ToolEnv(lib, caller)
+
+
+async def test_gate_on_a_dormant_tenant_passes_auto_through_and_echoes_it(lib: Library) -> None:
+    env = await _env(lib, "quiet")
+    args = {"agent_id": "alpha", "project_id": "@auto", "message": {"content": "x"}}
+    gated, notes, refusal = await tools_context.apply_gate(env, "store", args)
+    assert refusal is None
+    assert gated == args
+    assert notes == {"resolved_project_id": "@auto"}
+
+
+async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_reads(
+    lib: Library,
+) -> None:
+    env = await _env(lib, "strict")
+    await operating_context.set_context(lib.db, "strict", CONTEXT)
+    message = "project_id 'zeta' not in registry (rev rev-9)"
+    base = {"ok": False, "error": message, "operating_context_revision": "rev-9"}
+    store_args = {"agent_id": "alpha", "project_id": "zeta", "message": {"content": "x"}}
+
+    _, _, store = await tools_context.apply_gate(env, "store", store_args)
+    _, _, archive = await tools_context.apply_gate(env, "archive_episode", store_args)
+    read, notes, refusal = await tools_context.apply_gate(env, "recall", store_args)
+
+    assert store == {**base, "result": "rejected", "reason": message}
+    assert archive == {**base, "episode_id": None}
+    assert refusal is None
+    assert read == store_args
+    assert notes == {"operating_context_warning": message}
+
+
+async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: Library) -> None:
+    env = await _env(lib, "mapped")
+    await operating_context.set_context(lib.db, "mapped", CONTEXT)
+    auto = {"agent_id": "alpha", "project_id": "@auto", "limit": 5}
+    gated, notes, refusal = await tools_context.apply_gate(env, "list_memories", auto)
+    assert refusal is None
+    assert gated == {**auto, "project_id": "atlas"}
+    assert notes == {"resolved_project_id": "atlas"}
+    for args in ({"agent_id": "alpha"}, {"agent_id": "alpha", "project_id": ""}):
+        assert await tools_context.apply_gate(env, "store", args) == (args, {}, None)
+    unmapped = {"agent_id": "zed", "project_id": "@auto"}
+    _, _, refused = await tools_context.apply_gate(env, "store", unmapped)
+    assert refused is not None
+    assert refused["error"].startswith("@auto has no [defaults] mapping for agent_id 'zed'")
+
+
+def test_every_gated_tool_has_its_reserved_refusal_shape() -> None:
+    extras: list[tuple[tools_context.GatedTool, JsonObject]] = [
+        ("store", {"result": "rejected", "reason": "no"}),
+        ("archive_episode", {"episode_id": None}),
+        ("recall", {"messages": []}),
+        ("recall_with_context", {"messages": []}),
+        ("list_memories", {"memories": [], "count": 0}),
+        ("list_episodes", {"episodes": [], "count": 0}),
+    ]
+    for tool, extra in extras:
+        shaped = tools_context.refusal_body(tool, "no", "r1")
+        assert shaped == {"ok": False, "error": "no", "operating_context_revision": "r1", **extra}
+
+
+async def test_initialize_serves_the_tenants_summary_as_instructions(
+    lib: Library, served: Served
+) -> None:
+    from service.memory import operating_context as oc
+    from tests.support import mcp_session
+
+    key_a = await new_tenant(lib, "instr-a")
+    key_b = await new_tenant(lib, "instr-b")
+    await oc.set_context(lib.db, "instr-a", 'version = 1\n[instructions]\nsummary = "Be brief."\n')
+    async with mcp_session(served, key_a) as session:
+        assert session.initialize_result is not None
+        assert session.initialize_result.instructions == "Be brief."
+    async with mcp_session(served, key_b) as session:
+        assert session.initialize_result is not None
+        assert session.initialize_result.instructions is None
