@@ -14,7 +14,7 @@ from service.mcp.registry import JsonObject, ToolEnv
 from service.memory import operating_context, tenants
 from service.memory.library import Library
 from service.models import Caller, TenantId
-from tests.support import body, mcp_session, new_tenant, serve
+from tests.support import Served, body, mcp_session, new_tenant, serve
 
 CONTEXT = """\
 version = 1
@@ -202,12 +202,11 @@ def test_every_gated_tool_has_its_reserved_refusal_shape() -> None:
 async def test_initialize_serves_the_tenants_summary_as_instructions(
     lib: Library, served: Served
 ) -> None:
-    from service.memory import operating_context as oc
-    from tests.support import mcp_session
-
     key_a = await new_tenant(lib, "instr-a")
     key_b = await new_tenant(lib, "instr-b")
-    await oc.set_context(lib.db, "instr-a", 'version = 1\n[instructions]\nsummary = "Be brief."\n')
+    await operating_context.set_context(
+        lib.db, "instr-a", 'version = 1\n[instructions]\nsummary = "Be brief."\n'
+    )
     async with mcp_session(served, key_a) as session:
         assert session.initialize_result is not None
         assert session.initialize_result.instructions == "Be brief."
