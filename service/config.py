@@ -26,6 +26,27 @@ _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
 
+def local_embeddings_installed() -> bool:
+    """Whether the optional ``local`` extra (ONNX model and its libraries) is importable.
+
+    Imported lazily: the check imports numpy and onnxruntime, which only the
+    embedding default needs, and it keeps this module free of library imports
+    at load time.
+    """
+    from service.memory.embeddings.factory import local_available
+
+    return local_available()
+
+
+def default_embedding_mode() -> EmbeddingMode:
+    """``local`` when the local extra is installed, else ``none`` (lexical-only recall).
+
+    CPersona's default is ``none``; a hosted service that ships its own model
+    embeds by default so vector recall works out of the box.
+    """
+    return "local" if local_embeddings_installed() else "none"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Settings:
     """Validated configuration. Field names mirror the environment variables."""
@@ -44,6 +65,17 @@ class Settings:
     db_command_timeout: float = 30.0
     max_request_bytes: int = 4 * 1024 * 1024
     max_response_bytes: int = 8 * 1024 * 1024
+    """Hard ceiling on one MCP response body, the edge's last line of defence.
+
+    The shaping budgets keep legitimate responses far below it. Measured as JSON-RPC bytes
+    (the tool's JSON text escaped again inside the envelope): the largest is list_memories
+    at 500 rows of 16,000 characters (1,000,000 budgeted plus 500-character previews):
+    1.4 MB of ASCII, 3.8 MB of CJK, 5.0 MB of emoji or quote-heavy text. recall with
+    full_content (200,000 budgeted plus previews, 100 rows) stays under 1 MB of emoji.
+    Only pathological content (control characters, 7 bytes each after double escaping)
+    or 8,000-character sources on every row can reach 8 MiB.
+    """
+    metrics_enabled: bool = True
     recall_preview_chars: int = 500
     recall_mode: RecallMode = "rrf"
     rrf_k: int = 60
@@ -52,15 +84,43 @@ class Settings:
     max_metadata_length: int = 8_000
     max_msg_id_length: int = 512
     max_axis_length: int = 256
-    embedding_mode: EmbeddingMode = "none"
+    embedding_mode: EmbeddingMode = dataclasses.field(default_factory=default_embedding_mode)
     embedding_url: str = ""
     embedding_api_key: str = ""
     embedding_model: str = "text-embedding-3-small"
     embedding_timeout_secs: float = 30.0
+    embedding_inline_timeout_secs: float = 2.0
+    embedding_cache_size: int = 256
+    embedding_cache_ttl: float = 300.0
+    task_queue_enabled: bool = True
+    task_max_retries: int = 3
+    task_retry_delay: int = 30
+    worker_batch: int = 32
+    worker_poll_secs: float = 1.0
+    serve_worker: bool = False
+    max_memories: int = 10_000
+    vector_min_similarity: float = 0.3
+    rrf_threshold_factor: float = 0.5
+    fts_enabled: bool = True
+    autocut_enabled: bool = True
+    autocut_min_gap_ratio: float = 0.15
+    autocut_min_results: int = 3
+    episode_penalty_enabled: bool = True
+    episode_decay_rate: float = 0.01
+    episode_decay_floor: float = 0.5
+    fused_gate_enabled: bool = True
+    confidence_enabled: bool = False
+    degraded_advisory: bool = True
 
     @property
     def uses_embedded_postgres(self) -> bool:
         return self.database_url is None
+
+    @property
+    def runs_worker_in_serve(self) -> bool:
+        """``serve`` drains the embedding queue itself: always for the embedded database
+        (a newcomer runs one process), on request (CPERSONA_SERVE_WORKER) otherwise."""
+        return self.uses_embedded_postgres or self.serve_worker
 
 
 def _parse_bool(name: str, raw: str) -> bool:
@@ -162,6 +222,7 @@ def _read_server(r: _Reader) -> None:
     r.read("db_command_timeout", _parse_float(0.1, 3600), "CPERSONA_DB_COMMAND_TIMEOUT")
     r.read("max_request_bytes", _parse_int(1024, 2**31), "CPERSONA_MAX_REQUEST_BYTES")
     r.read("max_response_bytes", _parse_int(65_536, 2**31), "CPERSONA_MAX_RESPONSE_BYTES")
+    r.read("metrics_enabled", _parse_bool, "CPERSONA_METRICS_ENABLED")
 
 
 def _read_memory(r: _Reader) -> None:
@@ -178,6 +239,36 @@ def _read_memory(r: _Reader) -> None:
     r.read("embedding_model", _parse_str, "CPERSONA_EMBEDDING_MODEL", "EMBEDDING_MODEL")
     timeout = _parse_float(0.1, 600)
     r.read("embedding_timeout_secs", timeout, "CPERSONA_EMBEDDING_TIMEOUT_SECS")
+    inline = _parse_float(0.0, 600)
+    r.read("embedding_inline_timeout_secs", inline, "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS")
+    r.read("embedding_cache_size", _parse_int(0, 1_000_000), "CPERSONA_EMBEDDING_CACHE_SIZE")
+    r.read("embedding_cache_ttl", _parse_float(0, 86_400), "CPERSONA_EMBEDDING_CACHE_TTL")
+
+
+def _read_queue(r: _Reader) -> None:
+    r.read("task_queue_enabled", _parse_bool, "CPERSONA_TASK_QUEUE_ENABLED")
+    r.read("task_max_retries", _parse_int(0, 100), "CPERSONA_TASK_MAX_RETRIES")
+    r.read("task_retry_delay", _parse_int(0, 86_400), "CPERSONA_TASK_RETRY_DELAY")
+    r.read("worker_batch", _parse_int(1, 10_000), "CPERSONA_WORKER_BATCH")
+    r.read("worker_poll_secs", _parse_float(0.01, 3600), "CPERSONA_WORKER_POLL_SECS")
+    r.read("serve_worker", _parse_bool, "CPERSONA_SERVE_WORKER")
+
+
+def _read_recall(r: _Reader) -> None:
+    r.read("max_memories", _parse_int(1, 1_000_000), "CPERSONA_MAX_MEMORIES")
+    unit = _parse_float(0.0, 1.0)
+    r.read("vector_min_similarity", unit, "CPERSONA_VECTOR_MIN_SIMILARITY")
+    r.read("rrf_threshold_factor", _parse_float(0.0, 10.0), "CPERSONA_RRF_THRESHOLD_FACTOR")
+    r.read("fts_enabled", _parse_bool, "CPERSONA_FTS_ENABLED")
+    r.read("autocut_enabled", _parse_bool, "CPERSONA_AUTOCUT_ENABLED")
+    r.read("autocut_min_gap_ratio", unit, "CPERSONA_AUTOCUT_MIN_GAP_RATIO")
+    r.read("autocut_min_results", _parse_int(2, 1000), "CPERSONA_AUTOCUT_MIN_RESULTS")
+    r.read("episode_penalty_enabled", _parse_bool, "CPERSONA_EPISODE_PENALTY_ENABLED")
+    r.read("episode_decay_rate", _parse_float(0.0, 100.0), "CPERSONA_EPISODE_DECAY_RATE")
+    r.read("episode_decay_floor", unit, "CPERSONA_EPISODE_DECAY_FLOOR")
+    r.read("fused_gate_enabled", _parse_bool, "CPERSONA_FUSED_GATE_ENABLED")
+    r.read("confidence_enabled", _parse_bool, "CPERSONA_CONFIDENCE_ENABLED")
+    r.read("degraded_advisory", _parse_bool, "CPERSONA_DEGRADED_ADVISORY")
 
 
 def _check_consistency(settings: Settings) -> None:
@@ -187,6 +278,11 @@ def _check_consistency(settings: Settings) -> None:
         raise ConfigError(
             "CPERSONA_EMBEDDING_URL: required when CPERSONA_EMBEDDING_MODE is "
             f"{settings.embedding_mode}"
+        )
+    if settings.embedding_mode == "local" and not local_embeddings_installed():
+        raise ConfigError(
+            "CPERSONA_EMBEDDING_MODE: local needs the optional 'local' extra "
+            "(pip install 'cpersona-service[local]'), or choose http, openai or none"
         )
 
 
@@ -200,6 +296,8 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
     reader.values["log_format"] = "console" if stderr_is_tty else "json"
     _read_server(reader)
     _read_memory(reader)
+    _read_recall(reader)
+    _read_queue(reader)
     settings = Settings(**reader.values)
     _check_consistency(settings)
     return settings

@@ -14,17 +14,29 @@ from importlib import resources
 from types import MappingProxyType
 from typing import LiteralString
 
-_HEADER = re.compile(r"^-- ([a-z0-9_]+) --$", re.MULTILINE)
+_HEADER = re.compile(r"^-- ([a-z0-9_]+(?:\[dim\])?) --$", re.MULTILINE)
+VECTOR_DIMS = (384, 1536)
+"""Embedding widths with an HNSW index (migration 0003). A query named ``name[dim]``
+exists once per width as ``name_<width>``, with ``{dim}`` replaced by that constant:
+pgvector needs the width in the cast that matches the partial index expression."""
+
+
+def _expand(name: str, body: str) -> dict[str, str]:
+    if not name.endswith("[dim]"):
+        return {name: body}
+    base = name.removesuffix("[dim]")
+    return {f"{base}_{dim}": body.replace("{dim}", str(dim)) for dim in VECTOR_DIMS}
 
 
 def parse_queries(text: str) -> dict[str, str]:
     """Split one .sql file's text into {name: statement}."""
     parts = _HEADER.split(text)
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in queries:
-            raise ValueError(f"duplicate query name {name!r}")
-        queries[name] = body.strip()
+    for header, body in zip(parts[1::2], parts[2::2], strict=True):
+        for name, statement in _expand(header, body.strip()).items():
+            if name in queries:
+                raise ValueError(f"duplicate query name {name!r}")
+            queries[name] = statement
     return queries
 
 

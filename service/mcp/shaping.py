@@ -71,8 +71,8 @@ def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
 
     A row with a truthy ``ref`` whose ``content`` is longer than ``preview_chars`` becomes
     its first ``preview_chars`` code points plus ``content_len`` and ``content_truncated``.
-    Shorter rows, rows without a ref (profile rows, conversation echoes) and rows whose
-    content is not a string are copied unchanged. ``preview_chars <= 0`` disables trimming.
+    Conversation echoes are trimmed the same way (see :func:`trimmable`). Shorter rows,
+    the profile row and rows whose content is not a string are copied unchanged. ``preview_chars <= 0`` disables trimming.
     """
     if preview_chars <= 0:
         return [dict(row) for row in rows]
@@ -91,8 +91,8 @@ def full_content_budget(
     are admitted whole while the running total of string ``content`` lengths fits. The last
     row is admitted whatever its size. The first row that would push a non-zero total over
     ``budget_chars`` spends the budget: it and every earlier row get the preview form (only
-    rows with a ref and longer than ``preview_chars`` change). Rows without a ref are never
-    trimmed but still count. Returns the rows and whether the budget was spent. The caller
+    trimmable rows longer than ``preview_chars`` change). The profile row is never trimmed
+    but still counts. Returns the rows and whether the budget was spent. The caller
     then adds ``full_content_budget_chars``, even when no row needed trimming (spec §12.11).
     With ``preview_chars <= 0`` every row is returned whole and the budget is never spent.
     """
@@ -286,10 +286,21 @@ def _degrade_list_row(row: ShapedRow, fields: Iterable[str], kind: RefKind, cap:
     return True
 
 
+def trimmable(row: Row) -> bool:
+    """Whether a recall message may be cut to a preview.
+
+    Rows with a ref (memories, episodes) can be expanded with get_contents. Conversation
+    echoes of recall_with_context are trimmed too, uniformly: the seed design says so
+    because the caller already holds their full text (CPersona's code leaves them whole;
+    the seed wins). The profile row is never trimmed: there is no handle back to it.
+    """
+    return bool(row.get("ref")) or row.get("context_type") == "conversation"
+
+
 def _previewed(row: Row, cap: int) -> ShapedRow:
-    """Copy a recall message, trimming its content when it has a ref to expand it with."""
+    """Copy a recall message, trimming its content when it is trimmable."""
     shaped = dict(row)
-    if shaped.get("ref"):
+    if trimmable(shaped):
         _trim(shaped, "content", cap)
     return shaped
 

@@ -2,6 +2,12 @@
 
 Built once by the application factory and passed down explicitly (no module
 state). The MCP boundary holds one but never reaches past it into storage.
+``embedder`` is None when embeddings are off (lexical recall only);
+``query_cache`` holds recent query embeddings (spec §8 cache size and TTL).
+
+``build_library`` is the one place that turns settings into a provider;
+``Library(db, settings)`` stays constructible for callers (and tests) that
+want embeddings off.
 """
 
 from __future__ import annotations
@@ -10,9 +16,46 @@ import dataclasses
 
 from service.config import Settings
 from service.db.pool import Database
+from service.errors import ConfigError
+from service.memory.embeddings.base import EmbeddingProvider
+from service.memory.embeddings.cache import QueryEmbeddingCache
+from service.memory.embeddings.factory import build_provider
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Library:
     db: Database
     settings: Settings
+    embedder: EmbeddingProvider | None = None
+    query_cache: QueryEmbeddingCache = dataclasses.field(default_factory=QueryEmbeddingCache)
+
+    @property
+    def queue_enabled(self) -> bool:
+        """Whether rows that miss their inline embedding are queued for the worker."""
+        return self.embedder is not None and self.settings.task_queue_enabled
+
+    async def aclose(self) -> None:
+        """Release the embedding provider (threads, HTTP connections); the pool is not ours."""
+        if self.embedder is not None:
+            await self.embedder.aclose()
+
+
+def build_library(db: Database, settings: Settings) -> Library:
+    """The library with the configured embedding provider and query cache.
+
+    The caller owns the result and must ``aclose()`` it. A provider setting that
+    can never work raises ConfigError naming the mode, at start-up.
+    """
+    try:
+        embedder = build_provider(
+            settings.embedding_mode,
+            url=settings.embedding_url,
+            api_key=settings.embedding_api_key,
+            model=settings.embedding_model,
+            timeout_seconds=settings.embedding_timeout_secs,
+            dimension=None,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"CPERSONA_EMBEDDING_MODE={settings.embedding_mode}: {exc}") from exc
+    cache = QueryEmbeddingCache(settings.embedding_cache_size, settings.embedding_cache_ttl)
+    return Library(db, settings, embedder, cache)

@@ -35,8 +35,15 @@ async def test_every_query_prepares_with_the_arity_its_legend_declares(db: Datab
             assert len(prepared.get_parameters()) == _legend_arity(statement), name
 
 
+def test_dimensioned_queries_expand_once_per_width() -> None:
+    parsed = sql.parse_queries("-- near[dim] --\nSELECT $1::vector({dim})\n")
+    assert parsed == {f"near_{d}": f"SELECT $1::vector({d})" for d in sql.VECTOR_DIMS}
+
+
 def test_every_query_is_used_by_exactly_one_db_function() -> None:
     sources = "\n".join(path.read_text() for path in DB_DIR.glob("*.py"))
-    for name in sql.QUERIES:
-        uses = len(re.findall(rf'QUERIES\["{name}"\]', sources))
+    widths = "|".join(str(d) for d in sql.VECTOR_DIMS)
+    bases = {re.sub(rf"_({widths})$", "", name) for name in sql.QUERIES}
+    for name in bases:
+        uses = len(re.findall(rf'QUERIES\["{name}"\]|QUERIES\[f"{name}_{{', sources))
         assert uses == 1, f"{name} is used {uses} times"

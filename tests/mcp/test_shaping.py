@@ -66,14 +66,23 @@ def test_preview_disabled_returns_full_text_without_markers(cap: int) -> None:
     "row",
     [
         {"content": "[Profile] " + text(800), "source": {"System": "profile"}},
-        {"content": text(800), "context_type": "conversation", "source": {"type": "Agent"}},
         {"ref": "", "content": text(800)},
         {"ref": None, "content": text(800)},
     ],
 )
 def test_preview_never_trims_a_row_without_a_ref(row: dict[str, object]) -> None:
-    """45: echoes and the profile row have no handle back to their full text."""
+    """The profile row has no handle back to its full text."""
     assert shaping.preview([row], 500) == [row]
+
+
+def test_conversation_echoes_are_trimmed_uniformly_without_a_ref() -> None:
+    """The seed (which wins over spec item 45): echoes are trimmed like every row."""
+    echo = {"content": text(800), "context_type": "conversation", "source": {"type": "Agent"}}
+    (row,) = shaping.preview([echo], 500)
+    assert row["content"] == text(800)[:500]
+    assert row["content_truncated"] is True
+    assert row["content_len"] == 800
+    assert "ref" not in row
 
 
 def test_preview_counts_code_points_not_utf16_units() -> None:

@@ -1,0 +1,128 @@
+"""Storage side of recall: candidate retrieval in one statement, the LIKE fallback,
+and the per-tenant advisory state (queries in ``sql/recall.sql``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from service.db.pool import Connection
+from service.db.sql import QUERIES, VECTOR_DIMS
+from service.models import TenantId
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Scope:
+    """The isolation axes of one recall (spec §6.1 read rules)."""
+
+    agent: str
+    project_id: str | None
+    channel: str
+    source_pattern: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What the retrievers should run: query vector, full-text query, patterns."""
+
+    vector: Sequence[float] | None
+    tsquery: str | None
+    patterns: Sequence[str]
+    limit: int
+    episodes: bool
+    recency: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hit:
+    channel: str
+    kind: str
+    id: int
+    score: float | None
+    position: int
+    content: str
+    source: Any
+    timestamp: str
+    msg_id: str
+    created_at: datetime
+    resolved: bool | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Candidates:
+    hits: list[Hit]
+    meta: dict[str, Any]
+
+
+def _width(vector: Sequence[float] | None) -> int:
+    """The query's width when an index exists for it; 384 when no vector is used."""
+    if vector is None:
+        return VECTOR_DIMS[0]
+    return len(vector) if len(vector) in VECTOR_DIMS else VECTOR_DIMS[0]
+
+
+async def recall_candidates(
+    conn: Connection, tenant_id: TenantId, scope: Scope, wanted: Retrieval
+) -> Candidates:
+    width = _width(wanted.vector)
+    vector = None if wanted.vector is None or len(wanted.vector) != width else wanted.vector
+    records = await conn.fetch(
+        QUERIES[f"recall_candidates_{width}"],
+        tenant_id,
+        scope.agent,
+        scope.project_id,
+        scope.channel,
+        scope.source_pattern,
+        None if vector is None else list(vector),
+        wanted.tsquery,
+        list(wanted.patterns),
+        wanted.limit,
+        wanted.episodes,
+        wanted.recency,
+    )
+    hits = [_hit(r) for r in records if r["channel"] != "meta"]
+    meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")
+    return Candidates(hits=hits, meta=meta)
+
+
+def _hit(record: Any) -> Hit:
+    return Hit(
+        channel=record["channel"],
+        kind=record["kind"],
+        id=record["id"],
+        score=record["score"],
+        position=record["position"],
+        content=record["content"],
+        source=record["source"],
+        timestamp=record["timestamp_text"],
+        msg_id=record["msg_id"],
+        created_at=record["created_at"],
+        resolved=record["resolved"],
+    )
+
+
+async def like_fallback(
+    conn: Connection, tenant_id: TenantId, scope: Scope, pattern: str, fetch: int
+) -> list[Hit]:
+    records = await conn.fetch(
+        QUERIES["like_fallback"],
+        tenant_id,
+        scope.agent,
+        scope.project_id,
+        scope.channel,
+        scope.source_pattern,
+        pattern,
+        fetch,
+    )
+    return [
+        Hit("keyword", "mem", r["id"], None, n, r["content"], r["source"], r["timestamp_text"],
+            r["msg_id"], r["created_at"], None)
+        for n, r in enumerate(records, start=1)
+    ]  # fmt: skip
+
+
+async def note_advisory(conn: Connection, tenant_id: TenantId, state: str, long_form: bool) -> bool:
+    """Record the advisory state; True when the long runbook had been shown before."""
+    return bool(await conn.fetchval(QUERIES["note_advisory"], tenant_id, state, long_form))

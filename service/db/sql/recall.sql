@@ -1,0 +1,149 @@
+-- recall_candidates[dim] --
+-- Every retriever of one recall in a single round trip (spec §3.2): vector over
+-- memories and over episodes (HNSW, inner product on unit vectors), full text over
+-- memories (tsvector OR-query plus trigram substrings for CJK and identifiers),
+-- full text over episodes, the newest memories for empty queries, and one 'meta' row
+-- carrying the pool size (capped at 500: the gate only needs that much), the episode
+-- boundary, the profile, the calibrated gate and the advisory state.
+-- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
+-- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
+-- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
+-- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
+-- $9 limit int, $10 episodes eligible boolean, $11 recency listing boolean
+WITH agent AS (
+    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+), scoped_memories AS NOT MATERIALIZED (
+    SELECT m.* FROM memories m
+    WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
+      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
+      AND ($4::text = '' OR m.channel = $4 OR m.channel = '')
+), scoped_episodes AS NOT MATERIALIZED (
+    SELECT e.* FROM episodes e
+    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
+      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '')
+      AND ($4::text = '' OR e.channel = $4 OR e.channel = '')
+), vec_mem AS (
+    SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
+    FROM scoped_memories m
+    WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+    ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
+    LIMIT $9
+), vec_ep AS (
+    SELECT e.id, -(e.embedding::vector({dim}) <#> $6::vector({dim})) AS score
+    FROM scoped_episodes e
+    WHERE $6::vector IS NOT NULL AND $10 AND e.embedding_dim = {dim}
+    ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
+    LIMIT $9
+), fts_mem AS (
+    SELECT m.id,
+           ts_rank_cd(m.content_tsv, to_tsquery('simple', coalesce($7, '')), 1)
+           + (SELECT count(*) FROM unnest($8::text[]) p WHERE m.content ILIKE p)::float8
+             / greatest(cardinality($8::text[]), 1) AS score
+    FROM scoped_memories m
+    WHERE ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND (($7::text IS NOT NULL AND m.content_tsv @@ to_tsquery('simple', $7))
+           OR m.content ILIKE ANY ($8::text[]))
+    ORDER BY score DESC, m.id DESC
+    LIMIT $9
+), fts_ep AS (
+    SELECT e.id,
+           ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce($7, '')), 1)
+           + (SELECT count(*) FROM unnest($8::text[]) p
+              WHERE (e.summary || ' ' || e.keywords) ILIKE p)::float8
+             / greatest(cardinality($8::text[]), 1) AS score
+    FROM scoped_episodes e
+    WHERE $10
+      AND (($7::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', $7))
+           OR (e.summary || ' ' || e.keywords) ILIKE ANY ($8::text[]))
+    ORDER BY score DESC, e.id DESC
+    LIMIT $9
+), recent_mem AS (
+    SELECT m.id, NULL::float8 AS score
+    FROM scoped_memories m
+    WHERE $11 AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+    ORDER BY m.created_at DESC, m.id DESC
+    LIMIT $9
+), hits AS (
+    SELECT 'vector' AS channel, 'mem' AS kind, id, score,
+           row_number() OVER (ORDER BY score DESC, id DESC) AS position FROM vec_mem
+    UNION ALL
+    SELECT 'vector', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC) FROM vec_ep
+    UNION ALL
+    SELECT 'memory_text', 'mem', id, score, row_number() OVER (ORDER BY score DESC, id DESC)
+    FROM fts_mem
+    UNION ALL
+    SELECT 'episode_text', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC)
+    FROM fts_ep
+    UNION ALL
+    SELECT 'recent', 'mem', id, score, row_number() OVER () FROM recent_mem
+), calibration AS (
+    SELECT c.vector_threshold, c.fused_gate, c.fused_gate_signal, c.agent_id
+    FROM recall_calibration c
+    WHERE c.tenant_id = $1 AND (c.agent_id = (SELECT id FROM agent) OR c.agent_id IS NULL)
+)
+SELECT h.channel, h.kind, h.id, h.score, h.position,
+       m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
+       NULL::boolean AS resolved, NULL::jsonb AS meta
+FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
+WHERE h.kind = 'mem'
+UNION ALL
+SELECT h.channel, h.kind, h.id, h.score, h.position,
+       '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
+       coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
+                                      'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
+       '', e.created_at, e.resolved, NULL::jsonb
+FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
+WHERE h.kind = 'ep'
+UNION ALL
+SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+       jsonb_build_object(
+           'agent_exists', EXISTS (SELECT 1 FROM agent),
+           'pool', (SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 500) x)
+                 + (SELECT count(*) FROM (SELECT 1 FROM scoped_episodes LIMIT 500) y),
+           'boundary', (SELECT max(created_at) FROM scoped_episodes),
+           'profile', (SELECT p.content FROM profiles p
+                       WHERE p.tenant_id = $1 AND p.agent_id = (SELECT id FROM agent)
+                         AND p.user_id = ''),
+           'agent_threshold', (SELECT vector_threshold FROM calibration WHERE agent_id IS NOT NULL),
+           'tenant_threshold', (SELECT vector_threshold FROM calibration WHERE agent_id IS NULL),
+           'agent_gate', (SELECT fused_gate FROM calibration WHERE agent_id IS NOT NULL),
+           'agent_gate_signal',
+               (SELECT fused_gate_signal FROM calibration WHERE agent_id IS NOT NULL),
+           'tenant_gate', (SELECT fused_gate FROM calibration WHERE agent_id IS NULL),
+           'tenant_gate_signal',
+               (SELECT fused_gate_signal FROM calibration WHERE agent_id IS NULL),
+           'advisory_state', (SELECT state FROM embedding_health WHERE tenant_id = $1),
+           'advisory_long_sent',
+               (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
+       )
+
+-- like_fallback --
+-- Literal case-insensitive substring match of the whole query, newest first (spec
+-- §3.2): used only when full text produced no query or no rows.
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
+-- $5 source_id LIKE pattern text, $6 LIKE pattern text, $7 fetch limit int
+SELECT m.id, m.content, m.source, m.timestamp_text, m.msg_id, m.created_at
+FROM memories m
+WHERE m.tenant_id = $1
+  AND m.agent_id = (SELECT id FROM agents WHERE tenant_id = $1 AND name = $2)
+  AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
+  AND ($4::text = '' OR m.channel = $4 OR m.channel = '')
+  AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+  AND m.content ILIKE $6
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT $7
+
+-- note_advisory --
+-- Record the degraded-advisory state of a tenant and whether its long runbook was
+-- shown; returns whether the long form had already been shown before this call.
+-- $1 tenant_id uuid, $2 state text, $3 long form shown now boolean
+WITH before AS (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
+INSERT INTO embedding_health (tenant_id, state, long_form_sent, updated_at)
+VALUES ($1, $2, $3, now())
+ON CONFLICT (tenant_id) DO UPDATE
+SET state = EXCLUDED.state,
+    long_form_sent = embedding_health.long_form_sent OR EXCLUDED.long_form_sent,
+    updated_at = now()
+RETURNING coalesce((SELECT long_form_sent FROM before), false) AS already_sent

@@ -1,0 +1,136 @@
+"""recall and recall_with_context: the library's full rows, shaped to previews here."""
+
+from __future__ import annotations
+
+from service.mcp import shaping
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
+from service.memory import recall, recall_context
+
+_COMMON: JsonObject = {
+    "agent_id": AGENT_ID,
+    "query": {
+        "type": "string",
+        "description": "What to look for, in natural language or exact words. Empty lists "
+        "the most recent memories.",
+    },
+    "limit": {
+        "type": "integer", "default": 10, "minimum": 0, "maximum": 100,
+        "description": "At most this many rows (0..100).",
+    },
+    "deep": {
+        "type": "boolean", "default": False,
+        "description": "Lower the quality gate and ignore age: wider, noisier results.",
+    },
+    "channel": CHANNEL,
+    "project_id": PROJECT_ID,
+    "source_id": {
+        "type": "string", "default": "",
+        "description": "Only memories whose source.id starts with this.",
+    },
+    "full_content": {
+        "type": "boolean", "default": False,
+        "description": "Return rows whole (within a 200,000-character budget) instead of "
+        "500-character previews.",
+    },
+}  # fmt: skip
+
+RECALL_DESCRIPTION = """Search long-term memory (memories and archived episodes) by meaning and
+words.
+
+Returns {messages: [...]} in ascending relevance: the LAST element is the best match.
+Each row: content, ref ("mem:<id>" or "ep:<id>"), source, timestamp?, id? (your msg_id),
+match_reason? The profile row ("[Profile] ...") may appear first. Content is a preview:
+rows longer than 500 characters carry the first 500 plus content_truncated: true and
+content_len; fetch full text for the rows you need with get_contents(agent_id, refs), or
+pass full_content: true (bounded by a 200,000-character budget: past it rows degrade to
+previews and full_content_budget_chars is set). Pass text you already hold in
+exclude_contents (previews work) to avoid getting it back. `advisory` means recall is
+degraded (e.g. word matching only) — tell the user when it asks you to."""
+
+
+def _request(args: JsonObject) -> recall.RecallRequest:
+    return recall.RecallRequest(
+        agent_id=args["agent_id"],
+        query=args["query"],
+        limit=args.get("limit", 10),
+        deep=args.get("deep", False),
+        channel=args.get("channel", ""),
+        exclude_contents=args.get("exclude_contents", []),
+        project_id=args.get("project_id"),
+        source_id=args.get("source_id", ""),
+    )
+
+
+def _shape(env: ToolEnv, body: JsonObject, args: JsonObject) -> JsonObject:
+    return shaping.shape_recall(
+        body,
+        preview_chars=env.lib.settings.recall_preview_chars,
+        full_content=bool(args.get("full_content", False)),
+    )
+
+
+async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
+    body = await recall.recall(env.lib, env.caller.tenant_id, _request(args))
+    return _shape(env, body, args)
+
+
+RECALL = ToolSpec(
+    name="recall",
+    description=RECALL_DESCRIPTION,
+    input_schema=obj(
+        {
+            **_COMMON,
+            "exclude_contents": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "Texts you already hold; matching memories are left out.",
+            },
+        },
+        ["agent_id", "query"],
+    ),
+    handler=_recall,
+    demands=on_agent("agent_id", "read"),
+    read_only=True,
+    project_gate=True,
+)
+
+RECALL_WITH_CONTEXT_DESCRIPTION = """Recall memories relevant to `query`, merged with the
+conversation you pass in `external_context`, sorted by timestamp (oldest first).
+
+Memories whose text matches any external_context entry are left out (you already hold
+them). User and assistant turns are echoed back as rows with context_type:
+"conversation" (no ref); entries with other roles only filter. Rows are previews like
+recall (echoes too); use get_contents or full_content: true for full text."""
+
+
+async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
+    body = await recall_context.recall_with_context(
+        env.lib, env.caller.tenant_id, _request(args), args.get("external_context", [])
+    )
+    return _shape(env, body, args)
+
+
+RECALL_WITH_CONTEXT = ToolSpec(
+    name="recall_with_context",
+    description=RECALL_WITH_CONTEXT_DESCRIPTION,
+    input_schema=obj(
+        {
+            **_COMMON,
+            "external_context": {
+                "type": "array",
+                "default": [],
+                "description": "Your recent turns: [{role, content, name?, user_id?, timestamp?}].",
+                "items": {"type": "object"},
+            },
+        },
+        ["agent_id", "query"],
+    ),
+    handler=_recall_with_context,
+    demands=on_agent("agent_id", "read"),
+    read_only=True,
+    project_gate=True,
+)
+
+TOOLS = [RECALL, RECALL_WITH_CONTEXT]

@@ -1,0 +1,84 @@
+"""Turn a recall query into full-text terms (spec §3.2, adapted to Postgres).
+
+CPersona splits the query into runs of CJK characters and runs of other
+non-whitespace characters: CJK runs of three or more become overlapping
+3-grams, other runs of three or more are kept whole, shorter ones dropped.
+Here the whole runs become lexemes of a ``tsquery`` OR-query over the
+language-neutral ``simple`` configuration (common English function words are
+left out of the query, not the index, so the index stays language-neutral),
+and CJK 3-grams plus runs with inner punctuation (identifiers such as
+``CVE-2024-3094``) become case-insensitive substring patterns served by the
+trigram index.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
+_RUNS = re.compile(rf"[{_CJK}]+|[^\s{_CJK}]+")
+_IS_CJK = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(r"\w+")
+_MIN_RUN = 3
+MAX_TERMS = 32
+STOPWORDS = frozenset(
+    {
+        "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
+        "be", "because", "been", "before", "being", "both", "but", "by", "can", "could", "did",
+        "do", "does", "doing", "done", "for", "from", "had", "has", "have", "having", "he", "her",
+        "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just",
+        "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only",
+        "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some",
+        "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they",
+        "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we",
+        "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+        "would", "you", "your", "yours", "yourself", "yes",
+    }
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Terms:
+    """``tsquery`` text (None when no usable word) and substring LIKE patterns."""
+
+    tsquery: str | None
+    patterns: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return self.tsquery is None and not self.patterns
+
+
+def like_pattern(text: str) -> str:
+    """``%text%`` with LIKE's metacharacters escaped (default escape ``\\``)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _trigrams(run: str) -> list[str]:
+    return [run[i : i + 3] for i in range(len(run) - 2)]
+
+
+def _lexemes(run: str) -> list[str]:
+    words = [w.lower() for w in _WORD.findall(run)]
+    return [w for w in words if len(w) >= 2 and w not in STOPWORDS]
+
+
+def build(query: str) -> Terms:
+    """The full-text terms of ``query``; empty when nothing usable remains."""
+    lexemes: list[str] = []
+    substrings: list[str] = []
+    for run in _RUNS.findall(query):
+        if len(run) < _MIN_RUN:
+            continue
+        if _IS_CJK.match(run):
+            substrings.extend(_trigrams(run))
+            continue
+        lexemes.extend(_lexemes(run))
+        if not run.isalnum() and len(_WORD.findall(run)) > 1:
+            substrings.append(run.strip(".,;:!?\"'()[]{}"))
+    lexemes = list(dict.fromkeys(lexemes))[:MAX_TERMS]
+    substrings = [s for s in dict.fromkeys(substrings) if len(s) >= _MIN_RUN][:MAX_TERMS]
+    tsquery = " | ".join(f"'{lexeme}'" for lexeme in lexemes) or None
+    return Terms(tsquery, tuple(like_pattern(s) for s in substrings))

@@ -1,0 +1,201 @@
+"""The recall pipeline (spec §3): retrieve in SQL, rank in pure functions, build messages.
+
+One database round trip fetches every retriever's candidates, the pool size, the
+episode boundary, the profile and the calibrated gate (``db.recall``); the LIKE
+fallback costs a second one only when full text found nothing. Ranking is the
+pure ``scoring`` module. The library returns full content: previews and
+budgets belong to the MCP boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from service.db import recall as store
+from service.db.pool import Connection
+from service.memory import advisory, exclusion, query_terms, scoring
+from service.memory.embeddings.base import EmbeddingError
+from service.memory.embeddings.cache import embed_query
+from service.memory.library import Library
+from service.memory.listing import clamp
+from service.memory.recall_rows import Pool, channels_from, message, profile_candidate
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecallRequest:
+    agent_id: str
+    query: str
+    limit: int = 10
+    deep: bool = False
+    channel: str = ""
+    exclude_contents: Sequence[object] = ()
+    project_id: str | None = None
+    source_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Embedded:
+    vector: list[float] | None
+    failed: bool
+
+
+def tunables(lib: Library) -> scoring.Tunables:
+    s = lib.settings
+    return scoring.Tunables(
+        rrf_k=s.rrf_k,
+        rrf_threshold_factor=s.rrf_threshold_factor,
+        episode_penalty_enabled=s.episode_penalty_enabled,
+        episode_decay_rate=s.episode_decay_rate,
+        episode_decay_floor=s.episode_decay_floor,
+        autocut_enabled=s.autocut_enabled,
+        autocut_min_results=s.autocut_min_results,
+        autocut_min_gap_ratio=s.autocut_min_gap_ratio,
+        confidence_enabled=s.confidence_enabled,
+    )
+
+
+async def _embed(lib: Library, query: str, mode: scoring.Mode) -> _Embedded:
+    if lib.embedder is None or not query.strip():
+        return _Embedded(None, False)
+    try:
+        return _Embedded(await embed_query(lib.embedder, lib.query_cache, query), False)
+    except EmbeddingError:
+        return _Embedded(None, True)
+
+
+def _scope(req: RecallRequest) -> store.Scope:
+    pattern = query_terms.like_pattern(req.source_id)[1:] if req.source_id else None
+    return store.Scope(req.agent_id, req.project_id, req.channel, pattern)
+
+
+def _retrieval(lib: Library, req: RecallRequest, limit: int, vector: list[float] | None,
+               terms: query_terms.Terms, mode: scoring.Mode) -> store.Retrieval:  # fmt: skip
+    fts = lib.settings.fts_enabled or mode == "cascade"
+    return store.Retrieval(
+        vector=vector,
+        tsquery=terms.tsquery if fts else None,
+        patterns=terms.patterns if fts else (),
+        limit=limit,
+        episodes=not (req.source_id and not req.channel),
+        recency=not req.query.strip(),
+    )
+
+
+async def _keyword_fallback(
+    conn: Connection, tenant_id: TenantId, req: RecallRequest, scope: store.Scope, limit: int
+) -> list[store.Hit]:
+    """The literal substring match of the whole query (spec §3.2 LIKE fallback)."""
+    fetch = min(10_000, max(5 * limit, 50))
+    pattern = query_terms.like_pattern(req.query.strip())
+    rows = await store.like_fallback(conn, tenant_id, scope, pattern, fetch)
+    return rows[:limit]
+
+
+async def _advisory(
+    lib: Library, conn: Connection, tenant_id: TenantId, meta: JsonObject, embedded: _Embedded
+) -> JsonObject | None:
+    """The degraded advisory for this recall, recording state changes (spec §3.10)."""
+    severity: advisory.Severity | None = None
+    if lib.embedder is None:
+        severity = "hint"
+    elif embedded.failed:
+        severity = "fault"
+    if severity is None:
+        if meta.get("advisory_state") not in (None, "healthy"):
+            await store.note_advisory(conn, tenant_id, "healthy", False)
+        return None
+    if not lib.settings.degraded_advisory:
+        return None
+    first = not meta.get("advisory_long_sent") or meta.get("advisory_state") == "healthy"
+    if first or meta.get("advisory_state") != severity:
+        first = not await store.note_advisory(conn, tenant_id, severity, True) or first
+    return advisory.advisory(severity, long_form=first)
+
+
+def _gate(lib: Library, meta: JsonObject, mode: scoring.Mode) -> scoring.CalibratedGate | None:
+    if not lib.settings.fused_gate_enabled:
+        return None
+    for prefix in ("agent", "tenant"):
+        threshold, signal = meta.get(f"{prefix}_gate"), meta.get(f"{prefix}_gate_signal")
+        if threshold is not None and signal in ("rrf", "rsf", "confidence", "cosine"):
+            return scoring.CalibratedGate(float(threshold), signal)
+    return None
+
+
+def _min_similarity(lib: Library, meta: JsonObject, mode: scoring.Mode) -> float:
+    threshold = meta.get("agent_threshold") or meta.get("tenant_threshold")
+    base = float(threshold) if threshold is not None else lib.settings.vector_min_similarity
+    return scoring.vector_min_similarity(base, mode, lib.settings.rrf_threshold_factor)
+
+
+def _fuse(
+    mode: scoring.Mode, pool: Pool, profiles: list[scoring.Candidate], k: int, limit: int
+) -> list[scoring.Candidate]:
+    if mode == "rrf":
+        return scoring.fuse_rrf(
+            [pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles
+        )
+    if mode == "rsf":
+        return scoring.fuse_rsf(pool.vector, [pool.episode_text, pool.keyword], profiles=profiles)
+    return scoring.cascade(pool.vector, pool.episode_text, profiles, pool.keyword, limit)
+
+
+def _boundary(meta: JsonObject) -> datetime | None:
+    value = meta.get("boundary")
+    return scoring.parse_timestamp(value) if isinstance(value, str) else None
+
+
+async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonObject:
+    """Hybrid recall for one agent: messages in ascending strength (last = best)."""
+    limit = clamp(req.limit, 0, lib.settings.max_memories)
+    mode = scoring.recall_mode(lib.settings.recall_mode, req.query)
+    embedded = await _embed(lib, req.query, mode) if limit else _Embedded(None, False)
+    terms = query_terms.build(req.query)
+    scope = _scope(req)
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        found = await store.recall_candidates(
+            conn, tenant_id, scope, _retrieval(lib, req, limit, embedded.vector, terms, mode)
+        )
+        hits = found.hits
+        text_hits = [h for h in hits if h.channel == "memory_text"]
+        keyword_on = lib.settings.fts_enabled or mode == "cascade"
+        if limit and req.query.strip() and not text_hits and keyword_on:
+            hits = hits + await _keyword_fallback(conn, tenant_id, req, scope, limit)
+        notice = await _advisory(lib, conn, tenant_id, found.meta, embedded)
+    body: JsonObject = {"messages": []}
+    if limit:
+        body = _ranked_body(lib, req, found.meta, hits, mode, limit)
+    if notice is not None:
+        body["advisory"] = notice
+    return body
+
+
+def _ranked_body(
+    lib: Library, req: RecallRequest, meta: JsonObject, hits: list[store.Hit],
+    mode: scoring.Mode, limit: int,
+) -> JsonObject:  # fmt: skip
+    exclusions = exclusion.normalise_exclusions(req.exclude_contents)
+    pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), limit)
+    profile = meta.get("profile")
+    profiles = [profile_candidate(profile)] if isinstance(profile, str) and profile else []
+    fused = _fuse(mode, pool, profiles, lib.settings.rrf_k, limit)
+    context = scoring.RecallContext(
+        pool_size=int(meta.get("pool") or 0),
+        limit=limit,
+        now=datetime.now(UTC),
+        deep=req.deep,
+        query_empty=not req.query.strip(),
+        episode_boundary=_boundary(meta),
+        gate=_gate(lib, meta, mode),
+    )
+    ranked = scoring.rank(fused, context, tunables(lib))
+    body: JsonObject = {"messages": [message(row, pool.rows) for row in ranked.rows]}
+    if ranked.gate_fallback:
+        body["gate_fallback"] = True
+    return body

@@ -1,0 +1,88 @@
+"""recall_with_context: recall merged with the caller's own conversation (spec §3.11)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from service.memory.library import Library
+from service.memory.recall import RecallRequest, recall
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+FILTER_NOTE = (
+    "entries with these roles were used only to filter recalled memories; they are not "
+    "echoed back (only user and assistant turns are)"
+)
+
+
+def _entries(external: Sequence[object]) -> list[Mapping[str, Any]]:
+    return [entry for entry in external if isinstance(entry, Mapping)]
+
+
+def exclusions(external: Sequence[object]) -> list[str]:
+    """Stripped, lower-cased content of every entry with non-empty string content."""
+    return [
+        entry["content"].strip().lower()
+        for entry in _entries(external)
+        if isinstance(entry.get("content"), str) and entry["content"].strip()
+    ]
+
+
+def _echo_source(entry: Mapping[str, Any]) -> dict[str, str] | None:
+    role = entry.get("role")
+    if role == "assistant":
+        return {"type": "Agent", "id": "self"}
+    if role != "user":
+        return None
+    name = entry.get("name") if isinstance(entry.get("name"), str) else ""
+    user_id = entry.get("user_id") if isinstance(entry.get("user_id"), str) else ""
+    return {"type": "User", "id": f"discord:{user_id or name or 'User'}", "name": name or "User"}
+
+
+def echoes(external: Sequence[object]) -> list[JsonObject]:
+    """The user and assistant turns as conversation rows (no ref)."""
+    rows: list[JsonObject] = []
+    for entry in _entries(external):
+        source = _echo_source(entry)
+        content = entry.get("content")
+        if source is None or not isinstance(content, str) or not content.strip():
+            continue
+        stamp = entry.get("timestamp")
+        rows.append({
+            "content": content.strip(),
+            "source": source,
+            "timestamp": stamp if isinstance(stamp, str) else "",
+            "context_type": "conversation",
+        })  # fmt: skip
+    return rows
+
+
+def filter_only_roles(external: Sequence[object]) -> list[str]:
+    """Roles (other than user/assistant) of entries that carried content."""
+    roles = {
+        entry["role"] if isinstance(entry.get("role"), str) else "(unset)"
+        for entry in _entries(external)
+        if entry.get("role") not in ("user", "assistant")
+        and isinstance(entry.get("content"), str) and entry["content"].strip()
+    }  # fmt: skip
+    return sorted(roles)
+
+
+async def recall_with_context(
+    lib: Library, tenant_id: TenantId, req: RecallRequest, external: Sequence[object]
+) -> JsonObject:
+    """Recall excluding what the caller already holds, merged with its turns by time."""
+    inner = dataclasses.replace(req, exclude_contents=exclusions(external))
+    recalled = await recall(lib, tenant_id, inner)
+    merged = [*recalled["messages"], *echoes(external)]
+    merged.sort(key=lambda row: row.get("timestamp") or "")
+    body: JsonObject = {"messages": merged}
+    roles = filter_only_roles(external)
+    if roles:
+        body["context_filter_only"] = {"roles": roles, "note": FILTER_NOTE}
+    for key in ("gate_fallback", "advisory"):
+        if key in recalled:
+            body[key] = recalled[key]
+    return body

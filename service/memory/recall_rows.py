@@ -1,0 +1,105 @@
+"""Recall rows: storage hits → scoring candidates per channel → response messages.
+
+Pure functions. A candidate keeps only what ranking needs; the hit it came
+from keeps what the message needs (source, msg_id), looked up by identity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from service.db.recall import Hit
+from service.memory import exclusion, scoring
+
+PROFILE_SOURCE = {"System": "profile"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pool:
+    """The three channels of spec §3.3 (holes = excluded rows) and the hits by identity."""
+
+    vector: scoring.Channel
+    episode_text: scoring.Channel
+    keyword: scoring.Channel
+    rows: dict[scoring.Identity, Hit]
+
+
+def _candidate(hit: Hit) -> scoring.Candidate:
+    kind: scoring.Kind = "ep" if hit.kind == "ep" else "mem"
+    signal = hit.score
+    return scoring.Candidate(
+        kind=kind,
+        id=hit.id,
+        content=hit.content,
+        timestamp=hit.timestamp,
+        created_at=hit.created_at,
+        cosine=signal if hit.channel == "vector" else None,
+        lexical=signal if hit.channel in ("memory_text", "episode_text") else None,
+        resolved=bool(hit.resolved),
+    )
+
+
+def _vector_channel(hits: Sequence[Hit], min_similarity: float, limit: int) -> list[Hit]:
+    """Vector hits over the threshold, memories and episodes, best ``limit`` (spec §3.2).
+
+    Ties: memories before episodes, newer before older.
+    """
+    kept = [h for h in hits if h.channel == "vector" and (h.score or 0.0) >= min_similarity]
+    kept.sort(key=lambda h: (-(h.score or 0.0), h.kind != "mem", -h.created_at.timestamp()))
+    return kept[:limit]
+
+
+def _channel(hits: Sequence[Hit], exclusions: Collection[str], excludable: bool) -> scoring.Channel:
+    candidates = [_candidate(hit) for hit in hits]
+    if not excludable or not exclusions:
+        return candidates
+    return scoring.mark_excluded(candidates, lambda c: exclusion.excluded(c.content, exclusions))
+
+
+def channels_from(
+    hits: Sequence[Hit], exclusions: Collection[str], min_similarity: float, limit: int
+) -> Pool:
+    """Build the channels; exclusions apply to vector and memory-keyword rows only."""
+    by_position = sorted(hits, key=lambda h: h.position)
+    keyword = [h for h in by_position if h.channel in ("memory_text", "keyword", "recent")]
+    episodes = [h for h in by_position if h.channel == "episode_text"]
+    vector = _vector_channel(by_position, min_similarity, limit)
+    return Pool(
+        vector=_channel(vector, exclusions, True),
+        episode_text=_channel(episodes, exclusions, False),
+        keyword=_channel(keyword[:limit], exclusions, True),
+        rows={(("ep" if h.kind == "ep" else "mem"), h.id): h for h in hits},
+    )
+
+
+def profile_candidate(profile: str) -> scoring.Candidate:
+    return scoring.Candidate(kind="profile", id=scoring.PROFILE_ID, content=f"[Profile] {profile}")
+
+
+def _source(hit: Hit | None, row: scoring.Candidate) -> Any:
+    if row.kind == "profile":
+        return dict(PROFILE_SOURCE)
+    if hit is None or not isinstance(hit.source, dict):
+        return {}
+    return hit.source
+
+
+def message(row: scoring.Candidate, rows: dict[scoring.Identity, Hit]) -> dict[str, Any]:
+    """One element of ``messages`` (spec §2.2), full content."""
+    hit = rows.get(row.identity)
+    body: dict[str, Any] = {"content": row.content}
+    if row.kind != "profile" and row.id > 0:
+        body["ref"] = f"{row.kind}:{row.id}"
+    body["source"] = _source(hit, row)
+    if row.timestamp:
+        body["timestamp"] = row.timestamp
+    if hit is not None and hit.msg_id:
+        body["id"] = hit.msg_id
+    if row.confidence is not None:
+        body["confidence"] = {"score": row.confidence}
+    reason = scoring.match_reason(row)
+    if reason is not None:
+        body["match_reason"] = dict(reason)
+    return body
