@@ -121,8 +121,8 @@ RECALL_WITH_CONTEXT = ToolSpec(
             "external_context": {
                 "type": "array",
                 "default": [],
-                "description": "Your recent turns: [{role, content, name?, user_id?, timestamp?}].",
-                "items": {"type": "object"},
+                "description": "Your recent turns: [{role, content, name?, user_id?, "
+                "timestamp?}]. Entries that are not objects are ignored.",
             },
         },
         ["agent_id", "query"],
