@@ -12,11 +12,14 @@ import json
 import re
 from typing import Any
 
+import httpx
+
 from service.memory.library import Library
 from tests.support import Agent, Served, new_tenant
 
 SECRET = "tenant A secret: the vault code is 4711"
 AGENT, PROJECT, CHANNEL = "shared-agent", "shared-project", "shared-channel"
+A_FILE = "a-backup.jsonl"
 
 
 async def _seed(a: Agent) -> dict[str, int]:
@@ -42,13 +45,23 @@ async def _snapshot(a: Agent) -> str:
     return json.dumps(parts, sort_keys=True)
 
 
+def _contents_refs(ids: dict[str, int]) -> list[str]:
+    return [f"mem:{ids['mem']}", f"ep:{ids['ep']}", f"mem:{ids['locked']}", f"ep:{ids['mem']}"]
+
+
 def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
     """One or more calls per tool, aimed at A's ids and axis values."""
     mem, locked, ep = ids["mem"], ids["locked"], ids["ep"]
     return [
+        ("resume_persistence", {}),
         ("get_operating_context", {}),
+        ("recall", {"agent_id": AGENT, "query": "vault code", "deep": True}),
+        ("recall", {"agent_id": AGENT, "query": "", "project_id": PROJECT, "channel": CHANNEL}),
+        ("recall_with_context", {"agent_id": AGENT, "query": "vault", "deep": True,
+                                 "external_context": [{"role": "user", "content": "hi"}]}),
         ("store", {"agent_id": AGENT, "project_id": PROJECT, "channel": CHANNEL,
                    "message": {"id": "msg-1", "content": SECRET}}),
+        ("get_contents", {"agent_id": AGENT, "refs": _contents_refs(ids)}),
         ("get_profile", {"agent_id": AGENT}),
         ("update_profile", {"agent_id": AGENT, "profile": "B's own profile"}),
         ("archive_episode", {"agent_id": AGENT, "summary": "B's episode", "project_id": PROJECT}),
@@ -65,7 +78,15 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
         ("delete_episode", {"episode_id": ep}),
         ("delete_episode", {"episode_id": ep, "agent_id": AGENT}),
         ("get_queue_status", {}),
+        ("import_memories", {"input_path": A_FILE, "target_agent_id": AGENT}),  # A's file name
+        ("export_memories", {"agent_id": AGENT, "output_path": A_FILE}),  # lands in B's area
+        ("import_memories", {"input_path": A_FILE, "dry_run": True}),  # B's own file
+        ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy",
+                            "dry_run": True}),
+        ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy"}),
         ("delete_agent_data", {"agent_id": AGENT}),
+        ("pause_persistence", {"ttl_seconds": 600}),  # B stays paused: A must not be
+        ("persistence_status", {}),
     ]  # fmt: skip
 
 
@@ -92,11 +113,29 @@ def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
         assert not _row_ids(answer) & set(ids.values()), (tool, answer)
     if tool == "get_profile":
         assert answer == {"profile": ""}
+    if tool in ("recall", "recall_with_context"):
+        refs = {int(n) for n in re.findall(r"(?:mem|ep):(\d+)", json.dumps(answer))}
+        assert not refs & set(ids.values()), (tool, answer)
+        assert SECRET not in json.dumps(answer)
+    if tool == "get_contents":  # A's refs answer exactly like refs that do not exist
+        assert answer == {"items": [], "missing": _contents_refs(ids), "count": 0}
     if tool == "store":
         assert answer["result"] == "stored"
+    if tool in ("export_memories", "import_memories", "merge_memories"):
+        assert SECRET not in json.dumps(answer)
+    if tool == "export_memories":  # B's own rows under the shared agent name, nothing of A
+        assert (answer["memories"], answer["episodes"], answer["profiles"]) == (1, 1, 1)
+    if tool == "import_memories":  # A's file is not found; B's own file adds nothing
+        assert answer.get("imported_memories", 0) == 0, answer
+    if tool == "merge_memories":
+        assert (answer["merged_memories"], answer["merged_episodes"]) == (1, 1)
     if tool == "delete_agent_data":  # only what B itself wrote under the shared names
         assert (answer["deleted_memories"], answer["deleted_episodes"]) == (1, 1)
         assert answer["deleted_profiles"] == 1
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"}
 
 
 def _without_ids(body: Any, ids: dict[str, int]) -> str:
@@ -110,6 +149,7 @@ async def test_tenant_b_cannot_read_change_or_detect_tenant_a(lib: Library, serv
     a = Agent(served, await new_tenant(lib, "tenant-a"))
     b = Agent(served, await new_tenant(lib, "tenant-b"))
     ids = await _seed(a)
+    exported = await a.call("export_memories", agent_id=AGENT, output_path=A_FILE)
     before = await _snapshot(a)
     registered = set(await b.tool_names())
     table = probes(ids)
@@ -124,3 +164,13 @@ async def test_tenant_b_cannot_read_change_or_detect_tenant_a(lib: Library, serv
             assert answer["ok"] is False, (tool, answer)
             assert _without_ids(answer, ids) == _without_ids(await b.call(tool, **twin), unknown)
     assert await _snapshot(a) == before
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+        stolen = await http.get(exported["download_url"], headers=_bearer(b.key))
+        own = await http.get(exported["download_url"], headers=_bearer(a.key))
+    assert (stolen.status_code, stolen.json()) == (404, {"error": "not found"})
+    assert SECRET + " (locked)" in own.text  # B's export of that name went to B's area
+    # B's pause (among the last probes) must not pause A: A's writes still persist.
+    assert (await b.call("persistence_status"))["paused"] is True
+    assert (await a.call("persistence_status"))["paused"] is False
+    after = await a.call("store", agent_id=AGENT, message={"content": "A writes on"})
+    assert after["result"] == "stored"

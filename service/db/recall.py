@@ -29,6 +29,7 @@ class Retrieval:
 
     vector: Sequence[float] | None
     tsquery: str | None
+    lexemes: Sequence[str]
     patterns: Sequence[str]
     limit: int
     episodes: bool
@@ -81,6 +82,7 @@ async def recall_candidates(
         wanted.limit,
         wanted.episodes,
         wanted.recency,
+        list(wanted.lexemes),
     )
     hits = [_hit(r) for r in records if r["channel"] != "meta"]
     meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")

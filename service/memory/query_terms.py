@@ -44,6 +44,7 @@ class Terms:
 
     tsquery: str | None
     patterns: tuple[str, ...]
+    lexemes: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -81,4 +82,4 @@ def build(query: str) -> Terms:
     lexemes = list(dict.fromkeys(lexemes))[:MAX_TERMS]
     substrings = [s for s in dict.fromkeys(substrings) if len(s) >= _MIN_RUN][:MAX_TERMS]
     tsquery = " | ".join(f"'{lexeme}'" for lexeme in lexemes) or None
-    return Terms(tsquery, tuple(like_pattern(s) for s in substrings))
+    return Terms(tsquery, tuple(like_pattern(s) for s in substrings), tuple(lexemes))

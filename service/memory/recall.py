@@ -80,6 +80,7 @@ def _retrieval(lib: Library, req: RecallRequest, limit: int, vector: list[float]
     return store.Retrieval(
         vector=vector,
         tsquery=terms.tsquery if fts else None,
+        lexemes=terms.lexemes if fts else (),
         patterns=terms.patterns if fts else (),
         limit=limit,
         episodes=not (req.source_id and not req.channel),

@@ -10,7 +10,8 @@
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
 -- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
--- $9 limit int, $10 episodes eligible boolean, $11 recency listing boolean
+-- $9 limit int, $10 episodes eligible boolean, $11 recency listing boolean,
+-- $12 query lexemes text[] (the words of $7, for BM25 statistics)
 WITH agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), scoped_memories AS NOT MATERIALIZED (
@@ -36,16 +37,40 @@ WITH agent AS (
     WHERE $6::vector IS NOT NULL AND $10 AND e.embedding_dim = {dim}
     ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
     LIMIT $9
-), fts_mem AS (
-    SELECT m.id,
-           ts_rank_cd(m.content_tsv, to_tsquery('simple', coalesce($7, '')), 1)
-           + (SELECT count(*) FROM unnest($8::text[]) p WHERE m.content ILIKE p)::float8
-             / greatest(cardinality($8::text[]), 1) AS score
+), term_stats AS (
+    -- BM25 document frequencies in the agent's scope, counted up to a cap so a common
+    -- word costs a bounded scan; N is capped the same way.
+    SELECT t.term,
+           (SELECT count(*) FROM (SELECT 1 FROM scoped_memories m
+                                  WHERE m.content_tsv @@ to_tsquery('simple', quote_literal(t.term))
+                                  LIMIT 20000) x) AS df
+    FROM unnest($12::text[]) AS t(term)
+), corpus AS (
+    SELECT greatest((SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 20000) x), 1) AS n
+), fts_candidates AS NOT MATERIALIZED (
+    SELECT m.id, m.content, m.content_tsv
     FROM scoped_memories m
     WHERE ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
       AND (($7::text IS NOT NULL AND m.content_tsv @@ to_tsquery('simple', $7))
            OR m.content ILIKE ANY ($8::text[]))
-    ORDER BY score DESC, m.id DESC
+    LIMIT 5000
+), fts_mem AS (
+    -- Okapi BM25 (k1 1.2, b 0.75) over the tsvector's lexeme positions, plus one point
+    -- per matched substring pattern (CJK trigrams, identifiers).
+    SELECT c.id,
+           coalesce((
+               SELECT sum(ln(1 + (k.n - s.df + 0.5) / (s.df + 0.5))
+                          * (u.tf * 2.2) / (u.tf + 1.2 * (0.25 + 0.75 * length(c.content_tsv)
+                                                          / greatest(k.avgdl, 1))))
+               FROM (SELECT lexeme, cardinality(positions)::float8 AS tf
+                     FROM unnest(c.content_tsv)) u
+               JOIN term_stats s ON s.term = u.lexeme
+           ), 0)
+           + (SELECT count(*) FROM unnest($8::text[]) p WHERE c.content ILIKE p)::float8 AS score
+    FROM fts_candidates c
+    CROSS JOIN (SELECT n, (SELECT avg(length(content_tsv)) FROM fts_candidates) AS avgdl
+                FROM corpus) k
+    ORDER BY score DESC, c.id DESC
     LIMIT $9
 ), fts_ep AS (
     SELECT e.id,
