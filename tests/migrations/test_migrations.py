@@ -26,4 +26,4 @@ async def test_upgrade_downgrade_upgrade_round_trips(database_url: str) -> None:
 
 
 def test_head_revision_is_the_latest_script() -> None:
-    assert migrate.head_revision() == "0003"
+    assert migrate.head_revision() == "0005"

@@ -37,39 +37,53 @@ WITH agent AS (
     WHERE $6::vector IS NOT NULL AND $10 AND e.embedding_dim = {dim}
     ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
     LIMIT $9
-), term_stats AS (
-    -- BM25 document frequencies in the agent's scope, counted up to a cap so a common
-    -- word costs a bounded scan; N is capped the same way.
-    SELECT t.term,
-           (SELECT count(*) FROM (SELECT 1 FROM scoped_memories m
-                                  WHERE m.content_tsv @@ to_tsquery('simple', quote_literal(t.term))
-                                  LIMIT 20000) x) AS df
+), sample AS MATERIALIZED (
+    -- BM25 statistics come from the agent's newest 2,000 rows in scope: a bounded read
+    -- whatever the corpus size, and a good estimate of how common each word is.
+    SELECT m.content_tsv FROM scoped_memories m
+    WHERE $7::text IS NOT NULL
+    ORDER BY m.created_at DESC, m.id DESC
+    LIMIT 2000
+), term_stats AS MATERIALIZED (
+    SELECT t.term, q.query, (SELECT count(*) FROM sample s WHERE s.content_tsv @@ q.query) AS df
     FROM unnest($12::text[]) AS t(term)
-), corpus AS (
-    SELECT greatest((SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 20000) x), 1) AS n
+    CROSS JOIN LATERAL (SELECT to_tsquery('simple', quote_literal(t.term)) AS query) q
+), corpus AS MATERIALIZED (
+    -- Candidate words: those in under 20% of the sample (all words when none is).
+    SELECT greatest((SELECT count(*) FROM sample), 1) AS n,
+           (SELECT avg(length(content_tsv)) FROM sample) AS avgdl,
+           coalesce((SELECT string_agg(quote_literal(s.term), ' | ') FROM term_stats s
+                     WHERE s.df * 5 < greatest((SELECT count(*) FROM sample), 1)), $7) AS words
 ), fts_candidates AS NOT MATERIALIZED (
+    -- Rows matching a candidate word (GIN postings of this agent) or a substring pattern
+    -- (trigram index), bounded so one recall never scores an unbounded set.
     SELECT m.id, m.content, m.content_tsv
     FROM scoped_memories m
-    WHERE ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
-      AND (($7::text IS NOT NULL AND m.content_tsv @@ to_tsquery('simple', $7))
-           OR m.content ILIKE ANY ($8::text[]))
-    LIMIT 5000
+    WHERE $7::text IS NOT NULL
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND m.content_tsv @@ to_tsquery('simple', (SELECT words FROM corpus))
+    LIMIT 2000
+), pattern_candidates AS NOT MATERIALIZED (
+    SELECT m.id, m.content, m.content_tsv
+    FROM scoped_memories m
+    WHERE cardinality($8::text[]) > 0
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND m.content ILIKE ANY ($8::text[])
+    LIMIT 2000
 ), fts_mem AS (
-    -- Okapi BM25 (k1 1.2, b 0.75) over the tsvector's lexeme positions, plus one point
-    -- per matched substring pattern (CJK trigrams, identifiers).
+    -- BM25 with binary term frequency (chat-sized texts rarely repeat a word): the IDF of
+    -- each matched word, length-normalised (b 0.75), plus one point per matched substring
+    -- pattern (CJK trigrams, identifiers).
     SELECT c.id,
-           coalesce((
-               SELECT sum(ln(1 + (k.n - s.df + 0.5) / (s.df + 0.5))
-                          * (u.tf * 2.2) / (u.tf + 1.2 * (0.25 + 0.75 * length(c.content_tsv)
-                                                          / greatest(k.avgdl, 1))))
-               FROM (SELECT lexeme, cardinality(positions)::float8 AS tf
-                     FROM unnest(c.content_tsv)) u
-               JOIN term_stats s ON s.term = u.lexeme
-           ), 0)
+           coalesce((SELECT sum(ln(1 + (k.n - s.df + 0.5) / (s.df + 0.5)))
+                     FROM term_stats s WHERE c.content_tsv @@ s.query), 0)
+           * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(c.content_tsv) / greatest(k.avgdl, 1)))
            + (SELECT count(*) FROM unnest($8::text[]) p WHERE c.content ILIKE p)::float8 AS score
-    FROM fts_candidates c
-    CROSS JOIN (SELECT n, (SELECT avg(length(content_tsv)) FROM fts_candidates) AS avgdl
-                FROM corpus) k
+    FROM (SELECT * FROM fts_candidates
+          UNION ALL
+          SELECT * FROM pattern_candidates p
+          WHERE p.id NOT IN (SELECT id FROM fts_candidates)) c
+    CROSS JOIN corpus k
     ORDER BY score DESC, c.id DESC
     LIMIT $9
 ), fts_ep AS (
