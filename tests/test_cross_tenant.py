@@ -78,6 +78,10 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
         ("delete_episode", {"episode_id": ep}),
         ("delete_episode", {"episode_id": ep, "agent_id": AGENT}),
         ("get_queue_status", {}),
+        ("check_health", {"fix": True}),  # A's rows are neither counted nor repaired
+        ("check_health", {"agent_id": AGENT, "fix": True, "checks": ["duplicate_content"]}),
+        ("deep_check", {"agent_id": AGENT, "fix": True}),
+        ("migrate_channel_axis", {"dry_run": False, "globalize_unrecoverable": True}),
         ("import_memories", {"input_path": A_FILE, "target_agent_id": AGENT}),  # A's file name
         ("export_memories", {"agent_id": AGENT, "output_path": A_FILE}),  # lands in B's area
         ("import_memories", {"input_path": A_FILE, "dry_run": True}),  # B's own file
@@ -85,7 +89,7 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
                             "dry_run": True}),
         ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy"}),
         ("delete_agent_data", {"agent_id": AGENT}),
-        ("pause_persistence", {"ttl_seconds": 600}),  # B stays paused: A must not be
+        ("pause_persistence", {"ttl_seconds": 600}),  # keep last: B stays paused, A must not
         ("persistence_status", {}),
     ]  # fmt: skip
 
@@ -107,22 +111,24 @@ def _row_ids(body: Any) -> set[int]:
     return found
 
 
+SECRET_BLIND = {
+    "recall", "recall_with_context", "export_memories", "import_memories", "merge_memories",
+}  # fmt: skip
+
+
 def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
     """What B may see: its own rows only, and nothing that proves A's rows exist."""
     if tool not in ID_KEYED:
-        assert not _row_ids(answer) & set(ids.values()), (tool, answer)
+        refs = {int(n) for n in re.findall(r"(?:mem|ep):(\d+)", json.dumps(answer))}
+        assert not (_row_ids(answer) | refs) & set(ids.values()), (tool, answer)
+    if tool in SECRET_BLIND:
+        assert SECRET not in json.dumps(answer), (tool, answer)
     if tool == "get_profile":
         assert answer == {"profile": ""}
-    if tool in ("recall", "recall_with_context"):
-        refs = {int(n) for n in re.findall(r"(?:mem|ep):(\d+)", json.dumps(answer))}
-        assert not refs & set(ids.values()), (tool, answer)
-        assert SECRET not in json.dumps(answer)
     if tool == "get_contents":  # A's refs answer exactly like refs that do not exist
         assert answer == {"items": [], "missing": _contents_refs(ids), "count": 0}
     if tool == "store":
         assert answer["result"] == "stored"
-    if tool in ("export_memories", "import_memories", "merge_memories"):
-        assert SECRET not in json.dumps(answer)
     if tool == "export_memories":  # B's own rows under the shared agent name, nothing of A
         assert (answer["memories"], answer["episodes"], answer["profiles"]) == (1, 1, 1)
     if tool == "import_memories":  # A's file is not found; B's own file adds nothing

@@ -72,7 +72,8 @@ def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
     A row with a truthy ``ref`` whose ``content`` is longer than ``preview_chars`` becomes
     its first ``preview_chars`` code points plus ``content_len`` and ``content_truncated``.
     Conversation echoes are trimmed the same way (see :func:`trimmable`). Shorter rows,
-    the profile row and rows whose content is not a string are copied unchanged. ``preview_chars <= 0`` disables trimming.
+    the profile row and rows whose content is not a string are copied unchanged.
+    ``preview_chars <= 0`` disables trimming.
     """
     if preview_chars <= 0:
         return [dict(row) for row in rows]
