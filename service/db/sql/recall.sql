@@ -38,11 +38,11 @@ WITH agent AS (
     ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
     LIMIT $9
 ), sample AS MATERIALIZED (
-    -- BM25 statistics come from the agent's newest 2,000 rows in scope: a bounded read
-    -- whatever the corpus size, and a good estimate of how common each word is.
+    -- BM25 statistics come from up to 2,000 of the agent's rows in scope (any 2,000: no
+    -- ordering, so the read stops early): bounded whatever the corpus size, and a good
+    -- estimate of how common each word is.
     SELECT m.content_tsv FROM scoped_memories m
     WHERE $7::text IS NOT NULL
-    ORDER BY m.created_at DESC, m.id DESC
     LIMIT 2000
 ), term_stats AS MATERIALIZED (
     SELECT t.term, q.query, (SELECT count(*) FROM sample s WHERE s.content_tsv @@ q.query) AS df

@@ -1,0 +1,73 @@
+"""Plan guard: at 100k memories the recall statement uses the scoped and search indexes.
+
+The corpus is bulk-loaded with SQL (100,000 memories over 20 agents of two tenants;
+5,000 of the target agent's rows carry unit embeddings). The HNSW indexes are
+dropped during the load and recreated from their own definitions (a bulk build is
+far faster than row-by-row insertion), then ANALYZE runs, so the planner sees the
+production indexes with real statistics. EXPLAIN runs as the application role
+inside a tenant transaction, exactly like a recall.
+"""
+
+from __future__ import annotations
+
+from service.db import sql
+from service.db.pool import APP_ROLE, Database
+
+LOAD = """
+INSERT INTO memories (tenant_id, agent_id, content, embedding, embedding_model, created_at)
+SELECT a.tenant_id, a.id,
+       'note ' || g || ' about ' || (ARRAY['tea', 'coffee', 'cats', 'dogs', 'music', 'travel',
+       'work', 'family', 'garden', 'books'])[1 + g % 10] || ' ' || md5(g::text),
+       CASE WHEN a.name = 'target' AND g % 2 = 0
+            THEN l2_normalize(array(SELECT random() - 0.5 FROM generate_series(1, 384)
+                                    WHERE g > 0)::vector) END,
+       'test-model', now() - make_interval(secs => g)
+FROM generate_series(1, 100000) g
+JOIN agents a ON a.name = (CASE WHEN g % 10 = 0 THEN 'target' ELSE 'other' || (g % 19) END)
+"""
+
+
+async def _load(db: Database) -> str:
+    async with db.admin_tx() as conn:
+        tenant = await conn.fetchval("INSERT INTO tenants (slug) VALUES ('plan') RETURNING id")
+        other = await conn.fetchval("INSERT INTO tenants (slug) VALUES ('noise') RETURNING id")
+        await conn.execute(
+            "INSERT INTO agents (tenant_id, name) SELECT $1::uuid, 'target' UNION ALL "
+            "SELECT CASE WHEN n % 2 = 0 THEN $1::uuid ELSE $2::uuid END, 'other' || n "
+            "FROM generate_series(0, 18) n",
+            tenant, other,
+        )  # fmt: skip
+        hnsw = await conn.fetch(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
+        )
+        for index in hnsw:
+            await conn.execute(f'DROP INDEX "{index["indexname"]}"')
+        await conn.execute(LOAD)
+        for index in hnsw:
+            await conn.execute(index["indexdef"])
+    async with db.pool.acquire() as conn:
+        await conn.execute("ANALYZE")
+    return str(tenant)
+
+
+async def _plan(db: Database, tenant: str, tsquery: str, lexemes: list[str]) -> str:
+    statement = sql.QUERIES["recall_candidates_384"]
+    vector = [1.0] + [0.0] * 383
+    async with db.pool.acquire() as conn, conn.transaction():
+        await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant)
+        rows = await conn.fetch(
+            "EXPLAIN (COSTS OFF) " + statement,
+            tenant, "target", None, "", None, vector, tsquery, [], 10, True, False, lexemes,
+        )  # fmt: skip
+    return "\n".join(row[0] for row in rows)
+
+
+async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
+    tenant = await _load(db)
+    for tsquery, lexemes in (("'tea' | '4242'", ["tea", "4242"]), ("'travel'", ["travel"])):
+        plan = await _plan(db, tenant, tsquery, lexemes)
+        assert "Seq Scan on memories" not in plan, plan
+        assert "Index Scan using memories_embedding_384 on memories" in plan, plan
+        assert "Bitmap Index Scan on memories_tsv" in plan, plan
+        scoped = ("memories_agent_recent", "memories_isolation", "memories_content_probe")
+        assert any(f"Scan using {name}" in plan or f"Scan on {name}" in plan for name in scoped)
