@@ -34,6 +34,7 @@ class Retrieval:
     limit: int
     episodes: bool
     recency: bool
+    confidence: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,6 +50,9 @@ class Hit:
     msg_id: str
     created_at: datetime
     resolved: bool | None
+    cosine: float | None = None
+    recall_count: int = 0
+    last_recalled_at: datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ async def recall_candidates(
         wanted.episodes,
         wanted.recency,
         list(wanted.lexemes),
+        wanted.confidence,
     )
     hits = [_hit(r) for r in records if r["channel"] != "meta"]
     meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")
@@ -102,6 +107,9 @@ def _hit(record: Any) -> Hit:
         msg_id=record["msg_id"],
         created_at=record["created_at"],
         resolved=record["resolved"],
+        cosine=record["cosine"],
+        recall_count=record["recall_count"] or 0,
+        last_recalled_at=record["last_recalled_at"],
     )
 
 
@@ -123,6 +131,10 @@ async def like_fallback(
             r["msg_id"], r["created_at"], None)
         for n, r in enumerate(records, start=1)
     ]  # fmt: skip
+
+
+async def bump_recall_stats(conn: Connection, tenant_id: TenantId, ids: Sequence[int]) -> None:
+    await conn.execute(QUERIES["bump_recall_stats"], tenant_id, list(ids))
 
 
 async def note_advisory(conn: Connection, tenant_id: TenantId, state: str, long_form: bool) -> bool:

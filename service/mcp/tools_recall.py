@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp import shaping
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
-from service.memory import recall, recall_context
+from service.memory import pauses, recall, recall_context
 
 _COMMON: JsonObject = {
     "agent_id": AGENT_ID,
@@ -70,8 +72,17 @@ def _shape(env: ToolEnv, body: JsonObject, args: JsonObject) -> JsonObject:
     )
 
 
+async def _paused(env: ToolEnv) -> bool:
+    """Recall itself never writes unless confidence scoring bumps recall statistics,
+    which a persistence pause suppresses (spec §10.5); only then is the pause read."""
+    if not env.lib.settings.confidence_enabled:
+        return False
+    return await pauses.active_pause(env.lib, env.caller.tenant_id, env.session_key) is not None
+
+
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
-    body = await recall.recall(env.lib, env.caller.tenant_id, _request(args))
+    request = dataclasses.replace(_request(args), paused=await _paused(env))
+    body = await recall.recall(env.lib, env.caller.tenant_id, request)
     return _shape(env, body, args)
 
 
@@ -106,8 +117,9 @@ recall (echoes too); use get_contents or full_content: true for full text."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
+    request = dataclasses.replace(_request(args), paused=await _paused(env))
     body = await recall_context.recall_with_context(
-        env.lib, env.caller.tenant_id, _request(args), args.get("external_context", [])
+        env.lib, env.caller.tenant_id, request, args.get("external_context", [])
     )
     return _shape(env, body, args)
 

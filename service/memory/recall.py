@@ -21,7 +21,13 @@ from service.memory.embeddings.base import EmbeddingError
 from service.memory.embeddings.cache import embed_query
 from service.memory.library import Library
 from service.memory.listing import clamp
-from service.memory.recall_rows import Pool, channels_from, message, profile_candidate
+from service.memory.recall_rows import (
+    Pool,
+    channels_from,
+    message,
+    profile_candidate,
+    stored_cosines,
+)
 from service.models import TenantId
 
 JsonObject = dict[str, Any]
@@ -37,6 +43,7 @@ class RecallRequest:
     exclude_contents: Sequence[object] = ()
     project_id: str | None = None
     source_id: str = ""
+    paused: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,6 +92,7 @@ def _retrieval(lib: Library, req: RecallRequest, limit: int, vector: list[float]
         limit=limit,
         episodes=not (req.source_id and not req.channel),
         recency=not req.query.strip(),
+        confidence=lib.settings.confidence_enabled,
     )
 
 
@@ -171,32 +179,71 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
         notice = await _advisory(lib, conn, tenant_id, found.meta, embedded)
     body: JsonObject = {"messages": []}
     if limit:
-        body = _ranked_body(lib, req, found.meta, hits, mode, limit)
+        body, credited = _ranked_body(lib, req, found.meta, hits, mode, limit)
+        if credited:
+            async with lib.db.tenant_tx(tenant_id) as conn:
+                await store.bump_recall_stats(conn, tenant_id, credited)
     if notice is not None:
         body["advisory"] = notice
     return body
 
 
+def _span(meta: JsonObject, now: datetime) -> scoring.TimeSpan:
+    oldest, newest = meta.get("span_oldest"), meta.get("span_newest")
+    if not isinstance(oldest, str) or not isinstance(newest, str):
+        return scoring.NO_SPAN
+    return scoring.time_span(scoring.parse_timestamp(oldest), scoring.parse_timestamp(newest), now)
+
+
+def _context(
+    lib: Library, req: RecallRequest, meta: JsonObject, mode: scoring.Mode, limit: int
+) -> scoring.RecallContext:
+    now = datetime.now(UTC)
+    return scoring.RecallContext(
+        pool_size=int(meta.get("pool") or 0),
+        limit=limit,
+        now=now,
+        deep=req.deep,
+        query_empty=not req.query.strip(),
+        episode_boundary=_boundary(meta),
+        gate=_gate(lib, meta, mode),
+        span=_span(meta, now) if lib.settings.confidence_enabled else scoring.NO_SPAN,
+    )
+
+
+def _confidence(
+    lib: Library, row: scoring.Candidate, ctx: scoring.RecallContext
+) -> dict[str, Any] | None:
+    if not lib.settings.confidence_enabled:
+        return None
+    score = scoring.confidence_score(
+        row, now=ctx.now, deep=ctx.deep, span=ctx.span, tunables=tunables(lib)
+    )
+    return dict(score.as_dict())
+
+
+def _credited(lib: Library, req: RecallRequest, ranked: scoring.Ranked) -> list[int]:
+    """Memory ids whose recall statistics this recall bumps (spec §3.9)."""
+    if not lib.settings.confidence_enabled or req.deep or req.paused or ranked.gate_fallback:
+        return []
+    return [row.id for row in ranked.rows if row.kind == "mem" and row.id > 0]
+
+
 def _ranked_body(
     lib: Library, req: RecallRequest, meta: JsonObject, hits: list[store.Hit],
     mode: scoring.Mode, limit: int,
-) -> JsonObject:  # fmt: skip
+) -> tuple[JsonObject, list[int]]:  # fmt: skip
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
     pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), limit)
     profile = meta.get("profile")
     profiles = [profile_candidate(profile)] if isinstance(profile, str) and profile else []
     fused = _fuse(mode, pool, profiles, lib.settings.rrf_k, limit)
-    context = scoring.RecallContext(
-        pool_size=int(meta.get("pool") or 0),
-        limit=limit,
-        now=datetime.now(UTC),
-        deep=req.deep,
-        query_empty=not req.query.strip(),
-        episode_boundary=_boundary(meta),
-        gate=_gate(lib, meta, mode),
-    )
+    if lib.settings.confidence_enabled:
+        fused = scoring.backfill_cosines(fused, stored_cosines(hits))
+    context = _context(lib, req, meta, mode, limit)
     ranked = scoring.rank(fused, context, tunables(lib))
-    body: JsonObject = {"messages": [message(row, pool.rows) for row in ranked.rows]}
+    messages = [message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows]
+    body: JsonObject = {"messages": messages}
     if ranked.gate_fallback:
         body["gate_fallback"] = True
-    return body
+    return body, _credited(lib, req, ranked)

@@ -38,6 +38,8 @@ def _candidate(hit: Hit) -> scoring.Candidate:
         cosine=signal if hit.channel == "vector" else None,
         lexical=signal if hit.channel in ("memory_text", "episode_text") else None,
         resolved=bool(hit.resolved),
+        recall_count=hit.recall_count,
+        last_recalled_at=hit.last_recalled_at,
     )
 
 
@@ -86,7 +88,18 @@ def _source(hit: Hit | None, row: scoring.Candidate) -> Any:
     return hit.source
 
 
-def message(row: scoring.Candidate, rows: dict[scoring.Identity, Hit]) -> dict[str, Any]:
+def stored_cosines(hits: Sequence[Hit]) -> dict[scoring.Identity, float]:
+    """Each hit's stored-embedding cosine with the query (for the §3.8 backfill)."""
+    return {
+        ("ep" if h.kind == "ep" else "mem", h.id): h.cosine for h in hits if h.cosine is not None
+    }
+
+
+def message(
+    row: scoring.Candidate,
+    rows: dict[scoring.Identity, Hit],
+    confidence: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One element of ``messages`` (spec §2.2), full content."""
     hit = rows.get(row.identity)
     body: dict[str, Any] = {"content": row.content}
@@ -97,8 +110,8 @@ def message(row: scoring.Candidate, rows: dict[scoring.Identity, Hit]) -> dict[s
         body["timestamp"] = row.timestamp
     if hit is not None and hit.msg_id:
         body["id"] = hit.msg_id
-    if row.confidence is not None:
-        body["confidence"] = {"score": row.confidence}
+    if confidence is not None:
+        body["confidence"] = confidence
     reason = scoring.match_reason(row)
     if reason is not None:
         body["match_reason"] = dict(reason)

@@ -11,7 +11,8 @@
 -- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
 -- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
 -- $9 limit int, $10 episodes eligible boolean, $11 recency listing boolean,
--- $12 query lexemes text[] (the words of $7, for BM25 statistics)
+-- $12 query lexemes text[] (the words of $7, for BM25 statistics),
+-- $13 confidence scoring on boolean (adds the memory time span to meta)
 WITH agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), scoped_memories AS NOT MATERIALIZED (
@@ -124,7 +125,10 @@ WITH agent AS (
 )
 SELECT h.channel, h.kind, h.id, h.score, h.position,
        m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-       NULL::boolean AS resolved, NULL::jsonb AS meta
+       NULL::boolean AS resolved,
+       CASE WHEN $6::vector IS NOT NULL AND m.embedding_dim = {dim}
+            THEN -(m.embedding::vector({dim}) <#> $6::vector({dim})) END AS cosine,
+       m.recall_count, m.last_recalled_at, NULL::jsonb AS meta
 FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
 WHERE h.kind = 'mem'
 UNION ALL
@@ -132,12 +136,17 @@ SELECT h.channel, h.kind, h.id, h.score, h.position,
        '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
        coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
                                       'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-       '', e.created_at, e.resolved, NULL::jsonb
+       '', e.created_at, e.resolved,
+       CASE WHEN $6::vector IS NOT NULL AND e.embedding_dim = {dim}
+            THEN -(e.embedding::vector({dim}) <#> $6::vector({dim})) END,
+       0, NULL, NULL::jsonb
 FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
 WHERE h.kind = 'ep'
 UNION ALL
-SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object(
+           'span_oldest', CASE WHEN $13 THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
+           'span_newest', CASE WHEN $13 THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
            'agent_exists', EXISTS (SELECT 1 FROM agent),
            'pool', (SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 500) x)
                  + (SELECT count(*) FROM (SELECT 1 FROM scoped_episodes LIMIT 500) y),
@@ -157,6 +166,12 @@ SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
            'advisory_long_sent',
                (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
        )
+
+-- bump_recall_stats --
+-- Credit the memories a recall returned (confidence scoring only, spec §3.9).
+-- $1 tenant_id uuid, $2 memory ids bigint[]
+UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = now()
+WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
 
 -- like_fallback --
 -- Literal case-insensitive substring match of the whole query, newest first (spec
