@@ -34,6 +34,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
+# The ref grammar lives in the library (get_contents parses refs there); re-exported here.
+from service.memory.contents import (
+    MAX_REF_CHARS as MAX_REF_CHARS,
+    MAX_ROW_ID as MAX_ROW_ID,
+    parse_ref as parse_ref,
+)
+
 Row: TypeAlias = Mapping[str, object]
 """A JSON-ready row as the library or the storage layer produced it."""
 
@@ -53,12 +60,6 @@ LIST_MEMORIES_BUDGET_CHARS: Final = 1_000_000
 
 LIST_EPISODES_BUDGET_CHARS: Final = 800_000
 """Budget of ``list_episodes`` over ``summary`` and ``keywords`` together (§4.7)."""
-
-MAX_REF_CHARS: Final = 40
-"""Longer ref strings are rejected before ``int()`` ever sees them."""
-
-MAX_ROW_ID: Final = 2**63 - 1
-"""Largest id a row can have (Postgres ``bigint`` sequence). A larger ref names no row."""
 
 _KINDS: Final[Mapping[str, RefKind]] = {"mem": "mem", "ep": "ep"}
 
@@ -143,25 +144,6 @@ def shape_recall(
 
 
 # -- get_contents: refs and the batch budget -----------------------------------------------
-
-
-def parse_ref(ref: object) -> tuple[RefKind, int] | None:
-    """Parse a ``get_contents`` ref into its kind and row id, or ``None`` (spec §4.4).
-
-    The ref is split at the first ``:``. The kind must be exactly ``mem`` or ``ep``. The
-    remainder must parse with ``int()`` (surrounding whitespace, a sign and leading zeros are
-    tolerated) to a value in ``1..MAX_ROW_ID``. Underscore digit separators, non-strings and
-    strings longer than :data:`MAX_REF_CHARS` are rejected. The caller files ``None`` under
-    ``missing``, so one bad ref never aborts the batch.
-    """
-    if not isinstance(ref, str) or len(ref) > MAX_REF_CHARS:
-        return None
-    prefix, _, number = ref.partition(":")
-    kind = _KINDS.get(prefix)
-    row_id = _row_id(number)
-    if kind is None or row_id is None:
-        return None
-    return kind, row_id
 
 
 def format_ref(kind: RefKind, row_id: int) -> str:
@@ -325,17 +307,6 @@ def _text_len(row: Row, field: str) -> int:
     """Length of a text field in code points; a missing or non-string value counts 0."""
     value = row.get(field)
     return len(value) if isinstance(value, str) else 0
-
-
-def _row_id(text: str) -> int | None:
-    """Parse the id half of a ref with ``int()``, minus ``int()``'s underscore leniency."""
-    if "_" in text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if 0 < value <= MAX_ROW_ID else None
 
 
 def _ref_for_id(kind: RefKind, value: object) -> str | None:
