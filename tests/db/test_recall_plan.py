@@ -57,7 +57,7 @@ async def _plan(db: Database, tenant: str, tsquery: str, lexemes: list[str]) -> 
         await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant)
         rows = await conn.fetch(
             "EXPLAIN (COSTS OFF) " + statement,
-            tenant, "target", None, "", None, vector, tsquery, [], 10, True, False, lexemes,
+            tenant, "target", None, "", None, vector, tsquery, [], 10, True, False, lexemes, False,
         )  # fmt: skip
     return "\n".join(row[0] for row in rows)
 
