@@ -1,0 +1,19 @@
+-- get_contents --
+-- The full rows behind get_contents refs, memories and episodes in one round trip
+-- (spec §4.4, §4.6). Each table is searched only with its own id list, so a mem: ref can
+-- never resolve to an episode or the reverse, even though both take ids from one
+-- sequence. Ownership is exact: the agent named $2 of tenant $1, resolved inside the
+-- statement; no project or channel filter. An unknown agent resolves nothing.
+-- $1 tenant_id uuid, $2 agent name text, $3 memory ids bigint[], $4 episode ids bigint[]
+WITH owner AS (
+    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+)
+SELECT 'mem' AS kind, m.id, m.content AS body, m.source, m.timestamp_text, m.msg_id,
+       NULL::text AS start_time, NULL::timestamptz AS created_at, NULL::boolean AS resolved
+FROM memories m
+WHERE m.tenant_id = $1 AND m.id = ANY ($3::bigint[]) AND m.agent_id = (SELECT id FROM owner)
+UNION ALL
+SELECT 'ep' AS kind, e.id, e.summary AS body, NULL::jsonb, NULL::text, NULL::text,
+       e.start_time, e.created_at, e.resolved
+FROM episodes e
+WHERE e.tenant_id = $1 AND e.id = ANY ($4::bigint[]) AND e.agent_id = (SELECT id FROM owner)

@@ -1,0 +1,151 @@
+"""get_contents: resolve ``mem:<id>`` / ``ep:<id>`` refs back to whole rows (spec §4.4, §4.6).
+
+The library returns every found row whole and applies no character budget: the
+40,000-character batch budget, ``deferred`` and ``budget_chars`` belong to the MCP boundary
+(``service.mcp.shaping.budget_contents``), so in-process callers always get full rows.
+
+Reads are id-keyed with the ownership predicate: a row resolves only for the agent that
+owns it, in the caller's tenant, with no project or channel filter. Everything else (a
+malformed ref, another agent's or tenant's row, a ref of the wrong kind, a deleted row)
+lands in ``missing`` with no hint why, and one bad ref never aborts the batch. Memories and
+episodes are fetched in one statement, each table with its own id list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Literal, TypeAlias
+
+from service.db import contents
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+Kind: TypeAlias = Literal["mem", "ep"]
+Resolved: TypeAlias = list[tuple[str, JsonObject | None]]
+
+MAX_REFS: Final = 20
+"""A full row is worth ~800 tokens; a larger batch would reopen the hole previews close."""
+
+MAX_REF_CHARS: Final = 40
+"""Longer ref strings are malformed before ``int()`` ever sees them."""
+
+MAX_ROW_ID: Final = 2**63 - 1
+"""Largest id a row can have (Postgres ``bigint``); a larger ref names no row."""
+
+AGENT_REQUIRED: Final = "agent_id is required"
+REFS_REQUIRED: Final = "refs must be a non-empty list of 'mem:<id>' / 'ep:<id>' strings"
+EPISODE_SOURCE: Final = {"System": "episode"}
+_KINDS: Final[dict[str, Kind]] = {"mem": "mem", "ep": "ep"}
+
+
+def refs_problem(agent_id: object, refs: object) -> str | None:
+    """Why a get_contents call cannot run, or ``None`` (the spec's three refusals).
+
+    Over MCP the schema already rejects more than 20 refs; this check protects library
+    callers, who get the same tool-failure text.
+    """
+    if not isinstance(agent_id, str) or not agent_id:
+        return AGENT_REQUIRED
+    if not isinstance(refs, list | tuple) or not refs:
+        return REFS_REQUIRED
+    if len(refs) > MAX_REFS:
+        return f"too many refs ({len(refs)}; max {MAX_REFS}) — split the fetch"
+    return None
+
+
+def parse_ref(ref: object) -> tuple[Kind, int] | None:
+    """``(kind, id)`` of a ref, or ``None`` when it is malformed.
+
+    The grammar is the boundary's (``service.mcp.shaping.parse_ref``; a test keeps the two
+    equal): split at the first ``:``, the kind exactly ``mem`` or ``ep``, the rest an
+    ``int()`` (whitespace, sign and leading zeros tolerated, no ``_`` separators) in
+    ``1..MAX_ROW_ID``; non-strings and strings over 40 characters are malformed.
+    """
+    if not isinstance(ref, str) or len(ref) > MAX_REF_CHARS:
+        return None
+    prefix, _, number = ref.partition(":")
+    kind = _KINDS.get(prefix)
+    if kind is None or "_" in number:
+        return None
+    try:
+        row_id = int(number)
+    except ValueError:
+        return None
+    return (kind, row_id) if 0 < row_id <= MAX_ROW_ID else None
+
+
+async def get_contents(
+    lib: Library, tenant_id: TenantId, agent_id: object, refs: object
+) -> JsonObject:
+    """The spec's get_contents response, every found item whole (no batch budget).
+
+    Returns ``{items, missing, count}`` (no ``ok``) with items and missing refs in request
+    order, or ``{ok: false, error}`` for an empty ``agent_id``, a ``refs`` that is not a
+    non-empty list, or more than 20 refs.
+    """
+    problem = refs_problem(agent_id, refs)
+    if problem is not None or not isinstance(agent_id, str) or not isinstance(refs, list | tuple):
+        return {"ok": False, "error": problem or REFS_REQUIRED}
+    resolved = await resolve(lib, tenant_id, agent_id, refs)
+    items = [item for _, item in resolved if item is not None]
+    missing = [ref for ref, item in resolved if item is None]
+    return {"items": items, "missing": missing, "count": len(items)}
+
+
+async def resolve(
+    lib: Library, tenant_id: TenantId, agent_id: str, refs: Sequence[object]
+) -> Resolved:
+    """Every ref in request order with its whole item, or ``None`` when it is missing.
+
+    The ref is echoed as sent (``str()`` of a non-string), so a caller can match answers to
+    its request. Duplicates are resolved independently. No query runs when no ref parses.
+    """
+    parsed = [(ref if isinstance(ref, str) else str(ref), parse_ref(ref)) for ref in refs]
+    wanted: dict[Kind, set[int]] = {"mem": set(), "ep": set()}
+    for _, key in parsed:
+        if key is not None:
+            wanted[key[0]].add(key[1])
+    found = contents.Contents(memories={}, episodes={})
+    if wanted["mem"] or wanted["ep"]:
+        async with lib.db.tenant_tx(tenant_id) as conn:
+            found = await contents.get_contents(
+                conn, tenant_id, agent_id, sorted(wanted["mem"]), sorted(wanted["ep"])
+            )
+    return [(ref, _item(ref, key, found)) for ref, key in parsed]
+
+
+def _item(ref: str, key: tuple[Kind, int] | None, found: contents.Contents) -> JsonObject | None:
+    if key is None:
+        return None
+    kind, row_id = key
+    if kind == "mem":
+        memory = found.memories.get(row_id)
+        return None if memory is None else _memory_item(ref, memory)
+    episode = found.episodes.get(row_id)
+    return None if episode is None else _episode_item(ref, episode)
+
+
+def _memory_item(ref: str, row: contents.MemoryContent) -> JsonObject:
+    """Shaped like a recall message so a caller can splice it in (spec §2.2)."""
+    item: JsonObject = {
+        "ref": ref,
+        "content": row.content,
+        "source": row.source if isinstance(row.source, dict) else {},
+    }
+    if row.timestamp_text:
+        item["timestamp"] = row.timestamp_text
+    if row.msg_id:
+        item["id"] = row.msg_id
+    return item
+
+
+def _episode_item(ref: str, row: contents.EpisodeContent) -> JsonObject:
+    """``[Episode] <summary>``, timestamped like recall does (start_time, else created_at)."""
+    return {
+        "ref": ref,
+        "content": f"[Episode] {row.summary}",
+        "source": dict(EPISODE_SOURCE),
+        "timestamp": row.start_time or row.created_at.isoformat(),
+        "resolved": bool(row.resolved),
+    }
