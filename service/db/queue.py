@@ -1,0 +1,215 @@
+"""Storage of the embedding queue: one function per named query of ``sql/queue.sql``.
+
+Tenant functions run in a tenant transaction (RLS applies); ``claim_embedding_jobs``,
+``fail_embedding_jobs``, ``queue_backlog``, the ``embedding_settings`` pair and
+``tenant_ids`` are admin work of the worker, which drains every tenant's jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+from service.db.pool import Connection
+from service.db.sql import QUERIES
+from service.models import TenantId
+
+ItemKind = Literal["mem", "ep"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed job; ``token`` (its new run_after) must match when it is settled."""
+
+    tenant_id: TenantId
+    id: int
+    item_kind: ItemKind
+    item_id: int
+    attempts: int
+    token: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ItemText:
+    kind: ItemKind
+    id: int
+    text: str
+    hash: bytes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Backlog:
+    pending: int
+    failed: int
+    oldest_pending_seconds: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EnqueueBatch:
+    cursor: int | None
+    added: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ModelRecord:
+    model: str
+    dimension: int
+
+
+def vector_text(vector: Sequence[float]) -> str:
+    """pgvector's text form of a vector (``[x,y,...]``); ``repr`` round-trips floats."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+async def enqueue_embedding(
+    conn: Connection, tenant_id: TenantId, kind: ItemKind, item_id: int, error: str | None
+) -> None:
+    await conn.execute(QUERIES["enqueue_embedding"], tenant_id, kind, item_id, error)
+
+
+async def delete_embedding_job(
+    conn: Connection, tenant_id: TenantId, kind: ItemKind, item_id: int
+) -> int:
+    return int(await conn.fetchval(QUERIES["delete_embedding_job"], tenant_id, kind, item_id))
+
+
+async def delete_agent_embedding_jobs(conn: Connection, tenant_id: TenantId, agent_id: int) -> int:
+    return int(await conn.fetchval(QUERIES["delete_agent_embedding_jobs"], tenant_id, agent_id))
+
+
+async def claim_embedding_jobs(
+    conn: Connection,
+    limit: int,
+    max_attempts: int,
+    lease_seconds: float,
+    tenant_id: TenantId | None,
+) -> list[Job]:
+    records = await conn.fetch(
+        QUERIES["claim_embedding_jobs"], limit, max_attempts, lease_seconds, tenant_id
+    )
+    return [
+        Job(
+            tenant_id=TenantId(r["tenant_id"]),
+            id=r["id"],
+            item_kind=r["item_kind"],
+            item_id=r["item_id"],
+            attempts=r["attempts"],
+            token=r["token"],
+        )
+        for r in records
+    ]
+
+
+async def embedding_texts(
+    conn: Connection, tenant_id: TenantId, memory_ids: Sequence[int], episode_ids: Sequence[int]
+) -> list[ItemText]:
+    records = await conn.fetch(
+        QUERIES["embedding_texts"], tenant_id, list(memory_ids), list(episode_ids)
+    )
+    return [ItemText(r["kind"], r["id"], r["text"], bytes(r["hash"])) for r in records]
+
+
+async def store_embeddings(
+    conn: Connection,
+    tenant_id: TenantId,
+    items: Sequence[ItemText],
+    vectors: Sequence[Sequence[float]],
+    model: str,
+) -> set[int]:
+    """Ids of the rows that took their vector (text unchanged since it was read)."""
+    records = await conn.fetch(
+        QUERIES["store_embeddings"],
+        tenant_id,
+        [item.kind for item in items],
+        [item.id for item in items],
+        [item.hash for item in items],
+        [vector_text(vector) for vector in vectors],
+        model,
+    )
+    return {record["id"] for record in records}
+
+
+async def settle_embedding_jobs(
+    conn: Connection, tenant_id: TenantId, jobs: Sequence[Job], done: Sequence[bool]
+) -> tuple[int, int]:
+    """(deleted, re-queued) among ``jobs`` whose claim token still matched."""
+    record = await conn.fetchrow(
+        QUERIES["settle_embedding_jobs"],
+        tenant_id,
+        [job.id for job in jobs],
+        [job.token for job in jobs],
+        list(done),
+    )
+    assert record is not None
+    return int(record["finished"]), int(record["requeued"])
+
+
+async def fail_embedding_jobs(
+    conn: Connection, jobs: Sequence[Job], errors: Sequence[str], base_delay: float
+) -> None:
+    await conn.execute(
+        QUERIES["fail_embedding_jobs"],
+        [job.tenant_id for job in jobs],
+        [job.id for job in jobs],
+        [job.token for job in jobs],
+        list(errors),
+        base_delay,
+    )
+
+
+async def queue_status(conn: Connection, tenant_id: TenantId, max_attempts: int) -> Backlog:
+    record = await conn.fetchrow(QUERIES["queue_status"], tenant_id, max_attempts)
+    assert record is not None
+    oldest = record["oldest_pending_seconds"]
+    return Backlog(
+        pending=int(record["pending"]),
+        failed=int(record["failed"]),
+        oldest_pending_seconds=None if oldest is None else float(oldest),
+    )
+
+
+async def queue_backlog(conn: Connection, tenant_id: TenantId | None, max_attempts: int) -> Backlog:
+    record = await conn.fetchrow(QUERIES["queue_backlog"], tenant_id, max_attempts)
+    assert record is not None
+    return Backlog(pending=int(record["pending"]), failed=int(record["failed"]))
+
+
+async def enqueue_unembedded(
+    conn: Connection, tenant_id: TenantId, after: int, batch: int
+) -> EnqueueBatch:
+    record = await conn.fetchrow(QUERIES["enqueue_unembedded"], tenant_id, after, batch)
+    assert record is not None
+    return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
+
+
+async def enqueue_reembed(
+    conn: Connection,
+    tenant_id: TenantId,
+    after: int,
+    batch: int,
+    *,
+    model: str,
+    every_row: bool,
+    reset: bool,
+) -> EnqueueBatch:
+    record = await conn.fetchrow(
+        QUERIES["enqueue_reembed"], tenant_id, after, batch, model, every_row, reset
+    )
+    assert record is not None
+    return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
+
+
+async def embedding_settings(conn: Connection) -> ModelRecord | None:
+    record = await conn.fetchrow(QUERIES["embedding_settings"])
+    return None if record is None else ModelRecord(record["model"], record["dimension"])
+
+
+async def record_embedding_settings(conn: Connection, model: str, dimension: int) -> None:
+    await conn.execute(QUERIES["record_embedding_settings"], model, dimension)
+
+
+async def tenant_ids(conn: Connection) -> list[TenantId]:
+    records = await conn.fetch(QUERIES["tenant_ids"])
+    return [TenantId(r["id"]) for r in records]

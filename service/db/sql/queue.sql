@@ -1,0 +1,221 @@
+-- enqueue_embedding --
+-- Queue one memory or episode for embedding, in the transaction that wrote it, so a
+-- crash after the commit still leaves the job. Written rows have no vector at all, so
+-- their jobs are dated an hour back and sort before bulk re-embeds (whose rows still
+-- have an older one). An existing job (even one a worker holds) is reset: due at once
+-- with a clean retry count, and the new run_after invalidates the holder's claim
+-- token so the fresh content is embedded.
+-- $1 tenant_id uuid, $2 item_kind text ('mem'|'ep'), $3 item_id bigint,
+-- $4 last_error text (why the inline embedding failed; NULL when none was tried)
+INSERT INTO embedding_jobs (tenant_id, item_kind, item_id, last_error, run_after)
+VALUES ($1, $2, $3, $4, clock_timestamp() - interval '1 hour')
+ON CONFLICT (tenant_id, item_kind, item_id) DO UPDATE
+SET attempts = 0, run_after = EXCLUDED.run_after, last_error = EXCLUDED.last_error
+
+-- delete_embedding_job --
+-- Drop the job of one item (it was deleted, or embedded inline). Returns the count.
+-- $1 tenant_id uuid, $2 item_kind text, $3 item_id bigint
+WITH gone AS (
+    DELETE FROM embedding_jobs
+    WHERE tenant_id = $1 AND item_kind = $2 AND item_id = $3
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+
+-- delete_agent_embedding_jobs --
+-- Drop the jobs of every memory and episode of one agent (delete_agent_data's
+-- deleted_pending_tasks); run before the rows themselves are deleted.
+-- $1 tenant_id uuid, $2 agent_id bigint
+WITH gone AS (
+    DELETE FROM embedding_jobs j
+    WHERE j.tenant_id = $1
+      AND ((j.item_kind = 'mem' AND j.item_id IN (
+               SELECT id FROM memories WHERE tenant_id = $1 AND agent_id = $2))
+        OR (j.item_kind = 'ep' AND j.item_id IN (
+               SELECT id FROM episodes WHERE tenant_id = $1 AND agent_id = $2)))
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+
+-- claim_embedding_jobs --
+-- Claim due jobs across tenants (admin transaction; several workers never take the
+-- same job thanks to SKIP LOCKED). The claim is a lease: run_after moves past the
+-- embedding time, and that new run_after is the claim token the worker must match
+-- when it finishes, so a job re-queued or re-claimed meanwhile is not touched.
+-- $1 limit int, $2 max attempts int, $3 lease seconds float8, $4 tenant_id uuid (NULL = all)
+WITH due AS (
+    SELECT tenant_id, id FROM embedding_jobs
+    WHERE run_after <= clock_timestamp() AND attempts < $2
+      AND ($4::uuid IS NULL OR tenant_id = $4)
+    ORDER BY run_after, id
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE embedding_jobs j
+SET run_after = clock_timestamp() + make_interval(secs => $3)
+FROM due
+WHERE j.tenant_id = due.tenant_id AND j.id = due.id
+RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
+
+-- embedding_texts --
+-- The text to embed for claimed items of one tenant, with a hash of it that the
+-- write-back compares (a row edited meanwhile is not given a stale vector). Episodes
+-- embed summary and keywords. Deleted rows are simply absent.
+-- $1 tenant_id uuid, $2 memory ids bigint[], $3 episode ids bigint[]
+SELECT 'mem' AS kind, id, content AS text, content_hash AS hash
+FROM memories
+WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
+UNION ALL
+SELECT 'ep', id,
+       CASE WHEN keywords = '' THEN summary ELSE summary || ' ' || keywords END,
+       decode(md5(CASE WHEN keywords = '' THEN summary ELSE summary || ' ' || keywords END),
+              'hex')
+FROM episodes
+WHERE tenant_id = $1 AND id = ANY ($3::bigint[])
+
+-- store_embeddings --
+-- Write unit vectors of one tenant's items, only where the text still hashes to what
+-- was embedded. Vectors travel as pgvector text ('[x,y,...]'). Returns the updated ids.
+-- $1 tenant_id uuid, $2 kinds text[], $3 ids bigint[], $4 hashes bytea[],
+-- $5 embeddings text[], $6 embedding_model text
+WITH items AS (
+    SELECT * FROM unnest($2::text[], $3::bigint[], $4::bytea[], $5::text[])
+        AS i (kind, id, hash, embedding)
+), mem AS (
+    UPDATE memories m
+    SET embedding = i.embedding::vector, embedding_model = $6
+    FROM items i
+    WHERE i.kind = 'mem' AND m.tenant_id = $1 AND m.id = i.id AND m.content_hash = i.hash
+    RETURNING m.id
+), ep AS (
+    UPDATE episodes e
+    SET embedding = i.embedding::vector, embedding_model = $6
+    FROM items i
+    WHERE i.kind = 'ep' AND e.tenant_id = $1 AND e.id = i.id
+      AND decode(md5(CASE WHEN e.keywords = '' THEN e.summary
+                          ELSE e.summary || ' ' || e.keywords END), 'hex') = i.hash
+    RETURNING e.id
+)
+SELECT id FROM mem UNION ALL SELECT id FROM ep
+
+-- settle_embedding_jobs --
+-- Finish claimed jobs of one tenant whose claim token still matches: delete the done
+-- ones (embedded, or the row is gone); make the others (text changed while embedding)
+-- due again at once. Returns how many were deleted and re-queued.
+-- $1 tenant_id uuid, $2 job ids bigint[], $3 claim tokens timestamptz[], $4 done boolean[]
+WITH f AS (
+    SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::boolean[]) AS f (id, token, done)
+), gone AS (
+    DELETE FROM embedding_jobs j
+    USING f
+    WHERE j.tenant_id = $1 AND j.id = f.id AND j.run_after = f.token AND f.done
+    RETURNING j.id
+), again AS (
+    UPDATE embedding_jobs j
+    SET run_after = clock_timestamp()
+    FROM f
+    WHERE j.tenant_id = $1 AND j.id = f.id AND j.run_after = f.token AND NOT f.done
+    RETURNING j.id
+)
+SELECT (SELECT count(*) FROM gone) AS finished, (SELECT count(*) FROM again) AS requeued
+
+-- fail_embedding_jobs --
+-- Record a failed attempt of claimed jobs (admin transaction, across tenants): one more
+-- attempt, the error, and exponential backoff delay * 2^attempts (before this one).
+-- $1 tenant_ids uuid[], $2 job ids bigint[], $3 claim tokens timestamptz[],
+-- $4 errors text[], $5 base delay seconds float8
+UPDATE embedding_jobs j
+SET attempts = j.attempts + 1,
+    run_after = clock_timestamp() + make_interval(secs => $5 * power(2, least(j.attempts, 20))),
+    last_error = f.error
+FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::text[]) AS f (tenant_id, id, token, error)
+WHERE j.tenant_id = f.tenant_id AND j.id = f.id AND j.run_after = f.token
+
+-- queue_status --
+-- One tenant's backlog: jobs still to run, jobs that reached the retry limit, and the
+-- age of the oldest job still to run (seconds, NULL when none).
+-- $1 tenant_id uuid, $2 max attempts int
+SELECT count(*) FILTER (WHERE attempts < $2) AS pending,
+       count(*) FILTER (WHERE attempts >= $2) AS failed,
+       extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE attempts < $2))
+           AS oldest_pending_seconds
+FROM embedding_jobs
+WHERE tenant_id = $1
+
+-- queue_backlog --
+-- The backlog of every tenant or of one (admin transaction; re-embed progress).
+-- $1 tenant_id uuid (NULL = all tenants), $2 max attempts int
+SELECT count(*) FILTER (WHERE attempts < $2) AS pending,
+       count(*) FILTER (WHERE attempts >= $2) AS failed
+FROM embedding_jobs
+WHERE $1::uuid IS NULL OR tenant_id = $1
+
+-- enqueue_unembedded --
+-- Queue the next batch of one tenant's rows without an embedding (memories and
+-- episodes share one id sequence, so one id cursor walks both); existing jobs are
+-- kept. Uses the partial indexes on unembedded rows. Returns the cursor (NULL at the
+-- end) and how many jobs were added.
+-- $1 tenant_id uuid, $2 after id bigint, $3 batch size int
+WITH picked AS (
+    SELECT kind, id FROM (
+        (SELECT 'mem' AS kind, id FROM memories
+         WHERE tenant_id = $1 AND embedding IS NULL AND id > $2 ORDER BY id LIMIT $3)
+        UNION ALL
+        (SELECT 'ep', id FROM episodes
+         WHERE tenant_id = $1 AND embedding IS NULL AND id > $2 ORDER BY id LIMIT $3)
+    ) both_kinds
+    ORDER BY id LIMIT $3
+), added AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
+    SELECT $1, kind, id FROM picked
+    ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT max(id) FROM picked) AS cursor, (SELECT count(*) FROM added) AS added
+
+-- enqueue_reembed --
+-- Queue the next batch of one tenant's rows whose vector is missing or from another
+-- model (or every row when $5). With $6 existing jobs are reset (due now, attempts 0),
+-- which retries jobs that reached the retry limit. Returns the cursor (NULL at the end)
+-- and how many jobs were added or reset.
+-- $1 tenant_id uuid, $2 after id bigint, $3 batch size int, $4 embedding_model text,
+-- $5 every row boolean, $6 reset existing jobs boolean
+WITH picked AS (
+    SELECT kind, id FROM (
+        (SELECT 'mem' AS kind, id FROM memories
+         WHERE tenant_id = $1 AND id > $2
+           AND ($5 OR embedding IS NULL OR embedding_model IS DISTINCT FROM $4)
+         ORDER BY id LIMIT $3)
+        UNION ALL
+        (SELECT 'ep', id FROM episodes
+         WHERE tenant_id = $1 AND id > $2
+           AND ($5 OR embedding IS NULL OR embedding_model IS DISTINCT FROM $4)
+         ORDER BY id LIMIT $3)
+    ) both_kinds
+    ORDER BY id LIMIT $3
+), added AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
+    SELECT $1, kind, id FROM picked
+    ON CONFLICT (tenant_id, item_kind, item_id) DO UPDATE
+    SET attempts = 0, run_after = clock_timestamp(), last_error = NULL
+    WHERE $6
+    RETURNING 1
+)
+SELECT (SELECT max(id) FROM picked) AS cursor, (SELECT count(*) FROM added) AS added
+
+-- embedding_settings --
+-- The recorded embedding model and width of the deployment (no row before the first
+-- start with embeddings on).
+SELECT model, dimension FROM embedding_settings WHERE id
+
+-- record_embedding_settings --
+-- Record the model and width now in use (admin transaction).
+-- $1 model text, $2 dimension int
+INSERT INTO embedding_settings (id, model, dimension)
+VALUES (true, $1, $2)
+ON CONFLICT (id) DO UPDATE
+SET model = EXCLUDED.model, dimension = EXCLUDED.dimension, updated_at = now()
+
+-- tenant_ids --
+-- Every tenant id, oldest first (model-change re-embedding walks them one by one).
+SELECT id FROM tenants ORDER BY created_at, id
