@@ -1,0 +1,179 @@
+"""The persistence pause ("session no-persist mode", spec §10.5) in its hosted form.
+
+CPersona keeps one process-global flag that silences every client of the
+process. Here a pause is a row of ``persistence_pauses`` scoped to one tenant
+(``session_key`` ``''``) or to one session key inside it, never to the whole
+deployment. The state is read from Postgres on every check (no in-process
+cache), so a pause written through one replica holds on every replica at once,
+and expiry is judged by the database clock, which all replicas share.
+
+A write obeys the tenant-wide pause and the pause of its own session (the
+``X-CPersona-Session`` header at the MCP boundary), whichever lasts longer.
+A session key only selects a pause inside the caller's tenant; it never
+identifies anybody.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from service.db import pauses as store
+from service.errors import InvalidInput
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+Scope = Literal["tenant", "session"]
+
+DEFAULT_TTL_SECONDS = 1800
+MAX_TTL_SECONDS = 86400
+SESSION_KEY_MAX = 128
+SESSION_KEY_PATTERN = rf"^[!-~]{{0,{SESSION_KEY_MAX}}}$"
+_SESSION_KEY = re.compile(SESSION_KEY_PATTERN)
+ACTION_IDS = ("deleted_id", "updated_id", "locked_id", "unlocked_id", "episode_id")
+
+
+def valid_session_key(key: str) -> bool:
+    """Session keys are 0..128 visible ASCII characters ('' = no session)."""
+    return bool(_SESSION_KEY.match(key))
+
+
+def scope_of(session_key: str) -> Scope:
+    return "session" if session_key else "tenant"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ActivePause:
+    """A pause in force for some write: which scope, until when, seconds left."""
+
+    scope: Scope
+    session_key: str
+    expires_at: datetime
+    remaining_seconds: float
+
+    def ttl_label(self) -> str:
+        """``28m left``, or ``42s left`` in the last minute (CPersona's wording)."""
+        minutes = int(self.remaining_seconds // 60)
+        if minutes < 1:
+            return f"{max(0, int(self.remaining_seconds))}s left"
+        return f"{minutes}m left"
+
+    def reason(self, tool: str) -> str:
+        how = "to re-enable" if self.scope == "tenant" else "with this session_key to re-enable"
+        return (
+            f"session no-persist mode active ({self.ttl_label()}) — `{tool}` skipped. "
+            f"Call `resume_persistence` {how}, or wait for TTL to elapse."
+        )
+
+
+def _ttl(ttl_seconds: int) -> int:
+    """Library callers get CPersona's rule: non-int or < 1 refused, the top clamped."""
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+        raise InvalidInput("ttl_seconds must be a positive integer")
+    if ttl_seconds < 1:
+        raise InvalidInput("ttl_seconds must be >= 1")
+    return min(ttl_seconds, MAX_TTL_SECONDS)
+
+
+def _checked(session_key: str) -> str:
+    if not isinstance(session_key, str) or not valid_session_key(session_key):
+        raise InvalidInput(
+            f"session_key must be at most {SESSION_KEY_MAX} visible ASCII characters"
+        )
+    return session_key
+
+
+def _scoped(body: JsonObject, session_key: str) -> JsonObject:
+    body["scope"] = scope_of(session_key)
+    if session_key:
+        body["session_key"] = session_key
+    return body
+
+
+async def pause(
+    lib: Library,
+    tenant_id: TenantId,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    session_key: str = "",
+    by: str = "",
+) -> JsonObject:
+    """Pause writes of the tenant (or of one session) for ``ttl_seconds``.
+
+    A second pause of the same scope replaces the expiry (last write wins).
+    Returns ``{paused: true, expires_at, ttl_seconds, scope, session_key?}``.
+    """
+    ttl, key = _ttl(ttl_seconds), _checked(session_key)
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        await store.delete_expired_pauses(conn, tenant_id)
+        expires_at = await store.upsert_pause(conn, tenant_id, key, ttl, by)
+    body = {"paused": True, "expires_at": expires_at.isoformat(), "ttl_seconds": ttl}
+    return _scoped(body, key)
+
+
+async def resume(lib: Library, tenant_id: TenantId, session_key: str = "") -> JsonObject:
+    """Lift the pause of that scope. ``was_active`` says whether one was in force."""
+    key = _checked(session_key)
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        was_active = await store.delete_pause(conn, tenant_id, key)
+    return _scoped({"paused": False, "was_active": was_active}, key)
+
+
+async def status(lib: Library, tenant_id: TenantId, session_key: str = "") -> JsonObject:
+    """The pause of that scope: ``{paused, expires_at, ttl_remaining_seconds, scope}``.
+
+    For a session scope ``tenant_paused`` also says whether a tenant-wide pause
+    holds, because that one silences the session's writes too.
+    """
+    key = _checked(session_key)
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await store.pauses_in_force(conn, tenant_id, key)
+    own = next((row for row in rows if row.session_key == key), None)
+    body: JsonObject = {
+        "paused": own is not None,
+        "expires_at": None if own is None else own.expires_at.isoformat(),
+        "ttl_remaining_seconds": None if own is None else max(0, int(own.remaining)),
+    }
+    _scoped(body, key)
+    if key:
+        body["tenant_paused"] = any(row.session_key == "" for row in rows)
+    return body
+
+
+async def active_pause(
+    lib: Library, tenant_id: TenantId, session_key: str = ""
+) -> ActivePause | None:
+    """The pause a write of ``session_key`` ('' = none) must obey now, or None.
+
+    One indexed read (two primary-key probes), never cached: this is the check
+    every write tool runs and check_health uses to downgrade ``fix``. A session
+    key that is not a valid key cannot name a stored pause, so it only sees the
+    tenant-wide one.
+    """
+    key = session_key if valid_session_key(session_key) else ""
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await store.pauses_in_force(conn, tenant_id, key)
+    if not rows:
+        return None
+    row = max(rows, key=lambda item: item.expires_at)
+    return ActivePause(scope_of(row.session_key), row.session_key, row.expires_at, row.remaining)
+
+
+def skipped_body(default: JsonObject, tool: str, active: ActivePause) -> JsonObject:
+    """A write tool's answer under a pause: its success shape with nothing done.
+
+    ``id`` becomes ``"no-persist"``, every action id (``deleted_id``,
+    ``updated_id``, ``locked_id``, ``unlocked_id``, ``episode_id``) becomes
+    null, and ``persisted: false``, ``dry_run: true`` and a ``reason`` naming
+    the tool and the time left are added.
+    """
+    body = dict(default)
+    if "id" in body:
+        body["id"] = "no-persist"
+    for key in ACTION_IDS:
+        if key in body:
+            body[key] = None
+    body.update(persisted=False, dry_run=True, reason=active.reason(tool))
+    return body
