@@ -1,0 +1,243 @@
+-- health_pattern_memories --
+-- check_health content hygiene: memories of the tenant (one agent when $2 is set) whose
+-- content matches a regular expression (annotation echoes, Discord mentions).
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 pattern text
+SELECT m.id, m.content, m.locked
+FROM memories m
+WHERE m.tenant_id = $1
+  AND ($2::text IS NULL OR m.agent_id = (
+        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND m.content ~ $3
+ORDER BY m.id
+
+-- health_oversized_memories --
+-- check_health oversized_content: memories longer than the content cap (code points).
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 max length int
+SELECT m.id, m.content, m.locked
+FROM memories m
+WHERE m.tenant_id = $1
+  AND ($2::text IS NULL OR m.agent_id = (
+        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND char_length(m.content) > $3
+ORDER BY m.id
+
+-- health_rewrite_memories --
+-- Rewrite the content of unlocked memories (a repair). A row whose new content is empty,
+-- or already exists in its exact bucket (agent, project, channel), or equals another
+-- rewritten row's new content, is deleted instead: it has become a duplicate, and the
+-- unique index must hold. Rewritten rows lose their stale embedding and are queued for a
+-- new one when $4; deleted rows lose their queue job. Locked rows are never touched.
+-- $1 tenant_id uuid, $2 ids bigint[], $3 new contents text[], $4 queue re-embedding boolean
+WITH target AS (
+    SELECT m.id, m.agent_id, m.project_id, m.channel, t.content AS new_content
+    FROM unnest($2::bigint[], $3::text[]) AS t (id, content)
+    JOIN memories m ON m.tenant_id = $1 AND m.id = t.id
+    WHERE NOT m.locked
+), ranked AS (
+    SELECT t.id, t.new_content,
+           t.new_content = ''
+           OR row_number() OVER (PARTITION BY t.agent_id, t.project_id, t.channel, t.new_content
+                                 ORDER BY t.id) > 1
+           OR EXISTS (
+               SELECT 1 FROM memories o
+               WHERE o.tenant_id = $1 AND o.agent_id = t.agent_id
+                 AND o.project_id = t.project_id AND o.channel = t.channel
+                 AND o.content_hash = decode(md5(t.new_content), 'hex') AND o.id <> t.id
+           ) AS drop_row
+    FROM target t
+), removed AS (
+    DELETE FROM memories m
+    USING ranked r
+    WHERE m.tenant_id = $1 AND m.id = r.id AND r.drop_row AND NOT m.locked
+    RETURNING m.id
+), rewritten AS (
+    UPDATE memories m
+    SET content = r.new_content, embedding = NULL, embedding_model = NULL,
+        updated_at = clock_timestamp()
+    FROM ranked r
+    WHERE m.tenant_id = $1 AND m.id = r.id AND NOT r.drop_row AND NOT m.locked
+    RETURNING m.id
+), unqueued AS (
+    DELETE FROM embedding_jobs j
+    USING removed r
+    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
+), queued AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
+    SELECT $1, 'mem', id FROM rewritten WHERE $4
+    ON CONFLICT (tenant_id, item_kind, item_id) DO UPDATE
+    SET attempts = 0, run_after = clock_timestamp(), last_error = NULL
+)
+SELECT (SELECT count(*) FROM rewritten) AS rewritten, (SELECT count(*) FROM removed) AS deleted
+
+-- health_duplicate_content --
+-- check_health duplicate_content: groups of memories with the same content in the same
+-- agent and project across channels, the surplus rows, and how many of those the repair
+-- may delete (unlocked, not the keeper: the channel-less row, else the lowest id).
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+WITH scoped AS (
+    SELECT m.id, m.agent_id, m.project_id, m.channel, m.content_hash, m.content, m.locked
+    FROM memories m
+    WHERE m.tenant_id = $1
+      AND ($2::text IS NULL OR m.agent_id = (
+            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+), groups AS (
+    SELECT agent_id, project_id, content_hash, content, count(*) AS size,
+           coalesce(min(id) FILTER (WHERE channel = ''), min(id)) AS keeper
+    FROM scoped
+    GROUP BY agent_id, project_id, content_hash, content
+    HAVING count(*) > 1
+)
+SELECT (SELECT count(*) FROM groups) AS groups,
+       (SELECT coalesce(sum(size - 1), 0) FROM groups) AS total_extra,
+       (SELECT count(*) FROM scoped s
+        JOIN groups g ON g.agent_id = s.agent_id AND g.project_id = s.project_id
+                     AND g.content_hash = s.content_hash AND g.content = s.content
+        WHERE s.id <> g.keeper AND NOT s.locked) AS repairable
+
+-- health_delete_duplicates --
+-- Repair of duplicate_content: delete the unlocked surplus rows of each group (same
+-- grouping and keeper as health_duplicate_content) and their queue jobs.
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+WITH scoped AS (
+    SELECT m.id, m.agent_id, m.project_id, m.channel, m.content_hash, m.content, m.locked
+    FROM memories m
+    WHERE m.tenant_id = $1
+      AND ($2::text IS NULL OR m.agent_id = (
+            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+), groups AS (
+    SELECT agent_id, project_id, content_hash, content,
+           coalesce(min(id) FILTER (WHERE channel = ''), min(id)) AS keeper
+    FROM scoped
+    GROUP BY agent_id, project_id, content_hash, content
+    HAVING count(*) > 1
+), surplus AS (
+    SELECT s.id FROM scoped s
+    JOIN groups g ON g.agent_id = s.agent_id AND g.project_id = s.project_id
+                 AND g.content_hash = s.content_hash AND g.content = s.content
+    WHERE s.id <> g.keeper AND NOT s.locked
+), removed AS (
+    DELETE FROM memories m
+    USING surplus s
+    WHERE m.tenant_id = $1 AND m.id = s.id AND NOT m.locked
+    RETURNING m.id
+), unqueued AS (
+    DELETE FROM embedding_jobs j
+    USING removed r
+    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
+)
+SELECT count(*) FROM removed
+
+-- health_empty_content --
+-- check_health empty_content: memories whose content is only whitespace, and how many of
+-- them are unlocked (the repair deletes those).
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+SELECT count(*) AS count, count(*) FILTER (WHERE NOT m.locked) AS repairable
+FROM memories m
+WHERE m.tenant_id = $1
+  AND ($2::text IS NULL OR m.agent_id = (
+        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND m.content ~ '^[[:space:]]*$'
+
+-- health_delete_empty --
+-- Repair of empty_content: delete the unlocked whitespace-only memories and their jobs.
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+WITH removed AS (
+    DELETE FROM memories m
+    WHERE m.tenant_id = $1
+      AND ($2::text IS NULL OR m.agent_id = (
+            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND m.content ~ '^[[:space:]]*$' AND NOT m.locked
+    RETURNING m.id
+), unqueued AS (
+    DELETE FROM embedding_jobs j
+    USING removed r
+    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
+)
+SELECT count(*) FROM removed
+
+-- health_oversized_profiles --
+-- check_health oversized_profile: profiles longer than the profile cap and the longest.
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 max length int
+SELECT count(*) AS count, max(char_length(p.content)) AS max_len
+FROM profiles p
+WHERE p.tenant_id = $1
+  AND ($2::text IS NULL OR p.agent_id = (
+        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND char_length(p.content) > $3
+
+-- health_cut_profiles --
+-- Repair of oversized_profile: cut profiles to the cap (profiles have no lock).
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 max length int
+WITH cut AS (
+    UPDATE profiles p
+    SET content = left(p.content, $3), updated_at = clock_timestamp()
+    WHERE p.tenant_id = $1
+      AND ($2::text IS NULL OR p.agent_id = (
+            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND char_length(p.content) > $3
+    RETURNING p.id
+)
+SELECT count(*) FROM cut
+
+-- health_missing_profiles --
+-- check_health missing_profile: agents of the tenant with memories but no profile.
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+SELECT a.name
+FROM agents a
+WHERE a.tenant_id = $1 AND ($2::text IS NULL OR a.name = $2)
+  AND EXISTS (SELECT 1 FROM memories m WHERE m.tenant_id = $1 AND m.agent_id = a.id)
+  AND NOT EXISTS (
+        SELECT 1 FROM profiles p
+        WHERE p.tenant_id = $1 AND p.agent_id = a.id AND p.user_id = '')
+ORDER BY a.name
+
+-- health_stats --
+-- The stats block of check_health: row counts of the tenant (one agent when $2 is set),
+-- its embedding queue jobs, and the approximate bytes its rows occupy.
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+WITH agent AS (
+    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
+), mem AS (
+    SELECT count(*) AS n, coalesce(sum(pg_column_size(m.*)), 0) AS bytes
+    FROM memories m
+    WHERE m.tenant_id = $1 AND ($2::text IS NULL OR m.agent_id = (SELECT id FROM agent))
+), ep AS (
+    SELECT count(*) AS n, coalesce(sum(pg_column_size(e.*)), 0) AS bytes
+    FROM episodes e
+    WHERE e.tenant_id = $1 AND ($2::text IS NULL OR e.agent_id = (SELECT id FROM agent))
+), prof AS (
+    SELECT count(*) AS n, coalesce(sum(pg_column_size(p.*)), 0) AS bytes
+    FROM profiles p
+    WHERE p.tenant_id = $1 AND ($2::text IS NULL OR p.agent_id = (SELECT id FROM agent))
+), jobs AS (
+    SELECT count(*) AS n
+    FROM embedding_jobs j
+    WHERE j.tenant_id = $1
+      AND ($2::text IS NULL
+           OR (j.item_kind = 'mem' AND j.item_id IN (
+                   SELECT id FROM memories
+                   WHERE tenant_id = $1 AND agent_id = (SELECT id FROM agent)))
+           OR (j.item_kind = 'ep' AND j.item_id IN (
+                   SELECT id FROM episodes
+                   WHERE tenant_id = $1 AND agent_id = (SELECT id FROM agent))))
+)
+SELECT mem.n AS memories, ep.n AS episodes, prof.n AS profiles, jobs.n AS pending_tasks,
+       mem.bytes + ep.bytes + prof.bytes AS approx_bytes
+FROM mem, ep, prof, jobs
+
+-- health_axis_values --
+-- Every project_id and channel value of the tenant's memories (one agent when $2 is
+-- set) with its row count: the stats axes and the axis_hygiene check.
+-- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+WITH scoped AS (
+    SELECT m.project_id, m.channel
+    FROM memories m
+    WHERE m.tenant_id = $1
+      AND ($2::text IS NULL OR m.agent_id = (
+            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+)
+SELECT 'project_id' AS axis, project_id AS value, count(*) AS count
+FROM scoped GROUP BY project_id
+UNION ALL
+SELECT 'channel', channel, count(*) FROM scoped GROUP BY channel
+ORDER BY axis, count DESC, value

@@ -1,0 +1,73 @@
+"""migrate_channel_axis (spec §10.8): move memories filed under the bridge *type*
+``discord`` to the concrete channel their session id names.
+
+A Discord bridge stores ``metadata.session_id`` as ``"<channel_id>:<user>:<chunk>"``
+or ``"<channel_id>:shared"``. Rows whose session id starts with a digit and holds a
+``:`` are recoverable: their channel becomes the text before the first ``:``. The
+rest are unrecoverable (including rows whose metadata is not a JSON object, also
+listed on their own); ``globalize_unrecoverable`` moves those to the channel-less
+pool, which every channel-scoped read sees. Only ``channel`` changes. A move that
+would duplicate content already in the target bucket is skipped, as CPersona's
+``UPDATE OR IGNORE`` does, so the migration always completes; locked rows are left
+where they are (``skipped_locked``). Idempotent: a moved row no longer matches.
+``dry_run`` (the default) reports without writing; a persistence pause forces it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.db import health_channel as store
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+INVALID_ID_LIMIT = 10
+SAMPLE_LIMIT = 5
+PAUSE_REASON = "no-persist mode active — dry_run forced"
+
+
+async def migrate_channel_axis(
+    lib: Library,
+    tenant_id: TenantId,
+    agent_id: str = "",
+    dry_run: bool = True,
+    globalize_unrecoverable: bool = False,
+    *,
+    paused: bool = False,
+) -> JsonObject:
+    """Survey (and unless dry-run, migrate) the tenant's ``discord`` rows in one
+    transaction; ``agent_id`` ``''`` covers every agent of the tenant."""
+    effective_dry_run = dry_run or paused
+    agent = agent_id or None
+    migrated = globalized = 0
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        survey = await store.health_discord_survey(
+            conn, tenant_id, agent, INVALID_ID_LIMIT, SAMPLE_LIMIT
+        )
+        if not effective_dry_run:
+            migrated = await store.health_rechannel_discord(conn, tenant_id, agent)
+            if globalize_unrecoverable:
+                globalized = await store.health_globalize_discord(conn, tenant_id, agent)
+    body: JsonObject = {
+        "agent_id": agent_id,
+        "dry_run": effective_dry_run,
+        "recoverable_total": survey.recoverable,
+        "recoverable_by_channel": survey.by_channel,
+        "unrecoverable_total": survey.total - survey.recoverable,
+        "invalid_metadata_total": survey.invalid_metadata,
+        "invalid_metadata_ids": survey.invalid_ids,
+        "globalize_unrecoverable": globalize_unrecoverable,
+        "migrated": migrated,
+        "globalized": globalized,
+        "samples": survey.samples,
+    }
+    locked = survey.recoverable_locked + (
+        survey.unrecoverable_locked if globalize_unrecoverable else 0
+    )
+    if locked:
+        body["skipped_locked"] = locked
+    if paused and not dry_run:
+        body["repairs_skipped"] = True
+        body["repairs_skip_reason"] = PAUSE_REASON
+    return body

@@ -1,0 +1,232 @@
+"""deep_check (spec §10.2): heuristic data-quality checks of one agent.
+
+Each check returns its own result object. Only ``anonymous_source`` (fill the name
+from a leading ``[name] ``) and ``short_content`` (delete) act on ``fix``, and never on
+locked rows; the rest report. Unknown names are skipped silently, and a check that
+crashes yields ``{"error": ...}`` in its slot (inside its own savepoint, so it
+cannot undo or block the others). The agent is matched exactly: ``''`` is the name
+of the agent that stored with an empty agent_id, nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
+
+from service.config import Settings
+from service.db import health_deep as store
+from service.db.pool import Connection
+from service.logs import get_logger
+from service.memory import text
+from service.memory.library import Library
+from service.models import TenantId
+
+log = get_logger(__name__)
+
+JsonObject = dict[str, Any]
+SHORT_CONTENT_CHARS = 5
+STALE_PROFILE_DAYS = 30
+CALIBRATION_STALE_DAYS = 90
+CALIBRATION_MIN_EMBEDDED = 50
+NEAR_DUPLICATE_COSINE = 0.97
+NEAR_DUPLICATE_ROWS = 1000
+SCORING_VERSION = "255a3-episode-penalty-exempt"
+PAUSE_REASON = "no-persist mode active — fix downgraded to fix=False"
+_NAME_PREFIX = re.compile(r"^\[(.+?)\]\s")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeepScope:
+    tenant_id: TenantId
+    agent: str
+    settings: Settings
+    provider: bool  # an embedding provider is configured
+
+
+DeepRun = Callable[[Connection, DeepScope, bool], Awaitable[JsonObject]]
+
+
+async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+    rows = await store.health_deep_anonymous(conn, scope.tenant_id, scope.agent)
+    named = [(row, match.group(1)) for row in rows if (match := _NAME_PREFIX.match(row.content))]
+    unnamed = [row for row in rows if not _NAME_PREFIX.match(row.content)]
+    result: JsonObject = {"recoverable": len(named), "unrecoverable": len(unnamed)}
+    locked = sum(1 for row, _ in named if row.locked)
+    if fix:
+        writable = [(row.id, name) for row, name in named if not row.locked]
+        ids, names = [i for i, _ in writable], [n for _, n in writable]
+        result["fixed"] = await store.health_deep_name_sources(conn, scope.tenant_id, ids, names)
+        locked = len(named) - result["fixed"]
+    if locked:
+        result["unfixable_locked"] = locked
+    if named:
+        result["samples"] = [{"id": row.id, "recovered_name": name} for row, name in named[:5]]
+    if unnamed:
+        result["unrecoverable_samples"] = [
+            {"id": row.id, "content_preview": row.content[:60]} for row in unnamed[:5]
+        ]
+    return result
+
+
+async def short_content(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+    limit = SHORT_CONTENT_CHARS
+    rows = await store.health_deep_short(conn, scope.tenant_id, scope.agent, limit)
+    result: JsonObject = {"count": len(rows)}
+    if fix:
+        result["fixed"] = await store.health_deep_delete_short(
+            conn, scope.tenant_id, scope.agent, limit
+        )
+    if rows:
+        result["samples"] = [{"id": row.id, "content": row.content} for row in rows[:10]]
+    return result
+
+
+async def stale_profile(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+    days = STALE_PROFILE_DAYS
+    found = await store.health_deep_stale_profile(conn, scope.tenant_id, scope.agent, days)
+    result: JsonObject = {"count": found.count, "threshold_days": days}
+    if found.last_updated is not None:
+        result["last_updated"] = found.last_updated.isoformat()
+    return result
+
+
+async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+    """Episodes whose time range contains none of the agent's memory timestamps."""
+    ranges = await store.health_deep_episode_ranges(conn, scope.tenant_id, scope.agent)
+    usable: list[tuple[store.EpisodeRange, datetime, datetime]] = []
+    for r in ranges:
+        start, end = text.parse_timestamp(r.start_time), text.parse_timestamp(r.end_time)
+        if start is not None and end is not None:
+            usable.append((r, start, end))
+    ids, starts, ends = (
+        [r.id for r, _, _ in usable],
+        [s for _, s, _ in usable],
+        [e for *_, e in usable],
+    )
+    orphans = set(
+        await store.health_deep_orphans(conn, scope.tenant_id, scope.agent, ids, starts, ends)
+    )
+    found = [r for r, _, _ in usable if r.id in orphans]
+    result: JsonObject = {"count": len(found)}
+    if len(usable) < len(ranges):
+        result["unparseable"] = len(ranges) - len(usable)
+    if found:
+        result["samples"] = [
+            {"id": r.id, "summary": r.summary[:80], "start": r.start_time, "end": r.end_time}
+            for r in found[:5]
+        ]
+    return result
+
+
+def _calibration_age(found: store.Calibration) -> JsonObject:
+    if found.scoring_version is not None and found.scoring_version != SCORING_VERSION:
+        return {
+            "status": "stale_scoring_version",
+            "stored_scoring_version": found.scoring_version,
+            "runtime_scoring_version": SCORING_VERSION,
+            "hint": "run calibrate_threshold",
+        }
+    if found.calibrated_at is None:
+        return {"status": "unknown", "reason": "the calibration has no calibrated_at"}
+    age_days = (datetime.now(UTC) - found.calibrated_at).days
+    scope = "agent" if found.agent_scope else "tenant"
+    if age_days > CALIBRATION_STALE_DAYS:
+        return {
+            "status": "stale",
+            "age_days": age_days,
+            "threshold_days": CALIBRATION_STALE_DAYS,
+            "scope": scope,
+            "hint": "run calibrate_threshold",
+        }
+    return {"status": "ok", "age_days": age_days, "scope": scope}
+
+
+async def calibration_staleness(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+    """Whether the recall threshold this agent uses was calibrated, and how long ago."""
+    if not scope.provider:
+        return {"status": "not_applicable", "reason": "no embedding provider configured"}
+    found = await store.health_deep_calibration(conn, scope.tenant_id, scope.agent)
+    if found.calibrated:
+        return _calibration_age(found)
+    if found.embedded >= CALIBRATION_MIN_EMBEDDED:
+        return {
+            "status": "never_calibrated",
+            "embedded_rows": found.embedded,
+            "hint": "run calibrate_threshold",
+        }
+    return {
+        "status": "ok",
+        "reason": f"corpus too small to matter ({found.embedded} embedded rows)",
+    }
+
+
+async def near_duplicate(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+    """Merge candidates: cosine above 0.97, computed by pgvector in the database."""
+    found = await store.health_deep_near_duplicates(
+        conn, scope.tenant_id, scope.agent, NEAR_DUPLICATE_ROWS, NEAR_DUPLICATE_COSINE, 20
+    )
+    result: JsonObject = {
+        "pairs": found.pairs,
+        "rows_scanned": found.rows_scanned,
+        "threshold": NEAR_DUPLICATE_COSINE,
+    }
+    if found.other_width:
+        result["skipped_other_width"] = found.other_width
+    if found.samples:
+        result["samples"] = [{**pair, "cosine": round(pair["cosine"], 4)} for pair in found.samples]
+        result["hint"] = "review with merge_memories / delete_memory (agent judgment)"
+    return result
+
+
+DEEP_CHECKS: MappingProxyType[str, DeepRun] = MappingProxyType(
+    {
+        "anonymous_source": anonymous_source,
+        "short_content": short_content,
+        "stale_profile": stale_profile,
+        "orphaned_episodes": orphaned_episodes,
+        "calibration_staleness": calibration_staleness,
+        "near_duplicate": near_duplicate,
+    }
+)
+DEEP_FIXABLE = frozenset({"anonymous_source", "short_content"})
+
+
+async def _slot(conn: Connection, scope: DeepScope, name: str, fix: bool) -> JsonObject:
+    try:
+        async with conn.transaction():
+            return await DEEP_CHECKS[name](conn, scope, fix)
+    except Exception as exc:  # isolation boundary: the spec's {error} slot
+        log.exception("deep_check_crashed", check=name)
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+async def deep_check(
+    lib: Library,
+    tenant_id: TenantId,
+    agent_id: str,
+    fix: bool = False,
+    checks: Sequence[str] = (),
+    *,
+    paused: bool = False,
+) -> JsonObject:
+    """Run the named deep checks (all when empty) for one agent of the tenant.
+
+    ``paused``: no-persist mode; ``fix`` is downgraded and ``repairs_skipped`` set.
+    """
+    repairs_skipped = fix and paused
+    fix = fix and not paused
+    names = list(dict.fromkeys(name for name in (checks or DEEP_CHECKS) if name in DEEP_CHECKS))
+    scope = DeepScope(tenant_id, agent_id, lib.settings, lib.embedder is not None)
+    results: JsonObject = {}
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        for name in names:
+            results[name] = await _slot(conn, scope, name, fix)
+    body: JsonObject = {"agent_id": agent_id, "checks_run": names, "results": results, "fixed": fix}
+    if repairs_skipped:
+        body["repairs_skipped"] = True
+        body["repairs_skip_reason"] = PAUSE_REASON
+    return body

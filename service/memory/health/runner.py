@@ -1,0 +1,168 @@
+"""check_health (spec §10.1), scoped to one tenant and optionally one agent.
+
+Tenant checks run in one tenant transaction (row-level security applies); with
+``fix`` that is the one transaction every repair writes in, each check inside its
+own savepoint so a crashing check rolls back alone. Deployment checks read the
+catalogs in a separate admin transaction and never write. After a fix run, a
+read-only *residual* run measures what is still wrong: ``severity_summary`` and
+``status`` come from it, while ``issues`` stay those of the fix run (with what each
+repair wrote), so a repaired tenant is not reported unhealthy for what was fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from service.db import health as stats_store, health_embeddings
+from service.db.pool import Connection
+from service.logs import get_logger
+from service.memory.health import registry
+from service.memory.health.base import Check, Issue, Scope, finish, status, summary
+from service.memory.library import Library
+from service.models import TenantId
+
+log = get_logger(__name__)
+
+JsonObject = dict[str, Any]
+AXIS_TOP = 20
+PAUSE_REASON = "no-persist mode active — fix downgraded to fix=False"
+
+
+def unknown_checks_failure(unknown: list[str]) -> JsonObject:
+    valid = list(registry.CHECK_NAMES)
+    return {
+        "ok": False,
+        "error": f"unknown check name(s): {', '.join(unknown)}. Valid names: {', '.join(valid)}",
+        "unknown_checks": unknown,
+        "valid_checks": valid,
+    }
+
+
+async def _dimension(conn: Connection, lib: Library) -> int | None:
+    """The configured provider's width: its own when it knows it, else the one the
+    deployment recorded (a provider that learns its width from a response may not
+    have seen one yet); None without a provider."""
+    if lib.embedder is None:
+        return None
+    if lib.embedder.dimension > 0:
+        return lib.embedder.dimension
+    return await health_embeddings.health_recorded_dimension(conn)
+
+
+async def _one(conn: Connection, scope: Scope, check: Check, fix: bool) -> Issue | None:
+    """Run one check (and its repair) in a savepoint; a crash becomes a warn issue."""
+    try:
+        async with conn.transaction():
+            issue = await check.run(conn, scope)
+            if issue is not None and fix and check.fix is not None and issue.get("repairable") != 0:
+                issue.update(await check.fix(conn, scope))
+    except Exception as exc:  # isolation boundary: one broken check must not hide the rest
+        log.exception("health_check_crashed", check=check.name)
+        issue = {
+            "type": "check_crashed",
+            "severity": "warn",
+            "check_name": check.name,
+            "detail": f"{type(exc).__name__}: {exc}",
+        }
+    return None if issue is None else finish(issue, check)
+
+
+async def _run_all(
+    conn: Connection, scope: Scope, checks: Sequence[Check], fix: bool
+) -> list[Issue]:
+    issues = []
+    for check in checks:
+        issue = await _one(conn, scope, check, fix)
+        if issue is not None:
+            issues.append(issue)
+    return issues
+
+
+async def _run(lib: Library, scope: Scope, names: Sequence[str], fix: bool) -> list[Issue]:
+    """Every named check, tenant ones (repairing when ``fix``) then deployment ones,
+    returned in registry order."""
+    chosen = [registry.BY_NAME[name] for name in names]
+    tenant = [check for check in chosen if check.level == "tenant"]
+    deployment = [check for check in chosen if check.level == "deployment"]
+    async with lib.db.tenant_tx(scope.tenant_id) as conn:
+        issues = await _run_all(conn, scope, tenant, fix)
+    if deployment:
+        async with lib.db.admin_tx() as conn:
+            issues += await _run_all(conn, scope, deployment, False)
+    order = {name: index for index, name in enumerate(registry.CHECK_NAMES)}
+    return sorted(issues, key=lambda issue: order[issue["check"]])
+
+
+def _axes(rows: list[stats_store.AxisValue]) -> dict[str, dict[str, int]]:
+    axes: dict[str, dict[str, int]] = {"project_id": {}, "channel": {}}
+    for row in rows:  # ordered by axis, count descending, value
+        bucket = axes[row.axis]
+        if len(bucket) < AXIS_TOP:
+            bucket[row.value or "(global)"] = row.count
+    return axes
+
+
+async def _stats(lib: Library, scope: Scope) -> JsonObject:
+    async with lib.db.tenant_tx(scope.tenant_id) as conn:
+        counts = await stats_store.health_stats(conn, scope.tenant_id, scope.agent)
+        axes = await stats_store.health_axis_values(conn, scope.tenant_id, scope.agent)
+    stats: JsonObject = {
+        "db_size_bytes": counts.approx_bytes,
+        "memories": counts.memories,
+        "episodes": counts.episodes,
+        "profiles": counts.profiles,
+        "pending_tasks": counts.pending_tasks,
+        "axes": _axes(axes),
+    }
+    if scope.agent is not None:
+        stats["agent_memories"] = counts.memories
+        stats["agent_episodes"] = counts.episodes
+    return stats
+
+
+async def scope_for(lib: Library, tenant_id: TenantId, agent_id: str) -> Scope:
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        dimension = await _dimension(conn, lib)
+    return Scope(tenant_id, agent_id or None, lib.settings, lib.embedder is not None, dimension)
+
+
+async def check_health(
+    lib: Library,
+    tenant_id: TenantId,
+    agent_id: str = "",
+    fix: bool = False,
+    checks: Sequence[str] = (),
+    *,
+    paused: bool = False,
+) -> JsonObject:
+    """Run the registry (or the named checks) over the tenant, one agent when given.
+
+    ``paused``: the caller's tenant or session is in no-persist mode; ``fix`` is then
+    downgraded to a read-only run and the answer says so (``repairs_skipped``).
+    Unknown check names fail the call with ``unknown_checks`` and ``valid_checks``
+    rather than running nothing and reporting a clean bill of health.
+    """
+    names, unknown = registry.resolve(list(checks))
+    if unknown:
+        return unknown_checks_failure(unknown)
+    names = names or list(registry.CHECK_NAMES)
+    repairs_skipped = fix and paused
+    fix = fix and not paused
+    scope = await scope_for(lib, tenant_id, agent_id)
+    issues = await _run(lib, scope, names, fix)
+    counts = summary(await _run(lib, scope, names, False) if fix else issues)
+    stats = await _stats(lib, scope)
+    body: JsonObject = {
+        "total_memories": stats["memories"],
+        "issues": issues,
+        "severity_summary": counts,
+        "status": status(counts),
+        "fixed": fix,
+        "checks_run": names,
+        "stats": stats,
+    }
+    if repairs_skipped:
+        body["repairs_skipped"] = True
+        body["repairs_skip_reason"] = PAUSE_REASON
+    return body
