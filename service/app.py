@@ -1,14 +1,16 @@
-"""The Starlette application: MCP at ``/mcp``, health, readiness.
+"""The Starlette application: MCP at ``/mcp``, health, readiness, metrics.
 
 ``create_app`` is a factory (no module-level state). The MCP endpoint is the
 SDK's stateless streamable-HTTP handler mounted as a plain route (no ``/mcp`` →
 ``/mcp/`` redirect), wrapped by :class:`McpEdge`, which authenticates the bearer
-key, bounds the request body, counts the bytes actually sent, and writes one
-structured log line per request.
+key, bounds the request body, counts the bytes actually sent, refuses a response
+over the ceiling (``service.edge``), writes one structured log line per request
+and records its metrics (``/metrics``, unless CPERSONA_METRICS_ENABLED=false).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 import uuid
@@ -21,16 +23,26 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from service import app_portability
 from service.config import Settings
 from service.db.migrate import current_revision, head_revision
 from service.db.pool import Database
+from service.edge import (
+    METRICS_CONTENT_TYPE,
+    RESPONSE_TOO_LARGE,
+    EdgeMetrics,
+    RequestTee,
+    ResponseGuard,
+    oversized_reply,
+    request_outcome,
+)
 from service.logs import get_logger
 from service.mcp import context
-from service.mcp.server import build_mcp_server
-from service.memory import tenants
-from service.memory.library import Library
+from service.mcp.server import all_tools, build_mcp_server
+from service.memory import embedding_queue, tenants
+from service.memory.library import Library, build_library
 from service.models import Caller
 
 log = get_logger("service.request")
@@ -87,32 +99,46 @@ def _content_length(scope: Scope) -> int | None:
 
 
 class McpEdge:
-    """ASGI wrapper of the MCP endpoint: auth, body limit, byte count, request log."""
+    """ASGI wrapper of the MCP endpoint: auth, body limits both ways, bytes, log, metrics."""
 
-    def __init__(self, app: ASGIApp, lib: Library, anonymous: Caller | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        lib: Library,
+        anonymous: Caller | None,
+        metrics: EdgeMetrics | None = None,
+    ) -> None:
         self._app = app
         self._lib = lib
         self._anonymous = anonymous
+        self._metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         info = context.RequestInfo(request_id=uuid.uuid4().hex[:16])
         token = context.current_request.set(info)
         started = time.perf_counter()
-        counter = _SendCounter(send, info.request_id)
+        tee = RequestTee(receive)
+        guard = ResponseGuard(
+            send,
+            info.request_id,
+            self._lib.settings.max_response_bytes,
+            lambda size: self._refuse(info, tee, size),
+        )
         try:
-            await self._serve(scope, receive, counter, info)
+            await self._serve(scope, tee, guard, info)
         finally:
             context.current_request.reset(token)
-            self._log(scope, info, counter, started)
+            self._finish(scope, info, guard, time.perf_counter() - started)
 
     async def _serve(
-        self, scope: Scope, receive: Receive, send: _SendCounter, info: context.RequestInfo
+        self, scope: Scope, receive: Receive, send: ResponseGuard, info: context.RequestInfo
     ) -> None:
         headers = {"x-request-id": info.request_id}
         if scope.get("method") == "OPTIONS":
             await self._app(scope, receive, send)
             return
         info.caller = await self._authenticate(scope)
+        info.session_key = context.session_key_from_headers(scope.get("headers", []))
         if info.caller is None:
             headers["www-authenticate"] = "Bearer"
             body = {"error": "unauthorized"}
@@ -132,44 +158,59 @@ class McpEdge:
             return await tenants.authenticate(self._lib.db, key)
         return self._anonymous
 
-    def _log(
-        self, scope: Scope, info: context.RequestInfo, counter: _SendCounter, started: float
+    def _refuse(self, info: context.RequestInfo, tee: RequestTee, size: int) -> bytes:
+        """Log a response over the ceiling and build the small answer sent instead."""
+        limit = self._lib.settings.max_response_bytes
+        rpc_id, method = tee.rpc_call()
+        info.outcome = RESPONSE_TOO_LARGE
+        log.warning(
+            RESPONSE_TOO_LARGE,
+            request_id=info.request_id,
+            tool=info.tool,
+            rpc_method=method,
+            tenant=info.caller.tenant_slug if info.caller else None,
+            bytes=size,
+            max_response_bytes=limit,
+        )
+        return oversized_reply(rpc_id, method, info.tool, size, limit)
+
+    def _finish(
+        self, scope: Scope, info: context.RequestInfo, guard: ResponseGuard, seconds: float
     ) -> None:
+        """One log line (bytes sent per tool and tenant) and the request's metrics."""
         caller = info.caller
+        tenant = caller.tenant_slug if caller else None
+        outcome = request_outcome(info.outcome, guard.status)
         log.info(
             "request",
             request_id=info.request_id,
             method=scope.get("method"),
             path=scope.get("path"),
-            status=counter.status,
-            tenant=caller.tenant_slug if caller else None,
+            status=guard.status,
+            tenant=tenant,
             key_id=caller.key_id if caller else None,
             tool=info.tool,
-            outcome=info.outcome,
-            bytes_out=counter.bytes_out,
-            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            outcome=outcome,
+            bytes_out=guard.bytes_out,
+            duration_ms=round(seconds * 1000, 2),
         )
+        if self._metrics is not None:
+            self._metrics.observe(
+                tool=info.tool,
+                outcome=outcome,
+                tenant=tenant,
+                seconds=seconds,
+                sent=guard.bytes_out,
+            )
 
 
-class _SendCounter:
-    """Wraps ``send``: counts body bytes actually sent and adds the request id header."""
+def _metrics_endpoint(metrics: EdgeMetrics) -> Any:
+    """``GET /metrics``: no auth; tenant slugs and counts only, never tenant data."""
 
-    def __init__(self, send: Send, request_id: str) -> None:
-        self._send = send
-        self._request_id = request_id.encode()
-        self.status: int | None = None
-        self.bytes_out = 0
+    async def endpoint(request: Request) -> Response:
+        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
-    async def __call__(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.status = int(message["status"])
-            headers = list(message.get("headers", []))
-            if not any(name == b"x-request-id" for name, _ in headers):
-                headers.append((b"x-request-id", self._request_id))
-            message = {**message, "headers": headers}
-        elif message["type"] == "http.response.body":
-            self.bytes_out += len(message.get("body", b""))
-        await self._send(message)
+    return endpoint
 
 
 async def _healthz(request: Request) -> Response:
@@ -188,6 +229,31 @@ def _readyz(db: Database, head: str) -> Any:
         return JSONResponse({"status": "ready", "revision": revision})
 
     return readyz
+
+
+def _metrics_routes(metrics: EdgeMetrics | None) -> list[Route]:
+    if metrics is None:
+        return []
+    return [Route("/metrics", _metrics_endpoint(metrics), methods=["GET"])]
+
+
+@contextlib.asynccontextmanager
+async def _embedding_worker(lib: Library, model_recorded: bool) -> AsyncIterator[None]:
+    """Drain the embedding queue in the background while serving, when this process
+    should (embedded database, or CPERSONA_SERVE_WORKER); the batch in progress
+    finishes at shutdown."""
+    settings = lib.settings
+    if not (lib.queue_enabled and settings.runs_worker_in_serve):
+        yield
+        return
+    stop = asyncio.Event()
+    work = embedding_queue.run_worker(lib, stop, model_recorded=model_recorded)
+    task = asyncio.create_task(work, name="embedding-worker")
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
 
 
 def create_app(
@@ -209,7 +275,7 @@ def create_app(
         max_size=settings.db_pool_max,
         command_timeout=settings.db_command_timeout,
     )
-    lib = Library(db, settings)
+    lib = build_library(db, settings)
     server = build_mcp_server(lib)
     server.streamable_http_app(
         stateless_http=True,
@@ -218,15 +284,18 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
     manager = server.session_manager
-    edge = McpEdge(StreamableHTTPASGIApp(manager), lib, anonymous)
+    metrics = EdgeMetrics(spec.name for spec in all_tools()) if settings.metrics_enabled else None
+    edge = McpEdge(StreamableHTTPASGIApp(manager), lib, anonymous, metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await db.open()
         try:
-            async with manager.run():
+            recorded = await embedding_queue.start_up(lib)
+            async with manager.run(), _embedding_worker(lib, recorded):
                 yield
         finally:
+            await lib.aclose()
             await db.close()
             if on_shutdown is not None:
                 on_shutdown()
@@ -236,6 +305,8 @@ def create_app(
             Route("/healthz", _healthz, methods=["GET"]),
             Route("/readyz", _readyz(db, head_revision()), methods=["GET"]),
             Route("/mcp", edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
+            *app_portability.routes(lib, anonymous, transport_security(settings)),
+            *_metrics_routes(metrics),
         ],
         lifespan=lifespan,
     )

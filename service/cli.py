@@ -10,22 +10,28 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
+import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import uvicorn
 
+from service import cli_portability
 from service.app import create_app
 from service.config import Settings, load_settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
+from service.db.queue import Backlog
 from service.errors import InvalidInput, ServiceError
 from service.logs import configure_logging, get_logger
-from service.memory import operating_context, tenants
+from service.memory import embedding_queue, health, operating_context, pauses, queue, tenants
+from service.memory.library import Library, build_library
 from service.models import Caller, TenantId
 
 T = TypeVar("T")
@@ -244,6 +250,192 @@ def cmd_context_clear(settings: Settings, args: argparse.Namespace) -> None:
         print(f"cleared the operating context of tenant {args.tenant} (revision {removed!r})")
 
 
+async def _check_head(db: Database) -> None:
+    revision = await migrate.current_revision(db)
+    if revision != migrate.head_revision():
+        raise CliError(f"database is at {revision}, not head: run `cpersona-service migrate`")
+
+
+@contextlib.asynccontextmanager
+async def _library(settings: Settings, url: str) -> AsyncIterator[Library]:
+    """A migrated database's library with the configured embedder (background commands)."""
+    db = await Database(url, min_size=1, max_size=4).open()
+    lib: Library | None = None
+    try:
+        await _check_head(db)
+        lib = build_library(db, settings)
+        yield lib
+    finally:
+        if lib is not None:
+            await lib.aclose()
+        await db.close()
+
+
+async def _worker(settings: Settings, url: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with _library(settings, url) as lib:
+        recorded = await embedding_queue.start_up(lib)
+        log.info("worker started", embedding_mode=settings.embedding_mode)
+        await embedding_queue.run_worker(lib, stop, model_recorded=recorded)
+    log.info("worker stopped")
+
+
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> None:
+    """Drain the embedding queue until SIGTERM/SIGINT (the current batch finishes)."""
+    with database_url(settings) as url:
+        asyncio.run(_worker(settings, url))
+
+
+class _Progress:
+    """Re-embed progress: one rewritten line on a terminal, a plain line every few
+    seconds (and the last one) when piped."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.tty = sys.stdout.isatty()
+        self.printed_at = 0.0
+
+    def update(self, backlog: Backlog) -> None:
+        done = max(self.total - backlog.pending - backlog.failed, 0)
+        line = f"re-embedding: {done}/{self.total} done, {backlog.failed} failed"
+        if self.tty:
+            print(f"\r{line}", end="" if backlog.pending else "\n", flush=True)
+        elif backlog.pending == 0 or time.monotonic() - self.printed_at >= 5:
+            print(line, flush=True)
+            self.printed_at = time.monotonic()
+
+
+async def _reembed(settings: Settings, url: str, args: argparse.Namespace) -> None:
+    async with _library(settings, url) as lib:
+        if lib.embedder is None:
+            raise CliError("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to embed")
+        tenant = None if args.tenant is None else await queue.tenant_by_slug(lib, args.tenant)
+        await embedding_queue.start_up(lib)
+        queued = await queue.enqueue_reembed(lib, tenant, every_row=args.all, reset=True)
+        print(f"queued {queued} rows for embedding with {lib.embedder.name}", flush=True)
+        if args.no_wait:
+            return
+        progress = _Progress((await queue.backlog(lib, tenant)).pending)
+        final = await embedding_queue.drain_until_empty(lib, tenant, progress.update)
+    if final.failed:
+        raise CliError(
+            f"{final.failed} rows are still without an embedding after "
+            f"{settings.task_max_retries} attempts (see embedding_jobs.last_error)"
+        )
+
+
+def cmd_reembed(settings: Settings, args: argparse.Namespace) -> None:
+    """Queue rows for (re-)embedding and, unless --no-wait, drain until none is left."""
+    with database_url(settings) as url:
+        asyncio.run(_reembed(settings, url, args))
+
+
+_CHECKUP_QUIET = frozenset({"type", "severity", "check", "hint", "needs_human_review"})
+
+
+def _issue_detail(issue: dict[str, object]) -> str:
+    """The counts of one issue as ``key=value`` pairs on one line."""
+    parts = []
+    for key, value in issue.items():
+        if key not in _CHECKUP_QUIET:
+            plain = value is None or isinstance(value, int | float | str)
+            parts.append(f"{key}={value if plain else json.dumps(value, ensure_ascii=False)}")
+    line = " ".join(parts)
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
+def _print_checkup(slug: str, result: dict[str, Any]) -> None:
+    counts = result["severity_summary"]
+    fixed = ", repaired" if result["fixed"] else ""
+    print(
+        f"tenant {slug}: {result['status']} ({counts['critical']} critical, {counts['warn']} warn, "
+        f"{counts['info']} info; {len(result['checks_run'])} checks, "
+        f"{result['total_memories']} memories{fixed})"
+    )
+    if result.get("repairs_skipped"):
+        print(f"  repairs skipped: {result['repairs_skip_reason']}")
+    for issue in result["issues"]:
+        print(f"  {issue['severity']:<8} {issue['check']}: {_issue_detail(issue)}")
+        if "hint" in issue:
+            print(f"           hint: {issue['hint']}")
+
+
+async def _checkup_tenants(lib: Library, slug: str | None) -> list[tuple[str, TenantId]]:
+    rows = [(row.slug, TenantId(row.id)) for row in await tenants.list_tenants(lib.db)]
+    if slug is None:
+        return rows
+    chosen = [row for row in rows if row[0] == slug]
+    if not chosen:
+        raise CliError(f"no tenant {slug!r}")
+    return chosen
+
+
+async def _checkup(settings: Settings, url: str, args: argparse.Namespace) -> int:
+    """check_health over one tenant or all; the worst gate code (see health.exit_code)."""
+    db = await Database(url, min_size=1, max_size=2).open()
+    lib = build_library(db, settings)
+    worst = 0
+    try:
+        for slug, tenant_id in await _checkup_tenants(lib, args.tenant):
+            paused = args.fix and await pauses.active_pause(lib, tenant_id) is not None
+            result = await health.check_health(lib, tenant_id, fix=args.fix, paused=paused)
+            _print_checkup(slug, result)
+            worst = max(worst, health.exit_code(result["severity_summary"], strict=args.strict))
+    finally:
+        await lib.aclose()
+        await db.close()
+    return worst
+
+
+def cmd_checkup(settings: Settings, args: argparse.Namespace) -> None:
+    """Exit 2 on any critical issue, 1 on a warn with --strict, else 0 (a CI gate)."""
+    with database_url(settings) as url:
+        code = asyncio.run(_checkup(settings, url, args))
+    if code:
+        raise SystemExit(code)
+
+
+def _checkup_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    checkup = commands.add_parser(
+        "checkup", help="run check_health for one tenant or all (exit 2 on critical)"
+    )
+    checkup.add_argument("--tenant", metavar="SLUG", help="only this tenant (default: all)")
+    checkup.add_argument("--fix", action="store_true", help="repair what can be repaired")
+    checkup.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    checkup.set_defaults(run=cmd_checkup)
+
+
+def _worker_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    worker = commands.add_parser("worker", help="drain the embedding queue (no HTTP)")
+    worker.set_defaults(run=cmd_worker)
+    reembed = commands.add_parser(
+        "reembed", help="queue rows without a current-model embedding and wait for them"
+    )
+    reembed.add_argument("--tenant", metavar="SLUG", help="only this tenant (default: all)")
+    reembed.add_argument(
+        "--all", action="store_true", help="every row, even those already embedded by this model"
+    )
+    reembed.add_argument("--no-wait", action="store_true", help="queue and return at once")
+    reembed.set_defaults(run=cmd_reembed)
+
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> None:
+    """Stream a tenant's memory as JSONL to --output (atomically) or stdout."""
+    with database_url(settings) as url:
+        summary = run_db(settings, url, lambda db: cli_portability.run_export(db, settings, args))
+    print(summary, file=sys.stderr if args.output is None else sys.stdout)
+
+
+def cmd_import(settings: Settings, args: argparse.Namespace) -> None:
+    """Stream a JSONL file (or stdin) into a tenant; prints the result as one JSON line."""
+    with database_url(settings) as url:
+        result = run_db(settings, url, lambda db: cli_portability.run_import(db, settings, args))
+    print(cli_portability.import_outcome(result))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cpersona-service", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -255,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     _tenant_parser(commands)
     _key_parser(commands)
     _context_parser(commands)
+    _worker_parsers(commands)
+    _checkup_parser(commands)
+    cli_portability.add_parsers(commands, cmd_export, cmd_import)
     db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)
     db.add_parser("url", help="print the connection URL for psql").set_defaults(run=cmd_db_url)
     return parser

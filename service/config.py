@@ -19,6 +19,8 @@ from service.errors import ConfigError
 
 LogFormat = Literal["json", "console"]
 RecallMode = Literal["rrf", "rsf", "cascade"]
+CalibrateMethod = Literal["separation", "percentile", "zscore"]
+RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "http", "openai", "none"]
 
 _T = TypeVar("_T")
@@ -111,6 +113,27 @@ class Settings:
     fused_gate_enabled: bool = True
     confidence_enabled: bool = False
     degraded_advisory: bool = True
+    calibrate_sample_size: int = 200
+    calibrate_max_sample: int = 2000
+    """Upper clamp of calibrate_threshold's sample: the null distribution is all pairs."""
+    calibrate_z_factor: float = 1.0
+    calibrate_floor: float = 0.05
+    calibrate_method: CalibrateMethod = "separation"
+    calibrate_percentile: float = 0.95
+    calibrate_temporal_window_min: float = 30.0
+    fused_gate_sample_queries: int = 40
+    fused_gate_calibration_draws: int = 5
+    recall_precision: RecallPrecision = "balanced"
+    fused_gate_beta: float | None = None
+    """The global gate beta; None: the beta of ``recall_precision`` (2.0 / 1.0 / 0.5)."""
+    export_dir: Path | None = None
+    """Root of the per-tenant export areas (``<root>/<tenant uuid>/``); None: data_dir/exports."""
+    max_import_bytes: int = 104_857_600
+    """Largest import file or upload (tool, /v1/import, /v1/files); larger gets 413 / a refusal."""
+    signing_key: str = dataclasses.field(default="", repr=False)
+    """HMAC key of download URLs; '' = a random key kept in data_dir/signing.key."""
+    public_url: str = ""
+    """Origin put in front of download URLs (e.g. https://mem.example.com); '' = a path."""
 
     @property
     def uses_embedded_postgres(self) -> bool:
@@ -271,6 +294,45 @@ def _read_recall(r: _Reader) -> None:
     r.read("degraded_advisory", _parse_bool, "CPERSONA_DEGRADED_ADVISORY")
 
 
+def _read_calibration(r: _Reader) -> None:
+    r.read("calibrate_sample_size", _parse_int(1, 5000), "CPERSONA_CALIBRATE_SAMPLE_SIZE")
+    r.read("calibrate_max_sample", _parse_int(10, 5000), "CPERSONA_CALIBRATE_MAX_SAMPLE")
+    r.read("calibrate_z_factor", _parse_float(-10.0, 10.0), "CPERSONA_CALIBRATE_Z_FACTOR")
+    r.read("calibrate_floor", _parse_float(0.0, 1.0), "CPERSONA_CALIBRATE_FLOOR")
+    methods = _parse_choice("separation", "percentile", "zscore")
+    r.read("calibrate_method", methods, "CPERSONA_CALIBRATE_METHOD")
+    r.read("calibrate_percentile", _parse_float(0.001, 1.0), "CPERSONA_CALIBRATE_PERCENTILE")
+    window = _parse_float(0.0, 10_080.0)
+    r.read("calibrate_temporal_window_min", window, "CPERSONA_CALIBRATE_TEMPORAL_WINDOW_MIN")
+    queries = _parse_int(1, 1000)
+    r.read("fused_gate_sample_queries", queries, "CPERSONA_FUSED_GATE_SAMPLE_QUERIES")
+    draws = _parse_int(1, 51)
+    r.read("fused_gate_calibration_draws", draws, "CPERSONA_FUSED_GATE_CALIBRATION_DRAWS")
+    levels = _parse_choice("strict", "balanced", "lenient")
+    r.read("recall_precision", levels, "CPERSONA_RECALL_PRECISION")
+    r.read("fused_gate_beta", _parse_float(0.001, 1000.0), "CPERSONA_FUSED_GATE_BETA")
+
+
+def _parse_signing_key(name: str, raw: str) -> str:
+    if len(raw.strip()) < 32:
+        raise ConfigError(f"{name}: must be at least 32 characters (a random secret)")
+    return raw.strip()
+
+
+def _parse_public_url(name: str, raw: str) -> str:
+    value = raw.strip().rstrip("/")
+    if not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
+    return value
+
+
+def _read_portability(r: _Reader) -> None:
+    r.read("export_dir", _parse_path, "CPERSONA_EXPORT_DIR")
+    r.read("max_import_bytes", _parse_int(1024, 2**40), "CPERSONA_MAX_IMPORT_BYTES")
+    r.read("signing_key", _parse_signing_key, "CPERSONA_SIGNING_KEY")
+    r.read("public_url", _parse_public_url, "CPERSONA_PUBLIC_URL")
+
+
 def _check_consistency(settings: Settings) -> None:
     if settings.db_pool_min > settings.db_pool_max:
         raise ConfigError("CPERSONA_DB_POOL_MIN: must not exceed CPERSONA_DB_POOL_MAX")
@@ -297,7 +359,9 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
     _read_server(reader)
     _read_memory(reader)
     _read_recall(reader)
+    _read_calibration(reader)
     _read_queue(reader)
+    _read_portability(reader)
     settings = Settings(**reader.values)
     _check_consistency(settings)
     return settings

@@ -10,6 +10,7 @@ the migrations; each test gets ``CREATE DATABASE … TEMPLATE`` and a drop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import uuid
@@ -23,6 +24,8 @@ from service.config import Settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
+from service.memory.embeddings.base import EmbeddingProvider
+from service.memory.embeddings.factory import local_available
 from service.memory.library import Library
 from tests.support import Agent, Served, new_tenant, serve
 
@@ -93,8 +96,39 @@ async def database_url(admin_url: str, template_db: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def settings() -> Settings:
-    return Settings(log_format="console", db_pool_min=1, db_pool_max=4)
+def settings(tmp_path: Path) -> Settings:
+    """Embeddings off, explicitly: most tests are lexical-only and must stay fast.
+
+    The data directory (export areas, the download signing key) is the test's own.
+    """
+    return Settings(
+        log_format="console", db_pool_min=1, db_pool_max=4, embedding_mode="none",
+        data_dir=tmp_path / "data",
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> Iterator[EmbeddingProvider]:
+    """The real local ONNX model, loaded once per session (skips without the extra)."""
+    if not local_available():
+        pytest.skip("the optional 'local' embedding extra is not installed")
+    from service.memory.embeddings.local import LocalEmbeddingProvider
+
+    provider = LocalEmbeddingProvider()
+    yield provider
+    asyncio.run(provider.aclose())
+
+
+@pytest.fixture
+def local_settings(settings: Settings) -> Settings:
+    """``settings`` with the local embedding model on."""
+    return dataclasses.replace(settings, embedding_mode="local")
+
+
+@pytest.fixture
+def local_lib(db: Database, local_settings: Settings, local_embedder: EmbeddingProvider) -> Library:
+    """A library embedding with the real local model (shared, so it loads once)."""
+    return Library(db, local_settings, local_embedder)
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "store": {"agent_id": "a", "message": {"content": "ok"}},
     "list_memories": {},
     "list_episodes": {},
+    "get_contents": {"agent_id": "a", "refs": ["mem:1", "ep:2"]},
     "get_profile": {"agent_id": "a"},
     "update_profile": {"agent_id": "a", "profile": "p"},
     "archive_episode": {"agent_id": "a", "summary": "s"},
@@ -48,8 +49,29 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
     "delete_memory": {"memory_id": 1},
     "delete_episode": {"episode_id": 1},
     "delete_agent_data": {"agent_id": "a"},
+    "calibrate_threshold": {
+        "agent_id": "a",
+        "sample_size": 50,
+        "z_factor": 1.5,
+        "method": "zscore",
+        "percentile": 0.9,
+    },
+    "set_recall_precision": {"agent_id": "a", "precision": "strict", "beta": 0},
+    "get_recall_precision": {"agent_id": "a"},
     "get_queue_status": {},
     "get_operating_context": {},
+    "export_memories": {"agent_id": "a", "output_path": "fuzz.jsonl"},
+    "import_memories": {"input_path": "fuzz.jsonl", "target_agent_id": "a"},
+    "merge_memories": {"source_agent_id": "a", "target_agent_id": "b"},
+    "check_health": {"agent_id": "a", "fix": False, "checks": ["empty_content"]},
+    "deep_check": {"agent_id": "a", "checks": ["short_content"]},
+    "migrate_channel_axis": {"agent_id": "a", "dry_run": True},
+    # Keep these three adjacent and in this order: variants of pause_persistence pause the
+    # whole tenant (session_key removed), and resume_persistence's first variant ({}) lifts
+    # it before any other tool is fuzzed.
+    "pause_persistence": {"ttl_seconds": 60, "session_key": "fuzz"},
+    "resume_persistence": {"session_key": "fuzz"},
+    "persistence_status": {"session_key": "fuzz"},
 }
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from service.config import Settings, load_settings
 from service.errors import ConfigError
+from service.memory.embeddings.factory import local_available
 
 
 def test_defaults_match_the_interface() -> None:
@@ -72,3 +73,78 @@ def test_http_embeddings_need_a_url() -> None:
 def test_settings_is_frozen() -> None:
     with pytest.raises(AttributeError):
         Settings().http_port = 1  # type: ignore[misc]
+
+
+def test_response_ceiling_and_metrics_switch() -> None:
+    assert load_settings({}).max_response_bytes == 8 * 1024 * 1024
+    assert load_settings({}).metrics_enabled is True
+    assert load_settings({"CPERSONA_METRICS_ENABLED": "false"}).metrics_enabled is False
+    assert load_settings({"CPERSONA_MAX_RESPONSE_BYTES": "70000"}).max_response_bytes == 70_000
+    with pytest.raises(ConfigError, match="CPERSONA_METRICS_ENABLED"):
+        load_settings({"CPERSONA_METRICS_ENABLED": "maybe"})
+    with pytest.raises(ConfigError, match="CPERSONA_MAX_RESPONSE_BYTES"):
+        load_settings({"CPERSONA_MAX_RESPONSE_BYTES": "1000"})
+
+
+def test_embedding_and_queue_defaults() -> None:
+    settings = load_settings({})
+    assert settings.embedding_mode == ("local" if local_available() else "none")
+    assert Settings().embedding_mode == settings.embedding_mode
+    assert settings.embedding_inline_timeout_secs == 2.0
+    assert settings.embedding_cache_size == 256
+    assert settings.embedding_cache_ttl == 300
+    assert settings.task_queue_enabled is True
+    assert settings.task_max_retries == 3
+    assert settings.task_retry_delay == 30
+    assert settings.worker_batch == 32
+    assert settings.worker_poll_secs == 1.0
+    assert settings.serve_worker is False
+
+
+def test_embedding_and_queue_values_are_parsed() -> None:
+    settings = load_settings(
+        {
+            "CPERSONA_EMBEDDING_MODE": "none",
+            "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS": "0",
+            "CPERSONA_EMBEDDING_CACHE_SIZE": "0",
+            "CPERSONA_EMBEDDING_CACHE_TTL": "60",
+            "CPERSONA_TASK_QUEUE_ENABLED": "false",
+            "CPERSONA_TASK_MAX_RETRIES": "5",
+            "CPERSONA_TASK_RETRY_DELAY": "2",
+            "CPERSONA_WORKER_BATCH": "8",
+            "CPERSONA_WORKER_POLL_SECS": "0.25",
+            "CPERSONA_SERVE_WORKER": "true",
+        }
+    )
+    assert settings.embedding_mode == "none"
+    assert settings.embedding_inline_timeout_secs == 0.0
+    assert (settings.embedding_cache_size, settings.embedding_cache_ttl) == (0, 60.0)
+    assert settings.task_queue_enabled is False
+    assert (settings.task_max_retries, settings.task_retry_delay) == (5, 2)
+    assert (settings.worker_batch, settings.worker_poll_secs) == (8, 0.25)
+    assert settings.serve_worker is True
+    assert settings.runs_worker_in_serve  # embedded database: always
+
+
+def test_serve_worker_follows_the_database() -> None:
+    external = load_settings({"DATABASE_URL": "postgresql://u@h/db"})
+    assert not external.runs_worker_in_serve
+    opted_in = load_settings({"DATABASE_URL": "postgresql://u@h/db", "CPERSONA_SERVE_WORKER": "1"})
+    assert opted_in.runs_worker_in_serve
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS", "-1"),
+        ("CPERSONA_EMBEDDING_CACHE_SIZE", "many"),
+        ("CPERSONA_TASK_QUEUE_ENABLED", "perhaps"),
+        ("CPERSONA_TASK_MAX_RETRIES", "-1"),
+        ("CPERSONA_TASK_RETRY_DELAY", "1.5"),
+        ("CPERSONA_WORKER_BATCH", "0"),
+        ("CPERSONA_WORKER_POLL_SECS", "0"),
+    ],
+)
+def test_bad_queue_values_fail_naming_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load_settings({name: value})

@@ -88,6 +88,10 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
         ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy",
                             "dry_run": True}),
         ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy"}),
+        ("calibrate_threshold", {"agent_id": AGENT}),  # A's embeddings are never sampled
+        ("calibrate_threshold", {"agent_id": ""}),
+        ("set_recall_precision", {"agent_id": AGENT, "precision": "strict"}),
+        ("get_recall_precision", {"agent_id": AGENT}),
         ("delete_agent_data", {"agent_id": AGENT}),
         ("pause_persistence", {"ttl_seconds": 600}),  # keep last: B stays paused, A must not
         ("persistence_status", {}),
@@ -135,9 +139,18 @@ def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
         assert answer.get("imported_memories", 0) == 0, answer
     if tool == "merge_memories":
         assert (answer["merged_memories"], answer["merged_episodes"]) == (1, 1)
+    _check_calibration(tool, answer)
     if tool == "delete_agent_data":  # only what B itself wrote under the shared names
         assert (answer["deleted_memories"], answer["deleted_episodes"]) == (1, 1)
         assert answer["deleted_profiles"] == 1
+
+
+def _check_calibration(tool: str, answer: Any) -> None:
+    """B's calibration samples only B's embeddings (none here) and sees no override of A."""
+    if tool in ("calibrate_threshold", "set_recall_precision"):
+        assert answer["error"] == "Need at least 10 embeddings, found 0", answer
+    if tool == "get_recall_precision":
+        assert answer["overridden"] is False
 
 
 def _bearer(key: str) -> dict[str, str]:

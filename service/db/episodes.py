@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from service.db.pool import Connection
@@ -20,6 +21,8 @@ class NewEpisode:
     start_time: str | None
     end_time: str | None
     resolved: bool
+    embedding: Sequence[float] | None = None
+    embedding_model: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,6 +49,8 @@ async def insert_episode(conn: Connection, tenant_id: TenantId, row: NewEpisode)
         row.start_time,
         row.end_time,
         row.resolved,
+        None if row.embedding is None else list(row.embedding),
+        row.embedding_model,
     )
     return int(value)
 

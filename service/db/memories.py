@@ -81,6 +81,33 @@ async def store_memory(
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class DuplicateProbe:
+    duplicate_msg_id: int | None
+    duplicate_content: int | None
+
+
+async def probe_memory_duplicate(
+    conn: Connection,
+    tenant_id: TenantId,
+    agent_name: str,
+    row: NewMemory,
+    project_scope: Sequence[str],
+    channel_scope: Sequence[str],
+) -> DuplicateProbe:
+    record = await conn.fetchrow(
+        QUERIES["probe_memory_duplicate"],
+        tenant_id,
+        agent_name,
+        row.msg_id,
+        row.content,
+        list(project_scope),
+        list(channel_scope),
+    )
+    assert record is not None
+    return DuplicateProbe(record["duplicate_msg_id"], record["duplicate_content"])
+
+
 async def list_memories(
     conn: Connection,
     tenant_id: TenantId,
@@ -122,15 +149,24 @@ async def memory_for_edit(
 
 
 async def update_memory_content(
-    conn: Connection, tenant_id: TenantId, memory_id: int, content: str
+    conn: Connection,
+    tenant_id: TenantId,
+    memory_id: int,
+    content: str,
+    embedding: Sequence[float] | None = None,
+    embedding_model: str | None = None,
 ) -> bool:
     """True when the row was updated (False: it was locked meanwhile).
 
+    The embedding is replaced too (NULL when the new content has none yet).
     Raises Conflict naming the unique index when the new content duplicates
     another row of the same agent, project and channel.
     """
+    vector = None if embedding is None else list(embedding)
     try:
-        value = await conn.fetchval(QUERIES["update_memory_content"], tenant_id, memory_id, content)
+        value = await conn.fetchval(
+            QUERIES["update_memory_content"], tenant_id, memory_id, content, vector, embedding_model
+        )
     except asyncpg.UniqueViolationError as exc:
         raise Conflict(exc.constraint_name or "unique constraint") from exc
     return value is not None

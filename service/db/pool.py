@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import asyncpg
 from pgvector.asyncpg import register_vector
@@ -77,9 +77,20 @@ class Database:
             self._pool = None
 
     @asynccontextmanager
-    async def tenant_tx(self, tenant_id: TenantId) -> AsyncIterator[Connection]:
-        """One transaction confined to ``tenant_id`` by role and RLS setting."""
-        async with self.pool.acquire() as conn, conn.transaction():
+    async def tenant_tx(
+        self, tenant_id: TenantId, *, snapshot: bool = False
+    ) -> AsyncIterator[Connection]:
+        """One transaction confined to ``tenant_id`` by role and RLS setting.
+
+        ``snapshot`` makes it a read-only REPEATABLE READ transaction: every
+        statement sees the same snapshot (an export's header counts and the rows
+        streamed after them agree even while other clients write).
+        """
+        isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
+        async with (
+            self.pool.acquire() as conn,
+            conn.transaction(isolation=isolation, readonly=snapshot),
+        ):
             await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, str(tenant_id))
             yield conn
 

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+from collections.abc import Iterable
 
+from service.memory import pauses
 from service.models import Caller
+
+SESSION_HEADER = b"x-cpersona-session"
 
 
 @dataclasses.dataclass(slots=True)
@@ -22,6 +26,7 @@ class RequestInfo:
     caller: Caller | None = None
     tool: str | None = None
     outcome: str | None = None
+    session_key: str = ""  # X-CPersona-Session: selects a session pause, never an identity
 
 
 current_request: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar(
@@ -46,3 +51,24 @@ def note_tool(tool: str, outcome: str) -> None:
     if info is not None:
         info.tool = tool
         info.outcome = outcome
+
+
+def session_key_from_headers(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The request's session key from ``X-CPersona-Session`` ('' when absent).
+
+    The header only chooses which session pause inside the caller's tenant a
+    write obeys; it is never used for identity. A value that is not a valid
+    session key (see :func:`pauses.valid_session_key`) could never name a
+    stored pause, so it is treated as no session.
+    """
+    for name, value in headers:
+        if name.lower() == SESSION_HEADER:
+            key = value.decode("latin-1").strip()
+            return key if pauses.valid_session_key(key) else ""
+    return ""
+
+
+def current_session_key() -> str:
+    """The session key of the request being served ('' outside a request)."""
+    info = current_request.get()
+    return info.session_key if info is not None else ""

@@ -24,6 +24,7 @@ class ToolEnv:
 
     lib: Library
     caller: Caller
+    session_key: str = ""  # the request's X-CPersona-Session ('' = none); picks pauses only
 
 
 Handler = Callable[[ToolEnv, JsonObject], Awaitable[JsonObject]]
@@ -33,6 +34,46 @@ Demands = Callable[[Mapping[str, Any]], list[Demand]]
 def refuse(message: str) -> JsonObject:
     """The spec's tool-failure shape."""
     return {"ok": False, "error": message}
+
+
+SkippedBody = Callable[[ToolEnv, JsonObject], JsonObject | Awaitable[JsonObject]]
+
+
+def every_call(args: JsonObject) -> bool:
+    return True
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PausePolicy:
+    """How a write tool answers while its tenant or session is paused (spec §10.5).
+
+    ``body`` builds the tool's success shape for these arguments with nothing
+    done (zero counts, ids present); the dispatcher then marks it skipped
+    (``id`` → ``"no-persist"``, action ids → null, ``persisted: false``,
+    ``dry_run: true``, ``reason``). ``validate`` is the argument validation
+    that runs *before* the pause check (calibrate_threshold,
+    set_recall_precision): a message is answered with the tool's refusal
+    shape, paused or not. Without it the pause is checked first, so bad input
+    under a pause gets the skipped body (store, archive_episode, ...).
+    ``applies`` says whether a call writes at all (import/merge dry runs do not
+    and run normally under a pause).
+    """
+
+    body: SkippedBody
+    validate: Callable[[JsonObject], str | None] | None = None
+    applies: Callable[[JsonObject], bool] = every_call
+
+
+def skip_with(
+    body: JsonObject, *, validate: Callable[[JsonObject], str | None] | None = None
+) -> PausePolicy:
+    """A pause policy whose skipped body is always ``body`` (a fresh copy per call)."""
+    return PausePolicy(body=lambda env, args: dict(body), validate=validate)
+
+
+def unless_dry_run(args: JsonObject) -> bool:
+    """``applies`` for tools whose ``dry_run: true`` writes nothing (import, merge)."""
+    return args.get("dry_run") is not True
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,6 +88,7 @@ class ToolSpec:
     idempotent: bool | None = None
     refusal: Callable[[str], JsonObject] = refuse
     project_gate: bool = False
+    pause: PausePolicy | None = None  # None: not a write, never paused
 
 
 def agent_of(args: Mapping[str, Any], key: str) -> str:

@@ -23,9 +23,22 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.mcp import acl, context, tools_agent, tools_context, tools_edit, tools_memory
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
-from service.memory import operating_context, text
+from service.mcp import (
+    acl,
+    context,
+    tools_agent,
+    tools_calibration,
+    tools_contents,
+    tools_context,
+    tools_edit,
+    tools_health,
+    tools_memory,
+    tools_portability,
+    tools_recall,
+    tools_session,
+)
+from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec
+from service.memory import operating_context, pauses, text
 from service.memory.library import Library
 from service.models import Caller
 
@@ -44,7 +57,18 @@ TOOL_ORDER = (
 
 def all_tools() -> list[ToolSpec]:
     """Every implemented tool, in the spec's registration order (spec §2)."""
-    modules = (tools_memory.TOOLS, tools_agent.TOOLS, tools_edit.TOOLS, tools_context.TOOLS)
+    modules = (
+        tools_memory.TOOLS,
+        tools_agent.TOOLS,
+        tools_calibration.TOOLS,
+        tools_edit.TOOLS,
+        tools_context.TOOLS,
+        tools_contents.TOOLS,
+        tools_session.TOOLS,
+        tools_recall.TOOLS,
+        tools_portability.TOOLS,
+        tools_health.TOOLS,
+    )
     specs = {spec.name: spec for tools in modules for spec in tools}
     unknown = set(specs) - set(TOOL_ORDER)
     if unknown:
@@ -132,7 +156,7 @@ class Dispatcher:
         denial = _denial(spec, caller, args)
         if denial is not None:
             return denial
-        env = ToolEnv(self._lib, caller)
+        env = ToolEnv(self._lib, caller, context.current_session_key())
         try:
             return await self._gated(spec, env, args)
         except ServiceError as exc:
@@ -144,11 +168,11 @@ class Dispatcher:
             return {"error": f"internal error while running {spec.name} (request {request_id})"}
 
     async def _gated(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
-        """The operating-context project gate (spec §9.4), then the handler.
+        """The operating-context project gate (spec §9.4), the pause step (§10.5), the handler.
 
-        The gate runs before any pause check and before the library: a refusal
+        The gate runs before the pause check and before the library: a refusal
         is returned as is; otherwise the notes (warning, resolved project) are
-        added to the handler's answer.
+        added to the answer (a skipped body under a pause included).
         """
         notes: JsonObject = {}
         gated = tools_context.gated_tool(spec.name) if spec.project_gate else None
@@ -156,8 +180,37 @@ class Dispatcher:
             args, notes, refusal = await tools_context.apply_gate(env, gated, args)
             if refusal is not None:
                 return refusal
+        if spec.pause is not None:  # the pause step: after the gate, before the handler
+            skipped = await _pause_step(spec, spec.pause, env, args)
+            if skipped is not None:
+                return {**skipped, **notes} if notes else skipped
         body = await spec.handler(env, args)
         return {**body, **notes} if notes else body
+
+
+async def _pause_step(
+    spec: ToolSpec, policy: PausePolicy, env: ToolEnv, args: JsonObject
+) -> JsonObject | None:
+    """A write tool under a persistence pause (spec §10.5): the answer, or None to run it.
+
+    Tools that validate first (``policy.validate``) refuse bad input whether
+    paused or not; the others answer a paused call with the skipped body even
+    for input the handler would refuse. One indexed read per write call, never
+    cached, so a pause set through any replica holds here at once.
+    """
+    if policy.validate is not None:
+        problem = policy.validate(args)
+        if problem is not None:
+            return spec.refusal(problem)
+    if not policy.applies(args):
+        return None
+    active = await pauses.active_pause(env.lib, env.caller.tenant_id, env.session_key)
+    if active is None:
+        return None
+    default = policy.body(env, args)
+    if not isinstance(default, dict):
+        default = await default
+    return pauses.skipped_body(default, spec.name, active)
 
 
 AXIS_ARGUMENTS = (
@@ -177,6 +230,8 @@ def _axis_problem(args: JsonObject, limit: int) -> str | None:
 def _outcome(body: JsonObject) -> str:
     if "error" in body or body.get("ok") is False:
         return "failed"
+    if body.get("persisted") is False:  # a write skipped under a persistence pause
+        return "paused"
     result = body.get("result")
     return str(result) if isinstance(result, str) else "ok"
 

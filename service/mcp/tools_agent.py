@@ -4,7 +4,15 @@ get_profile, update_profile, get_queue_status."""
 from __future__ import annotations
 
 from service.mcp import shaping
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj, on_agent
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    any_caller,
+    obj,
+    on_agent,
+    skip_with,
+)
 from service.mcp.schemas import AGENT_ID, CHANNEL, LIST_AGENT_ID, PROJECT_ID, WRITE_PROJECT_ID
 from service.memory import episodes, profiles, queue
 
@@ -57,6 +65,7 @@ Returns {ok: true, episode_id, truncated?}.""",
     demands=on_agent("agent_id", "read-write"),
     idempotent=False,
     refusal=_refuse_episode,
+    pause=skip_with({"ok": True, "queued": False, "task_id": None, "episode_id": None, "id": 0}),
 )
 
 
@@ -130,6 +139,7 @@ text changes nothing. Returns {ok: true, profiles_updated}.""",
     ),
     handler=_update_profile,
     demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "profiles_updated": 0}),
 )
 
 

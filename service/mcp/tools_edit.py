@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.registry import (
+    JsonObject,
+    PausePolicy,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+    skip_with,
+)
 from service.mcp.schemas import AGENT_ID, EPISODE_ID, MEMORY_ID, OWNER_AGENT_ID
 from service.memory import agents, edits
 
@@ -31,6 +39,7 @@ agent_id, and for empty content. Content is cleaned and capped like store
     ),
     handler=_update_memory,
     demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "updated_id": None}),
 )
 
 
@@ -57,6 +66,7 @@ delete_agent_data still removes locked rows. Returns {ok: true, locked_id}.""",
     input_schema=_LOCK_SCHEMA,
     handler=_lock,
     demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "locked_id": None}),
 )
 
 UNLOCK_MEMORY = ToolSpec(
@@ -65,6 +75,7 @@ UNLOCK_MEMORY = ToolSpec(
     input_schema=_LOCK_SCHEMA,
     handler=_unlock,
     demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "unlocked_id": None}),
 )
 
 
@@ -83,6 +94,7 @@ Pass your agent_id so only your own memory can be deleted. Returns {ok: true, de
     handler=_delete_memory,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
+    pause=skip_with({"ok": True, "deleted_id": None}),
 )
 
 
@@ -99,7 +111,16 @@ DELETE_EPISODE = ToolSpec(
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
+    pause=skip_with({"ok": True, "deleted_id": None}),
 )
+
+
+def _nothing_deleted(env: ToolEnv, args: JsonObject) -> JsonObject:
+    """delete_agent_data's success shape with zero counts (its skipped body under a pause)."""
+    return {
+        "ok": True, "agent_id": args.get("agent_id", ""), "deleted_memories": 0,
+        "deleted_profiles": 0, "deleted_episodes": 0, "deleted_pending_tasks": 0,
+    }  # fmt: skip
 
 
 async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:
@@ -117,6 +138,7 @@ deleted_pending_tasks}.""",
     handler=_delete_agent_data,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
+    pause=PausePolicy(body=_nothing_deleted),
 )
 
 TOOLS = [

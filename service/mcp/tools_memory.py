@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from service.mcp import shaping
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, LIST_AGENT_ID, PROJECT_ID, WRITE_PROJECT_ID
 from service.memory import listing, writes
 
@@ -64,6 +64,7 @@ STORE = ToolSpec(
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
     refusal=_refuse_store,
+    pause=skip_with({"ok": True, "result": "skipped", "id": 0, "embedded": False}),
 )
 
 LIST_MEMORIES_DESCRIPTION = """List stored memories, newest first.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import agents, episodes, memories, profiles
+from service.db import agents, episodes, memories, profiles, queue
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -12,17 +12,19 @@ JsonObject = dict[str, Any]
 
 
 async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
-    """Delete every memory, profile and episode of one agent in one transaction.
+    """Delete every memory, profile and episode of one agent, and the embedding jobs
+    of those rows (``deleted_pending_tasks``), in one transaction.
 
     Locked memories go too (a lock protects single edits, not the agent's
     deletion). Nothing of another agent or tenant is touched.
     """
     if not agent_id:
         return {"ok": False, "error": "agent_id is required for bulk deletion"}
-    counts = {"memories": 0, "profiles": 0, "episodes": 0}
+    counts = {"memories": 0, "profiles": 0, "episodes": 0, "jobs": 0}
     async with lib.db.tenant_tx(tenant_id) as conn:
         agent = await agents.agent_id_by_name(conn, tenant_id, agent_id)
         if agent is not None:
+            counts["jobs"] = await queue.delete_agent_embedding_jobs(conn, tenant_id, agent)
             counts["memories"] = await memories.delete_agent_memories(conn, tenant_id, agent)
             counts["profiles"] = await profiles.delete_agent_profiles(conn, tenant_id, agent)
             counts["episodes"] = await episodes.delete_agent_episodes(conn, tenant_id, agent)
@@ -33,5 +35,5 @@ async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) ->
         "deleted_memories": counts["memories"],
         "deleted_profiles": counts["profiles"],
         "deleted_episodes": counts["episodes"],
-        "deleted_pending_tasks": 0,
+        "deleted_pending_tasks": counts["jobs"],
     }

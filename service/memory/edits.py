@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import episodes, memories
+from service.db import episodes, memories, queue
 from service.errors import Conflict
 from service.memory import text
+from service.memory.embedding_queue import InlineEmbedding, embed_inline
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -36,29 +37,64 @@ def _valid_id(value: int) -> bool:
 async def update_memory(
     lib: Library, tenant_id: TenantId, memory_id: int, content: str, agent_id: str = ""
 ) -> JsonObject:
-    """Replace a memory's content; msg_id, timestamp, channel and project stay."""
+    """Replace a memory's content; msg_id, timestamp, channel and project stay.
+
+    The new content is embedded before the transaction (after a cheap check that
+    the edit is allowed, so a refused edit costs no embedding); without a vector
+    the row's embedding becomes NULL and a job is queued in the same transaction.
+    """
     if not content.strip():
         return _fail("Content cannot be empty")
     if not _valid_id(memory_id):
         return _fail(f"Memory {memory_id} not found")
     clean = text.sanitise(content, lib.settings.max_content_length)
-    try:
+    inline = InlineEmbedding()
+    if lib.embedder is not None and clean.text:
         async with lib.db.tenant_tx(tenant_id) as conn:
             target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-            refusal = _edit_refusal(memory_id, target, agent_id, "edited")
-            if refusal is None and not clean.text:
-                refusal = "Content cannot be empty after sanitization"
-            if refusal is not None:
-                return _fail(refusal)
-            if not await memories.update_memory_content(conn, tenant_id, memory_id, clean.text):
-                return _fail(f"Memory {memory_id} is locked and cannot be edited")
+        refusal = _edit_refusal(memory_id, target, agent_id, "edited")
+        if refusal is not None:
+            return _fail(refusal)
+        inline = await embed_inline(lib, clean.text)
+    try:
+        refusal = await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline)
     except Conflict as exc:
         columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
         return {"error": f"UNIQUE constraint failed: {columns}"}
+    if refusal is not None:
+        return _fail(refusal)
     body: JsonObject = {"ok": True, "updated_id": memory_id}
     if clean.truncated:
         body["truncated"] = True
     return body
+
+
+async def _apply_update(
+    lib: Library,
+    tenant_id: TenantId,
+    memory_id: int,
+    content: str,
+    agent_id: str,
+    inline: InlineEmbedding,
+) -> str | None:
+    """The update transaction (checks in the spec's order); a refusal message or None."""
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        target = await memories.memory_for_edit(conn, tenant_id, memory_id)
+        refusal = _edit_refusal(memory_id, target, agent_id, "edited")
+        if refusal is None and not content:
+            refusal = "Content cannot be empty after sanitization"
+        if refusal is not None:
+            return refusal
+        updated = await memories.update_memory_content(
+            conn, tenant_id, memory_id, content, inline.vector, inline.model
+        )
+        if not updated:
+            return f"Memory {memory_id} is locked and cannot be edited"
+        if inline.vector is not None:
+            await queue.delete_embedding_job(conn, tenant_id, "mem", memory_id)
+        elif lib.queue_enabled:
+            await queue.enqueue_embedding(conn, tenant_id, "mem", memory_id, inline.error)
+    return None
 
 
 def _edit_refusal(
@@ -104,6 +140,7 @@ async def delete_memory(
         owner = agent_id or None
         if not await memories.delete_unlocked_memory(conn, tenant_id, memory_id, owner):
             return _fail(f"Memory {memory_id} not found, not owned by agent, or locked")
+        await queue.delete_embedding_job(conn, tenant_id, "mem", memory_id)
     return {"ok": True, "deleted_id": memory_id}
 
 
@@ -115,6 +152,8 @@ async def delete_episode(
     if _valid_id(episode_id):
         async with lib.db.tenant_tx(tenant_id) as conn:
             deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
+            if deleted:
+                await queue.delete_embedding_job(conn, tenant_id, "ep", episode_id)
     if not deleted:
         return _fail(f"Episode {episode_id} not found or not owned by agent")
     return {"ok": True, "deleted_id": episode_id}

@@ -6,8 +6,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from service.db import agents, episodes
+from service.db import agents, episodes, queue
 from service.memory import text
+from service.memory.embedding_queue import embed_inline, episode_text
 from service.memory.library import Library
 from service.memory.listing import clamp
 from service.models import TenantId
@@ -48,7 +49,11 @@ def _refused(message: str) -> JsonObject:
 
 
 async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest) -> JsonObject:
-    """Store a session summary as a new episode (never deduplicated)."""
+    """Store a session summary as a new episode (never deduplicated).
+
+    Summary and keywords are embedded inline before the transaction; a miss
+    stores the episode unembedded and queues it in the same transaction.
+    """
     if not req.summary:
         return _refused(EMPTY_SUMMARY)
     limit = lib.settings.max_content_length
@@ -57,6 +62,7 @@ async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest
     if not summary.text:
         return _refused(BLANK_SUMMARY)
     start, end = history_span(req.history)
+    inline = await embed_inline(lib, episode_text(summary.text, keywords.text))
     async with lib.db.tenant_tx(tenant_id) as conn:
         agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)
         row = episodes.NewEpisode(
@@ -68,8 +74,12 @@ async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest
             start_time=start,
             end_time=end,
             resolved=bool(req.resolved),
+            embedding=inline.vector,
+            embedding_model=inline.model,
         )
         episode_id = await episodes.insert_episode(conn, tenant_id, row)
+        if inline.vector is None and lib.queue_enabled:
+            await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
     body: JsonObject = {"ok": True, "episode_id": episode_id}
     if summary.truncated or keywords.truncated:
         body["truncated"] = True

@@ -1,7 +1,8 @@
 """Memory writes with CPersona's semantics (spec §5): store.
 
-Every write is one transaction. Responses are the spec's JSON objects, full
-data; the MCP boundary only validates, authorises and serialises them.
+Every write is one transaction; embedding happens before it, never inside.
+Responses are the spec's JSON objects, full data; the MCP boundary only
+validates, authorises and serialises them.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from service.db import agents, memories
+from service.db import agents, memories, queue
 from service.memory import text
+from service.memory.embedding_queue import InlineEmbedding, embed_inline
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -113,33 +115,71 @@ def _prepare(lib: Library, req: StoreRequest) -> _Prepared | JsonObject:
     return _Prepared(row, clean.truncated)
 
 
-def _store_outcome(result: memories.StoreResult, truncated: bool) -> JsonObject:
-    if result.duplicate_msg_id is not None:
-        return _skipped("duplicate msg_id", result.duplicate_msg_id)
-    if result.duplicate_content is not None:
-        return _skipped("duplicate content", result.duplicate_content)
+def _duplicate(probe: memories.DuplicateProbe | memories.StoreResult) -> JsonObject | None:
+    if probe.duplicate_msg_id is not None:
+        return _skipped("duplicate msg_id", probe.duplicate_msg_id)
+    if probe.duplicate_content is not None:
+        return _skipped("duplicate content", probe.duplicate_content)
+    return None
+
+
+def _store_outcome(result: memories.StoreResult, truncated: bool, embedded: bool) -> JsonObject:
+    duplicate = _duplicate(result)
+    if duplicate is not None:
+        return duplicate
     if result.inserted_id is None:
         return _skipped("duplicate (unique index)", None)
-    body: JsonObject = {"ok": True, "result": "stored", "id": result.inserted_id, "embedded": False}
+    body: JsonObject = {
+        "ok": True,
+        "result": "stored",
+        "id": result.inserted_id,
+        "embedded": embedded,
+    }
     if truncated:
         body["truncated"] = True
     return body
 
 
+async def _probe(
+    lib: Library, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
+) -> JsonObject | None:
+    """The dedup answer before any embedding work (spec §5.1 step 6 precedes step 7)."""
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        probe = await memories.probe_memory_duplicate(
+            conn, tenant_id, req.agent_id, row, _scope(req.project_id), _scope(req.channel)
+        )
+    return _duplicate(probe)
+
+
 async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObject:
-    """Store one memory (spec §5.1): refusals, dedup probes, insert; one transaction.
+    """Store one memory (spec §5.1): refusals, dedup probes, embedding, insert.
 
     There is no upsert: a known msg_id or identical content in scope is skipped
     and reported with the existing id. Concurrent identical stores insert one row;
     the unique indexes absorb the rest ("duplicate (unique index)", no id).
+
+    With embeddings on, a read-only dedup probe runs first so a duplicate is never
+    embedded; the content is then embedded with the short inline timeout *outside*
+    any transaction. The insert transaction probes again (race-safe) and, when the
+    inline embedding failed, queues the row in the same transaction (durable).
     """
     prepared = _prepare(lib, req)
     if isinstance(prepared, dict):
         return prepared
+    inline = InlineEmbedding()
+    if lib.embedder is not None:
+        duplicate = await _probe(lib, tenant_id, req, prepared.row)
+        if duplicate is not None:
+            return duplicate
+        inline = await embed_inline(lib, prepared.row.content)
     async with lib.db.tenant_tx(tenant_id) as conn:
         agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)
-        row = dataclasses.replace(prepared.row, agent_id=agent)
+        row = dataclasses.replace(
+            prepared.row, agent_id=agent, embedding=inline.vector, embedding_model=inline.model
+        )
         result = await memories.store_memory(
             conn, tenant_id, row, _scope(req.project_id), _scope(req.channel)
         )
-    return _store_outcome(result, prepared.truncated)
+        if result.inserted_id is not None and inline.vector is None and lib.queue_enabled:
+            await queue.enqueue_embedding(conn, tenant_id, "mem", result.inserted_id, inline.error)
+    return _store_outcome(result, prepared.truncated, inline.vector is not None)

@@ -1,10 +1,12 @@
 -- insert_episode --
--- Archive one episode (no dedup: every call is a new row).
+-- Archive one episode (no dedup: every call is a new row), with its unit embedding
+-- when it was embedded inline (NULL otherwise: the embedding queue fills it).
 -- $1 tenant_id uuid, $2 agent_id bigint, $3 project_id text, $4 channel text, $5 summary text,
--- $6 keywords text, $7 start_time text, $8 end_time text, $9 resolved boolean
+-- $6 keywords text, $7 start_time text, $8 end_time text, $9 resolved boolean,
+-- $10 embedding vector, $11 embedding_model text
 INSERT INTO episodes (tenant_id, agent_id, project_id, channel, summary, keywords,
-                      start_time, end_time, resolved)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                      start_time, end_time, resolved, embedding, embedding_model)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING id
 
 -- list_episodes --

@@ -31,6 +31,30 @@ SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
        (SELECT id FROM content_hit) AS duplicate_content,
        (SELECT id FROM inserted) AS inserted_id
 
+-- probe_memory_duplicate --
+-- The read-only half of store_memory's dedup probes (same scopes, spec §5.2), run
+-- before the content is embedded so that a duplicate costs no embedding. store_memory
+-- probes again inside its transaction; this answer is only an optimisation.
+-- $1 tenant_id uuid, $2 agent name text, $3 msg_id text, $4 content text,
+-- $5 project scope text[], $6 channel scope text[]
+WITH agent AS (
+    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+), msg_hit AS (
+    SELECT m.id FROM memories m, agent
+    WHERE m.tenant_id = $1 AND m.agent_id = agent.id AND $3::text <> '' AND m.msg_id = $3
+      AND m.project_id = ANY ($5::text[])
+    ORDER BY m.id LIMIT 1
+), content_hit AS (
+    SELECT m.id FROM memories m, agent
+    WHERE m.tenant_id = $1 AND m.agent_id = agent.id
+      AND m.content_hash = decode(md5($4::text), 'hex') AND m.content = $4
+      AND m.project_id = ANY ($5::text[]) AND m.channel = ANY ($6::text[])
+      AND NOT EXISTS (SELECT 1 FROM msg_hit)
+    ORDER BY m.id LIMIT 1
+)
+SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
+       (SELECT id FROM content_hit) AS duplicate_content
+
 -- list_memories --
 -- Newest-first listing of a tenant's memories (spec list_memories), agent optional,
 -- project read rule: NULL = all projects, '' = global pool, X = X plus global pool.
@@ -57,11 +81,13 @@ WHERE m.tenant_id = $1 AND m.id = $2
 FOR UPDATE OF m
 
 -- update_memory_content --
--- Replace content (the generated hash and tsvector follow) and drop the stale
--- embedding; locked rows are never changed. Returns the id, or NULL when locked.
--- $1 tenant_id uuid, $2 id bigint, $3 content text
+-- Replace content (the generated hash and tsvector follow) and the embedding: the new
+-- content's vector when it was embedded inline, else NULL (the old vector is stale).
+-- Locked rows are never changed. Returns the id, or NULL when locked.
+-- $1 tenant_id uuid, $2 id bigint, $3 content text, $4 embedding vector (NULL = none),
+-- $5 embedding_model text
 UPDATE memories
-SET content = $3, embedding = NULL, embedding_model = NULL, updated_at = clock_timestamp()
+SET content = $3, embedding = $4, embedding_model = $5, updated_at = clock_timestamp()
 WHERE tenant_id = $1 AND id = $2 AND NOT locked
 RETURNING id
 
