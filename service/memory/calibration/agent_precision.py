@@ -1,0 +1,95 @@
+"""set_recall_precision and get_recall_precision (spec §2.1, §3.5, §10.7).
+
+An agent's precision override is the ``beta`` of its ``recall_calibration`` row. Setting
+it recalibrates the agent at once (the gate sits on the separation curve at a fixed
+beta, so a new beta means a new gate); the new beta is stored only together with a
+successful calibration, so a failed one leaves the previous override in force.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.db import calibration as store
+from service.memory.calibration import precision
+from service.memory.calibration.params import CalibrationRequest
+from service.memory.calibration.threshold import calibrate_threshold
+from service.memory.library import Library
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+CALIBRATE_KEYS = ("ok", "scope", "new_threshold", "error")
+
+
+def _echo(agent_id: str, change: precision.PrecisionChange) -> JsonObject:
+    return {
+        "agent_id": agent_id,
+        "precision": change.precision,
+        "beta": change.beta,
+        "cleared": change.cleared,
+    }
+
+
+def _change(lib: Library, precision_name: object, beta: object) -> precision.PrecisionChange:
+    name = precision_name if isinstance(precision_name, str) else ""
+    change = precision.resolve(lib.settings, name, beta)
+    if isinstance(change, str):  # callers check precision.problem first
+        raise ValueError(change)
+    return change
+
+
+async def set_recall_precision(
+    lib: Library, tenant_id: TenantId, agent_id: str, precision_name: str = "", beta: float = 0
+) -> JsonObject:
+    """Set (or clear) the agent's beta and recalibrate it.
+
+    ``{ok: true, agent_id, precision, beta, cleared, fused_gate, calibrate: {ok, scope,
+    new_threshold}}``; a failed calibration answers ``{ok: false, agent_id, precision,
+    beta, cleared, error}`` and changes nothing.
+    """
+    problem = precision.problem(agent_id, precision_name, beta)
+    if problem is not None:
+        return {"ok": False, "error": problem}
+    change = _change(lib, precision_name, beta)
+    result = await calibrate_threshold(lib, tenant_id, CalibrationRequest(agent_id), change)
+    if not result.get("ok"):
+        return {"ok": False, **_echo(agent_id, change), "error": result.get("error")}
+    return {
+        "ok": True,
+        **_echo(agent_id, change),
+        "fused_gate": result.get("fused_gate"),
+        "calibrate": {key: result[key] for key in CALIBRATE_KEYS if key in result},
+    }
+
+
+def paused_precision_body(
+    lib: Library, agent_id: str, precision_name: object, beta: object
+) -> JsonObject:
+    """set_recall_precision's success shape with nothing applied (its answer under a
+    persistence pause, after its arguments were validated)."""
+    change = _change(lib, precision_name, beta)
+    return {"ok": True, **_echo(agent_id, change), "fused_gate": None, "calibrate": None}
+
+
+async def get_recall_precision(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
+    """The agent's effective beta and whether it is its own override.
+
+    ``{ok: true, agent_id, precision, beta, overridden, global_precision, global_beta}``;
+    an agent without a row (or that never wrote) reports the deployment default.
+    """
+    if not agent_id:
+        return {"ok": False, "error": precision.AGENT_REQUIRED}
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await store.calibration_state(conn, tenant_id, agent_id)
+    override = next((row.beta for row in rows if row.agent_row), None)
+    default = precision.global_beta(lib.settings)
+    beta = default if override is None else override
+    return {
+        "ok": True,
+        "agent_id": agent_id,
+        "precision": precision.label(beta),
+        "beta": beta,
+        "overridden": override is not None,
+        "global_precision": precision.label(default),
+        "global_beta": default,
+    }

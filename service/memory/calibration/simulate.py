@@ -1,0 +1,197 @@
+"""The fused gate, calibrated by simulating recalls (spec §10.7).
+
+The quality gate (spec §3.5) keys on a per-row score that only exists relative to a
+query: the confidence score when confidence scoring is on, else the fused rrf / rsf
+score. So its null and positive distributions come from simulation: random memories
+of the agent serve as pseudo-queries and run through the live mode's retrieval,
+fusion and pre-gate scoring at depth 20; each surfacing row whose gate signal is the
+active one is labelled positive when it was stored within the temporal window
+(±30 min) of the pseudo-query, null otherwise. Separation at the agent's beta over
+the two gives one draw; the upper median of several draws wins (one unlucky random
+sample cannot hand the threshold to a minor mode).
+
+Why not call :func:`service.memory.recall.recall`: its answer is already gated (and
+autocut), so rows below the current gate never reach the sample and every
+recalibration could only move the gate up; and ``deep`` would switch off the time
+decay that the runtime confidence score applies. The simulation therefore stops
+right before the gate, reusing the same storage query (``db.recall``) and the same
+pure ranking steps (``scoring``) as the live pipeline: the retrieval flags, cosine
+backfill, time span, episode penalty and confidence of ``recall._ranked_body`` (a change
+there must be mirrored here). A pseudo-query's stored vector is the embedding of its
+content, so no embedding call is made; scores of one pseudo-query are computed once per
+calibration and reused across draws.
+
+Cascade with confidence off has no fused score, hence no fused gate (the vector
+threshold owns precision there); without an embedding provider the live pipeline has
+no vector channel, so nothing is calibrated either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from service.config import Settings
+from service.db import calibration as cal_store, recall as recall_store
+from service.db.pool import Connection
+from service.memory import query_terms, scoring
+from service.memory.calibration import stats
+from service.memory.library import Library
+from service.memory.recall import tunables
+from service.memory.recall_rows import Pool, channels_from, stored_cosines
+from service.models import TenantId
+
+DEPTH = 20
+"""Rows each pseudo-query retrieves (the recall ``limit`` of the simulation)."""
+
+
+def gate_signal(settings: Settings) -> scoring.Signal | None:
+    """The signal the gate keys on in this configuration, None when there is no fused gate."""
+    if settings.confidence_enabled:
+        return "confidence"
+    if settings.recall_mode == "rrf":
+        return "rrf"
+    if settings.recall_mode == "rsf":
+        return "rsf"
+    return None
+
+
+def gate_floor(settings: Settings, signal: scoring.Signal) -> float:
+    """The calibration floor on the signal's own scale.
+
+    rrf scores live on ``[0, 3/(K+1)]`` (about 0.049), so the 0.05 floor of the
+    similarity scale is scaled by ``3/(K+1)`` there; left unscaled it would sit above
+    every rrf score and the gate would drop every rrf-scored row.
+    """
+    if signal == "rrf":
+        return settings.calibrate_floor * scoring.rrf_max_scale(settings.rrf_k)
+    return settings.calibrate_floor
+
+
+@dataclass(frozen=True, slots=True)
+class _Scores:
+    null: list[float]
+    positives: list[float]
+
+
+def _fuse(mode: scoring.Mode, pool: Pool, k: int) -> list[scoring.Candidate]:
+    if mode == "rrf":
+        return scoring.fuse_rrf([pool.vector, pool.episode_text, pool.keyword], k)
+    if mode == "rsf":
+        return scoring.fuse_rsf(pool.vector, [pool.episode_text, pool.keyword])
+    return scoring.cascade(pool.vector, pool.episode_text, [], pool.keyword, DEPTH)
+
+
+def _pre_gate(
+    lib: Library, rows: Sequence[scoring.Candidate], meta: dict[str, Any]
+) -> list[scoring.Candidate]:
+    """The episode penalty and confidence scoring (with the scope's time span), exactly as
+    the live recall runs them before its gate."""
+    t, now = tunables(lib), datetime.now(UTC)
+    out = list(rows)
+    if t.episode_penalty_enabled:
+        out = scoring.apply_episode_penalty(
+            out, _moment(meta, "boundary"), rate=t.episode_decay_rate,
+            floor=t.episode_decay_floor, confidence_enabled=t.confidence_enabled,
+        )  # fmt: skip
+    if t.confidence_enabled:
+        span = scoring.time_span(_moment(meta, "span_oldest"), _moment(meta, "span_newest"), now)
+        out = scoring.score_confidence(out, now=now, span=span, tunables=t)
+    return out
+
+
+def _moment(meta: dict[str, Any], key: str) -> datetime | None:
+    value = meta.get(key)
+    return scoring.parse_timestamp(value) if isinstance(value, str) else None
+
+
+def _label(
+    rows: Sequence[scoring.Candidate],
+    query: cal_store.PseudoQuery,
+    signal: scoring.Signal,
+    window: timedelta,
+) -> _Scores:
+    """Gate scores of the active signal, split by temporal adjacency to the pseudo-query."""
+    scores = _Scores([], [])
+    for row in rows:
+        if row.is_profile or (row.kind == "mem" and row.id == query.id):
+            continue
+        scored = scoring.gate_score(row)
+        if scored is None or scored[0] != signal:
+            continue
+        moment = scoring.parse_timestamp(row.timestamp)
+        near = moment is not None and abs(moment - query.timestamp_at) <= window
+        (scores.positives if near else scores.null).append(scored[1])
+    return scores
+
+
+async def _simulate(
+    lib: Library,
+    conn: Connection,
+    tenant_id: TenantId,
+    agent: str,
+    query: cal_store.PseudoQuery,
+    vector_threshold: float,
+) -> list[scoring.Candidate]:
+    """One pseudo-query through retrieval, fusion and pre-gate scoring (no gate, no cut)."""
+    s = lib.settings
+    mode = scoring.recall_mode(s.recall_mode, query.content)
+    terms = query_terms.build(query.content)
+    fts = s.fts_enabled or mode == "cascade"
+    wanted = recall_store.Retrieval(
+        vector=query.embedding,
+        tsquery=terms.tsquery if fts else None,
+        lexemes=terms.lexemes if fts else (),
+        patterns=terms.patterns if fts else (),
+        limit=DEPTH,
+        episodes=True,
+        recency=False,
+        confidence=s.confidence_enabled,
+    )
+    scope = recall_store.Scope(agent, None, "", None)
+    found = await recall_store.recall_candidates(conn, tenant_id, scope, wanted)
+    floor = scoring.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
+    pool = channels_from(found.hits, (), floor, DEPTH)
+    fused = _fuse(mode, pool, s.rrf_k)
+    if s.confidence_enabled:  # rows found by words alone get their stored cosine (§3.8)
+        fused = scoring.backfill_cosines(fused, stored_cosines(found.hits))
+    return _pre_gate(lib, fused, found.meta)
+
+
+async def calibrate_gate(
+    lib: Library, tenant_id: TenantId, agent: str, dim: int, beta: float, vector_threshold: float
+) -> dict[str, Any] | None:
+    """The agent's fused gate report (spec §10.7 ``fused_gate``), or None when there is
+    nothing to calibrate or too little data (the heuristic gate then stays in charge).
+
+    ``dim`` is the width of the pseudo-queries' vectors (the provider's), ``beta`` the
+    agent's precision, ``vector_threshold`` the similarity floor the live vector
+    retriever will apply (the one just calibrated).
+    """
+    s = lib.settings
+    signal = gate_signal(s)
+    if signal is None or lib.embedder is None:
+        return None
+    window = timedelta(minutes=s.calibrate_temporal_window_min)
+    memo: dict[int, _Scores] = {}
+    draws: list[dict[str, Any]] = []
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        for _ in range(s.fused_gate_calibration_draws):
+            queries = await cal_store.calibration_pseudo_queries(
+                conn, tenant_id, agent, dim, s.fused_gate_sample_queries
+            )
+            for query in queries:
+                if query.id not in memo:
+                    rows = await _simulate(lib, conn, tenant_id, agent, query, vector_threshold)
+                    memo[query.id] = _label(rows, query, signal, window)
+            null = [x for q in queries for x in memo[q.id].null]
+            positives = [x for q in queries for x in memo[q.id].positives]
+            draw = stats.gate_draw(
+                null, positives, signal=signal, beta=beta, floor=gate_floor(s, signal),
+                queries_run=len(queries),
+            )  # fmt: skip
+            if draw is not None:
+                draws.append(draw)
+    return stats.upper_median(draws)
