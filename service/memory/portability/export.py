@@ -1,0 +1,84 @@
+"""export: stream an agent's (or the whole tenant's) memory as ``cpersona-export/1.0``.
+
+One read-only REPEATABLE READ transaction gives the header counts and every
+row after them the same snapshot, so the header always matches the body even
+while clients keep writing. Rows come from server-side cursors in batches and
+each batch goes to the caller's ``sink`` as one chunk of lines before the next
+is read: memory use does not depend on the size of the export. The sink is
+whatever the caller streams to (an HTTP response, a temporary file, stdout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from service.db import agents, portability as store
+from service.memory.library import Library
+from service.memory.portability import jsonl
+from service.models import TenantId
+
+BATCH_ROWS = 500
+Sink = Callable[[bytes], Awaitable[None]]
+Progress = Callable[[int, int], None]
+"""Called with (rows written, rows in the export) after every batch."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExportRequest:
+    agent_id: str = ""
+    """The agent to export; '' exports every agent of the tenant."""
+    include_embeddings: bool = False
+
+
+@dataclasses.dataclass
+class _Writer:
+    sink: Sink
+    total: int
+    progress: Progress | None
+    written: int = 0
+
+    async def lines(self, records: list[jsonl.JsonObject]) -> None:
+        await self.sink(b"".join(jsonl.dump_line(record) for record in records))
+        self.written += len(records)
+        if self.progress is not None:
+            self.progress(self.written, self.total)
+
+
+def _total(counts: store.ItemCounts) -> int:
+    return counts.memories + counts.episodes + counts.profiles
+
+
+async def export_jsonl(
+    lib: Library,
+    tenant_id: TenantId,
+    request: ExportRequest,
+    sink: Sink,
+    progress: Progress | None = None,
+) -> store.ItemCounts:
+    """Write the header and every record to ``sink``; the counts written.
+
+    An unknown agent exports a header with zero counts (nothing is created).
+    """
+    embeddings = request.include_embeddings
+    async with lib.db.tenant_tx(tenant_id, snapshot=True) as conn:
+        agent: int | None = None
+        if request.agent_id:
+            agent = await agents.agent_id_by_name(conn, tenant_id, request.agent_id)
+        if request.agent_id and agent is None:
+            counts = store.ItemCounts(0, 0, 0)
+        else:
+            counts = await store.item_counts(conn, tenant_id, agent)
+        now = datetime.now(UTC)
+        await sink(jsonl.dump_line(jsonl.header_record(request.agent_id, counts, now)))
+        out = _Writer(sink, _total(counts), progress)
+        if request.agent_id and agent is None:
+            return counts
+        async for memories in store.export_memories(conn, tenant_id, agent, embeddings, BATCH_ROWS):
+            await out.lines([jsonl.memory_record(row) for row in memories])
+        async for episodes in store.export_episodes(conn, tenant_id, agent, embeddings, BATCH_ROWS):
+            await out.lines([jsonl.episode_record(row) for row in episodes])
+        async for profiles in store.export_profiles(conn, tenant_id, agent, BATCH_ROWS):
+            await out.lines([jsonl.profile_record(row) for row in profiles])
+    return counts

@@ -1,0 +1,189 @@
+"""merge_memories: copy or move one agent's memory into another agent of the tenant.
+
+Spec §10.6. Memories are copied verbatim (no re-sanitising) with embedding,
+lock, created_at and recall statistics, unless the target's exact bucket
+already holds the msg_id or the content (the unique indexes decide); episodes
+unless the target has the same (project, channel, summary); a profile only
+where the target has none for that user_id. ``move`` then deletes exactly the
+source rows that were copied (a skipped row stays where it is, reported in
+``left_at_source``); the agent itself, with its calibration, goes only when
+nothing is left.
+
+Everything is one transaction. The source is walked in id-ordered chunks, one
+set-based statement each, so memory stays flat for any agent size. A dry run
+runs the very same statements and rolls them back, so it reports exactly the
+counts the real run then produces and writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from service.db import agents, portability as store
+from service.db.pool import Connection
+from service.memory.library import Library
+from service.memory.portability.import_ import queue_embeddings
+from service.models import TenantId
+
+JsonObject = dict[str, Any]
+CHUNK_ROWS = 1000
+MODES = ("copy", "move")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MergeRequest:
+    source_agent_id: str
+    target_agent_id: str
+    strategy: str = "skip"
+    mode: str = "copy"
+    dry_run: bool = False
+
+
+def validation_error(req: MergeRequest) -> str | None:
+    """CPersona's refusal texts, checked in its order."""
+    if not req.source_agent_id:
+        return "source_agent_id is required"
+    if not req.target_agent_id:
+        return "target_agent_id is required"
+    if req.source_agent_id == req.target_agent_id:
+        return "source_agent_id and target_agent_id must differ"
+    if req.strategy != "skip":
+        return f"Unsupported strategy '{req.strategy}'. Currently supported: 'skip'"
+    if req.mode not in MODES:
+        return f"Invalid mode '{req.mode}'. Supported: 'copy', 'move'"
+    return None
+
+
+@dataclasses.dataclass
+class _Totals:
+    considered: int = 0
+    copied: int = 0
+    deleted: int = 0
+    jobs_dropped: int = 0
+
+    def add(self, chunk: store.MergeChunk) -> None:
+        self.considered += chunk.considered
+        self.copied += chunk.copied
+        self.deleted += chunk.deleted
+        self.jobs_dropped += chunk.jobs_dropped
+
+
+@dataclasses.dataclass
+class _Outcome:
+    memories: _Totals = dataclasses.field(default_factory=_Totals)
+    episodes: _Totals = dataclasses.field(default_factory=_Totals)
+    profiles: store.ProfileMerge = dataclasses.field(
+        default_factory=lambda: store.ProfileMerge(0, 0, 0)
+    )
+    left: store.ItemCounts = dataclasses.field(default_factory=lambda: store.ItemCounts(0, 0, 0))
+
+
+class _DryRun(Exception):
+    """Rolls a dry run back, carrying what it did."""
+
+    def __init__(self, outcome: _Outcome) -> None:
+        super().__init__("dry run")
+        self.outcome = outcome
+
+
+async def _chunks(
+    conn: Connection, tenant_id: TenantId, step: store.MergeStep, table: str
+) -> _Totals:
+    merge = store.merge_memories if table == "memories" else store.merge_episodes
+    totals = _Totals()
+    while True:
+        chunk = await merge(conn, tenant_id, step)
+        if chunk.last_id is None:
+            return totals
+        totals.add(chunk)
+        step = dataclasses.replace(step, after_id=chunk.last_id)
+
+
+async def _merge(
+    lib: Library, tenant_id: TenantId, conn: Connection, req: MergeRequest
+) -> _Outcome:
+    outcome = _Outcome()
+    source = await agents.agent_id_by_name(conn, tenant_id, req.source_agent_id)
+    if source is None:
+        return outcome
+    target = await agents.ensure_agent(conn, tenant_id, req.target_agent_id)
+    move = req.mode == "move"
+    step = store.MergeStep(source, target, 0, CHUNK_ROWS, move, queue_embeddings(lib))
+    outcome.memories = await _chunks(conn, tenant_id, step, "memories")
+    outcome.episodes = await _chunks(conn, tenant_id, step, "episodes")
+    outcome.profiles = await store.merge_profiles(conn, tenant_id, source, target, move)
+    if move:
+        outcome.left = await store.item_counts(conn, tenant_id, source)
+        if not any(dataclasses.astuple(outcome.left)):
+            await agents.delete_agent(conn, tenant_id, source)  # its calibration goes with it
+    return outcome
+
+
+def _body(req: MergeRequest, outcome: _Outcome) -> JsonObject:
+    mem, eps, prof = outcome.memories, outcome.episodes, outcome.profiles
+    body: JsonObject = {
+        "ok": True,
+        "dry_run": req.dry_run,
+        "source_agent_id": req.source_agent_id,
+        "target_agent_id": req.target_agent_id,
+        "strategy": req.strategy,
+        "mode": req.mode,
+        "merged_memories": mem.copied,
+        "skipped_memories": mem.considered - mem.copied,
+        "merged_episodes": eps.copied,
+        "skipped_episodes": eps.considered - eps.copied,
+        "profile_copied": prof.copied > 0,
+        "skipped_profile": prof.considered > prof.copied,
+    }
+    if req.mode == "move":
+        body["source_deleted"] = {
+            "ok": True,
+            "agent_id": req.source_agent_id,
+            "deleted_memories": mem.deleted,
+            "deleted_profiles": prof.deleted,
+            "deleted_episodes": eps.deleted,
+            "deleted_pending_tasks": mem.jobs_dropped + eps.jobs_dropped,
+        }
+        left = outcome.left
+        body["left_at_source"] = {
+            "memories": left.memories, "episodes": left.episodes, "profiles": left.profiles,
+        }  # fmt: skip
+    return body
+
+
+def _aborted(req: MergeRequest, reason: str) -> JsonObject:
+    return {
+        "ok": False,
+        "error": f"merge aborted and rolled back: {reason}",
+        "dry_run": req.dry_run,
+        "source_agent_id": req.source_agent_id,
+        "target_agent_id": req.target_agent_id,
+        "merged_memories": 0,
+        "skipped_memories": 0,
+        "merged_episodes": 0,
+        "skipped_episodes": 0,
+        "profile_copied": False,
+        "skipped_profile": False,
+    }
+
+
+async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -> JsonObject:
+    """Copy or move ``source`` into ``target`` in one transaction; the spec's result.
+
+    A dry run also reports ``source_deleted``/``left_at_source`` for a move:
+    they are the real run's numbers, since the same statements ran.
+    """
+    problem = validation_error(req)
+    if problem is not None:
+        return {"ok": False, "error": problem}
+    try:
+        async with lib.db.tenant_tx(tenant_id) as conn:
+            outcome = await _merge(lib, tenant_id, conn, req)
+            if req.dry_run:
+                raise _DryRun(outcome)
+    except _DryRun as rolled_back:
+        outcome = rolled_back.outcome
+    except store.WriteRefused as exc:
+        return _aborted(req, exc.message)
+    return _body(req, outcome)
