@@ -1,0 +1,125 @@
+"""Deterministic synthetic memory texts: realistic sentences from word lists.
+
+Nothing is downloaded. A :class:`TextSource` built with the same seed produces
+the same sequence, and it never returns the same text twice, so no store in a
+benchmark is skipped by the service's content dedup.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+Size = Literal["short", "medium"]
+
+NAMES = (
+    "Ada", "Bruno", "Chen", "Dara", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
+    "Kemal", "Lena", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sami", "Tomoko",
+    "Uma", "Viktor", "Wen", "Ximena", "Yusuf", "Zofia",
+)  # fmt: skip
+DRINKS = ("green tea", "espresso", "oat latte", "sparkling water", "rooibos", "flat white")
+TIMES = ("morning", "afternoon", "late evening", "first hour of the day", "weekend")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+PROJECTS = (
+    "billing migration", "mobile onboarding", "search relevance", "data warehouse",
+    "checkout redesign", "partner API", "support chatbot", "pricing page", "audit log",
+    "offline sync", "identity service", "reporting dashboard",
+)  # fmt: skip
+TEAMS = ("platform", "growth", "payments", "infrastructure", "design", "research", "support")
+TOOLS = ("Grafana", "Terraform", "Postgres", "Figma", "Jira", "Sentry", "Kafka", "Redis")
+ACTIVITIES = (
+    "incident reviews", "capacity planning", "release notes", "load testing",
+    "schema changes", "user interviews", "on-call handovers", "cost reports",
+)  # fmt: skip
+ENVIRONMENTS = ("staging", "production", "the EU region", "the canary cluster")
+RELATIONS = ("daughter", "son", "partner", "manager", "sister", "flatmate")
+ALLERGENS = ("peanuts", "shellfish", "gluten", "cats", "pollen", "penicillin")
+CITIES = ("Lisbon", "Osaka", "Montreal", "Nairobi", "Tallinn", "Valencia", "Seoul", "Denver")
+REASONS = (
+    "the vendor contract ends", "the error budget is spent", "legal asked for a review",
+    "two customers reported timeouts", "the migration needs a freeze", "traffic doubled",
+)  # fmt: skip
+METRICS = ("p95 latency", "signup conversion", "monthly churn", "cache hit rate", "error rate")
+
+TEMPLATES = (
+    "{name} prefers {drink} over {drink2} in the {time}.",
+    "{name} moved the {project} launch to {weekday} because {reason}.",
+    "The {team} team uses {tool} for {activity}; {name} owns the runbook.",
+    "{name}'s {relation} is allergic to {allergen}, so order accordingly.",
+    "Deploys of the {project} to {env} need sign-off from {name} since {month}.",
+    "{name} will be in {city} from {day} {month} and prefers calls after {hour}:00.",
+    "{name} asked to be reminded about the {project} budget every {weekday}.",
+    "The {metric} for the {project} dropped by {percent}% after {name}'s change.",
+    "{name} and {name2} agreed to pair on {activity} for the {team} team.",
+    "{name} keeps the {project} credentials in the {team} vault, never in chat.",
+    "The {project} retro is on {weekday} at {hour}:30; {name} takes notes.",
+    "{name} switched from {tool} to {tool2} for {activity} in {month}.",
+)  # fmt: skip
+
+SHORT_RANGE = (1, 1)
+MEDIUM_RANGE = (4, 8)
+MAX_ATTEMPTS = 50
+
+
+def _fill(rng: random.Random, template: str) -> str:
+    """One sentence from ``template`` with every slot drawn from ``rng``."""
+    name, name2 = rng.sample(NAMES, 2)
+    drink, drink2 = rng.sample(DRINKS, 2)
+    tool, tool2 = rng.sample(TOOLS, 2)
+    return template.format(
+        name=name, name2=name2, drink=drink, drink2=drink2, tool=tool, tool2=tool2,
+        time=rng.choice(TIMES), weekday=rng.choice(WEEKDAYS), month=rng.choice(MONTHS),
+        project=rng.choice(PROJECTS), team=rng.choice(TEAMS), activity=rng.choice(ACTIVITIES),
+        env=rng.choice(ENVIRONMENTS), relation=rng.choice(RELATIONS),
+        allergen=rng.choice(ALLERGENS), city=rng.choice(CITIES), reason=rng.choice(REASONS),
+        metric=rng.choice(METRICS), day=rng.randint(1, 28), hour=rng.randint(8, 18),
+        percent=rng.randint(2, 40),
+    )  # fmt: skip
+
+
+def sentence(rng: random.Random) -> str:
+    """One realistic memory sentence."""
+    return _fill(rng, rng.choice(TEMPLATES))
+
+
+def paragraph(rng: random.Random, sentences: tuple[int, int]) -> str:
+    """Between ``sentences[0]`` and ``sentences[1]`` sentences joined by spaces."""
+    count = rng.randint(*sentences)
+    return " ".join(sentence(rng) for _ in range(count))
+
+
+class TextSource:
+    """Unique texts of a given size, reproducible from ``seed``."""
+
+    def __init__(self, seed: int = 20261130) -> None:
+        self._rng = random.Random(seed)
+        self._seen: set[str] = set()
+        self._serial = 0
+
+    def next(self, size: Size) -> str:
+        """The next text of ``size`` never returned before by this source."""
+        bounds = SHORT_RANGE if size == "short" else MEDIUM_RANGE
+        for _ in range(MAX_ATTEMPTS):
+            candidate = paragraph(self._rng, bounds)
+            if candidate not in self._seen:
+                return self._remember(candidate)
+        self._serial += 1
+        return self._remember(f"{paragraph(self._rng, bounds)} (note {self._serial})")
+
+    def batch(self, size: Size, count: int) -> list[str]:
+        """``count`` unique texts of ``size``."""
+        return [self.next(size) for _ in range(count)]
+
+    def _remember(self, text: str) -> str:
+        self._seen.add(text)
+        return text
+
+
+def mean_length(texts: Sequence[str]) -> float:
+    """Average length in characters (0 for no texts)."""
+    return sum(len(t) for t in texts) / len(texts) if texts else 0.0
