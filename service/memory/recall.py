@@ -143,9 +143,10 @@ def _min_similarity(lib: Library, meta: JsonObject, mode: scoring.Mode) -> float
     return scoring.vector_min_similarity(base, mode, lib.settings.rrf_threshold_factor)
 
 
-def _fuse(
+def fuse(
     mode: scoring.Mode, pool: Pool, profiles: list[scoring.Candidate], k: int, limit: int
 ) -> list[scoring.Candidate]:
+    """Fuse the channels the configured way (spec §3.3); profiles are appended."""
     if mode == "rrf":
         return scoring.fuse_rrf(
             [pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles
@@ -195,16 +196,18 @@ def _span(meta: JsonObject, now: datetime) -> scoring.TimeSpan:
     return scoring.time_span(scoring.parse_timestamp(oldest), scoring.parse_timestamp(newest), now)
 
 
-def _context(
-    lib: Library, req: RecallRequest, meta: JsonObject, mode: scoring.Mode, limit: int
-) -> scoring.RecallContext:
+def scoring_context(
+    lib: Library, meta: JsonObject, mode: scoring.Mode, *, limit: int, deep: bool,
+    query_empty: bool,
+) -> scoring.RecallContext:  # fmt: skip
+    """What ranking needs from the retrieval's meta row: pool, boundary, gate, span."""
     now = datetime.now(UTC)
     return scoring.RecallContext(
         pool_size=int(meta.get("pool") or 0),
         limit=limit,
         now=now,
-        deep=req.deep,
-        query_empty=not req.query.strip(),
+        deep=deep,
+        query_empty=query_empty,
         episode_boundary=_boundary(meta),
         gate=_gate(lib, meta, mode),
         span=_span(meta, now) if lib.settings.confidence_enabled else scoring.NO_SPAN,
@@ -237,10 +240,12 @@ def _ranked_body(
     pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), limit)
     profile = meta.get("profile")
     profiles = [profile_candidate(profile)] if isinstance(profile, str) and profile else []
-    fused = _fuse(mode, pool, profiles, lib.settings.rrf_k, limit)
+    fused = fuse(mode, pool, profiles, lib.settings.rrf_k, limit)
     if lib.settings.confidence_enabled:
         fused = scoring.backfill_cosines(fused, stored_cosines(hits))
-    context = _context(lib, req, meta, mode, limit)
+    context = scoring_context(
+        lib, meta, mode, limit=limit, deep=req.deep, query_empty=not req.query.strip()
+    )
     ranked = scoring.rank(fused, context, tunables(lib))
     messages = [message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows]
     body: JsonObject = {"messages": messages}

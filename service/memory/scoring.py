@@ -816,7 +816,7 @@ class Ranked:
     gate_fallback: bool = False
 
 
-def _pre_gate(rows: Sequence[Candidate], ctx: RecallContext, t: Tunables) -> list[Candidate]:
+def pre_gate(rows: Sequence[Candidate], ctx: RecallContext, t: Tunables) -> list[Candidate]:
     """§3.1 step 5 after backfill: the episode penalty, then confidence scoring."""
     out = list(rows)
     if t.episode_penalty_enabled:
@@ -841,7 +841,7 @@ def rank(
     with confidence on), autocut (skipped after a rescue), then the limit cut and reverse.
     """
     t = tunables
-    scored = _pre_gate(rows, ctx, t)
+    scored = pre_gate(rows, ctx, t)
     gated = quality_gate(
         scored, ctx.pool_size, deep=ctx.deep, gate=ctx.gate, k=t.rrf_k, query_empty=ctx.query_empty
     )

@@ -15,9 +15,8 @@ autocut), so rows below the current gate never reach the sample and every
 recalibration could only move the gate up; and ``deep`` would switch off the time
 decay that the runtime confidence score applies. The simulation therefore stops
 right before the gate, reusing the same storage query (``db.recall``) and the same
-pure ranking steps (``scoring``) as the live pipeline: the retrieval flags, cosine
-backfill, time span, episode penalty and confidence of ``recall._ranked_body`` (a change
-there must be mirrored here). A pseudo-query's stored vector is the embedding of its
+pure ranking steps as the live pipeline: ``recall.fuse``, ``recall.scoring_context`` and
+``scoring.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's stored vector is the embedding of its
 content, so no embedding call is made; scores of one pseudo-query are computed once per
 calibration and reused across draws.
 
@@ -30,17 +29,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from service.config import Settings
 from service.db import calibration as cal_store, recall as recall_store
 from service.db.pool import Connection
-from service.memory import query_terms, scoring
+from service.memory import query_terms, recall, scoring
 from service.memory.calibration import stats
 from service.memory.library import Library
 from service.memory.recall import tunables
-from service.memory.recall_rows import Pool, channels_from, stored_cosines
+from service.memory.recall_rows import channels_from, stored_cosines
 from service.models import TenantId
 
 DEPTH = 20
@@ -74,37 +73,6 @@ def gate_floor(settings: Settings, signal: scoring.Signal) -> float:
 class _Scores:
     null: list[float]
     positives: list[float]
-
-
-def _fuse(mode: scoring.Mode, pool: Pool, k: int) -> list[scoring.Candidate]:
-    if mode == "rrf":
-        return scoring.fuse_rrf([pool.vector, pool.episode_text, pool.keyword], k)
-    if mode == "rsf":
-        return scoring.fuse_rsf(pool.vector, [pool.episode_text, pool.keyword])
-    return scoring.cascade(pool.vector, pool.episode_text, [], pool.keyword, DEPTH)
-
-
-def _pre_gate(
-    lib: Library, rows: Sequence[scoring.Candidate], meta: dict[str, Any]
-) -> list[scoring.Candidate]:
-    """The episode penalty and confidence scoring (with the scope's time span), exactly as
-    the live recall runs them before its gate."""
-    t, now = tunables(lib), datetime.now(UTC)
-    out = list(rows)
-    if t.episode_penalty_enabled:
-        out = scoring.apply_episode_penalty(
-            out, _moment(meta, "boundary"), rate=t.episode_decay_rate,
-            floor=t.episode_decay_floor, confidence_enabled=t.confidence_enabled,
-        )  # fmt: skip
-    if t.confidence_enabled:
-        span = scoring.time_span(_moment(meta, "span_oldest"), _moment(meta, "span_newest"), now)
-        out = scoring.score_confidence(out, now=now, span=span, tunables=t)
-    return out
-
-
-def _moment(meta: dict[str, Any], key: str) -> datetime | None:
-    value = meta.get(key)
-    return scoring.parse_timestamp(value) if isinstance(value, str) else None
 
 
 def _label(
@@ -154,10 +122,13 @@ async def _simulate(
     found = await recall_store.recall_candidates(conn, tenant_id, scope, wanted)
     floor = scoring.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
     pool = channels_from(found.hits, (), floor, DEPTH)
-    fused = _fuse(mode, pool, s.rrf_k)
+    fused = recall.fuse(mode, pool, [], s.rrf_k, DEPTH)
     if s.confidence_enabled:  # rows found by words alone get their stored cosine (§3.8)
         fused = scoring.backfill_cosines(fused, stored_cosines(found.hits))
-    return _pre_gate(lib, fused, found.meta)
+    context = recall.scoring_context(
+        lib, found.meta, mode, limit=DEPTH, deep=False, query_empty=False
+    )
+    return scoring.pre_gate(fused, context, tunables(lib))
 
 
 async def calibrate_gate(
