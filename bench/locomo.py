@@ -165,8 +165,12 @@ def _rrf(k: int, depth: int, lexical_weight: float = 1.0) -> FusionFn:
     )
 
 
-def _convex(lexical_weight: float) -> FusionFn:
-    return lambda lex, vec: quality.fuse_scores([lex, vec], [lexical_weight, 1 - lexical_weight])
+def _convex(lexical_weight: float, depth: int = WHAT_IF_DEPTH) -> FusionFn:
+    def fuse(lex: dict[str, float], vec: dict[str, float]) -> list[str]:
+        channels = [dict(list(c.items())[:depth]) for c in (lex, vec)]
+        return quality.fuse_scores(channels, [lexical_weight, 1 - lexical_weight])
+
+    return fuse
 
 
 WHAT_IFS: dict[str, FusionFn] = {
@@ -180,9 +184,14 @@ WHAT_IFS: dict[str, FusionFn] = {
     "rrf k=60, depth 50, lexical x3": _rrf(60, 50, 3.0),
     "rrf k=10, depth 50, lexical x2": _rrf(10, 50, 2.0),
     "rrf k=60, depth 10, lexical x2": _rrf(60, 10, 2.0),
+    "rrf k=60, depth 10, lexical wins ties": _rrf(60, 10, 1.000001),
+    "min-max scores, depth 10, 0.5/0.5": _convex(0.5, 10),
+    "min-max scores, depth 10, 0.7 lexical": _convex(0.7, 10),
     "min-max scores, depth 100, 0.5/0.5": _convex(0.5),
+    "min-max scores, depth 100, 0.6 lexical": _convex(0.6),
     "min-max scores, depth 100, 0.7 lexical": _convex(0.7),
     "min-max scores, depth 100, 0.8 lexical": _convex(0.8),
+    "min-max scores, depth 30, 0.7 lexical": _convex(0.7, 30),
 }
 
 

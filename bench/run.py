@@ -53,6 +53,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--database-url", help="use this Postgres instead of an embedded one (data is left)")
     add("--env", action="append", default=[], metavar="NAME=VALUE", help="service setting")
     add("--keep-data", action="store_true", help="keep the temporary data directory")
+    add("--token-economy", action="store_true", help="then run bench.token_economy too")
     args = parser.parse_args(argv)
     if not 1 <= args.repeat <= MAX_REPEAT:
         parser.error(f"--repeat takes 1 to {MAX_REPEAT}")
@@ -333,6 +334,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.out.with_suffix(".md").write_text(table)
     print(table)
     print(f"results: {args.out} (tables: {args.out.with_suffix('.md')})", file=sys.stderr)
+    if args.token_economy:
+        from bench import token_economy
+
+        token_economy.main(["--quick"] if args.quick else [])
 
 
 if __name__ == "__main__":

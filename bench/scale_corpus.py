@@ -407,8 +407,9 @@ async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
 def retrieval(text: str, vector: Sequence[float]) -> Any:
     """The service's ``Retrieval`` for a plain recall (limit 10, no filters) of ``text``.
 
-    Built field by field from the service's own dataclass, so a new field fails loudly
-    here instead of silently measuring another statement.
+    Built field by field from the service's own dataclass (defaults as configured by
+    default), so a new required field fails loudly here instead of silently measuring
+    another statement.
     """
     from service.db import recall as store
     from service.memory import query_terms
@@ -417,9 +418,13 @@ def retrieval(text: str, vector: Sequence[float]) -> Any:
     known: dict[str, Any] = {
         "vector": list(vector), "tsquery": terms.tsquery, "patterns": list(terms.patterns),
         "lexemes": list(getattr(terms, "lexemes", ())), "limit": 10, "episodes": True,
-        "recency": False,
+        "recency": False, "confidence": False,
     }  # fmt: skip
-    return store.Retrieval(**{f.name: known[f.name] for f in dataclasses.fields(store.Retrieval)})
+    fields = dataclasses.fields(store.Retrieval)
+    missing = dataclasses.MISSING
+    return store.Retrieval(
+        **{f.name: known[f.name] for f in fields if f.name in known or f.default is missing}
+    )
 
 
 class _Captured(Exception):
