@@ -51,7 +51,7 @@ def embedded_server(
         yield None
         return
     embedded = EmbeddedPostgres(settings.data_dir)
-    migrate.upgrade(embedded.start())
+    migrate.upgrade(embedded.start(keep_running=keep_running))
     try:
         yield embedded
     finally:

@@ -118,3 +118,27 @@ def test_prune_dead_handles_keeps_live_pids(tmp_path: Path) -> None:
     assert prune_dead_handles(tmp_path) == [dead.pid]
     assert json.loads((tmp_path / HANDLE_FILE).read_text()) == [os.getpid()]
     assert prune_dead_handles(tmp_path / "missing") == []
+
+
+def test_db_url_leaves_the_embedded_server_running_for_psql(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
+    env.pop("DATABASE_URL", None)
+    env["CPERSONA_DATA_DIR"] = str(tmp_path)
+    url = subprocess.run(
+        [sys.executable, "-m", "service", "db", "url"],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    ).stdout.strip()  # fmt: skip
+    try:
+        assert _postmaster_running(tmp_path)
+        result = subprocess.run(
+            [sys.executable, "-c", "import asyncio, asyncpg, sys\n"
+             "async def main():\n    c = await asyncpg.connect(sys.argv[1])\n"
+             "    print(await c.fetchval('SELECT count(*) FROM tenants'))\n    await c.close()\n"
+             "asyncio.run(main())", url],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        assert result.stdout.strip() == "0"
+    finally:
+        pid = int((tmp_path / "pgdata" / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)
+        psutil.Process(pid).wait(timeout=30)

