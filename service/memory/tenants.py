@@ -121,7 +121,7 @@ async def authenticate(db: Database, key: str) -> Caller | None:
     """Resolve a presented key to its caller; None when unknown, revoked or expired."""
     if not _KEY.match(key):
         return None
-    async with db.admin_tx() as conn:
+    async with db.admin_conn() as conn:  # one statement, one round trip (no BEGIN/COMMIT)
         row = await store.api_key_for_auth(conn, key[:PREFIX_LENGTH])
         if row is None or not hmac.compare_digest(row.key_hash, hash_key(key)):
             return None
