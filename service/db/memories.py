@@ -115,7 +115,12 @@ async def list_memories(
     project_id: str | None,
     limit: int,
 ) -> list[MemoryListRow]:
-    records = await conn.fetch(QUERIES["list_memories"], tenant_id, agent_name, project_id, limit)
+    if agent_name is None:
+        records = await conn.fetch(QUERIES["list_memories"], tenant_id, project_id, limit)
+    else:
+        records = await conn.fetch(
+            QUERIES["list_agent_memories"], tenant_id, agent_name, project_id, limit
+        )
     return [
         MemoryListRow(
             id=r["id"],

@@ -56,16 +56,28 @@ SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
        (SELECT id FROM content_hit) AS duplicate_content
 
 -- list_memories --
--- Newest-first listing of a tenant's memories (spec list_memories), agent optional,
--- project read rule: NULL = all projects, '' = global pool, X = X plus global pool.
--- $1 tenant_id uuid, $2 agent name text (NULL = all agents), $3 project_id text (NULL = all),
--- $4 limit int
+-- Newest-first listing of every agent's memories in the tenant (spec list_memories with
+-- an empty agent), walking the (tenant, created_at) index; project read rule: NULL = all
+-- projects, '' = global pool, X = X plus global pool.
+-- $1 tenant_id uuid, $2 project_id text (NULL = all), $3 limit int
 SELECT m.id, a.name AS agent_id, m.project_id, m.content, m.source, m.timestamp_text,
        m.created_at, m.locked, m.channel
 FROM memories m
 JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR a.name = $2)
+  AND ($2::text IS NULL OR m.project_id = $2 OR m.project_id = '')
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT $3
+
+-- list_agent_memories --
+-- Newest-first listing of one agent's memories, walking the (tenant, agent, created_at)
+-- index; same project rule as list_memories.
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text (NULL = all), $4 limit int
+SELECT m.id, $2::text AS agent_id, m.project_id, m.content, m.source, m.timestamp_text,
+       m.created_at, m.locked, m.channel
+FROM memories m
+WHERE m.tenant_id = $1
+  AND m.agent_id = (SELECT id FROM agents WHERE tenant_id = $1 AND name = $2)
   AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
 ORDER BY m.created_at DESC, m.id DESC
 LIMIT $4
