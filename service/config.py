@@ -113,6 +113,8 @@ class Settings:
     fused_gate_enabled: bool = True
     confidence_enabled: bool = False
     degraded_advisory: bool = True
+    rsf_lexical_weight: float = 0.5
+    recall_depth: int = 0
     calibrate_sample_size: int = 200
     calibrate_max_sample: int = 2000
     """Upper clamp of calibrate_threshold's sample: the null distribution is all pairs."""
@@ -292,6 +294,8 @@ def _read_recall(r: _Reader) -> None:
     r.read("fused_gate_enabled", _parse_bool, "CPERSONA_FUSED_GATE_ENABLED")
     r.read("confidence_enabled", _parse_bool, "CPERSONA_CONFIDENCE_ENABLED")
     r.read("degraded_advisory", _parse_bool, "CPERSONA_DEGRADED_ADVISORY")
+    r.read("rsf_lexical_weight", unit, "CPERSONA_RSF_LEXICAL_WEIGHT")
+    r.read("recall_depth", _parse_int(0, 1000), "CPERSONA_RECALL_DEPTH")
 
 
 def _read_calibration(r: _Reader) -> None:

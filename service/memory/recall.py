@@ -144,15 +144,19 @@ def _min_similarity(lib: Library, meta: JsonObject, mode: scoring.Mode) -> float
 
 
 def fuse(
-    mode: scoring.Mode, pool: Pool, profiles: list[scoring.Candidate], k: int, limit: int
-) -> list[scoring.Candidate]:
+    mode: scoring.Mode, pool: Pool, profiles: list[scoring.Candidate], k: int, limit: int,
+    lexical_weight: float = 0.5,
+) -> list[scoring.Candidate]:  # fmt: skip
     """Fuse the channels the configured way (spec §3.3); profiles are appended."""
     if mode == "rrf":
         return scoring.fuse_rrf(
             [pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles
         )
     if mode == "rsf":
-        return scoring.fuse_rsf(pool.vector, [pool.episode_text, pool.keyword], profiles=profiles)
+        return scoring.fuse_rsf(
+            pool.vector, [pool.episode_text, pool.keyword], profiles=profiles,
+            lexical_weight=lexical_weight,
+        )  # fmt: skip
     return scoring.cascade(pool.vector, pool.episode_text, profiles, pool.keyword, limit)
 
 
@@ -166,11 +170,12 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     limit = clamp(req.limit, 0, lib.settings.max_memories)
     mode = scoring.recall_mode(lib.settings.recall_mode, req.query)
     embedded = await _embed(lib, req.query, mode) if limit else _Embedded(None, False)
+    depth = max(limit, lib.settings.recall_depth) if limit else 0
     terms = query_terms.build(req.query)
     scope = _scope(req)
     async with lib.db.tenant_tx(tenant_id) as conn:
         found = await store.recall_candidates(
-            conn, tenant_id, scope, _retrieval(lib, req, limit, embedded.vector, terms, mode)
+            conn, tenant_id, scope, _retrieval(lib, req, depth, embedded.vector, terms, mode)
         )
         hits = found.hits
         text_hits = [h for h in hits if h.channel == "memory_text"]
@@ -237,10 +242,11 @@ def _ranked_body(
     mode: scoring.Mode, limit: int,
 ) -> tuple[JsonObject, list[int]]:  # fmt: skip
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
-    pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), limit)
+    depth = max(limit, lib.settings.recall_depth)
+    pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), depth)
     profile = meta.get("profile")
     profiles = [profile_candidate(profile)] if isinstance(profile, str) and profile else []
-    fused = fuse(mode, pool, profiles, lib.settings.rrf_k, limit)
+    fused = fuse(mode, pool, profiles, lib.settings.rrf_k, limit, lib.settings.rsf_lexical_weight)
     if lib.settings.confidence_enabled:
         fused = scoring.backfill_cosines(fused, stored_cosines(hits))
     context = scoring_context(

@@ -345,26 +345,32 @@ def fuse_rsf(
     lexical: Sequence[Channel] = (),
     *,
     profiles: Sequence[Candidate] = (),
+    lexical_weight: float = 0.5,
 ) -> list[Candidate]:
     """Relative-score fusion (§3.3), then the profile rows appended (§3.2).
 
     The raw score is ``cosine`` on the vector channel and ``lexical`` on each full-text
     channel; each channel is min-max normalised (:func:`normalise_channel`) over its
-    non-excluded rows. A row's fused score is the sum of its normalised values divided by
-    the number of non-empty channels, which keeps it on the cosine [0, 1] scale for the gate.
-    First occurrence of an identity is the row kept; sorted descending and stable.
+    non-excluded rows. A row's fused score is the weighted sum of its normalised values
+    divided by the total weight of the non-empty channels, which keeps it on the cosine
+    [0, 1] scale for the gate. ``lexical_weight`` 0.5 weighs every channel equally (the
+    spec); higher values trust full text more (each text channel gets ``2w``, the vector
+    channel ``2(1-w)``). First occurrence of an identity is the row kept; sorted
+    descending and stable.
     """
-    sources = [(vector, _cosine_of), *((channel, _lexical_of) for channel in lexical)]
+    sources = [(vector, _cosine_of, 2 * (1 - lexical_weight))] + [
+        (channel, _lexical_of, 2 * lexical_weight) for channel in lexical
+    ]
     first: dict[Identity, Candidate] = {}
     fused: dict[Identity, float] = {}
-    active = 0
-    for channel, signal in sources:
+    active = 0.0
+    for channel, signal, weight in sources:
         rows = _unique_rows(channel)
-        active += bool(rows)
-        for row, weight in zip(rows, normalise_channel([signal(r) for r in rows]), strict=True):
+        active += weight if rows else 0.0
+        for row, norm in zip(rows, normalise_channel([signal(r) for r in rows]), strict=True):
             first.setdefault(row.identity, row)
-            fused[row.identity] = fused.get(row.identity, 0.0) + weight
-    divisor = active or 1
+            fused[row.identity] = fused.get(row.identity, 0.0) + weight * norm
+    divisor = active or 1.0
     order = sorted(fused, key=fused.__getitem__, reverse=True)
     return [replace(first[key], rsf=fused[key] / divisor) for key in order] + list(profiles)
 
