@@ -43,6 +43,7 @@ from service.mcp import context
 from service.mcp.server import all_tools, build_mcp_server
 from service.memory import embedding_queue, tenants
 from service.memory.library import Library, build_library
+from service.memory.usage import UsageCounter
 from service.models import Caller
 
 log = get_logger("service.request")
@@ -98,6 +99,11 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
+FAILED_OUTCOMES = frozenset(
+    {"failed", "invalid_input", "unknown_tool", "response_too_large", "server_error"}
+)
+
+
 class McpEdge:
     """ASGI wrapper of the MCP endpoint: auth, body limits both ways, bytes, log, metrics."""
 
@@ -107,11 +113,13 @@ class McpEdge:
         lib: Library,
         anonymous: Caller | None,
         metrics: EdgeMetrics | None = None,
+        usage: UsageCounter | None = None,
     ) -> None:
         self._app = app
         self._lib = lib
         self._anonymous = anonymous
         self._metrics = metrics
+        self._usage = usage
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         info = context.RequestInfo(request_id=uuid.uuid4().hex[:16])
@@ -194,6 +202,12 @@ class McpEdge:
             bytes_out=guard.bytes_out,
             duration_ms=round(seconds * 1000, 2),
         )
+        if self._usage is not None and caller is not None and info.tool is not None:
+            self._usage.add(
+                caller.tenant_id, info.tool[:100], failed=outcome in FAILED_OUTCOMES,
+                bytes_out=guard.bytes_out, chars_returned=info.chars_returned,
+                chars_saved=info.chars_saved,
+            )  # fmt: skip
         if self._metrics is not None:
             self._metrics.observe(
                 tool=info.tool,
@@ -202,6 +216,35 @@ class McpEdge:
                 seconds=seconds,
                 sent=guard.bytes_out,
             )
+
+
+USAGE_FLUSH_SECONDS = 5.0
+
+
+@contextlib.asynccontextmanager
+async def _usage_flusher(lib: Library, usage: UsageCounter) -> AsyncIterator[None]:
+    """Flush usage counters every few seconds, and once more at shutdown."""
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(USAGE_FLUSH_SECONDS)
+            await _flush(lib, usage)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await _flush(lib, usage)
+
+
+async def _flush(lib: Library, usage: UsageCounter) -> None:
+    try:
+        await usage.flush(lib)
+    except Exception:  # counting must never take the service down; the loss is logged
+        log.exception("usage_flush_failed")
 
 
 def _metrics_endpoint(metrics: EdgeMetrics) -> Any:
@@ -285,14 +328,15 @@ def create_app(
     )
     manager = server.session_manager
     metrics = EdgeMetrics(spec.name for spec in all_tools()) if settings.metrics_enabled else None
-    edge = McpEdge(StreamableHTTPASGIApp(manager), lib, anonymous, metrics)
+    usage = UsageCounter()
+    edge = McpEdge(StreamableHTTPASGIApp(manager), lib, anonymous, metrics, usage)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await db.open()
         try:
             recorded = await embedding_queue.start_up(lib)
-            async with manager.run(), _embedding_worker(lib, recorded):
+            async with manager.run(), _embedding_worker(lib, recorded), _usage_flusher(lib, usage):
                 yield
         finally:
             await lib.aclose()

@@ -27,6 +27,8 @@ class RequestInfo:
     tool: str | None = None
     outcome: str | None = None
     session_key: str = ""  # X-CPersona-Session: selects a session pause, never an identity
+    chars_returned: int = 0  # content characters in the tool's answer
+    chars_saved: int = 0  # characters previews and budgets left out of it
 
 
 current_request: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar(
@@ -72,3 +74,11 @@ def current_session_key() -> str:
     """The session key of the request being served ('' outside a request)."""
     info = current_request.get()
     return info.session_key if info is not None else ""
+
+
+def note_chars(returned: int, saved: int) -> None:
+    """Record the content characters a tool returned and those previews held back."""
+    info = current_request.get()
+    if info is not None:
+        info.chars_returned = returned
+        info.chars_saved = saved

@@ -26,6 +26,7 @@ from service.logs import get_logger
 from service.mcp import (
     acl,
     context,
+    shaping,
     tools_agent,
     tools_calibration,
     tools_contents,
@@ -146,6 +147,7 @@ class Dispatcher:
             return _validation_error(error.message)
         body = await self._run(spec, args)
         context.note_tool(name, _outcome(body))
+        context.note_chars(*shaping.char_accounting(body))
         return _text_result(body)
 
     async def _run(self, spec: ToolSpec, args: JsonObject) -> JsonObject:

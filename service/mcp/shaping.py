@@ -333,3 +333,28 @@ def _contents_response(
         response["deferred"] = deferred
         response["budget_chars"] = budget_chars
     return response
+
+
+# -- accounting ------------------------------------------------------------------------------
+
+_ROW_LISTS: Final = ("messages", "memories", "episodes", "items")
+_TEXT_FIELDS: Final = ("content", "summary", "keywords")
+
+
+def char_accounting(body: Mapping[str, object]) -> tuple[int, int]:
+    """(characters of row text returned, characters previews and budgets held back).
+
+    Counts the text fields of the rows of a tool answer; a trimmed field contributes
+    ``<field>_len`` minus what was sent to the saving. Used for usage statistics.
+    """
+    returned = saved = 0
+    for key in _ROW_LISTS:
+        rows = _rows_of(body.get(key))
+        for row in rows or ():
+            for field in _TEXT_FIELDS:
+                sent = _text_len(row, field)
+                full = row.get(f"{field}_len")
+                returned += sent
+                if row.get(f"{field}_truncated") and isinstance(full, int):
+                    saved += max(0, full - sent)
+    return returned, saved

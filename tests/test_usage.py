@@ -1,0 +1,27 @@
+"""Daily usage per tenant and tool: counted per request, flushed to usage_daily."""
+
+from __future__ import annotations
+
+from service.config import Settings
+from service.memory.library import Library
+from tests.support import Agent, new_tenant, serve
+
+
+async def test_usage_counts_calls_bytes_and_characters_saved_by_previews(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    async with serve(settings, database_url) as served:
+        client = Agent(served, await new_tenant(lib, "usage"))
+        await client.call("store", agent_id="a", message={"content": "fig " + "f" * 1500})
+        await client.call("recall", agent_id="a", query="fig", deep=True)
+        await client.raw("store", {"message": {}})  # a schema error counts as a failure
+    async with lib.db.admin_tx() as conn:  # the final flush ran at shutdown
+        rows = {r["tool"]: dict(r) for r in await conn.fetch("SELECT * FROM usage_daily")}
+        ops = await conn.fetch("SELECT * FROM ops.usage_daily")
+    assert rows["store"]["calls"] == 2
+    assert rows["store"]["failures"] == 1
+    assert rows["recall"]["calls"] == 1
+    assert rows["recall"]["chars_returned"] == 500
+    assert rows["recall"]["chars_saved"] == 1004
+    assert rows["recall"]["bytes_out"] > 500
+    assert len(ops) == len(rows)
