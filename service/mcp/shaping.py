@@ -358,3 +358,19 @@ def char_accounting(body: Mapping[str, object]) -> tuple[int, int]:
                 if row.get(f"{field}_truncated") and isinstance(full, int):
                     saved += max(0, full - sent)
     return returned, saved
+
+
+def shape_listing(
+    key: Literal["memories", "episodes"], rows: Sequence[Row], preview_chars: int
+) -> dict[str, object]:
+    """A list tool's answer ``{<key>: rows, count, budget_chars?}`` under its budget (§4.7)."""
+    if key == "memories":
+        shaped, trimmed = budget_list_memories(rows, preview_chars)
+        budget = LIST_MEMORIES_BUDGET_CHARS
+    else:
+        shaped, trimmed = budget_list_episodes(rows, preview_chars)
+        budget = LIST_EPISODES_BUDGET_CHARS
+    body: dict[str, object] = {key: shaped, "count": len(shaped)}
+    if trimmed:
+        body["budget_chars"] = budget
+    return body

@@ -77,11 +77,7 @@ async def _list_episodes(env: ToolEnv, args: JsonObject) -> JsonObject:
         project_id=args.get("project_id"),
         limit=args.get("limit", 50),
     )
-    shaped, trimmed = shaping.budget_list_episodes(rows, env.lib.settings.recall_preview_chars)
-    body: JsonObject = {"episodes": shaped, "count": len(shaped)}
-    if trimmed:
-        body["budget_chars"] = shaping.LIST_EPISODES_BUDGET_CHARS
-    return body
+    return shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
 
 
 LIST_EPISODES = ToolSpec(

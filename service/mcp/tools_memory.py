@@ -85,11 +85,7 @@ async def _list_memories(env: ToolEnv, args: JsonObject) -> JsonObject:
         project_id=args.get("project_id"),
         limit=args.get("limit", 100),
     )
-    shaped, trimmed = shaping.budget_list_memories(rows, env.lib.settings.recall_preview_chars)
-    body: JsonObject = {"memories": shaped, "count": len(shaped)}
-    if trimmed:
-        body["budget_chars"] = shaping.LIST_MEMORIES_BUDGET_CHARS
-    return body
+    return shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
 
 
 LIST_MEMORIES = ToolSpec(
