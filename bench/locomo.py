@@ -83,6 +83,7 @@ class Variant:
 
 
 DEFAULT_VARIANTS = (Variant("default", {}), Variant("deep", {}, deep=True))
+RSF_07 = {"CPERSONA_RECALL_MODE": "rsf", "CPERSONA_RSF_LEXICAL_WEIGHT": "0.7"}
 TUNING_VARIANTS = (
     Variant("vector only (FTS off)", {"CPERSONA_FTS_ENABLED": "false"}),
     Variant("vector only, deep", {"CPERSONA_FTS_ENABLED": "false"}, deep=True),
@@ -100,6 +101,22 @@ TUNING_VARIANTS = (
     ),
     Variant("cascade", {"CPERSONA_RECALL_MODE": "cascade"}),
     Variant("rrf k=10, deep", {"CPERSONA_RRF_K": "10"}, deep=True),
+    Variant("rrf, depth 50", {"CPERSONA_RECALL_DEPTH": "50"}),
+    Variant(
+        "rsf, lexical 0.7", {"CPERSONA_RECALL_MODE": "rsf", "CPERSONA_RSF_LEXICAL_WEIGHT": "0.7"}
+    ),
+    Variant("rsf, lexical 0.7, depth 100", {**RSF_07, "CPERSONA_RECALL_DEPTH": "100"}),
+    Variant(
+        "rsf, lexical 0.7, depth 100, deep", {**RSF_07, "CPERSONA_RECALL_DEPTH": "100"}, deep=True
+    ),
+    Variant(
+        "rsf, lexical 0.6, depth 30",
+        {
+            "CPERSONA_RECALL_MODE": "rsf",
+            "CPERSONA_RSF_LEXICAL_WEIGHT": "0.6",
+            "CPERSONA_RECALL_DEPTH": "30",
+        },
+    ),
 )
 
 

@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -520,12 +521,33 @@ def load_table(results: dict[str, Any]) -> list[str]:
     return rows
 
 
+PLAN_KEY_LINES = re.compile(
+    r"(Scan using|Seq Scan|Bitmap (Heap|Index) Scan|Sort  |Limit  |Execution Time|Planning Time"
+    r"|^  CTE )"
+)
+
+
+def plan_outline(plan: str) -> list[str]:
+    """The access paths and timings of a plan (the full text is in the JSON)."""
+    return [re.sub(r"(Filter|Cond): .*", r"\1: ...", line)[:170]
+            for line in plan.splitlines()
+            if PLAN_KEY_LINES.search(line) and "never executed" not in line]  # fmt: skip
+
+
+def plan_times(plans: dict[str, str]) -> str:
+    times = {mode: next((ln.split(":", 1)[1].strip() for ln in plan.splitlines()
+                         if ln.startswith("Execution Time")), "?")
+             for mode, plan in plans.items()}  # fmt: skip
+    return ", ".join(f"{mode}: {value}" for mode, value in times.items())
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = [
         f"Machine: {m['cpu_model']}, {m['nproc']} cores, {m['memory_gib']} GiB, commit"
         f" {m['git_commit']}, {m['date_utc']}, load {m['load_average_at_start']} →"
-        f" {m.get('load_average_at_end')}, {m['busy_cores_before_start']} cores busy at start.",
+        f" {m.get('load_average_at_end')}, {m['busy_cores_before_start']} cores busy at start."
+        f" Service code snapshot {results.get('code')}.",
         "",
         *latency_table(results),
         "",
@@ -533,9 +555,10 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for s in results["scenarios"]:
         scans = {k: v for r in s["runs"] for k, v in r["index_scans"].items()}
-        lines += ["", f"### {s['tier']}", "", f"Index scans during the runs: {scans}", ""]
-        for name, plan in s["explain"].items():
-            lines += [f"EXPLAIN ({name}):", "", "```", plan, "```", ""]
+        lines += ["", f"### {s['tier']}", "", f"Index scans during the runs: {scans}", "",
+                  f"Execution times: {plan_times(s['explain'])}", "",
+                  "Chosen plan (outline):", "", "```", *plan_outline(s["explain"]["chosen"]),
+                  "```"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
