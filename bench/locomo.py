@@ -427,8 +427,11 @@ def variants_for(mode: str, args: argparse.Namespace) -> list[Variant]:
     chosen = list(DEFAULT_VARIANTS)
     if mode == "local" and args.tune:
         chosen += TUNING_VARIANTS
-    if args.variants:
-        wanted = {v.strip() for v in args.variants.split(",")}
+    if args.variant:
+        wanted = {v.strip() for v in args.variant}
+        unknown = wanted - {v.name for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS)}
+        if unknown:
+            raise harness.BenchError(f"unknown variant(s): {sorted(unknown)}")
         chosen = [v for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS) if v.name in wanted]
     return chosen
 
@@ -601,7 +604,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--clients", type=int, default=4, help="concurrent MCP sessions (default: %(default)s)")
     add("--tune", action="store_true", help="also run the tuning variants (local mode)")
     add("--what-if", action="store_true", help="also run the offline fusion what-ifs")
-    add("--variants", help="run only these variants (comma-separated names)")
+    add("--variant", action="append", default=[], help="run only this variant (repeatable)")
     add("--env", type=_env_pair, action="append", default=[], help="service setting NAME=VALUE")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--per-question", type=Path, help="also write each question's ranking here")
