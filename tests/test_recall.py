@@ -233,3 +233,13 @@ async def test_recall_is_confined_to_the_tenant(lib: Library, served: Served) ->
     b = Agent(served, await new_tenant(lib, "rb"))
     await _store(a, "secret durian")
     assert await _recall(b, "durian", deep=True) == []
+
+
+async def test_common_words_alone_still_find_rows(client: Agent) -> None:
+    """A word in most rows is not a candidate word, but it must not empty the answer."""
+    for i in range(12):
+        await _store(client, f"Caroline: note {i} about her day")
+    await _store(client, "Melanie: painted a lake")
+    rows = await _recall(client, "What is Caroline's relationship status?", deep=True)
+    assert rows
+    assert all(row["content"].startswith("Caroline") for row in rows if "ref" in row)

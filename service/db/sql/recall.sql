@@ -50,11 +50,14 @@ WITH agent AS (
     FROM unnest($12::text[]) AS t(term)
     CROSS JOIN LATERAL (SELECT to_tsquery('simple', quote_literal(t.term)) AS query) q
 ), corpus AS MATERIALIZED (
-    -- Candidate words: those in under 20% of the sample (all words when none is).
+    -- Candidate words: those in under 20% of the sample that occur at all (a word absent
+    -- from a sample holding every row of the scope matches nothing); all words when no
+    -- word qualifies, so a query of only common words still finds rows.
     SELECT greatest((SELECT count(*) FROM sample), 1) AS n,
            (SELECT avg(length(content_tsv)) FROM sample) AS avgdl,
            coalesce((SELECT string_agg(quote_literal(s.term), ' | ') FROM term_stats s
-                     WHERE s.df * 5 < greatest((SELECT count(*) FROM sample), 1)), $7) AS words
+                     WHERE s.df * 5 < greatest((SELECT count(*) FROM sample), 1)
+                       AND (s.df > 0 OR (SELECT count(*) FROM sample) >= 2000)), $7) AS words
 ), fts_candidates AS NOT MATERIALIZED (
     -- Rows matching a candidate word (GIN postings of this agent) or a substring pattern
     -- (trigram index), bounded so one recall never scores an unbounded set.

@@ -2,10 +2,13 @@
 -- Confine the current transaction: switch to the application role (RLS applies)
 -- and set the tenant the policies compare against. Also let HNSW scans continue past
 -- rows of other agents (pgvector iterative scan), so a small agent in a large table
--- still gets its nearest rows. All settings are transaction-local.
+-- still gets its nearest rows, and plan every statement for its actual parameters (a
+-- generic plan of the recall statement drops the HNSW index: 352 ms instead of 27 ms at
+-- 100k rows). All settings are transaction-local.
 -- $1 role text, $2 tenant_id text
 SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
-       set_config('hnsw.iterative_scan', 'relaxed_order', true)
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- ping --
 -- Liveness of the database connection.
