@@ -160,7 +160,7 @@ def load(path: Path, conversations: int | None, questions: int | None) -> list[C
 
 def offline_bm25(convs: Sequence[Conversation]) -> dict[str, quality.Summary]:
     """Plain BM25 on the same corpus and questions (the protocol's sanity check)."""
-    from service.memory.query_terms import STOPWORDS
+    from service.memory.recall.query_terms import STOPWORDS
 
     per_question = []
     for conv in convs:
@@ -242,7 +242,7 @@ def what_if(convs: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
     Not the service: plain BM25 (service stopwords) and brute-force cosine over the
     same turns, to show which fusion shape could beat BM25 alone on this protocol.
     """
-    from service.memory.query_terms import STOPWORDS
+    from service.memory.recall.query_terms import STOPWORDS
 
     per_config: dict[str, list[tuple[int, quality.Scores]]] = {name: [] for name in WHAT_IFS}
     for conv in convs:

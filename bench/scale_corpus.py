@@ -412,7 +412,7 @@ def retrieval(text: str, vector: Sequence[float]) -> Any:
     another statement.
     """
     from service.db import recall as store
-    from service.memory import query_terms
+    from service.memory.recall import query_terms
 
     terms = query_terms.build(text)
     known: dict[str, Any] = {

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from service.cli import main
+from service.cli.main import main
 
 main()

@@ -15,7 +15,7 @@ import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from service.app import create_app
+from service.app.factory import create_app
 from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library

@@ -15,11 +15,13 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
-from service.memory import calibration, edits, scoring, tenants, writes
+from service.memory import calibration, tenants
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory.health import deep
 from service.memory.library import Library
+from service.memory.memories import edits, store
+from service.memory.recall import scoring
 from service.models import TenantId
 from tests.support import Agent, Served, serve, text
 
@@ -89,7 +91,7 @@ def _dated(topics: Sequence[Sequence[str]], first_day: int) -> list[tuple[str, s
 async def _seed(lib: Library, tenant: TenantId, agent: str, rows: list[tuple[str, str]]) -> None:
     for content, timestamp in rows:
         message = {"content": content, "timestamp": timestamp}
-        stored = await writes.store(lib, tenant, writes.StoreRequest(agent, message))
+        stored = await store.store(lib, tenant, store.StoreRequest(agent, message))
         assert stored["result"] == "stored", stored
         assert stored["embedded"] is True, stored
 

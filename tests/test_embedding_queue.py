@@ -35,9 +35,11 @@ from starlette.routing import Route
 
 from service.config import Settings
 from service.db.pool import Database
-from service.memory import agents, edits, embedding_queue, episodes, queue, tenants, writes
+from service.memory import agents, episodes, tenants
 from service.memory.embeddings.base import l2_normalise
 from service.memory.library import Library, build_library
+from service.memory.memories import edits, store
+from service.memory.queue import backlog, worker
 from service.models import TenantId
 
 
@@ -127,8 +129,8 @@ async def _tenant(lib: Library, slug: str = "acme") -> TenantId:
 
 
 async def _store(lib: Library, tenant: TenantId, content: str, agent: str = "a") -> int:
-    request = writes.StoreRequest(agent_id=agent, message={"content": content})
-    body = await writes.store(lib, tenant, request)
+    request = store.StoreRequest(agent_id=agent, message={"content": content})
+    body = await store.store(lib, tenant, request)
     assert body["result"] == "stored", body
     return int(body["id"])
 
@@ -164,23 +166,23 @@ async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
-    body = await writes.store(
-        http_lib, tenant, writes.StoreRequest(agent_id="a", message={"content": "queued fact"})
+    body = await store.store(
+        http_lib, tenant, store.StoreRequest(agent_id="a", message={"content": "queued fact"})
     )
     assert body == {"ok": True, "result": "stored", "id": body["id"], "embedded": False}
     assert (await _memory(http_lib.db, body["id"]))["embedding"] is None
     [job] = await _jobs(http_lib.db)
     assert (job["item_kind"], job["item_id"], job["attempts"]) == ("mem", body["id"], 0)
     assert "HTTP 500" in job["last_error"]
-    status = await queue.queue_status(http_lib, tenant)
+    status = await backlog.queue_status(http_lib, tenant)
     assert status["pending"] == 1
     assert status["oldest_pending_seconds"] >= 0
     fake.reset()
-    result = await embedding_queue.drain_once(http_lib)
+    result = await worker.drain_once(http_lib)
     assert (result.claimed, result.embedded, result.failed) == (1, 1, 0)
     _assert_vector_of(await _memory(http_lib.db, body["id"]), "queued fact")
     assert await _jobs(http_lib.db) == []
-    assert (await queue.queue_status(http_lib, tenant))["pending"] == 0
+    assert (await backlog.queue_status(http_lib, tenant))["pending"] == 0
 
 
 async def test_slow_provider_does_not_hold_the_write(http_lib: Library, fake: FakeEmbedder) -> None:
@@ -211,7 +213,7 @@ async def test_archive_and_update_queue_when_down_and_drain_later(
     jobs = {(job["item_kind"], job["item_id"]) for job in await _jobs(http_lib.db)}
     assert jobs == {("ep", episode["episode_id"]), ("mem", memory)}
     fake.reset()
-    assert (await embedding_queue.drain_once(http_lib)).embedded == 2
+    assert (await worker.drain_once(http_lib)).embedded == 2
     assert sorted(fake.answered) == ["a session k1, k2", "second version"]
     _assert_vector_of(await _memory(http_lib.db, memory), "second version")
 
@@ -225,19 +227,19 @@ async def test_failures_back_off_exponentially_and_give_up_at_the_limit(
         fake.reset(failing=True)
         memory = await _store(lib, tenant, "stubborn")
         for attempt, wait in ((1, 10), (2, 20), (3, 40)):
-            result = await embedding_queue.drain_once(lib)
+            result = await worker.drain_once(lib)
             assert (result.claimed, result.failed) == (1, 1)
             [job] = await _jobs(db)
             assert job["attempts"] == attempt
             assert wait - 1.5 < job["wait"] <= wait
             assert "HTTP 500" in job["last_error"]
             await _fetch(db, "UPDATE embedding_jobs SET run_after = clock_timestamp()")
-        assert (await embedding_queue.drain_once(lib)).claimed == 0  # given up, kept
-        status = await queue.queue_status(lib, tenant)
+        assert (await worker.drain_once(lib)).claimed == 0  # given up, kept
+        status = await backlog.queue_status(lib, tenant)
         assert (status["pending"], status["failed"]) == (0, 1)
-        assert await queue.enqueue_reembed(lib, tenant, every_row=False, reset=True) == 1
+        assert await backlog.enqueue_reembed(lib, tenant, every_row=False, reset=True) == 1
         fake.reset()
-        assert (await embedding_queue.drain_once(lib)).embedded == 1
+        assert (await worker.drain_once(lib)).embedded == 1
         _assert_vector_of(await _memory(db, memory), "stubborn")
     finally:
         await lib.aclose()
@@ -248,7 +250,7 @@ async def test_one_bad_text_does_not_fail_its_batch(http_lib: Library, fake: Fak
     fake.reset(failing=True)
     ids = [await _store(http_lib, tenant, text) for text in ("good one", "!poison", "good two")]
     fake.reset()
-    result = await embedding_queue.drain_once(http_lib)
+    result = await worker.drain_once(http_lib)
     assert (result.claimed, result.embedded, result.failed) == (3, 2, 1)
     [job] = await _jobs(http_lib.db)
     assert (job["item_id"], job["attempts"]) == (ids[1], 1)
@@ -269,7 +271,7 @@ async def test_two_concurrent_drainers_never_embed_the_same_job(
 
     async def drain_all(lib: Library) -> int:
         embedded = 0
-        while (result := await embedding_queue.drain_once(lib, limit=5)).claimed:
+        while (result := await worker.drain_once(lib, limit=5)).claimed:
             embedded += result.embedded
         return embedded
 
@@ -289,11 +291,11 @@ async def test_fresh_writes_are_embedded_before_a_bulk_re_embed(
 ) -> None:
     tenant = await _tenant(http_lib)
     await _store(http_lib, tenant, "embedded long ago")
-    assert await queue.enqueue_reembed(http_lib, tenant, every_row=True, reset=True) == 1
+    assert await backlog.enqueue_reembed(http_lib, tenant, every_row=True, reset=True) == 1
     fake.reset(failing=True)
     fresh = await _store(http_lib, tenant, "written just now")
     fake.reset()
-    assert (await embedding_queue.drain_once(http_lib, limit=1)).embedded == 1
+    assert (await worker.drain_once(http_lib, limit=1)).embedded == 1
     assert fake.answered == ["written just now"]
     assert (await _memory(http_lib.db, fresh))["embedding"] is not None
 
@@ -311,7 +313,7 @@ async def test_jobs_of_deleted_rows_are_dropped(http_lib: Library, fake: FakeEmb
     assert [job["item_id"] for job in await _jobs(http_lib.db)] == [vanished]
     await _fetch(http_lib.db, "DELETE FROM memories WHERE id = $1", vanished)
     fake.reset()
-    result = await embedding_queue.drain_once(http_lib)
+    result = await worker.drain_once(http_lib)
     assert (result.claimed, result.dropped, result.embedded) == (1, 1, 0)
     assert fake.received == []
     assert await _jobs(http_lib.db) == []
@@ -331,7 +333,7 @@ async def test_an_edit_during_embedding_is_never_overwritten_by_the_stale_vector
     fake.reset(failing=True)
     memory = await _store(http_lib, tenant, "version A")
     fake.reset(delay=0.8)
-    drain = asyncio.create_task(embedding_queue.drain_once(http_lib))
+    drain = asyncio.create_task(worker.drain_once(http_lib))
     await _wait_for(lambda: "version A" in fake.received)
     # the edit's own inline embedding times out too (0.5 s < 0.8 s): queued again
     assert (await edits.update_memory(http_lib, tenant, memory, "version B"))["ok"] is True
@@ -343,7 +345,7 @@ async def test_an_edit_during_embedding_is_never_overwritten_by_the_stale_vector
     assert job["attempts"] == 0
     assert job["wait"] <= 0  # due again: the new content still needs its vector
     fake.reset()
-    assert (await embedding_queue.drain_once(http_lib)).embedded == 1
+    assert (await worker.drain_once(http_lib)).embedded == 1
     _assert_vector_of(await _memory(http_lib.db, memory), "version B")
 
 
@@ -354,14 +356,14 @@ async def test_content_changed_behind_the_queue_is_requeued_not_overwritten(
     fake.reset(failing=True)
     memory = await _store(http_lib, tenant, "original text")
     fake.reset(delay=0.5)
-    drain = asyncio.create_task(embedding_queue.drain_once(http_lib))
+    drain = asyncio.create_task(worker.drain_once(http_lib))
     await _wait_for(lambda: "original text" in fake.received)
     await _fetch(http_lib.db, "UPDATE memories SET content = 'rewritten' WHERE id = $1", memory)
     result = await drain
     assert (result.embedded, result.requeued) == (0, 1)
     assert (await _memory(http_lib.db, memory))["embedding"] is None
     fake.reset()
-    assert (await embedding_queue.drain_once(http_lib)).embedded == 1
+    assert (await worker.drain_once(http_lib)).embedded == 1
     _assert_vector_of(await _memory(http_lib.db, memory), "rewritten")
 
 
@@ -370,12 +372,12 @@ async def test_queue_status_is_per_tenant(http_lib: Library, fake: FakeEmbedder)
     fake.reset(failing=True)
     await _store(http_lib, alpha, "alpha's backlog")
     await _store(http_lib, alpha, "more of alpha's backlog")
-    assert (await queue.queue_status(http_lib, alpha))["pending"] == 2
-    assert await queue.queue_status(http_lib, beta) == {
+    assert (await backlog.queue_status(http_lib, alpha))["pending"] == 2
+    assert await backlog.queue_status(http_lib, beta) == {
         "enabled": True, "pending": 0, "max_retries": 3, "retry_delay": 30,
         "failed": 0, "oldest_pending_seconds": None,
     }  # fmt: skip
-    assert (await embedding_queue.drain_once(http_lib, tenant_id=beta)).claimed == 0
+    assert (await worker.drain_once(http_lib, tenant_id=beta)).claimed == 0
 
 
 async def test_queue_disabled_stores_without_jobs(
@@ -387,7 +389,7 @@ async def test_queue_disabled_stores_without_jobs(
         fake.reset(failing=True)
         await _store(lib, tenant, "not queued")
         assert await _jobs(db) == []
-        assert await queue.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
+        assert await backlog.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
     finally:
         await lib.aclose()
 
@@ -422,24 +424,24 @@ async def test_model_is_recorded_and_a_change_queues_re_embeds(
     first = build_library(db, http_settings)
     second = build_library(db, dataclasses.replace(http_settings, embedding_model="fake-v2"))
     try:
-        await embedding_queue.start_up(first)  # learns the width from one probe
+        await worker.start_up(first)  # learns the width from one probe
         assert await _settings_row(db) == ("fake-8d", 8)
         assert [job["item_id"] for job in await _jobs(db)] == [old_row]
-        assert (await embedding_queue.drain_once(first)).embedded == 1
-        await embedding_queue.start_up(first)  # same model: nothing to do
+        assert (await worker.drain_once(first)).embedded == 1
+        await worker.start_up(first)  # same model: nothing to do
         assert await _jobs(db) == []
-        await embedding_queue.start_up(second)
+        await worker.start_up(second)
         assert await _settings_row(db) == ("fake-v2", 8)
         assert [job["item_id"] for job in await _jobs(db)] == [old_row]
         assert (await _memory(db, old_row))["embedding_model"] == "fake-8d"  # no wipe
-        assert (await embedding_queue.drain_once(second)).embedded == 1
+        assert (await worker.drain_once(second)).embedded == 1
         assert (await _memory(db, old_row))["embedding_model"] == "fake-v2"
         later = await _store(lexical, tenant, "stored while embeddings were off again")
-        await embedding_queue.start_up(second)  # no change: start-up queues nothing
+        await worker.start_up(second)  # no change: start-up queues nothing
         assert await _jobs(db) == []
         stop = asyncio.Event()
         stop.set()  # the worker's start-up sweep runs even when stopped at once
-        await embedding_queue.run_worker(second, stop, model_recorded=True)
+        await worker.run_worker(second, stop, model_recorded=True)
         assert [job["item_id"] for job in await _jobs(db)] == [later]
     finally:
         await first.aclose()
@@ -454,13 +456,13 @@ async def test_the_worker_loop_drains_and_stops_gracefully(
     memory = await _store(http_lib, tenant, "for the background worker")
     fake.reset()
     stop = asyncio.Event()
-    worker = asyncio.create_task(embedding_queue.run_worker(http_lib, stop))
+    draining = asyncio.create_task(worker.run_worker(http_lib, stop))
     deadline = time.monotonic() + 10
     while (await _memory(http_lib.db, memory))["embedding"] is None:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
     stop.set()
-    await asyncio.wait_for(worker, timeout=5)
+    await asyncio.wait_for(draining, timeout=5)
     assert await _settings_row(http_lib.db) == ("fake-8d", 8)
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from service.memory import channel_axis, health
-from service.memory.health import deep
+from service.memory import health
+from service.memory.health import channel_axis, deep
 from service.memory.library import Library
 from tests.support import Agent
 from tests.test_health_checks import Seed, WidthOnly, new_seed, unit

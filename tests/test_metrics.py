@@ -8,7 +8,7 @@ import httpx
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.app import create_app
+from service.app.factory import create_app
 from service.config import Settings
 from service.memory.library import Library
 from tests.support import Agent, Served, new_tenant, serve

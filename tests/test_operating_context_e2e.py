@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from service.config import Settings
-from service.mcp import tools_context
 from service.mcp.registry import JsonObject, ToolEnv
-from service.memory import operating_context, tenants
+from service.mcp.tools import operating_context
+from service.memory import tenants
 from service.memory.library import Library
+from service.memory.operating_context import core
 from service.models import Caller, TenantId
 from tests.support import Served, body, mcp_session, new_tenant, serve
 
@@ -69,7 +70,7 @@ async def test_preview_sections_and_tenant_isolation_over_http(
 ) -> None:
     key_a = await new_tenant(lib, "tenant-a", grants={"alpha": "read"})
     key_b = await new_tenant(lib, "tenant-b")
-    await operating_context.set_context(lib.db, "tenant-a", CONTEXT)
+    await core.set_context(lib.db, "tenant-a", CONTEXT)
     async with serve(settings, database_url) as served:
         async with mcp_session(served, key_a) as session:
             preview = body(await session.call_tool("get_operating_context", {}))
@@ -120,15 +121,15 @@ async def test_cli_sets_shows_and_clears_what_the_tool_serves(
 
     shown = cli(database_url, "context", "show", "--tenant", "acme")
     assert shown.returncode == 0
-    parsed = operating_context.parse(shown.stdout)
-    assert parsed.context == operating_context.parse(CONTEXT).context
+    parsed = core.parse(shown.stdout)
+    assert parsed.context == core.parse(CONTEXT).context
     assert parsed.warnings == ()
 
     cleared = cli(database_url, "context", "clear", "--tenant", "acme")
     assert cleared.returncode == 0
     assert "rev-9" in cleared.stdout
     tenant = next(t for t in await tenants.list_tenants(lib.db) if t.slug == "acme")
-    assert await operating_context.get_context(lib, TenantId(tenant.id)) is None
+    assert await core.get_context(lib, TenantId(tenant.id)) is None
     missing = cli(database_url, "context", "clear", "--tenant", "ghost")
     assert missing.returncode == 1
     assert "no tenant 'ghost'" in missing.stderr
@@ -143,7 +144,7 @@ async def _env(lib: Library, slug: str) -> ToolEnv:
 async def test_gate_on_a_dormant_tenant_passes_auto_through_and_echoes_it(lib: Library) -> None:
     env = await _env(lib, "quiet")
     args = {"agent_id": "alpha", "project_id": "@auto", "message": {"content": "x"}}
-    gated, notes, refusal = await tools_context.apply_gate(env, "store", args)
+    gated, notes, refusal = await operating_context.apply_gate(env, "store", args)
     assert refusal is None
     assert gated == args
     assert notes == {"resolved_project_id": "@auto"}
@@ -153,14 +154,14 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
     lib: Library,
 ) -> None:
     env = await _env(lib, "strict")
-    await operating_context.set_context(lib.db, "strict", CONTEXT)
+    await core.set_context(lib.db, "strict", CONTEXT)
     message = "project_id 'zeta' not in registry (rev rev-9)"
     base = {"ok": False, "error": message, "operating_context_revision": "rev-9"}
     store_args = {"agent_id": "alpha", "project_id": "zeta", "message": {"content": "x"}}
 
-    _, _, store = await tools_context.apply_gate(env, "store", store_args)
-    _, _, archive = await tools_context.apply_gate(env, "archive_episode", store_args)
-    read, notes, refusal = await tools_context.apply_gate(env, "recall", store_args)
+    _, _, store = await operating_context.apply_gate(env, "store", store_args)
+    _, _, archive = await operating_context.apply_gate(env, "archive_episode", store_args)
+    read, notes, refusal = await operating_context.apply_gate(env, "recall", store_args)
 
     assert store == {**base, "result": "rejected", "reason": message}
     assert archive == {**base, "episode_id": None}
@@ -171,22 +172,22 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
 
 async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: Library) -> None:
     env = await _env(lib, "mapped")
-    await operating_context.set_context(lib.db, "mapped", CONTEXT)
+    await core.set_context(lib.db, "mapped", CONTEXT)
     auto = {"agent_id": "alpha", "project_id": "@auto", "limit": 5}
-    gated, notes, refusal = await tools_context.apply_gate(env, "list_memories", auto)
+    gated, notes, refusal = await operating_context.apply_gate(env, "list_memories", auto)
     assert refusal is None
     assert gated == {**auto, "project_id": "atlas"}
     assert notes == {"resolved_project_id": "atlas"}
     for args in ({"agent_id": "alpha"}, {"agent_id": "alpha", "project_id": ""}):
-        assert await tools_context.apply_gate(env, "store", args) == (args, {}, None)
+        assert await operating_context.apply_gate(env, "store", args) == (args, {}, None)
     unmapped = {"agent_id": "zed", "project_id": "@auto"}
-    _, _, refused = await tools_context.apply_gate(env, "store", unmapped)
+    _, _, refused = await operating_context.apply_gate(env, "store", unmapped)
     assert refused is not None
     assert refused["error"].startswith("@auto has no [defaults] mapping for agent_id 'zed'")
 
 
 def test_every_gated_tool_has_its_reserved_refusal_shape() -> None:
-    extras: list[tuple[tools_context.GatedTool, JsonObject]] = [
+    extras: list[tuple[operating_context.GatedTool, JsonObject]] = [
         ("store", {"result": "rejected", "reason": "no"}),
         ("archive_episode", {"episode_id": None}),
         ("recall", {"messages": []}),
@@ -195,7 +196,7 @@ def test_every_gated_tool_has_its_reserved_refusal_shape() -> None:
         ("list_episodes", {"episodes": [], "count": 0}),
     ]
     for tool, extra in extras:
-        shaped = tools_context.refusal_body(tool, "no", "r1")
+        shaped = operating_context.refusal_body(tool, "no", "r1")
         assert shaped == {"ok": False, "error": "no", "operating_context_revision": "r1", **extra}
 
 
@@ -204,7 +205,7 @@ async def test_initialize_serves_the_tenants_summary_as_instructions(
 ) -> None:
     key_a = await new_tenant(lib, "instr-a")
     key_b = await new_tenant(lib, "instr-b")
-    await operating_context.set_context(
+    await core.set_context(
         lib.db, "instr-a", 'version = 1\n[instructions]\nsummary = "Be brief."\n'
     )
     async with mcp_session(served, key_a) as session:

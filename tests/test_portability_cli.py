@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from service.memory import tenants, writes
+from service.memory import tenants
 from service.memory.library import Library
+from service.memory.memories import store
 from service.models import TenantId
 from tests.test_cli import run
 
@@ -15,8 +16,8 @@ async def _seeded(lib: Library) -> None:
     row = await tenants.create_tenant(lib.db, "cli")
     await tenants.create_tenant(lib.db, "other")
     for i in range(3):
-        request = writes.StoreRequest("a", {"id": f"m{i}", "content": f"fact {i}"})
-        await writes.store(lib, TenantId(row.id), request)
+        request = store.StoreRequest("a", {"id": f"m{i}", "content": f"fact {i}"})
+        await store.store(lib, TenantId(row.id), request)
 
 
 async def test_export_to_a_file_and_stdout_then_import_twice(

@@ -15,8 +15,8 @@ import httpx
 from starlette.types import Message
 from structlog.testing import capture_logs
 
+from service.app.ceiling import RESPONSE_TOO_LARGE_CODE, RequestTee, ResponseGuard, oversized_reply
 from service.config import Settings
-from service.edge import RESPONSE_TOO_LARGE_CODE, RequestTee, ResponseGuard, oversized_reply
 from service.memory.library import Library
 from tests.support import Agent, new_tenant, serve, text
 

@@ -17,10 +17,12 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
-from service.memory import edits, episodes, queue, tenants, writes
+from service.memory import episodes, tenants
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory.library import Library
+from service.memory.memories import edits, store
+from service.memory.queue import backlog
 from service.models import TenantId
 from tests.support import Agent, new_tenant, serve
 
@@ -30,8 +32,8 @@ async def _tenant(lib: Library, slug: str = "acme") -> TenantId:
 
 
 async def _store(lib: Library, tenant: TenantId, content: str, **message: Any) -> dict[str, Any]:
-    request = writes.StoreRequest(agent_id="a", message={"content": content, **message})
-    return await writes.store(lib, tenant, request)
+    request = store.StoreRequest(agent_id="a", message={"content": content, **message})
+    return await store.store(lib, tenant, request)
 
 
 COLUMNS = "SELECT embedding, embedding_model, embedding_dim, vector_norm(embedding) AS norm "
@@ -109,7 +111,7 @@ async def test_store_embeds_inline_and_reports_it(local_lib: Library) -> None:
     assert body == {"ok": True, "result": "stored", "id": body["id"], "embedded": True}
     _assert_unit_local(await _embedding(local_lib.db, "memories", body["id"]))
     assert await _jobs(local_lib.db) == []
-    status = await queue.queue_status(local_lib, tenant)
+    status = await backlog.queue_status(local_lib, tenant)
     assert status == {
         "enabled": True, "pending": 0, "max_retries": 3, "retry_delay": 30,
         "failed": 0, "oldest_pending_seconds": None,
@@ -159,7 +161,7 @@ async def test_mode_none_neither_embeds_nor_queues(lib: Library) -> None:
     assert (await _embedding(lib.db, "memories", stored["id"]))["embedding"] is None
     assert (await _embedding(lib.db, "episodes", archived["episode_id"]))["embedding"] is None
     assert await _jobs(lib.db) == []
-    assert await queue.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
+    assert await backlog.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
 
 
 async def test_duplicates_and_refused_edits_cost_no_embedding(

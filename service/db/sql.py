@@ -1,16 +1,18 @@
-"""Loads the named queries of ``service/db/sql/*.sql`` into a read-only registry.
+"""Loads the named queries of ``service/db/sql/**/*.sql`` into a read-only registry.
 
 A file holds blocks that each start with a ``-- name --`` line, followed by
 comment lines (description and the ``$n`` legend) and the statement. Names are
-unique across all files. Only ``service/db/*.py`` reads this registry: one
-Python function per query, of the same name.
+unique across all files. Only ``service/db/**/*.py`` reads this registry: one
+Python function per query, of the same name, in the module of the same path
+(``sql/health/records.sql`` pairs with ``db/health/records.py``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
+from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import LiteralString
 
@@ -40,16 +42,27 @@ def parse_queries(text: str) -> dict[str, str]:
     return queries
 
 
+def sql_files(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
+    """Every ``.sql`` file below ``folder`` as (relative path, entry), in path order."""
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if entry.is_dir():
+            yield from sql_files(entry, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".sql"):
+            yield f"{prefix}{entry.name}", entry
+
+
+def sql_folder() -> Traversable:
+    """The folder of the named queries inside the installed package."""
+    return resources.files("service.db").joinpath("sql")
+
+
 def load_queries() -> Mapping[str, LiteralString]:
     """Read every .sql file shipped in the package; reject duplicate names."""
     registry: dict[str, LiteralString] = {}
-    folder = resources.files("service.db").joinpath("sql")
-    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
-        if not entry.name.endswith(".sql"):
-            continue
+    for path, entry in sql_files(sql_folder()):
         for name, statement in parse_queries(entry.read_text(encoding="utf-8")).items():
             if name in registry:
-                raise ValueError(f"duplicate query name {name!r} in {entry.name}")
+                raise ValueError(f"duplicate query name {name!r} in {path}")
             registry[name] = statement
     return MappingProxyType(registry)
 

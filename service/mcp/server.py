@@ -23,58 +23,15 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.mcp import (
-    acl,
-    context,
-    shaping,
-    tools_agent,
-    tools_calibration,
-    tools_contents,
-    tools_context,
-    tools_edit,
-    tools_health,
-    tools_memory,
-    tools_portability,
-    tools_recall,
-    tools_session,
-)
+from service.mcp import acl, request, shaping, tools
 from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec
-from service.memory import operating_context, pauses, text
+from service.mcp.tools import operating_context as operating_context_tools
+from service.memory import pauses, text
 from service.memory.library import Library
+from service.memory.operating_context import core
 from service.models import Caller
 
 log = get_logger(__name__)
-
-TOOL_ORDER = (
-    "pause_persistence", "resume_persistence", "persistence_status", "get_operating_context",
-    "store", "recall", "recall_with_context", "get_contents", "get_profile", "update_profile",
-    "archive_episode", "list_memories", "list_episodes", "delete_agent_data",
-    "calibrate_threshold", "set_recall_precision", "get_recall_precision", "delete_memory",
-    "delete_episode", "update_memory", "lock_memory", "unlock_memory", "get_queue_status",
-    "export_memories", "import_memories", "merge_memories", "check_health", "deep_check",
-    "migrate_channel_axis",
-)  # fmt: skip
-
-
-def all_tools() -> list[ToolSpec]:
-    """Every implemented tool, in the spec's registration order (spec §2)."""
-    modules = (
-        tools_memory.TOOLS,
-        tools_agent.TOOLS,
-        tools_calibration.TOOLS,
-        tools_edit.TOOLS,
-        tools_context.TOOLS,
-        tools_contents.TOOLS,
-        tools_session.TOOLS,
-        tools_recall.TOOLS,
-        tools_portability.TOOLS,
-        tools_health.TOOLS,
-    )
-    specs = {spec.name: spec for tools in modules for spec in tools}
-    unknown = set(specs) - set(TOOL_ORDER)
-    if unknown:
-        raise RuntimeError(f"tools outside the spec: {sorted(unknown)}")
-    return [specs[name] for name in TOOL_ORDER if name in specs]
 
 
 def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
@@ -138,16 +95,16 @@ class Dispatcher:
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         spec = self._specs.get(name)
         if spec is None:
-            context.note_tool(name[:100], "unknown_tool")
+            request.note_tool(name[:100], "unknown_tool")
             return _text_result({"error": f"Unknown tool: {name}"})
         args = dict(arguments or {})
         error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
         if error is not None:
-            context.note_tool(name, "invalid_input")
+            request.note_tool(name, "invalid_input")
             return _validation_error(error.message)
         body = await self._run(spec, args)
-        context.note_tool(name, _outcome(body))
-        context.note_chars(*shaping.char_accounting(body))
+        request.note_tool(name, _outcome(body))
+        request.note_chars(*shaping.char_accounting(body))
         return _text_result(body)
 
     async def _run(self, spec: ToolSpec, args: JsonObject) -> JsonObject:
@@ -158,13 +115,13 @@ class Dispatcher:
         denial = _denial(spec, caller, args)
         if denial is not None:
             return denial
-        env = ToolEnv(self._lib, caller, context.current_session_key())
+        env = ToolEnv(self._lib, caller, request.current_session_key())
         try:
             return await self._gated(spec, env, args)
         except ServiceError as exc:
             return spec.refusal(exc.message)
         except Exception:
-            info = context.current_request.get()
+            info = request.current_request.get()
             request_id = info.request_id if info else "-"
             log.exception("tool_failed", tool=spec.name)
             return {"error": f"internal error while running {spec.name} (request {request_id})"}
@@ -177,9 +134,9 @@ class Dispatcher:
         added to the answer (a skipped body under a pause included).
         """
         notes: JsonObject = {}
-        gated = tools_context.gated_tool(spec.name) if spec.project_gate else None
+        gated = operating_context_tools.gated_tool(spec.name) if spec.project_gate else None
         if gated is not None:
-            args, notes, refusal = await tools_context.apply_gate(env, gated, args)
+            args, notes, refusal = await operating_context_tools.apply_gate(env, gated, args)
             if refusal is not None:
                 return refusal
         if spec.pause is not None:  # the pause step: after the gate, before the handler
@@ -239,10 +196,10 @@ def _outcome(body: JsonObject) -> str:
 
 
 def build_mcp_server(
-    lib: Library, resolve_caller: Callable[[], Caller] = context.current_caller
+    lib: Library, resolve_caller: Callable[[], Caller] = request.current_caller
 ) -> Server[Any]:
     """The low-level MCP server with every implemented tool registered."""
-    specs = all_tools()
+    specs = tools.all_tools()
     dispatcher = Dispatcher(lib, specs, resolve_caller)
     definitions = [tool_definition(spec) for spec in specs]
 
@@ -283,9 +240,7 @@ class TenantInstructions:
         result = await call_next(ctx)
         if ctx.method != "initialize":
             return result
-        summary = await operating_context.instructions_for(
-            self._lib, self._resolve_caller().tenant_id
-        )
+        summary = await core.instructions_for(self._lib, self._resolve_caller().tenant_id)
         if not summary:
             return result
         if isinstance(result, BaseModel):

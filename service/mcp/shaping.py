@@ -34,12 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
-# The ref grammar lives in the library (get_contents parses refs there); re-exported here.
-from service.memory.contents import (
-    MAX_REF_CHARS as MAX_REF_CHARS,
-    MAX_ROW_ID as MAX_ROW_ID,
-    parse_ref as parse_ref,
-)
+from service.memory.contents import MAX_ROW_ID
 
 Row: TypeAlias = Mapping[str, object]
 """A JSON-ready row as the library or the storage layer produced it."""

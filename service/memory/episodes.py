@@ -8,9 +8,9 @@ from typing import Any
 
 from service.db import agents, episodes, queue
 from service.memory import text
-from service.memory.embedding_queue import embed_inline, episode_text
 from service.memory.library import Library
-from service.memory.listing import clamp
+from service.memory.memories.listing import clamp
+from service.memory.queue.worker import embed_inline, episode_text
 from service.models import TenantId
 
 JsonObject = dict[str, Any]

@@ -40,10 +40,23 @@ def test_dimensioned_queries_expand_once_per_width() -> None:
     assert parsed == {f"near_{d}": f"SELECT $1::vector({d})" for d in sql.VECTOR_DIMS}
 
 
-def test_every_query_is_used_by_exactly_one_db_function() -> None:
-    sources = "\n".join(path.read_text() for path in DB_DIR.glob("*.py"))
+def _uses(name: str, source: str) -> int:
+    return len(re.findall(rf'QUERIES\["{name}"\]|QUERIES\[f"{name}_{{', source))
+
+
+def _base_names(path: str) -> set[str]:
     widths = "|".join(str(d) for d in sql.VECTOR_DIMS)
-    bases = {re.sub(rf"_({widths})$", "", name) for name in sql.QUERIES}
-    for name in bases:
-        uses = len(re.findall(rf'QUERIES\["{name}"\]|QUERIES\[f"{name}_{{', sources))
-        assert uses == 1, f"{name} is used {uses} times"
+    text = (DB_DIR / "sql" / path).read_text(encoding="utf-8")
+    return {re.sub(rf"_({widths})$", "", name) for name in sql.parse_queries(text)}
+
+
+def test_every_query_is_used_once_by_the_db_module_of_the_same_path() -> None:
+    """``sql/health/records.sql`` pairs with ``db/health/records.py``: a query is found by name."""
+    sources = {path: path.read_text() for path in DB_DIR.rglob("*.py")}
+    for path, _ in sql.sql_files(sql.sql_folder()):
+        module = (DB_DIR / path).with_suffix(".py")
+        own = sources[module]
+        for name in _base_names(path):
+            assert _uses(name, own) == 1, f"{name} ({path}) is not used once in {module}"
+            elsewhere = sum(_uses(name, text) for p, text in sources.items() if p != module)
+            assert elsewhere == 0, f"{name} ({path}) is also used outside {module}"

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.mcp import shaping
+from service.memory import contents as library_contents
 
 # No example database: property tests must not leave files in the checkout.
 PROPERTY = settings(database=None, deadline=None, max_examples=200)
@@ -337,7 +338,7 @@ def test_shape_recall_does_not_mutate_the_response() -> None:
     ],
 )
 def test_parse_ref_accepts_what_int_accepts(ref: str, parsed: tuple[str, int]) -> None:
-    assert shaping.parse_ref(ref) == parsed
+    assert library_contents.parse_ref(ref) == parsed
 
 
 @pytest.mark.parametrize(
@@ -364,18 +365,18 @@ def test_parse_ref_accepts_what_int_accepts(ref: str, parsed: tuple[str, int]) -
 )
 def test_parse_ref_rejects_malformed_refs(ref: str) -> None:
     """49 (parser part)."""
-    assert shaping.parse_ref(ref) is None
+    assert library_contents.parse_ref(ref) is None
 
 
 @pytest.mark.parametrize("ref", [1, None, b"mem:1", ["mem:1"], True, {"ref": "mem:1"}])
 def test_parse_ref_rejects_non_strings(ref: object) -> None:
-    assert shaping.parse_ref(ref) is None
+    assert library_contents.parse_ref(ref) is None
 
 
 def test_parse_ref_accepts_a_ref_of_exactly_40_chars() -> None:
     ref = "mem:" + "0" * 35 + "1"
     assert len(ref) == 40
-    assert shaping.parse_ref(ref) == ("mem", 1)
+    assert library_contents.parse_ref(ref) == ("mem", 1)
 
 
 def test_format_ref_prefixes_the_kind() -> None:
@@ -392,17 +393,17 @@ def test_format_ref_refuses_an_id_no_row_can_have(row_id: int) -> None:
 @PROPERTY
 @given(kind=st.sampled_from(["mem", "ep"]), row_id=st.integers(1, 2**63 - 1))
 def test_format_ref_round_trips_through_parse_ref(kind: shaping.RefKind, row_id: int) -> None:
-    assert shaping.parse_ref(shaping.format_ref(kind, row_id)) == (kind, row_id)
+    assert library_contents.parse_ref(shaping.format_ref(kind, row_id)) == (kind, row_id)
 
 
 @PROPERTY
 @given(ref=st.text(max_size=60))
 def test_parse_ref_never_raises_and_only_yields_valid_refs(ref: str) -> None:
-    parsed = shaping.parse_ref(ref)
+    parsed = library_contents.parse_ref(ref)
     if parsed is not None:
         kind, row_id = parsed
         assert ref.startswith(f"{kind}:")
-        assert 0 < row_id <= shaping.MAX_ROW_ID
+        assert 0 < row_id <= library_contents.MAX_ROW_ID
 
 
 # -- get_contents batch budget (§4.4) ------------------------------------------------------

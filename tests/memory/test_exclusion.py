@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.memory import exclusion
+from service.memory.recall import exclusion
 
 # No example database: property tests must not leave files in the checkout.
 PROPERTY = settings(database=None, deadline=None, max_examples=200)

@@ -9,11 +9,12 @@ import asyncpg
 import pytest
 from hypothesis import given, strategies as st
 
-from service.db import context as context_store
+from service.db import operating_context as context_store
 from service.db.pool import Database
 from service.errors import InvalidInput, NotFound
-from service.memory import operating_context as oc, tenants
+from service.memory import tenants
 from service.memory.library import Library
+from service.memory.operating_context import core as oc
 from service.models import TenantId
 
 EXAMPLE = """\

@@ -13,8 +13,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from service.memory import listing, tenants, writes
+from service.memory import tenants
 from service.memory.library import Library
+from service.memory.memories import listing, store
 from service.models import TenantId
 
 AGENTS = st.sampled_from(["a", "b"])
@@ -84,8 +85,8 @@ async def _fresh_tenant(lib: Library) -> TenantId:
 
 async def _store(lib: Library, tenant: TenantId, op: Op) -> dict[str, Any]:
     message = {"content": op.content, "id": op.msg_id}
-    request = writes.StoreRequest(op.agent, message, op.channel, op.project)
-    return await writes.store(lib, tenant, request)
+    request = store.StoreRequest(op.agent, message, op.channel, op.project)
+    return await store.store(lib, tenant, request)
 
 
 @PROPERTY_SETTINGS

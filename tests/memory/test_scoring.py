@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.memory import scoring
-from service.memory.scoring import (
+from service.memory.recall import scoring
+from service.memory.recall.scoring import (
     PROFILE_ID,
     CalibratedGate,
     Candidate,

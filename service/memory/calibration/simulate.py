@@ -15,7 +15,7 @@ autocut), so rows below the current gate never reach the sample and every
 recalibration could only move the gate up; and ``deep`` would switch off the time
 decay that the runtime confidence score applies. The simulation therefore stops
 right before the gate, reusing the same storage query (``db.recall``) and the same
-pure ranking steps as the live pipeline: ``recall.fuse``, ``recall.scoring_context`` and
+pure ranking steps as the live pipeline: ``pipeline.fuse``, ``pipeline.scoring_context`` and
 ``scoring.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's
 stored vector is the embedding of its content, so no embedding call is made; scores of
 one pseudo-query are computed once per calibration and reused across draws.
@@ -35,11 +35,11 @@ from typing import Any
 from service.config import Settings
 from service.db import calibration as cal_store, recall as recall_store
 from service.db.pool import Connection
-from service.memory import query_terms, recall, scoring
 from service.memory.calibration import stats
 from service.memory.library import Library
-from service.memory.recall import tunables
-from service.memory.recall_rows import channels_from, stored_cosines
+from service.memory.recall import pipeline, query_terms, scoring
+from service.memory.recall.candidates import channels_from, stored_cosines
+from service.memory.recall.pipeline import tunables
 from service.models import TenantId
 
 DEPTH = 20
@@ -122,10 +122,10 @@ async def _simulate(
     found = await recall_store.recall_candidates(conn, tenant_id, scope, wanted)
     floor = scoring.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
     pool = channels_from(found.hits, (), floor, DEPTH)
-    fused = recall.fuse(mode, pool, [], s.rrf_k, DEPTH)
+    fused = pipeline.fuse(mode, pool, [], s.rrf_k, DEPTH)
     if s.confidence_enabled:  # rows found by words alone get their stored cosine (§3.8)
         fused = scoring.backfill_cosines(fused, stored_cosines(found.hits))
-    context = recall.scoring_context(
+    context = pipeline.scoring_context(
         lib, found.meta, mode, limit=DEPTH, deep=False, query_empty=False
     )
     return scoring.pre_gate(fused, context, tunables(lib))

@@ -52,7 +52,7 @@ def build_provider(
 
 
 def _build_local(dimension: int | None) -> EmbeddingProvider:
-    from service.memory.embeddings import local  # here: numpy and onnxruntime are optional
+    from service.memory.embeddings import local
 
     if dimension is not None and dimension != local.DIMENSION:
         raise ValueError(f"local embeddings have dimension {local.DIMENSION}, not {dimension}")

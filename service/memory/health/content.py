@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from service.db import health as store
+from service.db.health import content as store
 from service.db.pool import Connection
 from service.memory import text
 from service.memory.health.base import Issue, Scope

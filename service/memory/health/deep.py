@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from service.config import Settings
-from service.db import health_deep as store
+from service.db.health import deep as store
 from service.db.pool import Connection
 from service.logs import get_logger
 from service.memory import text

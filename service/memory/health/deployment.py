@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from service.db import health_schema as store, migrate
+from service.db import migrate
+from service.db.health import schema as store
 from service.db.pool import Connection
 from service.memory.health.base import Issue, Scope
 

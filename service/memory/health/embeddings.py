@@ -9,8 +9,8 @@ down cannot stall or fail it.
 
 from __future__ import annotations
 
-from service.db import health_embeddings as store
-from service.db.health_embeddings import ItemKind
+from service.db.health import embeddings as store
+from service.db.health.embeddings import ItemKind
 from service.db.pool import Connection
 from service.memory.health.base import Issue, Scope
 

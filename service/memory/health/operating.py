@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import context as store
+from service.db import operating_context as store
 from service.db.pool import Connection
 from service.errors import InvalidInput
-from service.memory import operating_context
 from service.memory.health.base import Issue, Scope
+from service.memory.operating_context import core
 
 
 def _summary(document: dict[str, Any]) -> str:
@@ -28,7 +28,7 @@ async def operating_context_parse(conn: Connection, scope: Scope) -> Issue | Non
     if row is None:
         return None
     try:
-        operating_context.parse_document(row.document)
+        core.parse_document(row.document)
     except InvalidInput as exc:
         return {
             "type": "operating_context_parse_error",
@@ -47,12 +47,12 @@ async def operating_context_size(conn: Connection, scope: Scope) -> Issue | None
     if row is None:
         return None
     length = len(_summary(row.document))
-    if length <= operating_context.SUMMARY_WARN_CHARS:
+    if length <= core.SUMMARY_WARN_CHARS:
         return None
     return {
         "type": "operating_context_summary_oversized",
         "revision": row.revision,
         "summary_len": length,
-        "budget": operating_context.SUMMARY_WARN_CHARS,
+        "budget": core.SUMMARY_WARN_CHARS,
         "hint": "move detail into [[doctrine]] sections (served by get_operating_context)",
     }

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from service.db import health as content_store, health_records as store
+from service.db.health import content as content_store, records as store
 from service.db.pool import Connection
 from service.memory import text
 from service.memory.health.base import Issue, Scope

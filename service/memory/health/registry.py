@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from service.memory.health import (
-    content,
-    deployment,
-    embeddings,
-    operating,
-    records,
-    timestamps,
-)
+from service.memory.health import content, deployment, embeddings, operating, records, timestamps
 from service.memory.health.base import Check
 
 CHECKS: tuple[Check, ...] = (

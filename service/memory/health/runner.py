@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from service.db import health as stats_store, health_embeddings
+from service.db.health import content as stats_store, embeddings
 from service.db.pool import Connection
 from service.logs import get_logger
 from service.memory.health import registry
@@ -47,7 +47,7 @@ async def _dimension(conn: Connection, lib: Library) -> int | None:
         return None
     if lib.embedder.dimension > 0:
         return lib.embedder.dimension
-    return await health_embeddings.health_recorded_dimension(conn)
+    return await embeddings.health_recorded_dimension(conn)
 
 
 async def _one(conn: Connection, scope: Scope, check: Check, fix: bool) -> Issue | None:

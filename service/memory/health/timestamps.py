@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from service.db import health_records as store
+from service.db.health import records as store
 from service.db.pool import Connection
 from service.memory import text
 from service.memory.health.base import Issue, Scope

@@ -1,11 +1,27 @@
-"""Tools that write and list memories: store, list_memories."""
+"""Memory tools: store, list_memories, and the id-keyed edits update_memory,
+lock_memory, unlock_memory, delete_memory."""
 
 from __future__ import annotations
 
 from service.mcp import shaping
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
-from service.mcp.schemas import AGENT_ID, CHANNEL, LIST_AGENT_ID, PROJECT_ID, WRITE_PROJECT_ID
-from service.memory import listing, writes
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+    skip_with,
+)
+from service.mcp.schemas import (
+    AGENT_ID,
+    CHANNEL,
+    LIST_AGENT_ID,
+    MEMORY_ID,
+    OWNER_AGENT_ID,
+    PROJECT_ID,
+    WRITE_PROJECT_ID,
+)
+from service.memory.memories import edits, listing, store
 
 STORE_DESCRIPTION = """Store one fact in long-term memory.
 
@@ -25,13 +41,13 @@ def _refuse_store(message: str) -> JsonObject:
 
 
 async def _store(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = writes.StoreRequest(
+    request = store.StoreRequest(
         agent_id=args["agent_id"],
         message=args["message"],
         channel=args.get("channel", ""),
         project_id=args.get("project_id", ""),
     )
-    return await writes.store(env.lib, env.caller.tenant_id, request)
+    return await store.store(env.lib, env.caller.tenant_id, request)
 
 
 STORE = ToolSpec(
@@ -66,6 +82,7 @@ STORE = ToolSpec(
     refusal=_refuse_store,
     pause=skip_with({"ok": True, "result": "skipped", "id": 0, "embedded": False}),
 )
+
 
 LIST_MEMORIES_DESCRIPTION = """List stored memories, newest first.
 
@@ -104,4 +121,88 @@ LIST_MEMORIES = ToolSpec(
     read_only=True,
 )
 
-TOOLS = [STORE, LIST_MEMORIES]
+
+async def _update_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await edits.update_memory(
+        env.lib, env.caller.tenant_id, args["memory_id"], args["content"], args.get("agent_id", "")
+    )
+
+
+UPDATE_MEMORY = ToolSpec(
+    name="update_memory",
+    description="""Replace the content of one memory (a correction).
+
+Keeps its msg_id, timestamp, channel and project. Refused for locked memories
+("Memory N is locked and cannot be edited"), for another agent's memory when you pass
+agent_id, and for empty content. Content is cleaned and capped like store
+(`truncated: true` when cut). Returns {ok: true, updated_id}.""",
+    input_schema=obj(
+        {
+            "memory_id": MEMORY_ID,
+            "content": {"type": "string", "description": "The new full content."},
+            "agent_id": OWNER_AGENT_ID,
+        },
+        ["memory_id", "content"],
+    ),
+    handler=_update_memory,
+    demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "updated_id": None}),
+)
+
+
+async def _lock(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await edits.set_lock(
+        env.lib, env.caller.tenant_id, args["memory_id"], True, args.get("agent_id", "")
+    )
+
+
+async def _unlock(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await edits.set_lock(
+        env.lib, env.caller.tenant_id, args["memory_id"], False, args.get("agent_id", "")
+    )
+
+
+_LOCK_SCHEMA = obj({"memory_id": MEMORY_ID, "agent_id": OWNER_AGENT_ID}, ["memory_id"])
+
+
+LOCK_MEMORY = ToolSpec(
+    name="lock_memory",
+    description="""Protect one memory from update_memory and delete_memory (and from repairs).
+
+Use for facts that must not drift. Locking is idempotent and does not change ranking;
+delete_agent_data still removes locked rows. Returns {ok: true, locked_id}.""",
+    input_schema=_LOCK_SCHEMA,
+    handler=_lock,
+    demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "locked_id": None}),
+)
+
+
+UNLOCK_MEMORY = ToolSpec(
+    name="unlock_memory",
+    description="""Lift the protection set by lock_memory. Returns {ok: true, unlocked_id}.""",
+    input_schema=_LOCK_SCHEMA,
+    handler=_unlock,
+    demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "unlocked_id": None}),
+)
+
+
+async def _delete_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await edits.delete_memory(
+        env.lib, env.caller.tenant_id, args["memory_id"], args.get("agent_id", "")
+    )
+
+
+DELETE_MEMORY = ToolSpec(
+    name="delete_memory",
+    description="""Delete one memory by id. Locked memories are refused (unlock first).
+
+Pass your agent_id so only your own memory can be deleted. Returns {ok: true, deleted_id}.""",
+    input_schema=obj({"memory_id": MEMORY_ID, "agent_id": OWNER_AGENT_ID}, ["memory_id"]),
+    handler=_delete_memory,
+    demands=on_agent("agent_id", "read-write"),
+    destructive=True,
+    pause=skip_with({"ok": True, "deleted_id": None}),
+)
+TOOLS = [STORE, LIST_MEMORIES, DELETE_MEMORY, UPDATE_MEMORY, LOCK_MEMORY, UNLOCK_MEMORY]

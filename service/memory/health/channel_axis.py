@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import health_channel as store
+from service.db.health import channel_axis as store
 from service.memory.library import Library
 from service.models import TenantId
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from service.db import recall as store
 from service.db.pool import Connection
-from service.memory import advisory, exclusion, query_terms, scoring
 from service.memory.embeddings.base import EmbeddingError
 from service.memory.embeddings.cache import embed_query
 from service.memory.library import Library
-from service.memory.listing import clamp
-from service.memory.recall_rows import (
+from service.memory.memories.listing import clamp
+from service.memory.recall import advisory, exclusion, query_terms, scoring
+from service.memory.recall.candidates import (
     Pool,
     channels_from,
     message,

@@ -1,4 +1,4 @@
-"""Embeddings of stored rows: inline on the write path, else later through a durable queue.
+"""Embeddings of stored rows: inline on the write path, else later through a durable backlog.
 
 A write never fails or waits long because the provider is slow or down
 (architecture §6): ``embed_inline`` gives the provider
@@ -28,7 +28,6 @@ from service.db import queue as store
 from service.db.queue import ItemKind, ItemText, Job
 from service.errors import ConfigError
 from service.logs import get_logger
-from service.memory import queue
 from service.memory.embeddings.base import (
     EmbeddingError,
     EmbeddingProvider,
@@ -36,6 +35,7 @@ from service.memory.embeddings.base import (
     unit_vectors,
 )
 from service.memory.library import Library
+from service.memory.queue import backlog
 from service.models import TenantId
 
 log = get_logger("service.embeddings")
@@ -46,7 +46,7 @@ ItemKey = tuple[TenantId, ItemKind, int]
 
 
 def episode_text(summary: str, keywords: str) -> str:
-    """What an episode's vector encodes (the same text ``sql/queue.sql`` builds)."""
+    """What an episode's vector encodes (the same text ``sql/backlog.sql`` builds)."""
     return f"{summary} {keywords}" if keywords else summary
 
 
@@ -290,7 +290,7 @@ async def _sweep_logged(lib: Library) -> None:
     if not lib.settings.task_queue_enabled:
         return
     try:
-        added = await queue.enqueue_unembedded(lib)
+        added = await backlog.enqueue_unembedded(lib)
     except Exception:  # the drain loop still runs; the next start sweeps again
         log.exception("queueing unembedded rows failed")
         return
@@ -300,7 +300,7 @@ async def _sweep_logged(lib: Library) -> None:
 
 async def _sync_logged(lib: Library) -> bool:
     try:
-        return await queue.sync_model(lib)
+        return await backlog.sync_model(lib)
     except Exception:  # retried on the next round
         log.exception("recording the embedding model failed")
         return False
@@ -336,9 +336,9 @@ async def drain_until_empty(
     returns the final backlog (its ``failed`` jobs reached the retry limit)."""
     while True:
         result = await drain_once(lib, tenant_id=tenant_id)
-        backlog = await queue.backlog(lib, tenant_id)
-        on_progress(backlog)
-        if backlog.pending == 0:
-            return backlog
+        remaining = await backlog.backlog(lib, tenant_id)
+        on_progress(remaining)
+        if remaining.pending == 0:
+            return remaining
         if result.claimed == 0:
             await asyncio.sleep(lib.settings.worker_poll_secs)

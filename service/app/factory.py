@@ -25,11 +25,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service import app_portability
-from service.config import Settings
-from service.db.migrate import current_revision, head_revision
-from service.db.pool import Database
-from service.edge import (
+from service.app import portability
+from service.app.ceiling import (
     METRICS_CONTENT_TYPE,
     RESPONSE_TOO_LARGE,
     EdgeMetrics,
@@ -38,11 +35,15 @@ from service.edge import (
     oversized_reply,
     request_outcome,
 )
+from service.config import Settings
+from service.db.migrate import current_revision, head_revision
+from service.db.pool import Database
 from service.logs import get_logger
-from service.mcp import context
-from service.mcp.server import all_tools, build_mcp_server
-from service.memory import embedding_queue, tenants
+from service.mcp import request, tools
+from service.mcp.server import build_mcp_server
+from service.memory import tenants
 from service.memory.library import Library, build_library
+from service.memory.queue import worker
 from service.memory.usage import UsageCounter
 from service.models import Caller
 
@@ -122,8 +123,8 @@ class McpEdge:
         self._usage = usage
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        info = context.RequestInfo(request_id=uuid.uuid4().hex[:16])
-        token = context.current_request.set(info)
+        info = request.RequestInfo(request_id=uuid.uuid4().hex[:16])
+        token = request.current_request.set(info)
         started = time.perf_counter()
         tee = RequestTee(receive)
         guard = ResponseGuard(
@@ -135,18 +136,18 @@ class McpEdge:
         try:
             await self._serve(scope, tee, guard, info)
         finally:
-            context.current_request.reset(token)
+            request.current_request.reset(token)
             self._finish(scope, info, guard, time.perf_counter() - started)
 
     async def _serve(
-        self, scope: Scope, receive: Receive, send: ResponseGuard, info: context.RequestInfo
+        self, scope: Scope, receive: Receive, send: ResponseGuard, info: request.RequestInfo
     ) -> None:
         headers = {"x-request-id": info.request_id}
         if scope.get("method") == "OPTIONS":
             await self._app(scope, receive, send)
             return
         info.caller = await self._authenticate(scope)
-        info.session_key = context.session_key_from_headers(scope.get("headers", []))
+        info.session_key = request.session_key_from_headers(scope.get("headers", []))
         if info.caller is None:
             headers["www-authenticate"] = "Bearer"
             body = {"error": "unauthorized"}
@@ -166,7 +167,7 @@ class McpEdge:
             return await tenants.authenticate(self._lib.db, key)
         return self._anonymous
 
-    def _refuse(self, info: context.RequestInfo, tee: RequestTee, size: int) -> bytes:
+    def _refuse(self, info: request.RequestInfo, tee: RequestTee, size: int) -> bytes:
         """Log a response over the ceiling and build the small answer sent instead."""
         limit = self._lib.settings.max_response_bytes
         rpc_id, method = tee.rpc_call()
@@ -183,7 +184,7 @@ class McpEdge:
         return oversized_reply(rpc_id, method, info.tool, size, limit)
 
     def _finish(
-        self, scope: Scope, info: context.RequestInfo, guard: ResponseGuard, seconds: float
+        self, scope: Scope, info: request.RequestInfo, guard: ResponseGuard, seconds: float
     ) -> None:
         """One log line (bytes sent per tool and tenant) and the request's metrics."""
         caller = info.caller
@@ -290,7 +291,7 @@ async def _embedding_worker(lib: Library, model_recorded: bool) -> AsyncIterator
         yield
         return
     stop = asyncio.Event()
-    work = embedding_queue.run_worker(lib, stop, model_recorded=model_recorded)
+    work = worker.run_worker(lib, stop, model_recorded=model_recorded)
     task = asyncio.create_task(work, name="embedding-worker")
     try:
         yield
@@ -327,7 +328,9 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
     manager = server.session_manager
-    metrics = EdgeMetrics(spec.name for spec in all_tools()) if settings.metrics_enabled else None
+    metrics = (
+        EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None
+    )
     usage = UsageCounter()
     edge = McpEdge(StreamableHTTPASGIApp(manager), lib, anonymous, metrics, usage)
 
@@ -335,7 +338,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await db.open()
         try:
-            recorded = await embedding_queue.start_up(lib)
+            recorded = await worker.start_up(lib)
             async with manager.run(), _embedding_worker(lib, recorded), _usage_flusher(lib, usage):
                 yield
         finally:
@@ -349,7 +352,7 @@ def create_app(
             Route("/healthz", _healthz, methods=["GET"]),
             Route("/readyz", _readyz(db, head_revision()), methods=["GET"]),
             Route("/mcp", edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
-            *app_portability.routes(lib, anonymous, transport_security(settings)),
+            *portability.routes(lib, anonymous, transport_security(settings)),
             *_metrics_routes(metrics),
         ],
         lifespan=lifespan,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from service.db.health import MemoryText
+from service.db.health.content import MemoryText
 from service.db.pool import Connection
 from service.db.sql import QUERIES
 from service.models import TenantId

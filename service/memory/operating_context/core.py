@@ -22,7 +22,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, cast
 
-from service.db import context as store, tenants as tenant_store
+from service.db import operating_context as store, tenants as tenant_store
 from service.db.pool import Connection, Database
 from service.errors import InvalidInput, NotFound
 from service.logs import get_logger

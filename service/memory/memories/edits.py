@@ -13,8 +13,8 @@ from typing import Any
 from service.db import episodes, memories, queue
 from service.errors import Conflict
 from service.memory import text
-from service.memory.embedding_queue import InlineEmbedding, embed_inline
 from service.memory.library import Library
+from service.memory.queue.worker import InlineEmbedding, embed_inline
 from service.models import TenantId
 
 JsonObject = dict[str, Any]

@@ -7,7 +7,8 @@ import dataclasses
 from service.mcp import shaping
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
-from service.memory import pauses, recall, recall_context
+from service.memory import pauses
+from service.memory.recall import pipeline, with_context
 
 _COMMON: JsonObject = {
     "agent_id": AGENT_ID,
@@ -51,8 +52,8 @@ exclude_contents (previews work) to avoid getting it back. `advisory` means reca
 degraded (e.g. word matching only) — tell the user when it asks you to."""
 
 
-def _request(args: JsonObject) -> recall.RecallRequest:
-    return recall.RecallRequest(
+def _request(args: JsonObject) -> pipeline.RecallRequest:
+    return pipeline.RecallRequest(
         agent_id=args["agent_id"],
         query=args["query"],
         limit=args.get("limit", 10),
@@ -82,7 +83,7 @@ async def _paused(env: ToolEnv) -> bool:
 
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = dataclasses.replace(_request(args), paused=await _paused(env))
-    body = await recall.recall(env.lib, env.caller.tenant_id, request)
+    body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
     return _shape(env, body, args)
 
 
@@ -118,7 +119,7 @@ recall (echoes too); use get_contents or full_content: true for full text."""
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = dataclasses.replace(_request(args), paused=await _paused(env))
-    body = await recall_context.recall_with_context(
+    body = await with_context.recall_with_context(
         env.lib, env.caller.tenant_id, request, args.get("external_context", [])
     )
     return _shape(env, body, args)

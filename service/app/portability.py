@@ -34,7 +34,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from service.errors import InvalidInput, NotFound
 from service.logs import get_logger
-from service.mcp import acl, context
+from service.mcp import acl, request
 from service.memory import pauses, tenants, text
 from service.memory.library import Library
 from service.memory.portability import export, files, import_, signing
@@ -56,7 +56,7 @@ class Call:
     def __init__(self, scope: Scope, receive: Receive, send: Send, lib: Library) -> None:
         self.scope, self.receive, self.lib = scope, receive, lib
         self._send = send
-        self.info = context.RequestInfo(request_id=uuid.uuid4().hex[:16])
+        self.info = request.RequestInfo(request_id=uuid.uuid4().hex[:16])
         self.status: int | None = None
         self.bytes_out = 0
         self.request = Request(scope, receive)
@@ -114,7 +114,7 @@ class PortabilityEdge:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = Call(scope, receive, send, self._lib)
-        token = context.current_request.set(call.info)
+        token = request.current_request.set(call.info)
         started = time.perf_counter()
         try:
             refusal = await self._config.security.validate_request(call.request, is_post=False)
@@ -127,7 +127,7 @@ class PortabilityEdge:
             else:
                 await self._handler(call)
         finally:
-            context.current_request.reset(token)
+            request.current_request.reset(token)
             self._log(call, time.perf_counter() - started)
 
     async def _authenticate(self, call: Call) -> Caller | None:
@@ -279,7 +279,7 @@ async def import_endpoint(call: Call) -> None:
 
 async def _paused(call: Call) -> bool:
     """Under a persistence pause a real import answers the tool's skipped body."""
-    session = context.session_key_from_headers(call.scope.get("headers", []))
+    session = request.session_key_from_headers(call.scope.get("headers", []))
     active = await pauses.active_pause(call.lib, call.caller.tenant_id, session)
     if active is None:
         return False

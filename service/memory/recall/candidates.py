@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from service.db.recall import Hit
-from service.memory import exclusion, scoring
+from service.memory.recall import exclusion, scoring
 
 PROFILE_SOURCE = {"System": "profile"}
 

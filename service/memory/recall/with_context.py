@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from service.memory.library import Library
-from service.memory.recall import RecallRequest, recall
+from service.memory.recall.pipeline import RecallRequest, recall
 from service.models import TenantId
 
 JsonObject = dict[str, Any]

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.mcp.registry import Demand, JsonObject, ToolEnv, ToolSpec, agent_of, obj, on_agent
-from service.memory import channel_axis, health, pauses
+from service.memory import health, pauses
+from service.memory.health import channel_axis
 
 AGENT_SWEEP: JsonObject = {
     "type": "string",

@@ -1,5 +1,4 @@
-"""Episodes, profiles and the queue status: archive_episode, list_episodes,
-get_profile, update_profile, get_queue_status."""
+"""Episode tools: archive_episode, list_episodes, delete_episode."""
 
 from __future__ import annotations
 
@@ -8,13 +7,38 @@ from service.mcp.registry import (
     JsonObject,
     ToolEnv,
     ToolSpec,
-    any_caller,
     obj,
     on_agent,
     skip_with,
 )
-from service.mcp.schemas import AGENT_ID, CHANNEL, LIST_AGENT_ID, PROJECT_ID, WRITE_PROJECT_ID
-from service.memory import episodes, profiles, queue
+from service.mcp.schemas import (
+    AGENT_ID,
+    CHANNEL,
+    EPISODE_ID,
+    LIST_AGENT_ID,
+    OWNER_AGENT_ID,
+    PROJECT_ID,
+    WRITE_PROJECT_ID,
+)
+from service.memory import episodes
+from service.memory.memories import edits
+
+
+async def _delete_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await edits.delete_episode(
+        env.lib, env.caller.tenant_id, args["episode_id"], args.get("agent_id", "")
+    )
+
+
+DELETE_EPISODE = ToolSpec(
+    name="delete_episode",
+    description="""Delete one archived episode by id. Returns {ok: true, deleted_id}.""",
+    input_schema=obj({"episode_id": EPISODE_ID, "agent_id": OWNER_AGENT_ID}, ["episode_id"]),
+    handler=_delete_episode,
+    demands=on_agent("agent_id", "read-write"),
+    destructive=True,
+    pause=skip_with({"ok": True, "deleted_id": None}),
+)
 
 
 async def _archive_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
@@ -101,56 +125,4 @@ to expand with get_contents; `budget_chars` then says so.""",
     demands=on_agent("agent_id", "read"),
     read_only=True,
 )
-
-
-async def _get_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await profiles.get_profile(env.lib, env.caller.tenant_id, args["agent_id"])
-
-
-GET_PROFILE = ToolSpec(
-    name="get_profile",
-    description="""Read the agent's profile: one free-text description (at most 2,000
-characters) the agent keeps about itself or its user. Returns {profile} ("" if none).""",
-    input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
-    handler=_get_profile,
-    demands=on_agent("agent_id", "read"),
-    read_only=True,
-)
-
-
-async def _update_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await profiles.update_profile(
-        env.lib, env.caller.tenant_id, args["agent_id"], args["profile"]
-    )
-
-
-UPDATE_PROFILE = ToolSpec(
-    name="update_profile",
-    description="""Replace the agent's profile with new text (capped at 2,000 characters,
-`truncated: true` when cut). Send the whole profile: it is replaced, not merged. Empty
-text changes nothing. Returns {ok: true, profiles_updated}.""",
-    input_schema=obj(
-        {"agent_id": AGENT_ID, "profile": {"type": "string", "description": "Full profile."}},
-        ["agent_id", "profile"],
-    ),
-    handler=_update_profile,
-    demands=on_agent("agent_id", "read-write"),
-    pause=skip_with({"ok": True, "profiles_updated": 0}),
-)
-
-
-async def _queue_status(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await queue.queue_status(env.lib, env.caller.tenant_id)
-
-
-GET_QUEUE_STATUS = ToolSpec(
-    name="get_queue_status",
-    description="""Report the background embedding backlog of your tenant:
-{enabled, pending, ...}. `enabled: false` means no background queue runs.""",
-    input_schema=obj({}),
-    handler=_queue_status,
-    demands=any_caller,
-    read_only=True,
-)
-
-TOOLS = [ARCHIVE_EPISODE, LIST_EPISODES, GET_PROFILE, UPDATE_PROFILE, GET_QUEUE_STATUS]
+TOOLS = [ARCHIVE_EPISODE, LIST_EPISODES, DELETE_EPISODE]

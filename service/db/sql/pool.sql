@@ -13,7 +13,3 @@ SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
 -- ping --
 -- Liveness of the database connection.
 SELECT 1
-
--- current_revision --
--- The Alembic revision the database is at (NULL before the first migration).
-SELECT (SELECT version_num FROM alembic_version LIMIT 1)

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from service import cli_portability
-from service.app import create_app
+from service.app.factory import create_app
+from service.cli import portability
 from service.config import Settings, load_settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
@@ -30,8 +30,10 @@ from service.db.pool import Database
 from service.db.queue import Backlog
 from service.errors import InvalidInput, ServiceError
 from service.logs import configure_logging, get_logger
-from service.memory import embedding_queue, health, operating_context, pauses, queue, tenants
+from service.memory import health, pauses, tenants
 from service.memory.library import Library, build_library
+from service.memory.operating_context import core
+from service.memory.queue import backlog, worker
 from service.models import Caller, TenantId
 
 T = TypeVar("T")
@@ -213,13 +215,11 @@ def cmd_context_set(settings: Settings, args: argparse.Namespace) -> None:
     """Validate first (no database is started for a bad file), then store."""
     text = _read_context_file(args.file)
     try:
-        operating_context.parse(text)
+        core.parse(text)
     except InvalidInput as exc:
         raise CliError(f"{args.file}: {exc.message}") from None
     with database_url(settings) as url:
-        stored = run_db(
-            settings, url, lambda db: operating_context.set_context(db, args.tenant, text)
-        )
+        stored = run_db(settings, url, lambda db: core.set_context(db, args.tenant, text))
     for warning in stored.warnings:
         print(f"cpersona-service: warning: {args.file}: {warning}", file=sys.stderr)
     ctx = stored.context
@@ -233,17 +233,17 @@ def cmd_context_set(settings: Settings, args: argparse.Namespace) -> None:
 def cmd_context_show(settings: Settings, args: argparse.Namespace) -> None:
     """Print the stored context as TOML that ``context set`` accepts back."""
     with database_url(settings) as url:
-        stored = run_db(settings, url, lambda db: operating_context.show_context(db, args.tenant))
+        stored = run_db(settings, url, lambda db: core.show_context(db, args.tenant))
     if stored is None:
         print(f"tenant {args.tenant} has no operating context (dormant)")
         return
     print(f"# operating context of tenant {args.tenant}, set {stored.updated_at.isoformat()}")
-    print(operating_context.to_toml(stored.context), end="")
+    print(core.to_toml(stored.context), end="")
 
 
 def cmd_context_clear(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
-        removed = run_db(settings, url, lambda db: operating_context.clear_context(db, args.tenant))
+        removed = run_db(settings, url, lambda db: core.clear_context(db, args.tenant))
     if removed is None:
         print(f"tenant {args.tenant} has no operating context; nothing to clear")
     else:
@@ -277,9 +277,9 @@ async def _worker(settings: Settings, url: str) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     async with _library(settings, url) as lib:
-        recorded = await embedding_queue.start_up(lib)
+        recorded = await worker.start_up(lib)
         log.info("worker started", embedding_mode=settings.embedding_mode)
-        await embedding_queue.run_worker(lib, stop, model_recorded=recorded)
+        await worker.run_worker(lib, stop, model_recorded=recorded)
     log.info("worker stopped")
 
 
@@ -312,14 +312,14 @@ async def _reembed(settings: Settings, url: str, args: argparse.Namespace) -> No
     async with _library(settings, url) as lib:
         if lib.embedder is None:
             raise CliError("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to embed")
-        tenant = None if args.tenant is None else await queue.tenant_by_slug(lib, args.tenant)
-        await embedding_queue.start_up(lib)
-        queued = await queue.enqueue_reembed(lib, tenant, every_row=args.all, reset=True)
+        tenant = None if args.tenant is None else await backlog.tenant_by_slug(lib, args.tenant)
+        await worker.start_up(lib)
+        queued = await backlog.enqueue_reembed(lib, tenant, every_row=args.all, reset=True)
         print(f"queued {queued} rows for embedding with {lib.embedder.name}", flush=True)
         if args.no_wait:
             return
-        progress = _Progress((await queue.backlog(lib, tenant)).pending)
-        final = await embedding_queue.drain_until_empty(lib, tenant, progress.update)
+        progress = _Progress((await backlog.backlog(lib, tenant)).pending)
+        final = await worker.drain_until_empty(lib, tenant, progress.update)
     if final.failed:
         raise CliError(
             f"{final.failed} rows are still without an embedding after "
@@ -425,15 +425,15 @@ def _worker_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser
 def cmd_export(settings: Settings, args: argparse.Namespace) -> None:
     """Stream a tenant's memory as JSONL to --output (atomically) or stdout."""
     with database_url(settings) as url:
-        summary = run_db(settings, url, lambda db: cli_portability.run_export(db, settings, args))
+        summary = run_db(settings, url, lambda db: portability.run_export(db, settings, args))
     print(summary, file=sys.stderr if args.output is None else sys.stdout)
 
 
 def cmd_import(settings: Settings, args: argparse.Namespace) -> None:
     """Stream a JSONL file (or stdin) into a tenant; prints the result as one JSON line."""
     with database_url(settings) as url:
-        result = run_db(settings, url, lambda db: cli_portability.run_import(db, settings, args))
-    print(cli_portability.import_outcome(result))
+        result = run_db(settings, url, lambda db: portability.run_import(db, settings, args))
+    print(portability.import_outcome(result))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -449,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     _context_parser(commands)
     _worker_parsers(commands)
     _checkup_parser(commands)
-    cli_portability.add_parsers(commands, cmd_export, cmd_import)
+    portability.add_parsers(commands, cmd_export, cmd_import)
     db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)
     db.add_parser("url", help="print the connection URL for psql").set_defaults(run=cmd_db_url)
     return parser

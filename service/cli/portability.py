@@ -26,9 +26,9 @@ from typing import Any, BinaryIO, TextIO
 from service.config import Settings
 from service.db.pool import Database
 from service.errors import InvalidInput
-from service.memory import queue
 from service.memory.library import Library
 from service.memory.portability import export, files, import_
+from service.memory.queue import backlog
 
 Command = Callable[[Settings, argparse.Namespace], None]
 
@@ -76,7 +76,7 @@ class Progress:
 async def run_export(db: Database, settings: Settings, args: argparse.Namespace) -> str:
     """Export tenant ``--tenant`` (agent ``--agent``, or all) to ``--output`` or stdout."""
     lib = Library(db, settings)
-    tenant = await queue.tenant_by_slug(lib, args.tenant)
+    tenant = await backlog.tenant_by_slug(lib, args.tenant)
     request = export.ExportRequest(args.agent or "", args.include_embeddings)
     progress = Progress("export", sys.stderr)
     if args.output:
@@ -127,7 +127,7 @@ async def _counted(
 async def run_import(db: Database, settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
     """Import FILE (``-`` = stdin) into tenant ``--tenant``; the import's result object."""
     lib = Library(db, settings)
-    tenant = await queue.tenant_by_slug(lib, args.tenant)
+    tenant = await backlog.tenant_by_slug(lib, args.tenant)
     handle, size = await asyncio.to_thread(_open_input, args.file)
     progress = Progress("import", sys.stderr, unit="bytes")
     request = import_.ImportRequest(args.target_agent or "", args.dry_run)

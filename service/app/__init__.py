@@ -1,0 +1,1 @@
+"""The HTTP application: the Starlette factory, the edge every request passes, probes, metrics."""

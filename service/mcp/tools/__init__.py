@@ -1,0 +1,50 @@
+"""The 29 tools, one module per feature; each module exports ``TOOLS: list[ToolSpec]``.
+
+A feature keeps its name in every layer: ``tools/recall.py`` calls
+``service.memory.recall``, which reads through ``service.db.recall``. This package
+only assembles the catalogue in the spec's registration order (spec §2).
+"""
+
+from __future__ import annotations
+
+from service.mcp.registry import ToolSpec
+from service.mcp.tools import (
+    agents,
+    calibration,
+    contents,
+    episodes,
+    health,
+    memories,
+    operating_context,
+    pauses,
+    portability,
+    profiles,
+    queue,
+    recall,
+)
+
+TOOL_ORDER = (
+    "pause_persistence", "resume_persistence", "persistence_status", "get_operating_context",
+    "store", "recall", "recall_with_context", "get_contents", "get_profile", "update_profile",
+    "archive_episode", "list_memories", "list_episodes", "delete_agent_data",
+    "calibrate_threshold", "set_recall_precision", "get_recall_precision", "delete_memory",
+    "delete_episode", "update_memory", "lock_memory", "unlock_memory", "get_queue_status",
+    "export_memories", "import_memories", "merge_memories", "check_health", "deep_check",
+    "migrate_channel_axis",
+)  # fmt: skip
+FEATURES = (
+    pauses, operating_context, memories, recall, contents, profiles, episodes, agents,
+    calibration, queue, portability, health,
+)  # fmt: skip
+
+
+def all_tools() -> list[ToolSpec]:
+    """Every tool, in the spec's registration order; a tool outside the spec is a bug."""
+    specs = {spec.name: spec for feature in FEATURES for spec in feature.TOOLS}
+    unknown = set(specs) - set(TOOL_ORDER)
+    missing = set(TOOL_ORDER) - set(specs)
+    if unknown or missing:
+        raise RuntimeError(
+            f"catalogue mismatch: extra {sorted(unknown)}, missing {sorted(missing)}"
+        )
+    return [specs[name] for name in TOOL_ORDER]

@@ -1,0 +1,44 @@
+"""delete_agent_data: wipe one agent."""
+
+from __future__ import annotations
+
+from service.mcp.registry import (
+    JsonObject,
+    PausePolicy,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+)
+from service.mcp.schemas import (
+    AGENT_ID,
+)
+from service.memory import agents
+
+
+def _nothing_deleted(env: ToolEnv, args: JsonObject) -> JsonObject:
+    """delete_agent_data's success shape with zero counts (its skipped body under a pause)."""
+    return {
+        "ok": True, "agent_id": args.get("agent_id", ""), "deleted_memories": 0,
+        "deleted_profiles": 0, "deleted_episodes": 0, "deleted_pending_tasks": 0,
+    }  # fmt: skip
+
+
+async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await agents.delete_agent_data(env.lib, env.caller.tenant_id, args["agent_id"])
+
+
+DELETE_AGENT_DATA = ToolSpec(
+    name="delete_agent_data",
+    description="""Permanently delete everything one agent stored: memories (locked ones
+included), episodes and its profile, in every project and channel. Irreversible.
+
+Returns {ok: true, agent_id, deleted_memories, deleted_profiles, deleted_episodes,
+deleted_pending_tasks}.""",
+    input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
+    handler=_delete_agent_data,
+    demands=on_agent("agent_id", "read-write"),
+    destructive=True,
+    pause=PausePolicy(body=_nothing_deleted),
+)
+TOOLS = [DELETE_AGENT_DATA]

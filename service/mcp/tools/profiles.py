@@ -1,0 +1,53 @@
+"""Profile tools: get_profile, update_profile."""
+
+from __future__ import annotations
+
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+    skip_with,
+)
+from service.mcp.schemas import (
+    AGENT_ID,
+)
+from service.memory import profiles
+
+
+async def _get_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await profiles.get_profile(env.lib, env.caller.tenant_id, args["agent_id"])
+
+
+GET_PROFILE = ToolSpec(
+    name="get_profile",
+    description="""Read the agent's profile: one free-text description (at most 2,000
+characters) the agent keeps about itself or its user. Returns {profile} ("" if none).""",
+    input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
+    handler=_get_profile,
+    demands=on_agent("agent_id", "read"),
+    read_only=True,
+)
+
+
+async def _update_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await profiles.update_profile(
+        env.lib, env.caller.tenant_id, args["agent_id"], args["profile"]
+    )
+
+
+UPDATE_PROFILE = ToolSpec(
+    name="update_profile",
+    description="""Replace the agent's profile with new text (capped at 2,000 characters,
+`truncated: true` when cut). Send the whole profile: it is replaced, not merged. Empty
+text changes nothing. Returns {ok: true, profiles_updated}.""",
+    input_schema=obj(
+        {"agent_id": AGENT_ID, "profile": {"type": "string", "description": "Full profile."}},
+        ["agent_id", "profile"],
+    ),
+    handler=_update_profile,
+    demands=on_agent("agent_id", "read-write"),
+    pause=skip_with({"ok": True, "profiles_updated": 0}),
+)
+TOOLS = [GET_PROFILE, UPDATE_PROFILE]

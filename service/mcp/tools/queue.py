@@ -1,0 +1,28 @@
+"""The embedding queue's tool: get_queue_status."""
+
+from __future__ import annotations
+
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    any_caller,
+    obj,
+)
+from service.memory.queue import backlog
+
+
+async def _queue_status(env: ToolEnv, args: JsonObject) -> JsonObject:
+    return await backlog.queue_status(env.lib, env.caller.tenant_id)
+
+
+GET_QUEUE_STATUS = ToolSpec(
+    name="get_queue_status",
+    description="""Report the background embedding backlog of your tenant:
+{enabled, pending, ...}. `enabled: false` means no background queue runs.""",
+    input_schema=obj({}),
+    handler=_queue_status,
+    demands=any_caller,
+    read_only=True,
+)
+TOOLS = [GET_QUEUE_STATUS]

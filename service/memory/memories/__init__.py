@@ -1,0 +1,1 @@
+"""Memories: store, edits by id (update, lock, delete) and the newest-first listing."""

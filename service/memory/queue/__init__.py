@@ -1,0 +1,1 @@
+"""The embedding queue: inline embedding on writes, the durable backlog, the worker."""
