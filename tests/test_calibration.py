@@ -20,8 +20,8 @@ from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory.health import deep
 from service.memory.library import Library
+from service.memory.recall.gate import heuristic_min_score
 from service.memory.memories import edits, store
-from service.memory.recall import scoring
 from service.models import TenantId
 from tests.support import Agent, Served, serve, text
 
@@ -234,7 +234,7 @@ async def test_calibration_of_embedded_memories_is_stored_and_applied(
     scores = [m["match_reason"]["score"] for m in found["messages"] if "match_reason" in m]
     assert scores, found
     assert min(scores) >= gate["threshold"]
-    assert min(scores) < scoring.heuristic_min_score(36)  # the calibrated gate replaced it
+    assert min(scores) < heuristic_min_score(36)  # the calibrated gate replaced it
 
     again = await client.call("calibrate_threshold", agent_id="alice", method="percentile",
                               percentile=90)  # fmt: skip

@@ -10,8 +10,8 @@ from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from service.config import Settings
 from service.db import contents as contents_db
-from service.mcp import shaping
 from service.mcp.registry import ToolEnv
+from service.mcp.shaping import rows
 from service.mcp.tools.contents import GET_CONTENTS
 from service.memory import contents, tenants
 from service.memory.library import Library
@@ -245,7 +245,7 @@ def test_every_parsed_ref_has_a_canonical_form_the_boundary_emits(ref: str) -> N
     """One parser (the library's); the refs the boundary formats parse back to the same row."""
     parsed = contents.parse_ref(ref)
     if parsed is not None:
-        assert contents.parse_ref(shaping.format_ref(*parsed)) == parsed
+        assert contents.parse_ref(rows.format_ref(*parsed)) == parsed
 
 
 async def test_reading_needs_read_permission_on_the_agent(lib: Library, served: Served) -> None:

@@ -13,7 +13,7 @@ from service.mcp.registry import JsonObject, ToolEnv
 from service.mcp.tools import operating_context
 from service.memory import tenants
 from service.memory.library import Library
-from service.memory.operating_context import core
+from service.memory.operating_context import parse, storage
 from service.models import Caller, TenantId
 from tests.support import Served, body, mcp_session, new_tenant, serve
 
@@ -70,7 +70,7 @@ async def test_preview_sections_and_tenant_isolation_over_http(
 ) -> None:
     key_a = await new_tenant(lib, "tenant-a", grants={"alpha": "read"})
     key_b = await new_tenant(lib, "tenant-b")
-    await core.set_context(lib.db, "tenant-a", CONTEXT)
+    await storage.set_context(lib.db, "tenant-a", CONTEXT)
     async with serve(settings, database_url) as served:
         async with mcp_session(served, key_a) as session:
             preview = body(await session.call_tool("get_operating_context", {}))
@@ -121,15 +121,15 @@ async def test_cli_sets_shows_and_clears_what_the_tool_serves(
 
     shown = cli(database_url, "context", "show", "--tenant", "acme")
     assert shown.returncode == 0
-    parsed = core.parse(shown.stdout)
-    assert parsed.context == core.parse(CONTEXT).context
+    parsed = parse.parse(shown.stdout)
+    assert parsed.context == parse.parse(CONTEXT).context
     assert parsed.warnings == ()
 
     cleared = cli(database_url, "context", "clear", "--tenant", "acme")
     assert cleared.returncode == 0
     assert "rev-9" in cleared.stdout
     tenant = next(t for t in await tenants.list_tenants(lib.db) if t.slug == "acme")
-    assert await core.get_context(lib, TenantId(tenant.id)) is None
+    assert await storage.get_context(lib, TenantId(tenant.id)) is None
     missing = cli(database_url, "context", "clear", "--tenant", "ghost")
     assert missing.returncode == 1
     assert "no tenant 'ghost'" in missing.stderr
@@ -154,7 +154,7 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
     lib: Library,
 ) -> None:
     env = await _env(lib, "strict")
-    await core.set_context(lib.db, "strict", CONTEXT)
+    await storage.set_context(lib.db, "strict", CONTEXT)
     message = "project_id 'zeta' not in registry (rev rev-9)"
     base = {"ok": False, "error": message, "operating_context_revision": "rev-9"}
     store_args = {"agent_id": "alpha", "project_id": "zeta", "message": {"content": "x"}}
@@ -172,7 +172,7 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
 
 async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: Library) -> None:
     env = await _env(lib, "mapped")
-    await core.set_context(lib.db, "mapped", CONTEXT)
+    await storage.set_context(lib.db, "mapped", CONTEXT)
     auto = {"agent_id": "alpha", "project_id": "@auto", "limit": 5}
     gated, notes, refusal = await operating_context.apply_gate(env, "list_memories", auto)
     assert refusal is None
@@ -205,7 +205,7 @@ async def test_initialize_serves_the_tenants_summary_as_instructions(
 ) -> None:
     key_a = await new_tenant(lib, "instr-a")
     key_b = await new_tenant(lib, "instr-b")
-    await core.set_context(
+    await storage.set_context(
         lib.db, "instr-a", 'version = 1\n[instructions]\nsummary = "Be brief."\n'
     )
     async with mcp_session(served, key_a) as session:

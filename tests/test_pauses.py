@@ -21,7 +21,7 @@ from service.config import Settings
 from service.errors import InvalidInput
 from service.memory import pauses
 from service.memory.library import Library
-from service.memory.operating_context import core
+from service.memory.operating_context import storage
 from service.models import TenantId
 from tests.support import Agent, Served, mcp_session, new_tenant, serve, text
 
@@ -343,7 +343,7 @@ async def test_pause_and_resume_need_read_write_on_every_agent(
 
 async def test_the_project_gate_runs_before_the_pause(lib: Library, client: Agent) -> None:
     context = '[registry]\nproject_ids = ["atlas"]\nenforce = "reject"\n'
-    await core.set_context(lib.db, "acme", f'version = 1\ncontext_revision = "r1"\n{context}')
+    await storage.set_context(lib.db, "acme", f'version = 1\ncontext_revision = "r1"\n{context}')
     await client.call("pause_persistence")
     refused = await client.call("store", agent_id="a", project_id="nope", message={"content": "x"})
     assert (refused["ok"], refused["result"]) == (False, "rejected")

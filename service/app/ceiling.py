@@ -1,58 +1,26 @@
-"""Byte accounting at the HTTP edge: the response ceiling and the Prometheus metrics.
+"""The response ceiling at the HTTP edge: bytes counted, oversized answers replaced.
 
 :class:`ResponseGuard` wraps the ASGI ``send`` of the MCP endpoint. It counts the body
 bytes actually sent and enforces ``CPERSONA_MAX_RESPONSE_BYTES`` as a last line of
 defence behind the shaping budgets: a JSON response (every JSON-RPC answer in stateless
 JSON mode) is held until its last chunk, buffering at most the ceiling, and if it would
 exceed the ceiling a small, well-formed JSON-RPC answer with the same ``id`` is sent in its
-place. The oversized payload never leaves the process. Event streams (a GET stream) are
-passed through as they come, counted but not held.
-
-:class:`EdgeMetrics` is one Prometheus registry per application (built by ``create_app``;
-nothing module-level). Every label is bounded, because a label value is a time series for
-as long as the process lives:
-
-* ``tool``: a registered tool name; ``"none"`` for a request that called no tool
-  (initialize, tools/list, a refused request); ``"unknown"`` for a name that is not
-  registered, since the caller chooses that string and must not be able to mint series.
-* ``outcome``: the dispatcher's outcome (``ok``, ``failed``, ``invalid_input``,
-  ``unknown_tool``, store's ``stored``/``skipped``/``rejected``), ``response_too_large``,
-  or one derived from the HTTP status (:func:`request_outcome`).
-* ``tenant``: the tenant's slug, on authenticated requests only. One series per tenant:
-  fine for hundreds or a few thousand tenants; a deployment with far more should read
-  per-tenant volume from the usage tables and drop this counter.
-
-Nothing else about a tenant (agent ids, content, keys) ever becomes a label.
-"""
+place. The oversized payload never leaves the process. Event streams are passed through
+as they come, counted but not held."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Final
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    ProcessCollector,
-    generate_latest,
-)
 from starlette.types import Message, Receive, Send
 
-METRICS_CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
-NO_TOOL: Final = "none"
-UNKNOWN_TOOL: Final = "unknown"
 RESPONSE_TOO_LARGE: Final = "response_too_large"
+
+
 RESPONSE_TOO_LARGE_CODE: Final = -32001
 """JSON-RPC error code (implementation-defined server range) for non-tool methods."""
-
-DURATION_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-BYTE_BUCKETS: Final = (256, 1024, 4096, 16_384, 65_536, 262_144, 1 << 20, 4 << 20, 16 << 20)
-
-
-# -- the response ceiling -------------------------------------------------------------------
 
 
 class RequestTee:
@@ -186,78 +154,3 @@ def _with_header(start: Message, name: bytes, value: bytes) -> Message:
     """A copy of a response start with header ``name`` set to ``value`` (once)."""
     headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != name]
     return {**start, "headers": [*headers, (name, value)]}
-
-
-def request_outcome(outcome: str | None, status: int | None) -> str:
-    """The outcome label: the dispatcher's or the edge's, else one from the HTTP status."""
-    if outcome is not None:
-        return outcome
-    if status is None:
-        return "incomplete"
-    if status == 401:
-        return "unauthorized"
-    if status == 413:
-        return "request_too_large"
-    if status >= 500:
-        return "server_error"
-    return "client_error" if status >= 400 else "ok"
-
-
-# -- metrics --------------------------------------------------------------------------------
-
-
-class EdgeMetrics:
-    """Requests, durations and response bytes per tool and outcome; bytes per tenant."""
-
-    def __init__(self, tools: Iterable[str]) -> None:
-        self.registry = CollectorRegistry()
-        self._tools = frozenset(tools)
-        labels = ("tool", "outcome")
-        self.requests = Counter(
-            "cpersona_mcp_requests",
-            "MCP HTTP requests answered, by tool and outcome.",
-            labels,
-            registry=self.registry,
-        )
-        self.duration = Histogram(
-            "cpersona_mcp_request_duration_seconds",
-            "Time from request to the last response byte, by tool and outcome.",
-            labels,
-            buckets=DURATION_BUCKETS,
-            registry=self.registry,
-        )
-        self.response_bytes = Histogram(
-            "cpersona_mcp_response_bytes",
-            "Response body bytes actually sent, by tool and outcome.",
-            labels,
-            buckets=BYTE_BUCKETS,
-            registry=self.registry,
-        )
-        self.tenant_bytes = Counter(
-            "cpersona_tenant_response_bytes",
-            "Response body bytes sent to authenticated callers, by tenant slug.",
-            ("tenant",),
-            registry=self.registry,
-        )
-        ProcessCollector(registry=self.registry)
-
-    def tool_label(self, tool: str | None) -> str:
-        """The bounded ``tool`` label of a request (see the module docstring)."""
-        if tool is None:
-            return NO_TOOL
-        return tool if tool in self._tools else UNKNOWN_TOOL
-
-    def observe(
-        self, *, tool: str | None, outcome: str, tenant: str | None, seconds: float, sent: int
-    ) -> None:
-        """Record one finished request."""
-        label = self.tool_label(tool)
-        self.requests.labels(label, outcome).inc()
-        self.duration.labels(label, outcome).observe(seconds)
-        self.response_bytes.labels(label, outcome).observe(sent)
-        if tenant is not None:
-            self.tenant_bytes.labels(tenant).inc(sent)
-
-    def render(self) -> bytes:
-        """The Prometheus text exposition of this application's registry."""
-        return generate_latest(self.registry)

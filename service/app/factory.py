@@ -26,15 +26,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.app import portability
-from service.app.ceiling import (
-    METRICS_CONTENT_TYPE,
-    RESPONSE_TOO_LARGE,
-    EdgeMetrics,
-    RequestTee,
-    ResponseGuard,
-    oversized_reply,
-    request_outcome,
-)
+from service.app.ceiling import RESPONSE_TOO_LARGE, RequestTee, ResponseGuard, oversized_reply
+from service.app.metrics import METRICS_CONTENT_TYPE, EdgeMetrics, request_outcome
 from service.config import Settings
 from service.db.migrate import current_revision, head_revision
 from service.db.pool import Database

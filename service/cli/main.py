@@ -32,7 +32,7 @@ from service.errors import InvalidInput, ServiceError
 from service.logs import configure_logging, get_logger
 from service.memory import health, pauses, tenants
 from service.memory.library import Library, build_library
-from service.memory.operating_context import core
+from service.memory.operating_context import parse, storage, toml
 from service.memory.queue import backlog, worker
 from service.models import Caller, TenantId
 
@@ -215,11 +215,11 @@ def cmd_context_set(settings: Settings, args: argparse.Namespace) -> None:
     """Validate first (no database is started for a bad file), then store."""
     text = _read_context_file(args.file)
     try:
-        core.parse(text)
+        parse.parse(text)
     except InvalidInput as exc:
         raise CliError(f"{args.file}: {exc.message}") from None
     with database_url(settings) as url:
-        stored = run_db(settings, url, lambda db: core.set_context(db, args.tenant, text))
+        stored = run_db(settings, url, lambda db: storage.set_context(db, args.tenant, text))
     for warning in stored.warnings:
         print(f"cpersona-service: warning: {args.file}: {warning}", file=sys.stderr)
     ctx = stored.context
@@ -233,17 +233,17 @@ def cmd_context_set(settings: Settings, args: argparse.Namespace) -> None:
 def cmd_context_show(settings: Settings, args: argparse.Namespace) -> None:
     """Print the stored context as TOML that ``context set`` accepts back."""
     with database_url(settings) as url:
-        stored = run_db(settings, url, lambda db: core.show_context(db, args.tenant))
+        stored = run_db(settings, url, lambda db: storage.show_context(db, args.tenant))
     if stored is None:
         print(f"tenant {args.tenant} has no operating context (dormant)")
         return
     print(f"# operating context of tenant {args.tenant}, set {stored.updated_at.isoformat()}")
-    print(core.to_toml(stored.context), end="")
+    print(toml.to_toml(stored.context), end="")
 
 
 def cmd_context_clear(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
-        removed = run_db(settings, url, lambda db: core.clear_context(db, args.tenant))
+        removed = run_db(settings, url, lambda db: storage.clear_context(db, args.tenant))
     if removed is None:
         print(f"tenant {args.tenant} has no operating context; nothing to clear")
     else:

@@ -23,12 +23,13 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.mcp import acl, request, shaping, tools
+from service.mcp import acl, request, tools
 from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec
+from service.mcp.shaping import accounting
 from service.mcp.tools import operating_context as operating_context_tools
 from service.memory import pauses, text
 from service.memory.library import Library
-from service.memory.operating_context import core
+from service.memory.operating_context import storage
 from service.models import Caller
 
 log = get_logger(__name__)
@@ -104,7 +105,7 @@ class Dispatcher:
             return _validation_error(error.message)
         body = await self._run(spec, args)
         request.note_tool(name, _outcome(body))
-        request.note_chars(*shaping.char_accounting(body))
+        request.note_chars(*accounting.char_accounting(body))
         return _text_result(body)
 
     async def _run(self, spec: ToolSpec, args: JsonObject) -> JsonObject:
@@ -240,7 +241,7 @@ class TenantInstructions:
         result = await call_next(ctx)
         if ctx.method != "initialize":
             return result
-        summary = await core.instructions_for(self._lib, self._resolve_caller().tenant_id)
+        summary = await storage.instructions_for(self._lib, self._resolve_caller().tenant_id)
         if not summary:
             return result
         if isinstance(result, BaseModel):

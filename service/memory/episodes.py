@@ -10,7 +10,7 @@ from service.db import agents, episodes, queue
 from service.memory import text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.queue.worker import embed_inline, episode_text
+from service.memory.queue.inline import embed_inline, episode_text
 from service.models import TenantId
 
 JsonObject = dict[str, Any]

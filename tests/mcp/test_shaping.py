@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.mcp import shaping
+from service.mcp.shaping import contents, listing, recall, rows
 from service.memory import contents as library_contents
 
 # No example database: property tests must not leave files in the checkout.
@@ -26,7 +26,7 @@ def mem(i: int, content: object, **extra: object) -> dict[str, object]:
     return {"ref": f"mem:{i}", "content": content, **extra}
 
 
-def contents(rows: list[dict[str, object]]) -> list[object]:
+def texts_of(rows: list[dict[str, object]]) -> list[object]:
     return [row["content"] for row in rows]
 
 
@@ -36,7 +36,7 @@ def contents(rows: list[dict[str, object]]) -> list[object]:
 def test_preview_cuts_a_1479_char_row_to_its_first_500_chars_with_markers() -> None:
     """36."""
     full = text(1479)
-    (row,) = shaping.preview([mem(1, full)], 500)
+    (row,) = recall.preview([mem(1, full)], 500)
     assert row == {
         "ref": "mem:1",
         "content": full[:500],
@@ -48,11 +48,11 @@ def test_preview_cuts_a_1479_char_row_to_its_first_500_chars_with_markers() -> N
 def test_preview_leaves_an_exactly_500_char_row_without_markers() -> None:
     """37."""
     full = text(500)
-    assert shaping.preview([mem(1, full)], 500) == [mem(1, full)]
+    assert recall.preview([mem(1, full)], 500) == [mem(1, full)]
 
 
 def test_preview_is_a_pure_prefix_with_no_ellipsis() -> None:
-    (row,) = shaping.preview([mem(1, "abcdefghijklmnop")], 10)
+    (row,) = recall.preview([mem(1, "abcdefghijklmnop")], 10)
     assert row["content"] == "abcdefghij"
 
 
@@ -60,7 +60,7 @@ def test_preview_is_a_pure_prefix_with_no_ellipsis() -> None:
 def test_preview_disabled_returns_full_text_without_markers(cap: int) -> None:
     """38 (preview half)."""
     rows = [mem(1, text(5000))]
-    assert shaping.preview(rows, cap) == rows
+    assert recall.preview(rows, cap) == rows
 
 
 @pytest.mark.parametrize(
@@ -73,13 +73,13 @@ def test_preview_disabled_returns_full_text_without_markers(cap: int) -> None:
 )
 def test_preview_never_trims_a_row_without_a_ref(row: dict[str, object]) -> None:
     """The profile row has no handle back to its full text."""
-    assert shaping.preview([row], 500) == [row]
+    assert recall.preview([row], 500) == [row]
 
 
 def test_conversation_echoes_are_trimmed_uniformly_without_a_ref() -> None:
     """The seed (which wins over spec item 45): echoes are trimmed like every row."""
     echo = {"content": text(800), "context_type": "conversation", "source": {"type": "Agent"}}
-    (row,) = shaping.preview([echo], 500)
+    (row,) = recall.preview([echo], 500)
     assert row["content"] == text(800)[:500]
     assert row["content_truncated"] is True
     assert row["content_len"] == 800
@@ -87,19 +87,19 @@ def test_conversation_echoes_are_trimmed_uniformly_without_a_ref() -> None:
 
 
 def test_preview_counts_code_points_not_utf16_units() -> None:
-    (row,) = shaping.preview([mem(1, "😀" * 600)], 500)
+    (row,) = recall.preview([mem(1, "😀" * 600)], 500)
     assert row["content"] == "😀" * 500
     assert row["content_len"] == 600
 
 
 def test_preview_leaves_non_string_content_alone() -> None:
     rows = [mem(1, None), mem(2, 12345)]
-    assert shaping.preview(rows, 1) == rows
+    assert recall.preview(rows, 1) == rows
 
 
 def test_preview_keeps_every_other_field_of_a_trimmed_row() -> None:
     source = {"type": "User", "id": "u1", "name": "U"}
-    (row,) = shaping.preview([mem(7, text(50), source=source, id="m-7", timestamp="t")], 10)
+    (row,) = recall.preview([mem(7, text(50), source=source, id="m-7", timestamp="t")], 10)
     assert row["ref"] == "mem:7"
     assert row["source"] == source
     assert row["id"] == "m-7"
@@ -109,7 +109,7 @@ def test_preview_keeps_every_other_field_of_a_trimmed_row() -> None:
 def test_preview_does_not_mutate_its_input() -> None:
     original = mem(1, text(50))
     rows = [original]
-    shaped = shaping.preview(rows, 10)
+    shaped = recall.preview(rows, 10)
     assert original == mem(1, text(50))
     assert shaped[0] is not original
 
@@ -117,7 +117,7 @@ def test_preview_does_not_mutate_its_input() -> None:
 @PROPERTY
 @given(content=st.text(), cap=st.integers(min_value=1, max_value=60))
 def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: int) -> None:
-    (row,) = shaping.preview([mem(1, content)], cap)
+    (row,) = recall.preview([mem(1, content)], cap)
     trimmed = row["content"]
     assert isinstance(trimmed, str)
     assert content.startswith(trimmed)
@@ -132,7 +132,7 @@ def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: in
 def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() -> None:
     """42: ten 20,000-character rows total exactly 200,000, which still fits."""
     rows = [mem(i, text(20_000)) for i in range(10)]
-    shaped, spent = shaping.full_content_budget(rows, 500)
+    shaped, spent = recall.full_content_budget(rows, 500)
     assert shaped == rows
     assert spent is False
 
@@ -140,7 +140,7 @@ def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() ->
 def test_full_content_budget_previews_the_first_8_of_20_rows_of_16000_chars() -> None:
     """43."""
     full = text(16_000)
-    shaped, spent = shaping.full_content_budget([mem(i, full) for i in range(20)], 500)
+    shaped, spent = recall.full_content_budget([mem(i, full) for i in range(20)], 500)
     assert spent is True
     for row in shaped[:8]:
         assert row["content"] == full[:500]
@@ -155,7 +155,7 @@ def test_full_content_budget_previews_the_first_8_of_20_rows_of_16000_chars() ->
 def test_full_content_budget_is_spent_from_the_tail() -> None:
     """44: budget 100, preview 10, rows of 60/60/60."""
     rows = [mem(1, "a" * 60), mem(2, "b" * 60), mem(3, "c" * 60)]
-    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
     assert spent is True
     assert shaped == [
         {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 60},
@@ -166,22 +166,22 @@ def test_full_content_budget_is_spent_from_the_tail() -> None:
 
 def test_full_content_budget_admits_the_last_row_whatever_its_size() -> None:
     rows = [mem(1, "h" * 60), mem(2, "g" * 500)]
-    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
-    assert contents(shaped) == ["h" * 10, "g" * 500]
+    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
+    assert texts_of(shaped) == ["h" * 10, "g" * 500]
     assert spent is True
 
 
 def test_full_content_budget_degrades_every_earlier_row_once_spent() -> None:
     """A small row before the overflowing one is degraded even though it would fit."""
     rows = [mem(1, "a" * 20), mem(2, "b" * 90), mem(3, "c" * 60)]
-    shaped, _ = shaping.full_content_budget(rows, 10, budget_chars=100)
-    assert contents(shaped) == ["a" * 10, "b" * 10, "c" * 60]
+    shaped, _ = recall.full_content_budget(rows, 10, budget_chars=100)
+    assert texts_of(shaped) == ["a" * 10, "b" * 10, "c" * 60]
 
 
 def test_full_content_budget_never_trims_refless_rows_but_counts_them() -> None:
     profile: dict[str, object] = {"content": "[Profile] " + "p" * 200}
     rows = [mem(1, "a" * 90), profile, mem(2, "b" * 60)]
-    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
     assert spent is True
     assert shaped == [
         {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 90},
@@ -192,14 +192,14 @@ def test_full_content_budget_never_trims_refless_rows_but_counts_them() -> None:
 
 def test_full_content_budget_can_be_spent_without_trimming_anything() -> None:
     rows = [mem(1, "x" * 5), mem(2, "y" * 99)]
-    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
     assert shaped == rows
     assert spent is True
 
 
 def test_full_content_budget_ignores_rows_without_string_content() -> None:
     rows = [mem(1, None), mem(2, "g" * 500)]
-    shaped, spent = shaping.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
     assert shaped == rows
     assert spent is False
 
@@ -208,18 +208,18 @@ def test_full_content_budget_ignores_rows_without_string_content() -> None:
 def test_full_content_budget_is_off_when_the_preview_tier_is_off(cap: int) -> None:
     """38 (budget half)."""
     rows = [mem(1, "a" * 300), mem(2, "b" * 300)]
-    shaped, spent = shaping.full_content_budget(rows, cap, budget_chars=100)
+    shaped, spent = recall.full_content_budget(rows, cap, budget_chars=100)
     assert shaped == rows
     assert spent is False
 
 
 def test_full_content_budget_of_no_rows_is_not_spent() -> None:
-    assert shaping.full_content_budget([], 10) == ([], False)
+    assert recall.full_content_budget([], 10) == ([], False)
 
 
 def test_full_content_budget_does_not_mutate_its_input() -> None:
     rows = [mem(1, "a" * 60), mem(2, "b" * 60)]
-    shaping.full_content_budget(rows, 10, budget_chars=100)
+    recall.full_content_budget(rows, 10, budget_chars=100)
     assert rows == [mem(1, "a" * 60), mem(2, "b" * 60)]
 
 
@@ -239,7 +239,7 @@ def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow
     sizes: list[int], refless: set[int], cap: int, budget: int
 ) -> None:
     rows = [{"content": "z" * n} if i in refless else mem(i, "z" * n) for i, n in enumerate(sizes)]
-    shaped, spent = shaping.full_content_budget(rows, cap, budget_chars=budget)
+    shaped, spent = recall.full_content_budget(rows, cap, budget_chars=budget)
     overflow = [overflows_from_the_tail(sizes, i, budget) for i in range(len(sizes))]
     assert spent is any(overflow)
     assert len(shaped) == len(rows)
@@ -263,7 +263,7 @@ def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow
 def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
     advisory = {"severity": "hint"}
     response = {"messages": [mem(1, text(700))], "advisory": advisory, "gate_fallback": True}
-    shaped = shaping.shape_recall(response, preview_chars=500, full_content=False)
+    shaped = recall.shape_recall(response, preview_chars=500, full_content=False)
     assert shaped["advisory"] is advisory
     assert shaped["gate_fallback"] is True
     assert shaped["messages"] == [
@@ -275,7 +275,7 @@ def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
 def test_shape_recall_with_full_content_adds_the_budget_when_it_is_spent() -> None:
     """43 (response half): the marker carries the budget in force."""
     response = {"messages": [mem(i, text(16_000)) for i in range(20)]}
-    shaped = shaping.shape_recall(response, preview_chars=500, full_content=True)
+    shaped = recall.shape_recall(response, preview_chars=500, full_content=True)
     assert shaped["full_content_budget_chars"] == 200_000
     messages = shaped["messages"]
     assert isinstance(messages, list)
@@ -285,7 +285,7 @@ def test_shape_recall_with_full_content_adds_the_budget_when_it_is_spent() -> No
 def test_shape_recall_reports_a_spent_budget_even_when_no_row_was_trimmed() -> None:
     """Spec §12.11: the recall marker means "spent", not "trimmed"."""
     response = {"messages": [mem(1, "x" * 5), mem(2, "y" * 99)]}
-    shaped = shaping.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
+    shaped = recall.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
     assert shaped["full_content_budget_chars"] == 100
     assert shaped["messages"] == response["messages"]
 
@@ -293,7 +293,7 @@ def test_shape_recall_reports_a_spent_budget_even_when_no_row_was_trimmed() -> N
 def test_shape_recall_with_full_content_under_budget_returns_rows_whole() -> None:
     """42."""
     response = {"messages": [mem(1, text(1479)), mem(2, text(900))]}
-    shaped = shaping.shape_recall(response, preview_chars=500, full_content=True)
+    shaped = recall.shape_recall(response, preview_chars=500, full_content=True)
     assert shaped == response
 
 
@@ -301,7 +301,7 @@ def test_shape_recall_with_full_content_under_budget_returns_rows_whole() -> Non
 def test_shape_recall_with_preview_disabled_never_trims_or_marks(full_content: bool) -> None:
     """38."""
     response = {"messages": [mem(i, text(16_000)) for i in range(20)]}
-    shaped = shaping.shape_recall(response, preview_chars=0, full_content=full_content)
+    shaped = recall.shape_recall(response, preview_chars=0, full_content=full_content)
     assert shaped == response
 
 
@@ -312,13 +312,13 @@ def test_shape_recall_with_preview_disabled_never_trims_or_marks(full_content: b
 def test_shape_recall_leaves_a_response_without_message_rows_as_it_is(
     response: dict[str, object],
 ) -> None:
-    assert shaping.shape_recall(response, preview_chars=1, full_content=False) == response
+    assert recall.shape_recall(response, preview_chars=1, full_content=False) == response
 
 
 def test_shape_recall_does_not_mutate_the_response() -> None:
     messages = [mem(1, "a" * 60), mem(2, "b" * 60)]
     response = {"messages": messages}
-    shaping.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
+    recall.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
     assert response == {"messages": [mem(1, "a" * 60), mem(2, "b" * 60)]}
     assert response["messages"] is messages
 
@@ -380,20 +380,20 @@ def test_parse_ref_accepts_a_ref_of_exactly_40_chars() -> None:
 
 
 def test_format_ref_prefixes_the_kind() -> None:
-    assert shaping.format_ref("mem", 123) == "mem:123"
-    assert shaping.format_ref("ep", 45) == "ep:45"
+    assert rows.format_ref("mem", 123) == "mem:123"
+    assert rows.format_ref("ep", 45) == "ep:45"
 
 
 @pytest.mark.parametrize("row_id", [0, -1, 2**63, True])
 def test_format_ref_refuses_an_id_no_row_can_have(row_id: int) -> None:
     with pytest.raises(ValueError, match="no ref"):
-        shaping.format_ref("mem", row_id)
+        rows.format_ref("mem", row_id)
 
 
 @PROPERTY
 @given(kind=st.sampled_from(["mem", "ep"]), row_id=st.integers(1, 2**63 - 1))
-def test_format_ref_round_trips_through_parse_ref(kind: shaping.RefKind, row_id: int) -> None:
-    assert library_contents.parse_ref(shaping.format_ref(kind, row_id)) == (kind, row_id)
+def test_format_ref_round_trips_through_parse_ref(kind: rows.RefKind, row_id: int) -> None:
+    assert library_contents.parse_ref(rows.format_ref(kind, row_id)) == (kind, row_id)
 
 
 @PROPERTY
@@ -418,7 +418,7 @@ def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None
     refs = ["mem:1", "mem:2", "mem:3", "mem:4"]
     found: list[tuple[str, Mapping[str, object] | None]] = [(r, item(r, 15_000)) for r in refs]
     found.append(("ep:99", None))
-    result = shaping.budget_contents(found)
+    result = contents.budget_contents(found)
     assert result == {
         "items": [item("mem:1", 15_000), item("mem:2", 15_000)],
         "missing": [],
@@ -430,7 +430,7 @@ def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None
 
 def test_get_contents_returns_a_single_oversized_row_whole() -> None:
     """51."""
-    result = shaping.budget_contents([("mem:1", item("mem:1", 50_000))])
+    result = contents.budget_contents([("mem:1", item("mem:1", 50_000))])
     assert result == {"items": [item("mem:1", 50_000)], "missing": [], "count": 1}
 
 
@@ -441,7 +441,7 @@ def test_get_contents_files_unresolvable_refs_before_the_spend_under_missing() -
         ("ep:2", None),
         ("mem:3", item("mem:3", 10)),
     ]
-    result = shaping.budget_contents(found)
+    result = contents.budget_contents(found)
     assert result["missing"] == ["bogus", "ep:2"]
     assert result["items"] == [item("mem:1", 50_000)]
     assert result["deferred"] == ["mem:3"]
@@ -452,7 +452,7 @@ def test_get_contents_admits_an_item_that_reaches_the_budget_exactly() -> None:
         ("mem:1", item("mem:1", 25_000)),
         ("mem:2", item("mem:2", 15_000)),
     ]
-    result = shaping.budget_contents(found)
+    result = contents.budget_contents(found)
     assert result["count"] == 2
     assert "deferred" not in result
     assert "budget_chars" not in result
@@ -460,16 +460,16 @@ def test_get_contents_admits_an_item_that_reaches_the_budget_exactly() -> None:
 
 def test_get_contents_processes_duplicated_refs_independently() -> None:
     small = item("mem:1", 10)
-    assert shaping.budget_contents([("mem:1", small), ("mem:1", small)])["items"] == [small] * 2
+    assert contents.budget_contents([("mem:1", small), ("mem:1", small)])["items"] == [small] * 2
     big = item("mem:1", 30_000)
-    result = shaping.budget_contents([("mem:1", big), ("mem:1", big)])
+    result = contents.budget_contents([("mem:1", big), ("mem:1", big)])
     assert result["count"] == 1
     assert result["deferred"] == ["mem:1"]
 
 
 def test_get_contents_of_only_unresolvable_refs_lists_them_missing() -> None:
     """48 (shape part): no ``ok`` key on a read."""
-    result = shaping.budget_contents([("mem:5", None)])
+    result = contents.budget_contents([("mem:5", None)])
     assert result == {"items": [], "missing": ["mem:5"], "count": 0}
 
 
@@ -478,14 +478,14 @@ def test_get_contents_budget_can_be_lowered() -> None:
         ("mem:1", item("mem:1", 60)),
         ("mem:2", item("mem:2", 60)),
     ]
-    result = shaping.budget_contents(found, budget_chars=100)
+    result = contents.budget_contents(found, budget_chars=100)
     assert result["deferred"] == ["mem:2"]
     assert result["budget_chars"] == 100
 
 
 def test_get_contents_items_are_copies() -> None:
     original = item("mem:1", 10)
-    items = shaping.budget_contents([("mem:1", original)])["items"]
+    items = contents.budget_contents([("mem:1", original)])["items"]
     assert isinstance(items, list)
     assert items[0] == original
     assert items[0] is not original
@@ -504,12 +504,12 @@ def episode_row(row_id: int, summary: int, keywords: int) -> dict[str, object]:
 
 def test_list_memories_budget_leaves_a_listing_that_fits_untouched() -> None:
     rows = [memory_row(i, 30) for i in range(1, 4)]
-    assert shaping.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
+    assert listing.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
 
 
 def test_list_memories_budget_degrades_from_the_first_overflow_to_the_end() -> None:
     rows = [memory_row(1, 60), memory_row(2, 30), memory_row(3, 60), memory_row(4, 60)]
-    shaped, trimmed = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, trimmed = listing.budget_list_memories(rows, 10, budget_chars=100)
     assert trimmed is True
     assert shaped[:2] == rows[:2]
     for row_id, row in ((3, shaped[2]), (4, shaped[3])):
@@ -524,7 +524,7 @@ def test_list_memories_budget_degrades_from_the_first_overflow_to_the_end() -> N
 
 def test_list_memories_budget_keeps_an_oversized_first_row_whole() -> None:
     rows = [memory_row(1, 500), memory_row(2, 60)]
-    shaped, trimmed = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, trimmed = listing.budget_list_memories(rows, 10, budget_chars=100)
     assert shaped[0] == rows[0]
     assert shaped[1]["content"] == text(10)
     assert trimmed is True
@@ -532,14 +532,14 @@ def test_list_memories_budget_keeps_an_oversized_first_row_whole() -> None:
 
 def test_list_memories_budget_reports_nothing_when_spent_rows_are_all_short() -> None:
     rows = [memory_row(1, 95), memory_row(2, 8), memory_row(3, 10)]
-    shaped, trimmed = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, trimmed = listing.budget_list_memories(rows, 10, budget_chars=100)
     assert shaped == rows
     assert trimmed is False
 
 
 def test_list_memories_budget_gives_a_ref_only_to_rows_it_trimmed() -> None:
     rows = [memory_row(1, 95), memory_row(2, 8), memory_row(3, 40)]
-    shaped, _ = shaping.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, _ = listing.budget_list_memories(rows, 10, budget_chars=100)
     assert "ref" not in shaped[1]
     assert shaped[2]["ref"] == "mem:3"
 
@@ -547,20 +547,20 @@ def test_list_memories_budget_gives_a_ref_only_to_rows_it_trimmed() -> None:
 @pytest.mark.parametrize("row_id", [None, "7", 0, True])
 def test_list_memories_budget_never_trims_a_row_that_cannot_have_a_ref(row_id: object) -> None:
     rows = [memory_row(1, 95), memory_row(row_id, 40)]
-    assert shaping.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
+    assert listing.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
 
 
 @pytest.mark.parametrize("cap", [0, -1])
 def test_list_budgets_are_off_when_the_preview_tier_is_off(cap: int) -> None:
     memories = [memory_row(1, 500), memory_row(2, 500)]
     episodes = [episode_row(1, 500, 500), episode_row(2, 500, 500)]
-    assert shaping.budget_list_memories(memories, cap, budget_chars=100) == (memories, False)
-    assert shaping.budget_list_episodes(episodes, cap, budget_chars=100) == (episodes, False)
+    assert listing.budget_list_memories(memories, cap, budget_chars=100) == (memories, False)
+    assert listing.budget_list_episodes(episodes, cap, budget_chars=100) == (episodes, False)
 
 
 def test_list_memories_budget_defaults_to_one_million_chars() -> None:
     rows = [memory_row(1, 600_000), memory_row(2, 400_000), memory_row(3, 600)]
-    shaped, trimmed = shaping.budget_list_memories(rows, 500)
+    shaped, trimmed = listing.budget_list_memories(rows, 500)
     assert shaped[:2] == rows[:2]
     assert shaped[2]["content_len"] == 600
     assert trimmed is True
@@ -568,7 +568,7 @@ def test_list_memories_budget_defaults_to_one_million_chars() -> None:
 
 def test_list_episodes_budget_counts_summary_and_keywords_together() -> None:
     rows = [episode_row(1, 40, 40), episode_row(2, 15, 5), episode_row(3, 30, 5)]
-    shaped, trimmed = shaping.budget_list_episodes(rows, 10, budget_chars=100)
+    shaped, trimmed = listing.budget_list_episodes(rows, 10, budget_chars=100)
     assert trimmed is True
     assert shaped[:2] == rows[:2]
     assert shaped[2] == {
@@ -583,7 +583,7 @@ def test_list_episodes_budget_counts_summary_and_keywords_together() -> None:
 
 def test_list_episodes_budget_trims_each_long_field_with_its_own_markers() -> None:
     rows = [episode_row(1, 90, 0), episode_row(2, 20, 30)]
-    shaped, _ = shaping.budget_list_episodes(rows, 10, budget_chars=100)
+    shaped, _ = listing.budget_list_episodes(rows, 10, budget_chars=100)
     assert shaped[1] == {
         "id": 2,
         "summary": text(10),
@@ -598,14 +598,14 @@ def test_list_episodes_budget_trims_each_long_field_with_its_own_markers() -> No
 
 def test_list_episodes_budget_defaults_to_eight_hundred_thousand_chars() -> None:
     rows = [episode_row(1, 400_000, 400_000), episode_row(2, 600, 0)]
-    shaped, trimmed = shaping.budget_list_episodes(rows, 500)
+    shaped, trimmed = listing.budget_list_episodes(rows, 500)
     assert shaped[1]["summary_len"] == 600
     assert trimmed is True
 
 
 def test_list_budgets_do_not_mutate_their_input() -> None:
     rows = [memory_row(1, 95), memory_row(2, 40)]
-    shaping.budget_list_memories(rows, 10, budget_chars=100)
+    listing.budget_list_memories(rows, 10, budget_chars=100)
     assert rows == [memory_row(1, 95), memory_row(2, 40)]
 
 
@@ -620,7 +620,7 @@ def test_list_budget_degrades_exactly_the_rows_from_the_first_overflow_on(
 ) -> None:
     """Spec §4.7 in closed form; rows are never dropped and the first is never cut."""
     rows = [memory_row(i, n) for i, n in enumerate(sizes, start=1)]
-    shaped, trimmed = shaping.budget_list_memories(rows, cap, budget_chars=budget)
+    shaped, trimmed = listing.budget_list_memories(rows, cap, budget_chars=budget)
     overflow = [sum(sizes[:i]) > 0 and sum(sizes[: i + 1]) > budget for i in range(len(sizes))]
     assert len(shaped) == len(rows)
     expected_cut = [any(overflow[: i + 1]) and n > cap for i, n in enumerate(sizes)]

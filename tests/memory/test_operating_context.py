@@ -14,7 +14,7 @@ from service.db.pool import Database
 from service.errors import InvalidInput, NotFound
 from service.memory import tenants
 from service.memory.library import Library
-from service.memory.operating_context import core as oc
+from service.memory.operating_context import describe, gate, model, parse, storage, toml
 from service.models import TenantId
 
 EXAMPLE = """\
@@ -45,17 +45,17 @@ body = "Archive an episode at the end of every session."
 
 
 def context(
-    enforce: oc.Enforce = "warn",
+    enforce: model.Enforce = "warn",
     project_ids: tuple[str, ...] = ("atlas", "borealis"),
     defaults: dict[str, str] | None = None,
-) -> oc.OperatingContext:
-    return oc.OperatingContext(
+) -> model.OperatingContext:
+    return model.OperatingContext(
         revision="r7",
         summary="be kind",
         project_ids=project_ids,
         enforce=enforce,
         defaults=MappingProxyType(defaults if defaults is not None else {"alpha": "atlas"}),
-        doctrine=(oc.Doctrine("b-section", "B"), oc.Doctrine("a-section", "A")),
+        doctrine=(model.Doctrine("b-section", "B"), model.Doctrine("a-section", "A")),
     )
 
 
@@ -63,7 +63,7 @@ def context(
 
 
 def test_a_full_file_parses_into_every_field() -> None:
-    parsed = oc.parse(EXAMPLE)
+    parsed = parse.parse(EXAMPLE)
     ctx = parsed.context
     assert parsed.warnings == ()
     assert ctx.revision == "2026-11-r3"
@@ -72,26 +72,26 @@ def test_a_full_file_parses_into_every_field() -> None:
     assert ctx.enforce == "reject"
     assert dict(ctx.defaults) == {"alpha": "atlas", "beta": ""}
     assert ctx.doctrine == (
-        oc.Doctrine("naming", "Names are nouns.\nNever abbreviate."),
-        oc.Doctrine("archiving", "Archive an episode at the end of every session."),
+        model.Doctrine("naming", "Names are nouns.\nNever abbreviate."),
+        model.Doctrine("archiving", "Archive an episode at the end of every session."),
     )
     assert ctx.section_names == ["archiving", "naming"]
 
 
 def test_a_minimal_file_is_an_empty_context_that_warns_by_default() -> None:
-    ctx = oc.parse("version = 1\n").context
-    assert ctx == oc.OperatingContext("", "", (), "warn", MappingProxyType({}), ())
+    ctx = parse.parse("version = 1\n").context
+    assert ctx == model.OperatingContext("", "", (), "warn", MappingProxyType({}), ())
 
 
 def test_the_stored_document_is_normalised_and_parses_back_to_the_same_context() -> None:
-    ctx = oc.parse(EXAMPLE + '\n[extra]\nkey = "ignored"\n').context
-    document = oc.to_document(ctx)
+    ctx = parse.parse(EXAMPLE + '\n[extra]\nkey = "ignored"\n').context
+    document = parse.to_document(ctx)
     assert set(document) == {
         "version", "context_revision", "instructions", "registry", "defaults", "doctrine",
     }  # fmt: skip
     assert document["registry"] == {"project_ids": ["atlas", "borealis"], "enforce": "reject"}
     assert document["doctrine"][0] == {"name": "naming", "body": ctx.doctrine[0].body}
-    assert oc.parse_document(document) == ctx
+    assert parse.parse_document(document) == ctx
 
 
 @pytest.mark.parametrize(
@@ -141,13 +141,13 @@ def test_an_invalid_file_is_refused_with_one_line_naming_the_problem(
     text: str, message: str
 ) -> None:
     with pytest.raises(InvalidInput) as refused:
-        oc.parse(text)
+        parse.parse(text)
     assert message in refused.value.message
     assert "\n" not in refused.value.message
 
 
 def test_defaults_outside_the_registry_are_allowed_only_when_the_registry_is_off() -> None:
-    ctx = oc.parse("version = 1\n[registry]\nenforce = 'off'\n[defaults]\nalpha = 'x'\n").context
+    ctx = parse.parse("version = 1\n[registry]\nenforce = 'off'\n[defaults]\nalpha = 'x'\n").context
     assert dict(ctx.defaults) == {"alpha": "x"}
 
 
@@ -156,7 +156,7 @@ def test_unknown_keys_and_a_long_summary_are_accepted_with_warnings() -> None:
         "version = 1\nnote = 'x'\n[instructions]\nsummary = '" + "s" * 3001 + "'\ntone = 'x'\n"
         "[registy]\nproject_ids = []\n[[doctrine]]\nname = 'a'\nbody = 'b'\ntitle = 'c'\n"
     )
-    parsed = oc.parse(text)
+    parsed = parse.parse(text)
     assert parsed.warnings[0] == (
         "ignored unknown keys: note, registy, instructions.tone, doctrine[0].title"
     )
@@ -167,44 +167,44 @@ def test_unknown_keys_and_a_long_summary_are_accepted_with_warnings() -> None:
 
 
 def test_rendered_toml_reads_back_as_the_same_context_and_keeps_prose_readable() -> None:
-    ctx = oc.parse(EXAMPLE).context
-    rendered = oc.to_toml(ctx)
-    assert oc.parse(rendered).context == ctx
+    ctx = parse.parse(EXAMPLE).context
+    rendered = toml.to_toml(ctx)
+    assert parse.parse(rendered).context == ctx
     assert "body = '''\nNames are nouns.\nNever abbreviate.'''" in rendered
 
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=30)
-_NAME = _TEXT.filter(lambda value: value not in ("", oc.AUTO))
+_NAME = _TEXT.filter(lambda value: value not in ("", model.AUTO))
 
 
 @st.composite
-def valid_contexts(draw: st.DrawFn) -> oc.OperatingContext:
+def valid_contexts(draw: st.DrawFn) -> model.OperatingContext:
     project_ids = tuple(draw(st.lists(_NAME, unique=True, max_size=5)))
-    enforce = draw(st.sampled_from(oc.ENFORCE_MODES))
+    enforce = draw(st.sampled_from(model.ENFORCE_MODES))
     targets = st.sampled_from(("", *project_ids)) if enforce != "off" else _NAME | st.just("")
     defaults = draw(st.dictionaries(_TEXT, targets, max_size=4))
     sections = draw(st.lists(st.tuples(_NAME, _TEXT), max_size=4, unique_by=lambda s: s[0]))
-    return oc.OperatingContext(
+    return model.OperatingContext(
         revision=draw(_TEXT),
         summary=draw(_TEXT),
         project_ids=project_ids,
         enforce=enforce,
         defaults=MappingProxyType(defaults),
-        doctrine=tuple(oc.Doctrine(name, body) for name, body in sections),
+        doctrine=tuple(model.Doctrine(name, body) for name, body in sections),
     )
 
 
 @given(valid_contexts())
-def test_any_valid_context_survives_rendering_and_storage(ctx: oc.OperatingContext) -> None:
-    assert oc.parse(oc.to_toml(ctx)) == oc.Parsed(ctx, ())
-    assert oc.parse_document(oc.to_document(ctx)) == ctx
+def test_any_valid_context_survives_rendering_and_storage(ctx: model.OperatingContext) -> None:
+    assert parse.parse(toml.to_toml(ctx)) == parse.Parsed(ctx, ())
+    assert parse.parse_document(parse.to_document(ctx)) == ctx
 
 
 # --- describe (the tool bodies) ------------------------------------------------------------
 
 
 def test_dormant_answer_says_why_and_how_to_set_one() -> None:
-    body = oc.describe(None, "", tenant="acme")
+    body = describe.describe(None, "", tenant="acme")
     assert body["ok"] is False
     assert body["enabled"] is False
     assert body["error"].startswith("operating context is dormant — ")
@@ -214,7 +214,7 @@ def test_dormant_answer_says_why_and_how_to_set_one() -> None:
 
 def test_preview_section_and_unknown_section_have_the_spec_shapes() -> None:
     ctx = context()
-    assert oc.describe(ctx) == {
+    assert describe.describe(ctx) == {
         "ok": True,
         "context_revision": "r7",
         "instructions_summary": "be kind",
@@ -222,10 +222,10 @@ def test_preview_section_and_unknown_section_have_the_spec_shapes() -> None:
         "defaults": {"alpha": "atlas"},
         "doctrine_sections": ["a-section", "b-section"],
     }
-    assert oc.describe(ctx, "b-section") == {
+    assert describe.describe(ctx, "b-section") == {
         "ok": True, "context_revision": "r7", "section": "b-section", "body": "B",
     }  # fmt: skip
-    assert oc.describe(ctx, "nope") == {
+    assert describe.describe(ctx, "nope") == {
         "ok": False,
         "error": "unknown doctrine section 'nope'",
         "doctrine_sections": ["a-section", "b-section"],
@@ -270,38 +270,38 @@ Expected = tuple[str | None, str | None, str | None, bool]  # project, warning, 
     ],
 )
 def test_gate_truth_table(
-    enforce: oc.Enforce, agent: str, project: str | None, write: bool, expected: Expected
+    enforce: model.Enforce, agent: str, project: str | None, write: bool, expected: Expected
 ) -> None:
     ctx = context(enforce, defaults={"alpha": "atlas", "blank": "", "stray": "x"})
-    result = oc.gate(ctx, agent, project, write)
+    result = gate.gate(ctx, agent, project, write)
     assert (result.project_id, result.warning, result.refusal, result.echo_resolved) == expected
     assert result.revision == (None if not project else "r7")
 
 
 @pytest.mark.parametrize("project", [None, "", "x", "@auto"])
 def test_a_dormant_tenant_has_no_gate_and_auto_stays_literal(project: str | None) -> None:
-    result = oc.gate(None, "alpha", project, True)
-    assert result == oc.GateResult(project, echo_resolved=project == "@auto")
+    result = gate.gate(None, "alpha", project, True)
+    assert result == gate.GateResult(project, echo_resolved=project == "@auto")
 
 
-_VALUES = st.sampled_from(["atlas", "borealis", "x", "y", "", oc.AUTO])
+_VALUES = st.sampled_from(["atlas", "borealis", "x", "y", "", model.AUTO])
 
 
 @st.composite
-def any_contexts(draw: st.DrawFn) -> oc.OperatingContext:
+def any_contexts(draw: st.DrawFn) -> model.OperatingContext:
     registry = draw(st.lists(st.sampled_from(["atlas", "borealis", "x"]), unique=True))
     defaults = draw(st.dictionaries(st.sampled_from(["alpha", "beta", ""]), _VALUES))
-    return context(draw(st.sampled_from(oc.ENFORCE_MODES)), tuple(registry), defaults)
+    return context(draw(st.sampled_from(model.ENFORCE_MODES)), tuple(registry), defaults)
 
 
 @given(any_contexts(), st.sampled_from(["alpha", "beta", ""]), _VALUES | st.none(), st.booleans())
 def test_gate_properties_hold_for_any_registry_and_value(
-    ctx: oc.OperatingContext, agent: str, project: str | None, write: bool
+    ctx: model.OperatingContext, agent: str, project: str | None, write: bool
 ) -> None:
-    result = oc.gate(ctx, agent, project, write)
-    resolved = ctx.defaults.get(agent, "") if project == oc.AUTO else project
+    result = gate.gate(ctx, agent, project, write)
+    resolved = ctx.defaults.get(agent, "") if project == model.AUTO else project
     unregistered = bool(resolved) and resolved not in ctx.project_ids and ctx.enforce != "off"
-    unmapped = project == oc.AUTO and agent not in ctx.defaults and ctx.enforce != "off"
+    unmapped = project == model.AUTO and agent not in ctx.defaults and ctx.enforce != "off"
     if result.refusal is not None:
         assert write
         assert ctx.enforce == "reject"
@@ -311,10 +311,10 @@ def test_gate_properties_hold_for_any_registry_and_value(
         return
     assert not (write and ctx.enforce == "reject" and (unregistered or unmapped))
     assert result.project_id == resolved
-    assert result.echo_resolved == (project == oc.AUTO)
+    assert result.echo_resolved == (project == model.AUTO)
     assert (result.warning is not None) == (unregistered or unmapped)
     if not project:
-        assert result == oc.GateResult(project)
+        assert result == gate.GateResult(project)
 
 
 # --- storage (real Postgres) ---------------------------------------------------------------
@@ -323,32 +323,34 @@ def test_gate_properties_hold_for_any_registry_and_value(
 async def test_set_get_and_clear_through_the_library(lib: Library) -> None:
     tenant = await tenants.create_tenant(lib.db, "acme")
     tenant_id = TenantId(tenant.id)
-    assert await oc.get_context(lib, tenant_id) is None
-    assert await oc.instructions_for(lib, tenant_id) is None
-    stored = await oc.set_context(lib.db, "acme", EXAMPLE)
-    assert await oc.get_context(lib, tenant_id) == stored.context == oc.parse(EXAMPLE).context
-    assert await oc.instructions_for(lib, tenant_id) == stored.context.summary
-    shown = await oc.show_context(lib.db, "acme")
+    assert await storage.get_context(lib, tenant_id) is None
+    assert await storage.instructions_for(lib, tenant_id) is None
+    stored = await storage.set_context(lib.db, "acme", EXAMPLE)
+    assert (
+        await storage.get_context(lib, tenant_id) == stored.context == parse.parse(EXAMPLE).context
+    )
+    assert await storage.instructions_for(lib, tenant_id) == stored.context.summary
+    shown = await storage.show_context(lib.db, "acme")
     assert shown is not None
     assert shown.context == stored.context
     assert shown.updated_at == stored.updated_at
-    assert await oc.clear_context(lib.db, "acme") == "2026-11-r3"
-    assert await oc.clear_context(lib.db, "acme") is None
-    assert await oc.get_context(lib, tenant_id) is None
-    assert await oc.show_context(lib.db, "acme") is None
+    assert await storage.clear_context(lib.db, "acme") == "2026-11-r3"
+    assert await storage.clear_context(lib.db, "acme") is None
+    assert await storage.get_context(lib, tenant_id) is None
+    assert await storage.show_context(lib.db, "acme") is None
 
 
 async def test_setting_again_replaces_the_context_and_blank_summaries_send_no_instructions(
     lib: Library,
 ) -> None:
     tenant = await tenants.create_tenant(lib.db, "acme")
-    await oc.set_context(lib.db, "acme", EXAMPLE)
-    await oc.set_context(lib.db, "acme", "version = 1\ncontext_revision = 'r2'\n")
-    ctx = await oc.get_context(lib, TenantId(tenant.id))
+    await storage.set_context(lib.db, "acme", EXAMPLE)
+    await storage.set_context(lib.db, "acme", "version = 1\ncontext_revision = 'r2'\n")
+    ctx = await storage.get_context(lib, TenantId(tenant.id))
     assert ctx is not None
     assert ctx.revision == "r2"
     assert ctx.doctrine == ()
-    assert await oc.instructions_for(lib, TenantId(tenant.id)) is None
+    assert await storage.instructions_for(lib, TenantId(tenant.id)) is None
     async with lib.db.admin_tx() as conn:
         assert await conn.fetchval("SELECT count(*) FROM operating_contexts") == 1
 
@@ -356,11 +358,11 @@ async def test_setting_again_replaces_the_context_and_blank_summaries_send_no_in
 async def test_an_invalid_file_or_unknown_tenant_stores_nothing(db: Database) -> None:
     await tenants.create_tenant(db, "acme")
     with pytest.raises(InvalidInput, match=r"registry\.enforce"):
-        await oc.set_context(db, "acme", "version = 1\n[registry]\nenforce = 'always'\n")
+        await storage.set_context(db, "acme", "version = 1\n[registry]\nenforce = 'always'\n")
     with pytest.raises(NotFound, match="no tenant 'ghost'"):
-        await oc.set_context(db, "ghost", EXAMPLE)
+        await storage.set_context(db, "ghost", EXAMPLE)
     with pytest.raises(NotFound):
-        await oc.clear_context(db, "ghost")
+        await storage.clear_context(db, "ghost")
     async with db.admin_tx() as conn:
         assert await conn.fetchval("SELECT count(*) FROM operating_contexts") == 0
 
@@ -368,8 +370,8 @@ async def test_an_invalid_file_or_unknown_tenant_stores_nothing(db: Database) ->
 async def test_a_tenant_never_sees_another_tenants_context(lib: Library) -> None:
     await tenants.create_tenant(lib.db, "tenant-a")
     other = await tenants.create_tenant(lib.db, "tenant-b")
-    await oc.set_context(lib.db, "tenant-a", EXAMPLE)
-    assert await oc.get_context(lib, TenantId(other.id)) is None
+    await storage.set_context(lib.db, "tenant-a", EXAMPLE)
+    assert await storage.get_context(lib, TenantId(other.id)) is None
     async with lib.db.tenant_tx(TenantId(other.id)) as conn:
         assert await conn.fetchval("SELECT count(*) FROM operating_contexts") == 0
 
@@ -416,17 +418,17 @@ async def test_admin_writes_pass_forced_rls_only_once_scoped_to_the_tenant(db: D
 
 async def test_a_stored_document_broken_by_hand_makes_the_tenant_dormant(lib: Library) -> None:
     tenant = await tenants.create_tenant(lib.db, "acme")
-    await oc.set_context(lib.db, "acme", EXAMPLE)
+    await storage.set_context(lib.db, "acme", EXAMPLE)
     async with lib.db.admin_tx() as conn:
         await conn.execute(
             "UPDATE operating_contexts SET document = jsonb_set(document, '{version}', '9')"
         )
-    assert await oc.get_context(lib, TenantId(tenant.id)) is None
+    assert await storage.get_context(lib, TenantId(tenant.id)) is None
 
 
 async def test_deleting_a_tenant_deletes_its_context(db: Database) -> None:
     await tenants.create_tenant(db, "acme")
-    await oc.set_context(db, "acme", EXAMPLE)
+    await storage.set_context(db, "acme", EXAMPLE)
     async with db.admin_tx() as conn:
         await conn.execute("DELETE FROM tenants WHERE slug = 'acme'")
         assert await conn.fetchval("SELECT count(*) FROM operating_contexts") == 0

@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import (
-    JsonObject,
-    PausePolicy,
-    ToolEnv,
-    ToolSpec,
-    obj,
-    on_agent,
-)
-from service.mcp.schemas import (
-    AGENT_ID,
-)
+from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.schemas import AGENT_ID
 from service.memory import agents
 
 

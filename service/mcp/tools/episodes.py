@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from service.mcp import shaping
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    obj,
-    on_agent,
-    skip_with,
-)
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -20,6 +12,7 @@ from service.mcp.schemas import (
     PROJECT_ID,
     WRITE_PROJECT_ID,
 )
+from service.mcp.shaping import listing as shaping
 from service.memory import episodes
 from service.memory.memories import edits
 

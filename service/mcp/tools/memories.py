@@ -3,15 +3,7 @@ lock_memory, unlock_memory, delete_memory."""
 
 from __future__ import annotations
 
-from service.mcp import shaping
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    obj,
-    on_agent,
-    skip_with,
-)
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -21,6 +13,7 @@ from service.mcp.schemas import (
     PROJECT_ID,
     WRITE_PROJECT_ID,
 )
+from service.mcp.shaping import listing as shaping
 from service.memory.memories import edits, listing, store
 
 STORE_DESCRIPTION = """Store one fact in long-term memory.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, assert_never, get_args
 
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj
-from service.memory.operating_context import core
+from service.memory.operating_context import describe, gate, storage
 
 GatedTool = Literal[
     "store", "archive_episode", "recall", "recall_with_context", "list_memories", "list_episodes"
@@ -51,9 +51,9 @@ or empty project_id is never checked."""
 
 
 async def _get_operating_context(env: ToolEnv, args: JsonObject) -> JsonObject:
-    context = await core.get_context(env.lib, env.caller.tenant_id)
+    context = await storage.get_context(env.lib, env.caller.tenant_id)
     section = args.get("section", "")
-    return core.describe(context, section, tenant=env.caller.tenant_slug)
+    return describe.describe(context, section, tenant=env.caller.tenant_slug)
 
 
 GET_OPERATING_CONTEXT = ToolSpec(
@@ -95,7 +95,7 @@ def refusal_body(tool: GatedTool, message: str, revision: str | None) -> JsonObj
     return body
 
 
-def _notes(result: core.GateResult) -> JsonObject:
+def _notes(result: gate.GateResult) -> JsonObject:
     notes: JsonObject = {}
     if result.warning is not None:
         notes["operating_context_warning"] = result.warning
@@ -119,8 +119,8 @@ async def apply_gate(
     if not isinstance(project_id, str) or not project_id:
         return args, {}, None
     agent_id = args.get("agent_id", "")
-    context = await core.get_context(env.lib, env.caller.tenant_id)
-    result = core.gate(
+    context = await storage.get_context(env.lib, env.caller.tenant_id)
+    result = gate.gate(
         context, agent_id if isinstance(agent_id, str) else "", project_id, tool in WRITE_TOOLS
     )
     if result.refusal is not None:

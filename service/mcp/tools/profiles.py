@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    obj,
-    on_agent,
-    skip_with,
-)
-from service.mcp.schemas import (
-    AGENT_ID,
-)
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
+from service.mcp.schemas import AGENT_ID
 from service.memory import profiles
 
 

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    any_caller,
-    obj,
-)
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj
 from service.memory.queue import backlog
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from service.mcp import shaping
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
+from service.mcp.shaping import recall as shaping
 from service.memory import pauses
 from service.memory.recall import pipeline, with_context
 

@@ -16,7 +16,7 @@ recalibration could only move the gate up; and ``deep`` would switch off the tim
 decay that the runtime confidence score applies. The simulation therefore stops
 right before the gate, reusing the same storage query (``db.recall``) and the same
 pure ranking steps as the live pipeline: ``pipeline.fuse``, ``pipeline.scoring_context`` and
-``scoring.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's
+``rank.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's
 stored vector is the embedding of its content, so no embedding call is made; scores of
 one pseudo-query are computed once per calibration and reused across draws.
 
@@ -37,8 +37,17 @@ from service.db import calibration as cal_store, recall as recall_store
 from service.db.pool import Connection
 from service.memory.calibration import stats
 from service.memory.library import Library
-from service.memory.recall import pipeline, query_terms, scoring
-from service.memory.recall.candidates import channels_from, stored_cosines
+from service.memory.recall import (
+    candidate,
+    confidence,
+    fusion,
+    gate,
+    pipeline,
+    query_terms,
+    rank,
+    time,
+)
+from service.memory.recall.hits import channels_from, stored_cosines
 from service.memory.recall.pipeline import tunables
 from service.models import TenantId
 
@@ -46,7 +55,7 @@ DEPTH = 20
 """Rows each pseudo-query retrieves (the recall ``limit`` of the simulation)."""
 
 
-def gate_signal(settings: Settings) -> scoring.Signal | None:
+def gate_signal(settings: Settings) -> candidate.Signal | None:
     """The signal the gate keys on in this configuration, None when there is no fused gate."""
     if settings.confidence_enabled:
         return "confidence"
@@ -57,7 +66,7 @@ def gate_signal(settings: Settings) -> scoring.Signal | None:
     return None
 
 
-def gate_floor(settings: Settings, signal: scoring.Signal) -> float:
+def gate_floor(settings: Settings, signal: candidate.Signal) -> float:
     """The calibration floor on the signal's own scale.
 
     rrf scores live on ``[0, 3/(K+1)]`` (about 0.049), so the 0.05 floor of the
@@ -65,7 +74,7 @@ def gate_floor(settings: Settings, signal: scoring.Signal) -> float:
     every rrf score and the gate would drop every rrf-scored row.
     """
     if signal == "rrf":
-        return settings.calibrate_floor * scoring.rrf_max_scale(settings.rrf_k)
+        return settings.calibrate_floor * fusion.rrf_max_scale(settings.rrf_k)
     return settings.calibrate_floor
 
 
@@ -76,9 +85,9 @@ class _Scores:
 
 
 def _label(
-    rows: Sequence[scoring.Candidate],
+    rows: Sequence[candidate.Candidate],
     query: cal_store.PseudoQuery,
-    signal: scoring.Signal,
+    signal: candidate.Signal,
     window: timedelta,
 ) -> _Scores:
     """Gate scores of the active signal, split by temporal adjacency to the pseudo-query."""
@@ -86,10 +95,10 @@ def _label(
     for row in rows:
         if row.is_profile or (row.kind == "mem" and row.id == query.id):
             continue
-        scored = scoring.gate_score(row)
+        scored = gate.gate_score(row)
         if scored is None or scored[0] != signal:
             continue
-        moment = scoring.parse_timestamp(row.timestamp)
+        moment = time.parse_timestamp(row.timestamp)
         near = moment is not None and abs(moment - query.timestamp_at) <= window
         (scores.positives if near else scores.null).append(scored[1])
     return scores
@@ -102,10 +111,10 @@ async def _simulate(
     agent: str,
     query: cal_store.PseudoQuery,
     vector_threshold: float,
-) -> list[scoring.Candidate]:
+) -> list[candidate.Candidate]:
     """One pseudo-query through retrieval, fusion and pre-gate scoring (no gate, no cut)."""
     s = lib.settings
-    mode = scoring.recall_mode(s.recall_mode, query.content)
+    mode = fusion.recall_mode(s.recall_mode, query.content)
     terms = query_terms.build(query.content)
     fts = s.fts_enabled or mode == "cascade"
     wanted = recall_store.Retrieval(
@@ -120,15 +129,15 @@ async def _simulate(
     )
     scope = recall_store.Scope(agent, None, "", None)
     found = await recall_store.recall_candidates(conn, tenant_id, scope, wanted)
-    floor = scoring.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
+    floor = fusion.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
     pool = channels_from(found.hits, (), floor, DEPTH)
     fused = pipeline.fuse(mode, pool, [], s.rrf_k, DEPTH)
     if s.confidence_enabled:  # rows found by words alone get their stored cosine (§3.8)
-        fused = scoring.backfill_cosines(fused, stored_cosines(found.hits))
+        fused = confidence.backfill_cosines(fused, stored_cosines(found.hits))
     context = pipeline.scoring_context(
         lib, found.meta, mode, limit=DEPTH, deep=False, query_empty=False
     )
-    return scoring.pre_gate(fused, context, tunables(lib))
+    return rank.pre_gate(fused, context, tunables(lib))
 
 
 async def calibrate_gate(

@@ -14,7 +14,7 @@ from service.db import operating_context as store
 from service.db.pool import Connection
 from service.errors import InvalidInput
 from service.memory.health.base import Issue, Scope
-from service.memory.operating_context import core
+from service.memory.operating_context import model, parse
 
 
 def _summary(document: dict[str, Any]) -> str:
@@ -28,7 +28,7 @@ async def operating_context_parse(conn: Connection, scope: Scope) -> Issue | Non
     if row is None:
         return None
     try:
-        core.parse_document(row.document)
+        parse.parse_document(row.document)
     except InvalidInput as exc:
         return {
             "type": "operating_context_parse_error",
@@ -47,12 +47,12 @@ async def operating_context_size(conn: Connection, scope: Scope) -> Issue | None
     if row is None:
         return None
     length = len(_summary(row.document))
-    if length <= core.SUMMARY_WARN_CHARS:
+    if length <= model.SUMMARY_WARN_CHARS:
         return None
     return {
         "type": "operating_context_summary_oversized",
         "revision": row.revision,
         "summary_len": length,
-        "budget": core.SUMMARY_WARN_CHARS,
+        "budget": model.SUMMARY_WARN_CHARS,
         "hint": "move detail into [[doctrine]] sections (served by get_operating_context)",
     }

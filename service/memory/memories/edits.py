@@ -14,7 +14,7 @@ from service.db import episodes, memories, queue
 from service.errors import Conflict
 from service.memory import text
 from service.memory.library import Library
-from service.memory.queue.worker import InlineEmbedding, embed_inline
+from service.memory.queue.inline import InlineEmbedding, embed_inline
 from service.models import TenantId
 
 JsonObject = dict[str, Any]

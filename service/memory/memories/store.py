@@ -14,7 +14,7 @@ from typing import Any
 from service.db import agents, memories, queue
 from service.memory import text
 from service.memory.library import Library
-from service.memory.queue.worker import InlineEmbedding, embed_inline
+from service.memory.queue.inline import InlineEmbedding, embed_inline
 from service.models import TenantId
 
 JsonObject = dict[str, Any]

@@ -1,21 +1,13 @@
-"""Embeddings of stored rows: inline on the write path, else later through a durable backlog.
+"""The queue worker: embeds queued rows in batches, safe with several workers.
 
-A write never fails or waits long because the provider is slow or down
-(architecture §6): ``embed_inline`` gives the provider
-``CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS`` (0 = always queue) *before* the write
-transaction opens, and a row that misses it is stored unembedded with a job in
-``embedding_jobs`` written in the same transaction as the row.
-
-The worker (``drain_once`` / ``run_worker``) claims due jobs with
-``FOR UPDATE SKIP LOCKED`` as a lease, reads the rows' text per tenant, embeds the
-batch outside any transaction, then writes the vectors and deletes the jobs in
-one transaction per tenant. A vector is written only if the row's text still
-hashes to what was embedded, and a job is settled only if its claim token (the
-leased ``run_after``) still matches, so an edit or a re-claim in the meantime is
-never overwritten with stale data. Failures back off exponentially
+``drain_once`` / ``run_worker`` claim due jobs with ``FOR UPDATE SKIP LOCKED`` as a
+lease, read the rows' text per tenant, embed the batch outside any transaction, then
+write the vectors and delete the jobs in one transaction per tenant. A vector is written
+only if the row's text still hashes to what was embedded, and a job is settled only if
+its claim token (the leased ``run_after``) still matches, so an edit or a re-claim in the
+meantime is never overwritten with stale data. Failures back off exponentially
 (``CPERSONA_TASK_RETRY_DELAY * 2^attempts``); jobs at ``CPERSONA_TASK_MAX_RETRIES``
-stay in the table for inspection and are no longer claimed.
-"""
+stay in the table for inspection and are no longer claimed."""
 
 from __future__ import annotations
 
@@ -32,71 +24,22 @@ from service.memory.embeddings.base import (
     EmbeddingError,
     EmbeddingProvider,
     ModelIntegrityError,
-    unit_vectors,
 )
 from service.memory.library import Library
 from service.memory.queue import backlog
+from service.memory.queue.inline import embed_checked
 from service.models import TenantId
 
 log = get_logger("service.embeddings")
-MAX_DIMENSION = 16_000  # pgvector's limit for a stored vector
+
+
 LEASE_MARGIN_SECS = 30.0
+
+
 Outcome = list[float] | str  # a unit vector, or why there is none
+
+
 ItemKey = tuple[TenantId, ItemKind, int]
-
-
-def episode_text(summary: str, keywords: str) -> str:
-    """What an episode's vector encodes (the same text ``sql/backlog.sql`` builds)."""
-    return f"{summary} {keywords}" if keywords else summary
-
-
-def checked(
-    provider: EmbeddingProvider, vectors: Sequence[Sequence[float]], count: int
-) -> list[list[float]]:
-    """Unit vectors, or EmbeddingError for anything a row must not store (wrong count or
-    width, NaN, zero, wider than pgvector allows); providers check too, this is the wall."""
-    width = provider.dimension or (len(vectors[0]) if vectors else 0)
-    if not 0 < width <= MAX_DIMENSION:
-        raise EmbeddingError(f"embedding width {width} is outside 1..{MAX_DIMENSION}")
-    return unit_vectors(vectors, count=count, dimension=width)
-
-
-async def _embed(
-    provider: EmbeddingProvider, texts: Sequence[str], within: float
-) -> list[list[float]]:
-    """Checked unit vectors for ``texts`` within ``within`` seconds, else EmbeddingError."""
-    try:
-        async with asyncio.timeout(within):
-            vectors = await provider.embed(texts)
-    except TimeoutError:
-        raise EmbeddingError(f"embedding timed out after {within:g} s") from None
-    return checked(provider, vectors, len(texts))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class InlineEmbedding:
-    """A write's embedding: a unit vector and its model, or the reason there is none."""
-
-    vector: list[float] | None = None
-    model: str | None = None
-    error: str | None = None
-
-
-async def embed_inline(lib: Library, text: str) -> InlineEmbedding:
-    """Embed one row's text for the write path; never raises for provider trouble.
-
-    No vector (and no error) when embeddings are off or the inline timeout is 0.
-    """
-    provider = lib.embedder
-    within = lib.settings.embedding_inline_timeout_secs
-    if provider is None or within == 0:  # 0: every write goes through the queue
-        return InlineEmbedding()
-    try:
-        vectors = await _embed(provider, [text], within)
-    except EmbeddingError as exc:
-        log.warning("inline embedding failed", error=str(exc), queued=lib.queue_enabled)
-        return InlineEmbedding(error=str(exc)[:500])
-    return InlineEmbedding(vector=vectors[0], model=provider.name)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -150,14 +93,14 @@ async def _embed_outcomes(
         return []
     timeout = lib.settings.embedding_timeout_secs + 5.0
     try:
-        return list(await _embed(provider, texts, timeout))
+        return list(await embed_checked(provider, texts, timeout))
     except EmbeddingError as exc:
         if len(texts) == 1:
             return [str(exc)]
     outcomes: list[Outcome] = []
     for position, text in enumerate(texts):
         try:
-            outcomes.append((await _embed(provider, [text], timeout))[0])
+            outcomes.append((await embed_checked(provider, [text], timeout))[0])
         except EmbeddingError as exc:
             if position == 0:  # even one text fails: the provider is down
                 return [str(exc)] * len(texts)

@@ -20,8 +20,17 @@ from service.memory.embeddings.base import EmbeddingError
 from service.memory.embeddings.cache import embed_query
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.recall import advisory, exclusion, query_terms, scoring
-from service.memory.recall.candidates import (
+from service.memory.recall import (
+    advisory,
+    candidate,
+    confidence,
+    exclusion,
+    fusion,
+    query_terms,
+    rank,
+    time,
+)
+from service.memory.recall.hits import (
     Pool,
     channels_from,
     message,
@@ -52,9 +61,9 @@ class _Embedded:
     failed: bool
 
 
-def tunables(lib: Library) -> scoring.Tunables:
+def tunables(lib: Library) -> candidate.Tunables:
     s = lib.settings
-    return scoring.Tunables(
+    return candidate.Tunables(
         rrf_k=s.rrf_k,
         rrf_threshold_factor=s.rrf_threshold_factor,
         episode_penalty_enabled=s.episode_penalty_enabled,
@@ -67,7 +76,7 @@ def tunables(lib: Library) -> scoring.Tunables:
     )
 
 
-async def _embed(lib: Library, query: str, mode: scoring.Mode) -> _Embedded:
+async def _embed(lib: Library, query: str, mode: candidate.Mode) -> _Embedded:
     if lib.embedder is None or not query.strip():
         return _Embedded(None, False)
     try:
@@ -82,7 +91,7 @@ def _scope(req: RecallRequest) -> store.Scope:
 
 
 def _retrieval(lib: Library, req: RecallRequest, limit: int, vector: list[float] | None,
-               terms: query_terms.Terms, mode: scoring.Mode) -> store.Retrieval:  # fmt: skip
+               terms: query_terms.Terms, mode: candidate.Mode) -> store.Retrieval:  # fmt: skip
     fts = lib.settings.fts_enabled or mode == "cascade"
     return store.Retrieval(
         vector=vector,
@@ -127,48 +136,46 @@ async def _advisory(
     return advisory.advisory(severity, long_form=first)
 
 
-def _gate(lib: Library, meta: JsonObject, mode: scoring.Mode) -> scoring.CalibratedGate | None:
+def _gate(lib: Library, meta: JsonObject, mode: candidate.Mode) -> candidate.CalibratedGate | None:
     if not lib.settings.fused_gate_enabled:
         return None
     for prefix in ("agent", "tenant"):
         threshold, signal = meta.get(f"{prefix}_gate"), meta.get(f"{prefix}_gate_signal")
         if threshold is not None and signal in ("rrf", "rsf", "confidence", "cosine"):
-            return scoring.CalibratedGate(float(threshold), signal)
+            return candidate.CalibratedGate(float(threshold), signal)
     return None
 
 
-def _min_similarity(lib: Library, meta: JsonObject, mode: scoring.Mode) -> float:
+def _min_similarity(lib: Library, meta: JsonObject, mode: candidate.Mode) -> float:
     threshold = meta.get("agent_threshold") or meta.get("tenant_threshold")
     base = float(threshold) if threshold is not None else lib.settings.vector_min_similarity
-    return scoring.vector_min_similarity(base, mode, lib.settings.rrf_threshold_factor)
+    return fusion.vector_min_similarity(base, mode, lib.settings.rrf_threshold_factor)
 
 
 def fuse(
-    mode: scoring.Mode, pool: Pool, profiles: list[scoring.Candidate], k: int, limit: int,
+    mode: candidate.Mode, pool: Pool, profiles: list[candidate.Candidate], k: int, limit: int,
     lexical_weight: float = 0.5,
-) -> list[scoring.Candidate]:  # fmt: skip
+) -> list[candidate.Candidate]:  # fmt: skip
     """Fuse the channels the configured way (spec §3.3); profiles are appended."""
     if mode == "rrf":
-        return scoring.fuse_rrf(
-            [pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles
-        )
+        return fusion.fuse_rrf([pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles)
     if mode == "rsf":
-        return scoring.fuse_rsf(
+        return fusion.fuse_rsf(
             pool.vector, [pool.episode_text, pool.keyword], profiles=profiles,
             lexical_weight=lexical_weight,
         )  # fmt: skip
-    return scoring.cascade(pool.vector, pool.episode_text, profiles, pool.keyword, limit)
+    return fusion.cascade(pool.vector, pool.episode_text, profiles, pool.keyword, limit)
 
 
 def _boundary(meta: JsonObject) -> datetime | None:
     value = meta.get("boundary")
-    return scoring.parse_timestamp(value) if isinstance(value, str) else None
+    return time.parse_timestamp(value) if isinstance(value, str) else None
 
 
 async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonObject:
     """Hybrid recall for one agent: messages in ascending strength (last = best)."""
     limit = clamp(req.limit, 0, lib.settings.max_memories)
-    mode = scoring.recall_mode(lib.settings.recall_mode, req.query)
+    mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     embedded = await _embed(lib, req.query, mode) if limit else _Embedded(None, False)
     depth = max(limit, lib.settings.recall_depth) if limit else 0
     terms = query_terms.build(req.query)
@@ -194,20 +201,20 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     return body
 
 
-def _span(meta: JsonObject, now: datetime) -> scoring.TimeSpan:
+def _span(meta: JsonObject, now: datetime) -> time.TimeSpan:
     oldest, newest = meta.get("span_oldest"), meta.get("span_newest")
     if not isinstance(oldest, str) or not isinstance(newest, str):
-        return scoring.NO_SPAN
-    return scoring.time_span(scoring.parse_timestamp(oldest), scoring.parse_timestamp(newest), now)
+        return time.NO_SPAN
+    return time.time_span(time.parse_timestamp(oldest), time.parse_timestamp(newest), now)
 
 
 def scoring_context(
-    lib: Library, meta: JsonObject, mode: scoring.Mode, *, limit: int, deep: bool,
+    lib: Library, meta: JsonObject, mode: candidate.Mode, *, limit: int, deep: bool,
     query_empty: bool,
-) -> scoring.RecallContext:  # fmt: skip
+) -> rank.RecallContext:  # fmt: skip
     """What ranking needs from the retrieval's meta row: pool, boundary, gate, span."""
     now = datetime.now(UTC)
-    return scoring.RecallContext(
+    return rank.RecallContext(
         pool_size=int(meta.get("pool") or 0),
         limit=limit,
         now=now,
@@ -215,22 +222,22 @@ def scoring_context(
         query_empty=query_empty,
         episode_boundary=_boundary(meta),
         gate=_gate(lib, meta, mode),
-        span=_span(meta, now) if lib.settings.confidence_enabled else scoring.NO_SPAN,
+        span=_span(meta, now) if lib.settings.confidence_enabled else time.NO_SPAN,
     )
 
 
 def _confidence(
-    lib: Library, row: scoring.Candidate, ctx: scoring.RecallContext
+    lib: Library, row: candidate.Candidate, ctx: rank.RecallContext
 ) -> dict[str, Any] | None:
     if not lib.settings.confidence_enabled:
         return None
-    score = scoring.confidence_score(
+    score = confidence.confidence_score(
         row, now=ctx.now, deep=ctx.deep, span=ctx.span, tunables=tunables(lib)
     )
     return dict(score.as_dict())
 
 
-def _credited(lib: Library, req: RecallRequest, ranked: scoring.Ranked) -> list[int]:
+def _credited(lib: Library, req: RecallRequest, ranked: rank.Ranked) -> list[int]:
     """Memory ids whose recall statistics this recall bumps (spec §3.9)."""
     if not lib.settings.confidence_enabled or req.deep or req.paused or ranked.gate_fallback:
         return []
@@ -239,7 +246,7 @@ def _credited(lib: Library, req: RecallRequest, ranked: scoring.Ranked) -> list[
 
 def _ranked_body(
     lib: Library, req: RecallRequest, meta: JsonObject, hits: list[store.Hit],
-    mode: scoring.Mode, limit: int,
+    mode: candidate.Mode, limit: int,
 ) -> tuple[JsonObject, list[int]]:  # fmt: skip
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
     depth = max(limit, lib.settings.recall_depth)
@@ -248,11 +255,11 @@ def _ranked_body(
     profiles = [profile_candidate(profile)] if isinstance(profile, str) and profile else []
     fused = fuse(mode, pool, profiles, lib.settings.rrf_k, limit, lib.settings.rsf_lexical_weight)
     if lib.settings.confidence_enabled:
-        fused = scoring.backfill_cosines(fused, stored_cosines(hits))
+        fused = confidence.backfill_cosines(fused, stored_cosines(hits))
     context = scoring_context(
         lib, meta, mode, limit=limit, deep=req.deep, query_empty=not req.query.strip()
     )
-    ranked = scoring.rank(fused, context, tunables(lib))
+    ranked = rank.rank(fused, context, tunables(lib))
     messages = [message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows]
     body: JsonObject = {"messages": messages}
     if ranked.gate_fallback:

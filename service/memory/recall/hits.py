@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from service.db.recall import Hit
-from service.memory.recall import exclusion, scoring
+from service.memory.recall import candidate, exclusion, fusion, rank
 
 PROFILE_SOURCE = {"System": "profile"}
 
@@ -20,16 +20,16 @@ PROFILE_SOURCE = {"System": "profile"}
 class Pool:
     """The three channels of spec §3.3 (holes = excluded rows) and the hits by identity."""
 
-    vector: scoring.Channel
-    episode_text: scoring.Channel
-    keyword: scoring.Channel
-    rows: dict[scoring.Identity, Hit]
+    vector: candidate.Channel
+    episode_text: candidate.Channel
+    keyword: candidate.Channel
+    rows: dict[candidate.Identity, Hit]
 
 
-def _candidate(hit: Hit) -> scoring.Candidate:
-    kind: scoring.Kind = "ep" if hit.kind == "ep" else "mem"
+def _candidate(hit: Hit) -> candidate.Candidate:
+    kind: candidate.Kind = "ep" if hit.kind == "ep" else "mem"
     signal = hit.score
-    return scoring.Candidate(
+    return candidate.Candidate(
         kind=kind,
         id=hit.id,
         content=hit.content,
@@ -53,11 +53,13 @@ def _vector_channel(hits: Sequence[Hit], min_similarity: float, limit: int) -> l
     return kept[:limit]
 
 
-def _channel(hits: Sequence[Hit], exclusions: Collection[str], excludable: bool) -> scoring.Channel:
+def _channel(
+    hits: Sequence[Hit], exclusions: Collection[str], excludable: bool
+) -> candidate.Channel:
     candidates = [_candidate(hit) for hit in hits]
     if not excludable or not exclusions:
         return candidates
-    return scoring.mark_excluded(candidates, lambda c: exclusion.excluded(c.content, exclusions))
+    return fusion.mark_excluded(candidates, lambda c: exclusion.excluded(c.content, exclusions))
 
 
 def channels_from(
@@ -76,11 +78,13 @@ def channels_from(
     )
 
 
-def profile_candidate(profile: str) -> scoring.Candidate:
-    return scoring.Candidate(kind="profile", id=scoring.PROFILE_ID, content=f"[Profile] {profile}")
+def profile_candidate(profile: str) -> candidate.Candidate:
+    return candidate.Candidate(
+        kind="profile", id=candidate.PROFILE_ID, content=f"[Profile] {profile}"
+    )
 
 
-def _source(hit: Hit | None, row: scoring.Candidate) -> Any:
+def _source(hit: Hit | None, row: candidate.Candidate) -> Any:
     if row.kind == "profile":
         return dict(PROFILE_SOURCE)
     if hit is None or not isinstance(hit.source, dict):
@@ -88,7 +92,7 @@ def _source(hit: Hit | None, row: scoring.Candidate) -> Any:
     return hit.source
 
 
-def stored_cosines(hits: Sequence[Hit]) -> dict[scoring.Identity, float]:
+def stored_cosines(hits: Sequence[Hit]) -> dict[candidate.Identity, float]:
     """Each hit's stored-embedding cosine with the query (for the §3.8 backfill)."""
     return {
         ("ep" if h.kind == "ep" else "mem", h.id): h.cosine for h in hits if h.cosine is not None
@@ -96,8 +100,8 @@ def stored_cosines(hits: Sequence[Hit]) -> dict[scoring.Identity, float]:
 
 
 def message(
-    row: scoring.Candidate,
-    rows: dict[scoring.Identity, Hit],
+    row: candidate.Candidate,
+    rows: dict[candidate.Identity, Hit],
     confidence: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One element of ``messages`` (spec §2.2), full content."""
@@ -112,7 +116,7 @@ def message(
         body["id"] = hit.msg_id
     if confidence is not None:
         body["confidence"] = confidence
-    reason = scoring.match_reason(row)
+    reason = rank.match_reason(row)
     if reason is not None:
         body["match_reason"] = dict(reason)
     return body

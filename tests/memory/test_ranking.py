@@ -14,15 +14,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.memory.recall import scoring
-from service.memory.recall.scoring import (
-    PROFILE_ID,
-    CalibratedGate,
-    Candidate,
-    RecallContext,
-    TimeSpan,
-    Tunables,
-)
+from service.memory.recall import confidence, fusion, gate, penalty, rank, time
+from service.memory.recall.candidate import PROFILE_ID, CalibratedGate, Candidate, Tunables
+from service.memory.recall.rank import RecallContext
+from service.memory.recall.time import TimeSpan
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 NO_EXAMPLE_DB = settings(database=None)
@@ -67,22 +62,22 @@ def ctx(pool: int, **overrides: Any) -> RecallContext:
     ],
 )
 def test_parse_timestamp_normalises_to_aware_utc(text: str) -> None:
-    assert scoring.parse_timestamp(text) == datetime(2026, 5, 1, 2, 0, tzinfo=UTC)
+    assert time.parse_timestamp(text) == datetime(2026, 5, 1, 2, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "yesterday", "2026-13-45T99:99:99Z", "Z"])
 def test_parse_timestamp_returns_none_for_unparseable_text(text: str) -> None:
-    assert scoring.parse_timestamp(text) is None
+    assert time.parse_timestamp(text) is None
 
 
 def test_time_span_is_width_and_age_of_the_newest_row() -> None:
-    span = scoring.time_span(NOW - timedelta(days=51), NOW - timedelta(days=21), NOW)
+    span = time.time_span(NOW - timedelta(days=51), NOW - timedelta(days=21), NOW)
     assert span == TimeSpan(range_hours=720.0, newest_age_hours=504.0)
 
 
 def test_time_span_without_bounds_is_empty() -> None:
-    assert scoring.time_span(None, NOW, NOW) == TimeSpan()
-    assert scoring.time_span(NOW, None, NOW) == TimeSpan()
+    assert time.time_span(None, NOW, NOW) == TimeSpan()
+    assert time.time_span(NOW, None, NOW) == TimeSpan()
 
 
 # --- mode dispatch and vector floor (§3.1 step 4, §3.2) --------------------------------
@@ -100,75 +95,75 @@ def test_time_span_without_bounds_is_empty() -> None:
     ],
 )
 def test_recall_mode_falls_back_to_cascade(configured: str, query: str, expected: str) -> None:
-    assert scoring.recall_mode(configured, query) == expected
+    assert fusion.recall_mode(configured, query) == expected
 
 
 def test_vector_min_similarity_is_loosened_only_for_fusion() -> None:
-    assert scoring.vector_min_similarity(0.3, "cascade") == 0.3
-    assert scoring.vector_min_similarity(0.3, "rrf") == pytest.approx(0.15)
-    assert scoring.vector_min_similarity(0.3, "rsf", factor=0.25) == pytest.approx(0.075)
+    assert fusion.vector_min_similarity(0.3, "cascade") == 0.3
+    assert fusion.vector_min_similarity(0.3, "rrf") == pytest.approx(0.15)
+    assert fusion.vector_min_similarity(0.3, "rsf", factor=0.25) == pytest.approx(0.075)
 
 
 # --- rrf fusion (§3.3) -----------------------------------------------------------------
 
 
 def test_rrf_single_channel_scores_are_one_over_k_plus_rank_plus_one() -> None:
-    fused = scoring.fuse_rrf([[mem(1), mem(2)]], k=60)
+    fused = fusion.fuse_rrf([[mem(1), mem(2)]], k=60)
     assert [row.rrf for row in fused] == [1 / 61, 1 / 62]
 
 
 def test_rrf_rank_zero_in_all_three_channels_is_the_max_scale() -> None:
-    fused = scoring.fuse_rrf([[mem(1)], [mem(1)], [mem(1)]], k=60)
+    fused = fusion.fuse_rrf([[mem(1)], [mem(1)], [mem(1)]], k=60)
     assert len(fused) == 1
     assert fused[0].rrf == pytest.approx(3 / 61)
-    assert scoring.rrf_max_scale(60) == pytest.approx(0.04918, abs=1e-5)
+    assert fusion.rrf_max_scale(60) == pytest.approx(0.04918, abs=1e-5)
 
 
 def test_rrf_excluded_row_still_consumes_its_position() -> None:
-    fused = scoring.fuse_rrf([[None, mem(2)]])
+    fused = fusion.fuse_rrf([[None, mem(2)]])
     assert ids(fused) == [("mem", 2)]
     assert fused[0].rrf == 1 / 62
 
 
 def test_rrf_identity_is_kind_and_id() -> None:
-    fused = scoring.fuse_rrf([[mem(1)], [ep(1)]])
+    fused = fusion.fuse_rrf([[mem(1)], [ep(1)]])
     assert ids(fused) == [("mem", 1), ("ep", 1)]
     assert [row.rrf for row in fused] == [1 / 61, 1 / 61]
 
 
 def test_rrf_ties_keep_first_seen_order() -> None:
-    assert ids(scoring.fuse_rrf([[mem(1)], [mem(2)]])) == [("mem", 1), ("mem", 2)]
-    assert ids(scoring.fuse_rrf([[mem(2)], [mem(1)]])) == [("mem", 2), ("mem", 1)]
+    assert ids(fusion.fuse_rrf([[mem(1)], [mem(2)]])) == [("mem", 1), ("mem", 2)]
+    assert ids(fusion.fuse_rrf([[mem(2)], [mem(1)]])) == [("mem", 2), ("mem", 1)]
 
 
 def test_rrf_sorts_by_summed_score_descending() -> None:
-    fused = scoring.fuse_rrf([[mem(2), mem(1)], [mem(1)]])
+    fused = fusion.fuse_rrf([[mem(2), mem(1)], [mem(1)]])
     assert ids(fused) == [("mem", 1), ("mem", 2)]
     assert fused[0].rrf == pytest.approx(1 / 62 + 1 / 61)
 
 
 def test_rrf_keeps_the_first_occurrence_so_a_vector_hit_keeps_its_cosine() -> None:
-    fused = scoring.fuse_rrf([[ep(3, cosine=0.8)], [ep(3, lexical=2.0)]])
+    fused = fusion.fuse_rrf([[ep(3, cosine=0.8)], [ep(3, lexical=2.0)]])
     assert fused[0].cosine == 0.8
     assert fused[0].rrf == pytest.approx(2 / 61)
 
 
 def test_rrf_appends_profiles_last_without_a_score() -> None:
-    fused = scoring.fuse_rrf([[mem(1)]], profiles=[profile()])
+    fused = fusion.fuse_rrf([[mem(1)]], profiles=[profile()])
     assert ids(fused) == [("mem", 1), ("profile", PROFILE_ID)]
     assert fused[1].rrf is None
 
 
 def test_rrf_k_has_a_floor_of_one() -> None:
-    assert scoring.fuse_rrf([[mem(1)]], k=0)[0].rrf == 1 / 2
-    assert scoring.rrf_max_scale(0) == 1.5
+    assert fusion.fuse_rrf([[mem(1)]], k=0)[0].rrf == 1 / 2
+    assert fusion.rrf_max_scale(0) == 1.5
 
 
 # --- rsf fusion (§3.3) -----------------------------------------------------------------
 
 
 def test_normalise_channel_maps_min_to_zero_and_max_to_one() -> None:
-    assert scoring.normalise_channel([0.9, 0.5, 0.7]) == pytest.approx([1.0, 0.0, 0.5])
+    assert fusion.normalise_channel([0.9, 0.5, 0.7]) == pytest.approx([1.0, 0.0, 0.5])
 
 
 @pytest.mark.parametrize(
@@ -182,35 +177,35 @@ def test_normalise_channel_maps_min_to_zero_and_max_to_one() -> None:
     ],
 )
 def test_normalise_channel_edge_cases(raw: list[float | None], expected: list[float]) -> None:
-    assert scoring.normalise_channel(raw) == expected
+    assert fusion.normalise_channel(raw) == expected
 
 
 def test_rsf_divides_by_the_number_of_non_empty_channels() -> None:
     vector = [mem(1, cosine=0.9), mem(2, cosine=0.5)]
     lexical = [[], [mem(2, lexical=3.0), mem(3, lexical=1.0)]]
-    fused = scoring.fuse_rsf(vector, lexical)
+    fused = fusion.fuse_rsf(vector, lexical)
     assert ids(fused) == [("mem", 1), ("mem", 2), ("mem", 3)]
     assert [row.rsf for row in fused] == pytest.approx([0.5, 0.5, 0.0])
 
 
 def test_rsf_like_fallback_channel_votes_full_weight() -> None:
-    fused = scoring.fuse_rsf([], [[mem(1), mem(2)]])
+    fused = fusion.fuse_rsf([], [[mem(1), mem(2)]])
     assert [row.rsf for row in fused] == [1.0, 1.0]
 
 
 def test_rsf_excluded_rows_take_no_part_in_normalisation() -> None:
     vector = [None, mem(1, cosine=0.5), mem(2, cosine=0.3)]
-    fused = scoring.fuse_rsf(vector, [[None]])
+    fused = fusion.fuse_rsf(vector, [[None]])
     assert [row.rsf for row in fused] == pytest.approx([1.0, 0.0])
 
 
 def test_rsf_all_hole_channel_counts_as_empty() -> None:
-    fused = scoring.fuse_rsf([None, None], [[mem(1, lexical=5.0), mem(2, lexical=1.0)]])
+    fused = fusion.fuse_rsf([None, None], [[mem(1, lexical=5.0), mem(2, lexical=1.0)]])
     assert [row.rsf for row in fused] == pytest.approx([1.0, 0.0])
 
 
 def test_rsf_appends_profiles_last() -> None:
-    fused = scoring.fuse_rsf([mem(1, cosine=0.4)], profiles=[profile()])
+    fused = fusion.fuse_rsf([mem(1, cosine=0.4)], profiles=[profile()])
     assert ids(fused)[-1] == ("profile", PROFILE_ID)
     assert fused[-1].rsf is None
 
@@ -219,38 +214,36 @@ def test_rsf_appends_profiles_last() -> None:
 
 
 def test_cascade_keeps_stage_order_and_adds_no_fusion_score() -> None:
-    rows = scoring.cascade([mem(3, cosine=0.6)], [ep(1)], [profile()], [mem(1), mem(2)], limit=10)
+    rows = fusion.cascade([mem(3, cosine=0.6)], [ep(1)], [profile()], [mem(1), mem(2)], limit=10)
     assert ids(rows) == [("mem", 3), ("ep", 1), ("profile", PROFILE_ID), ("mem", 1), ("mem", 2)]
     assert all(row.rrf is None and row.rsf is None for row in rows)
 
 
 def test_cascade_deduplicates_by_identity_keeping_the_earlier_stage() -> None:
-    rows = scoring.cascade([ep(1, cosine=0.7)], [ep(1), ep(2)], [], [mem(1)], limit=10)
+    rows = fusion.cascade([ep(1, cosine=0.7)], [ep(1), ep(2)], [], [mem(1)], limit=10)
     assert ids(rows) == [("ep", 1), ("ep", 2), ("mem", 1)]
     assert rows[0].cosine == 0.7
 
 
 def test_cascade_keyword_rows_fill_only_the_remaining_slots() -> None:
-    rows = scoring.cascade([mem(5, cosine=0.6)], [ep(1)], [profile()], [mem(1), mem(2)], 4)
+    rows = fusion.cascade([mem(5, cosine=0.6)], [ep(1)], [profile()], [mem(1), mem(2)], 4)
     assert ids(rows) == [("mem", 5), ("ep", 1), ("profile", PROFILE_ID), ("mem", 1)]
 
 
 def test_cascade_keyword_hole_uses_up_its_slot() -> None:
-    rows = scoring.cascade([mem(5, cosine=0.6)], [], [], [None, mem(1), mem(2)], limit=3)
+    rows = fusion.cascade([mem(5, cosine=0.6)], [], [], [None, mem(1), mem(2)], limit=3)
     assert ids(rows) == [("mem", 5), ("mem", 1)]
 
 
 def test_cascade_episode_excluded_from_vector_is_still_admitted_by_episode_fts() -> None:
-    vector = scoring.mark_excluded(
-        [ep(1, cosine=0.7), mem(2, cosine=0.6)], lambda r: r.kind == "ep"
-    )
-    rows = scoring.cascade(vector, [ep(1)], [], [], limit=10)
+    vector = fusion.mark_excluded([ep(1, cosine=0.7), mem(2, cosine=0.6)], lambda r: r.kind == "ep")
+    rows = fusion.cascade(vector, [ep(1)], [], [], limit=10)
     assert ids(rows) == [("mem", 2), ("ep", 1)]
     assert rows[1].cosine is None
 
 
 def test_mark_excluded_keeps_positions() -> None:
-    marked = scoring.mark_excluded([mem(1), mem(2), mem(3)], lambda r: r.id == 2)
+    marked = fusion.mark_excluded([mem(1), mem(2), mem(3)], lambda r: r.id == 2)
     assert marked == [mem(1), None, mem(3)]
 
 
@@ -262,16 +255,16 @@ def test_mark_excluded_keeps_positions() -> None:
     [(-5, 0.5), (0, 0.5), (1, 0.4665), (2, 0.447), (61, 0.3008), (498, 0.2001), (499, 0.2)],
 )
 def test_heuristic_min_score(n: int, expected: float) -> None:
-    assert scoring.heuristic_min_score(n) == expected
+    assert gate.heuristic_min_score(n) == expected
 
 
 def test_heuristic_min_score_bottoms_out_at_point_two() -> None:
-    assert scoring.heuristic_min_score(100_000) == 0.2
+    assert gate.heuristic_min_score(100_000) == 0.2
 
 
 def test_heuristic_min_score_is_halved_by_deep() -> None:
-    assert scoring.heuristic_min_score(2, deep=True) == pytest.approx(0.2235)
-    assert scoring.heuristic_min_score(0, deep=True) == 0.25
+    assert gate.heuristic_min_score(2, deep=True) == pytest.approx(0.2235)
+    assert gate.heuristic_min_score(0, deep=True) == 0.25
 
 
 # --- episode boundary penalty (§3.4) ---------------------------------------------------
@@ -296,32 +289,32 @@ def test_heuristic_min_score_is_halved_by_deep() -> None:
     ],
 )
 def test_episode_penalty_factor(timestamp: str, expected: float) -> None:
-    assert scoring.episode_penalty_factor(timestamp, NOW) == pytest.approx(expected)
+    assert penalty.episode_penalty_factor(timestamp, NOW) == pytest.approx(expected)
 
 
 def test_episode_penalty_factor_is_one_without_a_boundary() -> None:
-    assert scoring.episode_penalty_factor(ago(100), None) == 1.0
+    assert penalty.episode_penalty_factor(ago(100), None) == 1.0
 
 
 def test_episode_penalty_factor_takes_a_naive_boundary_as_utc() -> None:
     naive_boundary = NOW.replace(tzinfo=None)
-    assert scoring.episode_penalty_factor(ago(10), naive_boundary) == pytest.approx(math.exp(-0.1))
+    assert penalty.episode_penalty_factor(ago(10), naive_boundary) == pytest.approx(math.exp(-0.1))
 
 
 def test_episode_penalty_factor_respects_rate_and_floor() -> None:
-    assert scoring.episode_penalty_factor(ago(10), NOW, rate=0.02, floor=0.1) == pytest.approx(
+    assert penalty.episode_penalty_factor(ago(10), NOW, rate=0.02, floor=0.1) == pytest.approx(
         math.exp(-0.2)
     )
-    assert scoring.episode_penalty_factor(ago(200), NOW, rate=0.02, floor=0.1) == 0.1
+    assert penalty.episode_penalty_factor(ago(200), NOW, rate=0.02, floor=0.1) == 0.1
 
 
 def test_penalty_resorts_an_rrf_list_exempts_episodes_and_sinks_the_profile() -> None:
     old, new = mem(1, timestamp=ago(100)), mem(2, timestamp=ago(-1))
     episode = ep(7, timestamp=ago(200))
-    fused = scoring.fuse_rrf([[old, new], [episode]], profiles=[profile()])
+    fused = fusion.fuse_rrf([[old, new], [episode]], profiles=[profile()])
     assert ids(fused) == [("mem", 1), ("ep", 7), ("mem", 2), ("profile", PROFILE_ID)]
 
-    out = scoring.apply_episode_penalty(fused, NOW)
+    out = penalty.apply_episode_penalty(fused, NOW)
 
     assert ids(out) == [("ep", 7), ("mem", 2), ("mem", 1), ("profile", PROFILE_ID)]
     assert [row.rrf for row in out[:3]] == pytest.approx([1 / 61, 1 / 62, 0.5 / 61])
@@ -329,7 +322,7 @@ def test_penalty_resorts_an_rrf_list_exempts_episodes_and_sinks_the_profile() ->
 
 def test_penalty_scales_cosine_rrf_and_rsf() -> None:
     row = mem(1, timestamp=ago(10), cosine=0.8, rrf=0.02, rsf=0.6, lexical=3.0)
-    (out,) = scoring.apply_episode_penalty([row], NOW)
+    (out,) = penalty.apply_episode_penalty([row], NOW)
     factor = math.exp(-0.1)
     assert (out.cosine, out.rrf, out.rsf) == pytest.approx(
         (0.8 * factor, 0.02 * factor, 0.6 * factor)
@@ -339,32 +332,32 @@ def test_penalty_scales_cosine_rrf_and_rsf() -> None:
 
 def test_penalty_leaves_order_to_confidence_when_confidence_is_on() -> None:
     rows = [mem(1, timestamp=ago(100), rrf=1 / 61), mem(2, timestamp=ago(-1), rrf=1 / 62)]
-    out = scoring.apply_episode_penalty(rows, NOW, confidence_enabled=True)
+    out = penalty.apply_episode_penalty(rows, NOW, confidence_enabled=True)
     assert ids(out) == [("mem", 1), ("mem", 2)]
     assert out[0].rrf == pytest.approx(0.5 / 61)
 
 
 def test_penalty_keeps_cascade_stage_order() -> None:
     rows = [mem(1, timestamp=ago(100), cosine=0.9), mem(2, timestamp=ago(-1))]
-    out = scoring.apply_episode_penalty(rows, NOW)
+    out = penalty.apply_episode_penalty(rows, NOW)
     assert ids(out) == [("mem", 1), ("mem", 2)]
     assert out[0].cosine == pytest.approx(0.45)
 
 
 def test_penalty_resorts_by_rsf_when_rows_carry_no_rrf() -> None:
     rows = [mem(1, timestamp=ago(100), rsf=0.8), mem(2, timestamp=ago(-1), rsf=0.6)]
-    out = scoring.apply_episode_penalty(rows, NOW)
+    out = penalty.apply_episode_penalty(rows, NOW)
     assert ids(out) == [("mem", 2), ("mem", 1)]
 
 
 def test_penalty_does_not_resort_when_nothing_was_penalised() -> None:
     rows = [mem(1, timestamp=ago(-1), rrf=1 / 62), mem(2, timestamp=ago(-2), rrf=1 / 61)]
-    assert scoring.apply_episode_penalty(rows, NOW) == rows
+    assert penalty.apply_episode_penalty(rows, NOW) == rows
 
 
 def test_penalty_without_boundary_changes_nothing() -> None:
     rows = [mem(1, timestamp=ago(100), rrf=1 / 61)]
-    assert scoring.apply_episode_penalty(rows, None) == rows
+    assert penalty.apply_episode_penalty(rows, None) == rows
 
 
 # --- quality gate (§3.5) ---------------------------------------------------------------
@@ -372,21 +365,21 @@ def test_penalty_without_boundary_changes_nothing() -> None:
 
 @pytest.mark.parametrize(("n", "kept"), [(5, False), (49, False), (50, True), (1000, True)])
 def test_gate_keeps_the_profile_only_from_a_pool_of_fifty(n: int, kept: bool) -> None:
-    out = scoring.quality_gate([profile(confidence=1.0)], n, deep=True)
+    out = gate.quality_gate([profile(confidence=1.0)], n, deep=True)
     assert (len(out) == 1) is kept
 
 
 def test_gate_drops_a_lone_rank_zero_fts_hit_in_a_two_row_pool_unless_deep() -> None:
-    (row,) = scoring.fuse_rrf([[mem(1)]])
-    threshold = scoring.heuristic_min_score(2) * scoring.rrf_max_scale(60)
+    (row,) = fusion.fuse_rrf([[mem(1)]])
+    threshold = gate.heuristic_min_score(2) * fusion.rrf_max_scale(60)
     assert threshold == pytest.approx(0.02198, abs=1e-5)
-    assert scoring.quality_gate([row], 2) == []
-    assert scoring.quality_gate([row], 2, deep=True) == [row]
+    assert gate.quality_gate([row], 2) == []
+    assert gate.quality_gate([row], 2, deep=True) == [row]
 
 
 def test_gate_at_pool_61_keeps_single_channel_rows_down_to_rank_six() -> None:
-    fused = scoring.fuse_rrf([[mem(i) for i in range(10)]])
-    assert [row.id for row in scoring.quality_gate(fused, 61)] == list(range(7))
+    fused = fusion.fuse_rrf([[mem(i) for i in range(10)]])
+    assert [row.id for row in gate.quality_gate(fused, 61)] == list(range(7))
 
 
 @pytest.mark.parametrize(
@@ -396,14 +389,14 @@ def test_gate_at_pool_61_keeps_single_channel_rows_down_to_rank_six() -> None:
 def test_gate_keeps_unscored_rows_only_for_empty_queries_or_big_pools(
     n: int, query_empty: bool, kept: bool
 ) -> None:
-    out = scoring.quality_gate([mem(1)], n, query_empty=query_empty)
+    out = gate.quality_gate([mem(1)], n, query_empty=query_empty)
     assert (out == [mem(1)]) is kept
 
 
 def test_gate_judges_a_vector_hit_on_cosine_not_rrf() -> None:
     weak_cosine = mem(1, cosine=0.3, rrf=3 / 61)
     fair_cosine = mem(2, cosine=0.447, rrf=1 / 1000)
-    assert scoring.quality_gate([weak_cosine, fair_cosine], 2) == [fair_cosine]
+    assert gate.quality_gate([weak_cosine, fair_cosine], 2) == [fair_cosine]
 
 
 def test_gate_prefers_rsf_over_cosine_and_confidence_over_both() -> None:
@@ -413,34 +406,34 @@ def test_gate_prefers_rsf_over_cosine_and_confidence_over_both() -> None:
         mem(3, confidence=0.3, rsf=0.9, cosine=0.9),
         mem(4, confidence=0.45, cosine=0.1),
     ]
-    assert [row.id for row in scoring.quality_gate(rows, 2)] == [1, 4]
+    assert [row.id for row in gate.quality_gate(rows, 2)] == [1, 4]
 
 
 def test_calibrated_rrf_gate_is_compared_on_the_raw_rrf_scale() -> None:
     row = mem(1, rrf=1 / 61)
-    assert scoring.quality_gate([row], 2, gate=CalibratedGate(0.01, "rrf")) == [row]
-    assert scoring.quality_gate([row], 2, gate=CalibratedGate(0.02, "rrf")) == []
+    assert gate.quality_gate([row], 2, gate=CalibratedGate(0.01, "rrf")) == [row]
+    assert gate.quality_gate([row], 2, gate=CalibratedGate(0.02, "rrf")) == []
 
 
 def test_calibrated_gate_applies_only_to_its_own_signal() -> None:
     rrf_row = mem(1, rrf=1 / 61)
-    assert scoring.quality_gate([rrf_row], 2, gate=CalibratedGate(0.0, "cosine")) == []
+    assert gate.quality_gate([rrf_row], 2, gate=CalibratedGate(0.0, "cosine")) == []
     cos_row = mem(2, cosine=0.5)
-    assert scoring.quality_gate([cos_row], 2, gate=CalibratedGate(0.6, "cosine")) == []
-    assert scoring.quality_gate([cos_row], 2, gate=CalibratedGate(0.5, "cosine")) == [cos_row]
+    assert gate.quality_gate([cos_row], 2, gate=CalibratedGate(0.6, "cosine")) == []
+    assert gate.quality_gate([cos_row], 2, gate=CalibratedGate(0.5, "cosine")) == [cos_row]
 
 
 def test_deep_halves_the_calibrated_gate() -> None:
     row = mem(1, cosine=0.3)
-    gate = CalibratedGate(0.6, "cosine")
-    assert scoring.quality_gate([row], 1000, gate=gate) == []
-    assert scoring.quality_gate([row], 1000, gate=gate, deep=True) == [row]
+    calibrated = CalibratedGate(0.6, "cosine")
+    assert gate.quality_gate([row], 1000, gate=calibrated) == []
+    assert gate.quality_gate([row], 1000, gate=calibrated, deep=True) == [row]
 
 
 def test_gate_threshold_uses_the_rrf_scale_only_on_the_rrf_branch() -> None:
-    assert scoring.gate_threshold("rrf", 0.5, None, 60) == pytest.approx(0.5 * 3 / 61)
-    assert scoring.gate_threshold("cosine", 0.5, None, 60) == 0.5
-    assert scoring.gate_threshold("rsf", 0.5, CalibratedGate(0.7, "rsf"), 60) == 0.7
+    assert gate.gate_threshold("rrf", 0.5, None, 60) == pytest.approx(0.5 * 3 / 61)
+    assert gate.gate_threshold("cosine", 0.5, None, 60) == 0.5
+    assert gate.gate_threshold("rsf", 0.5, CalibratedGate(0.7, "rsf"), 60) == 0.7
 
 
 # --- gate_fallback (§3.6) --------------------------------------------------------------
@@ -450,21 +443,21 @@ def test_gate_fallback_rescues_backfilled_rows_in_confidence_order() -> None:
     low = mem(1, cosine=0.1, cosine_backfilled=True, confidence=0.2)
     high = mem(2, cosine=0.15, cosine_backfilled=True, confidence=0.3)
     vector_hit = mem(3, cosine=0.3, confidence=0.4)
-    assert scoring.gate_fallback([low, vector_hit, high], []) == [high, low]
+    assert gate.gate_fallback([low, vector_hit, high], []) == [high, low]
 
 
 def test_gate_fallback_brings_the_profile_along_only_if_it_passed() -> None:
     backfilled = mem(1, cosine=0.1, cosine_backfilled=True, confidence=0.2)
     prof = profile(confidence=0.9)
-    assert scoring.gate_fallback([backfilled, prof], [prof]) == [prof, backfilled]
-    assert scoring.gate_fallback([backfilled, prof], []) == [backfilled]
+    assert gate.gate_fallback([backfilled, prof], [prof]) == [prof, backfilled]
+    assert gate.gate_fallback([backfilled, prof], []) == [backfilled]
 
 
 def test_gate_fallback_does_not_apply_when_a_row_survived_or_nothing_was_backfilled() -> None:
     backfilled = mem(1, cosine=0.1, cosine_backfilled=True, confidence=0.2)
     survivor = mem(2, cosine=0.9, confidence=0.9)
-    assert scoring.gate_fallback([backfilled, survivor], [survivor]) is None
-    assert scoring.gate_fallback([survivor], []) is None
+    assert gate.gate_fallback([backfilled, survivor], [survivor]) is None
+    assert gate.gate_fallback([survivor], []) is None
 
 
 # --- autocut (§3.7) --------------------------------------------------------------------
@@ -478,58 +471,58 @@ def test_autocut_is_inert_on_rrf_and_rsf_lists() -> None:
         mem(3, rrf=0.01, cosine=0.25),
     ]
     rsf_rows = [mem(1, rsf=1.0, cosine=0.9), mem(2, rsf=0.1, cosine=0.3), mem(3, rsf=0.0)]
-    assert scoring.autocut(rrf_rows) == rrf_rows
-    assert scoring.autocut(rsf_rows) == rsf_rows
+    assert rank.autocut(rrf_rows) == rrf_rows
+    assert rank.autocut(rsf_rows) == rsf_rows
 
 
 def test_autocut_cuts_a_cosine_list_at_the_largest_gap() -> None:
     rows = [mem(i, cosine=c) for i, c in enumerate([0.9, 0.85, 0.5, 0.45])]
-    assert [row.id for row in scoring.autocut(rows)] == [0, 1]
+    assert [row.id for row in rank.autocut(rows)] == [0, 1]
 
 
 def test_autocut_keeps_a_list_whose_largest_gap_is_below_the_ratio() -> None:
     rows = [mem(i, cosine=c) for i, c in enumerate([0.9, 0.85, 0.8, 0.7])]
-    assert scoring.autocut(rows) == rows
-    assert [row.id for row in scoring.autocut(rows, min_gap_ratio=0.1)] == [0, 1, 2]
+    assert rank.autocut(rows) == rows
+    assert [row.id for row in rank.autocut(rows, min_gap_ratio=0.1)] == [0, 1, 2]
 
 
 def test_autocut_is_inert_on_a_cascade_list_with_unscored_rows() -> None:
     rows = [mem(1, cosine=0.9), ep(2), mem(3)]
-    assert scoring.autocut(rows) == rows
+    assert rank.autocut(rows) == rows
 
 
 def test_autocut_keeps_lists_shorter_than_min_results() -> None:
     rows = [mem(1, cosine=0.9), mem(2, cosine=0.1)]
-    assert scoring.autocut(rows) == rows
-    assert scoring.autocut(rows, min_results=2) == rows[:1]
-    assert scoring.autocut(rows[:1], min_results=0) == rows[:1]
+    assert rank.autocut(rows) == rows
+    assert rank.autocut(rows, min_results=2) == rows[:1]
+    assert rank.autocut(rows[:1], min_results=0) == rows[:1]
 
 
 def test_autocut_keys_on_confidence_when_the_first_row_has_one() -> None:
     rows = [mem(1, confidence=0.9, rrf=0.01), mem(2, confidence=0.3), mem(3, confidence=0.25)]
-    assert scoring.autocut(rows) == rows[:1]
+    assert rank.autocut(rows) == rows[:1]
 
 
 def test_autocut_does_nothing_with_a_non_positive_top_score() -> None:
     rows = [mem(1, cosine=0.0), mem(2, cosine=-0.5), mem(3, cosine=-0.6)]
-    assert scoring.autocut(rows) == rows
+    assert rank.autocut(rows) == rows
 
 
 # --- confidence (§3.8) -----------------------------------------------------------------
 
 
 def score(row: Candidate, *, deep: bool = False, span: TimeSpan | None = None) -> float:
-    return scoring.confidence_score(row, now=NOW, deep=deep, span=span or TimeSpan()).score
+    return confidence.confidence_score(row, now=NOW, deep=deep, span=span or TimeSpan()).score
 
 
 def test_confidence_of_a_fresh_ceiling_cosine_row_is_one() -> None:
-    conf = scoring.confidence_score(mem(1, timestamp=ago(0), cosine=0.75), now=NOW)
-    assert conf == scoring.Confidence(age_hours=0.0, score=1.0, cosine=0.75)
+    conf = confidence.confidence_score(mem(1, timestamp=ago(0), cosine=0.75), now=NOW)
+    assert conf == confidence.Confidence(age_hours=0.0, score=1.0, cosine=0.75)
 
 
 def test_confidence_combines_normalised_cosine_and_time_decay() -> None:
     # norm = (0.475 - 0.2) / 0.55 = 0.5; decay = 1 / (1 + 100 * 0.005) = 2/3
-    conf = scoring.confidence_score(mem(1, timestamp=ago(100), cosine=0.475), now=NOW)
+    conf = confidence.confidence_score(mem(1, timestamp=ago(100), cosine=0.475), now=NOW)
     assert conf.age_hours == 100.0
     assert conf.score == round(math.sqrt(0.5 * 2 / 3), 4) == 0.5774
 
@@ -546,7 +539,7 @@ def test_confidence_decay_range_is_floored_at_min_time_range_hours() -> None:
     # min range 336 h lifts a 12 h range to 336 h: rate = 0.005 / 2 → decay(100 h) = 0.8
     tunables = Tunables(min_time_range_hours=336.0)
     row = mem(1, timestamp=ago(100), cosine=0.75)
-    conf = scoring.confidence_score(
+    conf = confidence.confidence_score(
         row, now=NOW, span=TimeSpan(range_hours=12.0), tunables=tunables
     )
     assert conf.score == round(math.sqrt(0.8), 4)
@@ -579,7 +572,7 @@ def test_resolved_episode_is_damped_unless_deep() -> None:
     row = ep(1, timestamp=ago(0), resolved=True)
     assert score(row) == 0.3
     assert score(row, deep=True) == 1.0
-    info = scoring.confidence_score(row, now=NOW).as_dict()
+    info = confidence.confidence_score(row, now=NOW).as_dict()
     assert info == {"age_hours": 0.0, "score": 0.3, "resolved": True}
 
 
@@ -601,7 +594,7 @@ def test_confidence_clamps_the_normalised_cosine(cosine: float, expected: float)
 
 def test_unknown_age_is_imputed_mid_range_with_an_anchor() -> None:
     span = TimeSpan(range_hours=720.0, newest_age_hours=504.0)
-    conf = scoring.confidence_score(mem(1, timestamp="garbage"), now=NOW, span=span)
+    conf = confidence.confidence_score(mem(1, timestamp="garbage"), now=NOW, span=span)
     assert conf.age_hours == 864.0
     assert conf.age_unknown is True
 
@@ -610,33 +603,33 @@ def test_unknown_age_is_imputed_mid_range_with_an_anchor() -> None:
 def test_unknown_age_without_anchor_is_half_of_max_24_and_range(
     range_hours: float, expected_age: float
 ) -> None:
-    conf = scoring.confidence_score(mem(1), now=NOW, span=TimeSpan(range_hours=range_hours))
+    conf = confidence.confidence_score(mem(1), now=NOW, span=TimeSpan(range_hours=range_hours))
     assert conf.age_hours == expected_age
     assert conf.as_dict()["age_unknown"] is True
 
 
 def test_confidence_rounds_age_to_one_and_cosine_to_four_places() -> None:
     row = mem(1, timestamp=(NOW - timedelta(minutes=76)).isoformat(), cosine=0.123456)
-    info = scoring.confidence_score(row, now=NOW).as_dict()
+    info = confidence.confidence_score(row, now=NOW).as_dict()
     assert info == {"age_hours": 1.3, "score": 0.0, "cosine": 0.1235}
 
 
 def test_confidence_accepts_a_naive_now_as_utc() -> None:
     row = mem(1, timestamp=ago(100), cosine=0.475)
-    naive = scoring.confidence_score(row, now=NOW.replace(tzinfo=None))
-    assert naive == scoring.confidence_score(row, now=NOW)
+    naive = confidence.confidence_score(row, now=NOW.replace(tzinfo=None))
+    assert naive == confidence.confidence_score(row, now=NOW)
 
 
 def test_score_confidence_sets_scores_and_resorts() -> None:
     rows = [mem(1, timestamp=ago(0), cosine=0.3), mem(2, timestamp=ago(0), cosine=0.7)]
-    out = scoring.score_confidence(rows, now=NOW)
+    out = confidence.score_confidence(rows, now=NOW)
     assert ids(out) == [("mem", 2), ("mem", 1)]
     assert [row.confidence for row in out] == [score(rows[1]), score(rows[0])]
 
 
 def test_backfill_marks_only_rows_that_had_no_cosine() -> None:
     rows = [mem(1), mem(2, cosine=0.9), mem(3)]
-    out = scoring.backfill_cosines(rows, {("mem", 1): 0.4, ("mem", 2): 0.1})
+    out = confidence.backfill_cosines(rows, {("mem", 1): 0.4, ("mem", 2): 0.1})
     assert out[0] == mem(1, cosine=0.4, cosine_backfilled=True)
     assert out[1:] == rows[1:]
 
@@ -645,85 +638,85 @@ def test_backfill_marks_only_rows_that_had_no_cosine() -> None:
 
 
 def test_match_reason_of_a_rank_zero_fts_hit() -> None:
-    (row,) = scoring.fuse_rrf([[], [], [mem(1)]])
-    assert scoring.match_reason(row) == {"signal": "rrf", "score": 1 / 61, "rrf": 1 / 61}
+    (row,) = fusion.fuse_rrf([[], [], [mem(1)]])
+    assert rank.match_reason(row) == {"signal": "rrf", "score": 1 / 61, "rrf": 1 / 61}
 
 
 def test_match_reason_of_a_vector_hit_in_rrf_mode_is_cosine() -> None:
-    fused = scoring.fuse_rrf([[mem(1, cosine=0.62)], [], [mem(2)]])
-    assert scoring.match_reason(fused[0]) == {
+    fused = fusion.fuse_rrf([[mem(1, cosine=0.62)], [], [mem(2)]])
+    assert rank.match_reason(fused[0]) == {
         "signal": "cosine",
         "score": 0.62,
         "cosine": 0.62,
         "rrf": 1 / 61,
     }
-    assert scoring.match_reason(fused[1]) == {"signal": "rrf", "score": 1 / 61, "rrf": 1 / 61}
+    assert rank.match_reason(fused[1]) == {"signal": "rrf", "score": 1 / 61, "rrf": 1 / 61}
 
 
 def test_match_reason_signal_precedence() -> None:
     rsf_row = mem(1, rsf=0.4, cosine=0.8)
-    assert scoring.match_reason(rsf_row) == {
+    assert rank.match_reason(rsf_row) == {
         "signal": "rsf",
         "score": 0.4,
         "rsf": 0.4,
         "cosine": 0.8,
     }
     conf_row = mem(2, confidence=0.7, cosine=0.8, rrf=0.01)
-    reason = scoring.match_reason(conf_row)
+    reason = rank.match_reason(conf_row)
     assert reason is not None
     assert (reason["signal"], reason["score"]) == ("confidence", 0.7)
 
 
 def test_match_reason_is_absent_on_unscored_rows() -> None:
-    assert scoring.match_reason(mem(1)) is None
-    assert scoring.match_reason(profile()) is None
+    assert rank.match_reason(mem(1)) is None
+    assert rank.match_reason(profile()) is None
 
 
 @pytest.mark.parametrize(("limit", "expected"), [(2, [2, 1]), (5, [3, 2, 1]), (0, []), (-1, [])])
 def test_finalize_cuts_then_reverses(limit: int, expected: list[int]) -> None:
     rows = [mem(1), mem(2), mem(3)]
-    assert [row.id for row in scoring.finalize(rows, limit)] == expected
+    assert [row.id for row in rank.finalize(rows, limit)] == expected
 
 
 # --- the whole ranking (§3.1 steps 5, 7-9; §11) ----------------------------------------
 
 
 def test_rank_two_row_pool_hides_a_lone_fts_hit_unless_deep() -> None:
-    rows = scoring.fuse_rrf([[], [], [mem(1)]])
-    assert scoring.rank(rows, ctx(2)).rows == ()
-    deep = scoring.rank(rows, ctx(2, deep=True)).rows
+    rows = fusion.fuse_rrf([[], [], [mem(1)]])
+    assert rank.rank(rows, ctx(2)).rows == ()
+    deep = rank.rank(rows, ctx(2, deep=True)).rows
     assert ids(deep) == [("mem", 1)]
-    assert scoring.match_reason(deep[0]) == {"signal": "rrf", "score": 1 / 61, "rrf": 1 / 61}
+    assert rank.match_reason(deep[0]) == {"signal": "rrf", "score": 1 / 61, "rrf": 1 / 61}
 
 
 def test_rank_empty_query_lists_recent_rows_without_match_reason() -> None:
-    rows = scoring.cascade([], [], [], [mem(2), mem(1)], limit=10)
-    ranked = scoring.rank(rows, ctx(2, query_empty=True))
+    rows = fusion.cascade([], [], [], [mem(2), mem(1)], limit=10)
+    ranked = rank.rank(rows, ctx(2, query_empty=True))
     assert ids(ranked.rows) == [("mem", 1), ("mem", 2)]
-    assert all(scoring.match_reason(row) is None for row in ranked.rows)
+    assert all(rank.match_reason(row) is None for row in ranked.rows)
 
 
 def test_rank_shows_the_profile_first_only_from_a_pool_of_fifty() -> None:
-    rows = scoring.fuse_rrf([[mem(1), mem(2)]], profiles=[profile()])
-    assert ("profile", PROFILE_ID) not in ids(scoring.rank(rows, ctx(5, deep=True)).rows)
-    ranked = scoring.rank(rows, ctx(60)).rows
+    rows = fusion.fuse_rrf([[mem(1), mem(2)]], profiles=[profile()])
+    assert ("profile", PROFILE_ID) not in ids(rank.rank(rows, ctx(5, deep=True)).rows)
+    ranked = rank.rank(rows, ctx(60)).rows
     assert ranked[0].is_profile
     assert ids(ranked[1:]) == [("mem", 2), ("mem", 1)]
 
 
 def test_rank_scores_are_non_decreasing_along_the_answer() -> None:
-    rows = scoring.fuse_rrf([[mem(i) for i in range(5)], [], [mem(4), mem(9), mem(0)]])
-    ranked = scoring.rank(rows, ctx(1000)).rows
-    scores = [reason["score"] for row in ranked if (reason := scoring.match_reason(row))]
+    rows = fusion.fuse_rrf([[mem(i) for i in range(5)], [], [mem(4), mem(9), mem(0)]])
+    ranked = rank.rank(rows, ctx(1000)).rows
+    scores = [reason["score"] for row in ranked if (reason := rank.match_reason(row))]
     assert len(scores) == 6
     assert scores == sorted(scores)
 
 
 def test_rank_never_reports_gate_fallback_with_confidence_off() -> None:
     rows = [mem(1, cosine=0.05, cosine_backfilled=True)]
-    ranked = scoring.rank(rows, ctx(2))
-    assert ranked == scoring.Ranked(rows=(), gate_fallback=False)
-    assert all(row.confidence is None for row in scoring.rank(rows, ctx(2, deep=True)).rows)
+    ranked = rank.rank(rows, ctx(2))
+    assert ranked == rank.Ranked(rows=(), gate_fallback=False)
+    assert all(row.confidence is None for row in rank.rank(rows, ctx(2, deep=True)).rows)
 
 
 def test_rank_rescues_backfilled_rows_with_confidence_on() -> None:
@@ -732,7 +725,7 @@ def test_rank_rescues_backfilled_rows_with_confidence_on() -> None:
         mem(1, timestamp=ago(0), cosine=0.22, cosine_backfilled=True),
         mem(2, timestamp=ago(0), cosine=0.25, cosine_backfilled=True),
     ]
-    ranked = scoring.rank(rows, ctx(2), tunables)
+    ranked = rank.rank(rows, ctx(2), tunables)
     assert ranked.gate_fallback is True
     assert ids(ranked.rows) == [("mem", 1), ("mem", 2)]
 
@@ -744,24 +737,24 @@ def test_rank_rescues_backfilled_rows_with_confidence_on() -> None:
 def test_rank_penalised_rank_zero_row_reports_factor_over_61(
     hours: float, pool: int, deep: bool, factor: float
 ) -> None:
-    rows = scoring.fuse_rrf([[], [], [mem(1, timestamp=ago(hours))]])
-    (row,) = scoring.rank(rows, ctx(pool, deep=deep, episode_boundary=NOW)).rows
-    reason = scoring.match_reason(row)
+    rows = fusion.fuse_rrf([[], [], [mem(1, timestamp=ago(hours))]])
+    (row,) = rank.rank(rows, ctx(pool, deep=deep, episode_boundary=NOW)).rows
+    reason = rank.match_reason(row)
     assert reason is not None
     assert reason["rrf"] == pytest.approx(factor / 61)
 
 
 def test_rank_autocuts_a_homogeneous_cosine_cascade_unless_disabled() -> None:
     vector = [mem(i, cosine=c) for i, c in enumerate([0.9, 0.85, 0.5, 0.45])]
-    rows = scoring.cascade(vector, [], [], [], limit=10)
-    assert [row.id for row in scoring.rank(rows, ctx(1000)).rows] == [1, 0]
-    uncut = scoring.rank(rows, ctx(1000), Tunables(autocut_enabled=False)).rows
+    rows = fusion.cascade(vector, [], [], [], limit=10)
+    assert [row.id for row in rank.rank(rows, ctx(1000)).rows] == [1, 0]
+    uncut = rank.rank(rows, ctx(1000), Tunables(autocut_enabled=False)).rows
     assert [row.id for row in uncut] == [3, 2, 1, 0]
 
 
 def test_rank_cuts_to_the_limit_before_reversing() -> None:
-    rows = scoring.fuse_rrf([[mem(1), mem(2), mem(3)]])
-    assert [row.id for row in scoring.rank(rows, ctx(1000, limit=2)).rows] == [2, 1]
+    rows = fusion.fuse_rrf([[mem(1), mem(2), mem(3)]])
+    assert [row.id for row in rank.rank(rows, ctx(1000, limit=2)).rows] == [2, 1]
 
 
 # --- properties ------------------------------------------------------------------------
@@ -790,7 +783,7 @@ channel_ids = st.lists(st.one_of(st.none(), st.integers(0, 15)), max_size=12).ma
 def test_rrf_scores_are_non_increasing_and_bounded(
     channels: list[list[int | None]], k: int
 ) -> None:
-    fused = scoring.fuse_rrf(
+    fused = fusion.fuse_rrf(
         [[None if i is None else mem(i) for i in channel] for channel in channels], k
     )
     assert all(row.rrf is not None for row in fused)
@@ -804,7 +797,7 @@ def test_rrf_scores_are_non_increasing_and_bounded(
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(-5, 40))
 def test_finalize_is_a_reversed_prefix_no_longer_than_limit(ranks: list[int], limit: int) -> None:
     rows = [mem(i) for i in ranks]
-    out = scoring.finalize(rows, limit)
+    out = rank.finalize(rows, limit)
     assert len(out) <= max(0, limit)
     assert out[::-1] == rows[: len(out)]
 
@@ -818,14 +811,14 @@ def test_finalize_is_a_reversed_prefix_no_longer_than_limit(ranks: list[int], li
 def test_penalty_factor_stays_between_floor_and_one(
     hours: float, rate: float, floor: float
 ) -> None:
-    factor = scoring.episode_penalty_factor(ago(hours), NOW, rate=rate, floor=floor)
+    factor = penalty.episode_penalty_factor(ago(hours), NOW, rate=rate, floor=floor)
     assert floor <= factor <= 1.0
 
 
 @NO_EXAMPLE_DB
 @given(st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), max_size=20))
 def test_normalised_channel_values_lie_in_the_unit_interval(raw: list[float | None]) -> None:
-    out = scoring.normalise_channel(raw)
+    out = fusion.normalise_channel(raw)
     assert len(out) == len(raw)
     assert all(0.0 <= v <= 1.0 for v in out)
     assert not out or max(out) == 1.0
@@ -834,5 +827,5 @@ def test_normalised_channel_values_lie_in_the_unit_interval(raw: list[float | No
 @NO_EXAMPLE_DB
 @given(st.integers(-10, 5000), st.integers(0, 50))
 def test_heuristic_min_score_is_bounded_and_non_increasing(n: int, step: int) -> None:
-    here, further = scoring.heuristic_min_score(n), scoring.heuristic_min_score(n + step)
+    here, further = gate.heuristic_min_score(n), gate.heuristic_min_score(n + step)
     assert 0.2 <= further <= here <= 0.5

@@ -1,0 +1,87 @@
+"""recall and recall_with_context: previews and the full-content budget (spec §4.2, §4.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from service.mcp.shaping.rows import Row, ShapedRow, previewed, rows_of
+
+FULL_CONTENT_BUDGET_CHARS: Final = 200_000
+"""Per-response budget of ``recall(full_content=true)`` (§4.3, bug-211)."""
+
+
+def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
+    """Trim recall messages to the preview tier, the default recall shape (spec §4.2).
+
+    A row with a truthy ``ref`` whose ``content`` is longer than ``preview_chars`` becomes
+    its first ``preview_chars`` code points plus ``content_len`` and ``content_truncated``.
+    Conversation echoes are trimmed the same way (see :func:`trimmable`). Shorter rows,
+    the profile row and rows whose content is not a string are copied unchanged.
+    ``preview_chars <= 0`` disables trimming.
+    """
+    if preview_chars <= 0:
+        return [dict(row) for row in rows]
+    return [previewed(row, preview_chars) for row in rows]
+
+
+def full_content_budget(
+    rows: Sequence[Row],
+    preview_chars: int,
+    budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
+) -> tuple[list[ShapedRow], bool]:
+    """Bound a ``full_content=true`` recall in characters (spec §4.3, bug-211, bug-214).
+
+    The walk runs from the last row to the first, because the last row is the valuable end
+    in both recall tools (best hit in ``recall``, newest in ``recall_with_context``). Rows
+    are admitted whole while the running total of string ``content`` lengths fits. The last
+    row is admitted whatever its size. The first row that would push a non-zero total over
+    ``budget_chars`` spends the budget: it and every earlier row get the preview form (only
+    trimmable rows longer than ``preview_chars`` change). The profile row is never trimmed
+    but still counts. Returns the rows and whether the budget was spent. The caller
+    then adds ``full_content_budget_chars``, even when no row needed trimming (spec §12.11).
+    With ``preview_chars <= 0`` every row is returned whole and the budget is never spent.
+    """
+    if preview_chars <= 0:
+        return [dict(row) for row in rows], False
+    shaped: list[ShapedRow] = []
+    used = 0
+    spent = False
+    for row in reversed(rows):
+        content = row.get("content")
+        if isinstance(content, str):
+            spent = spent or (used > 0 and used + len(content) > budget_chars)
+            used += len(content)
+        shaped.append(previewed(row, preview_chars) if spent else dict(row))
+    shaped.reverse()
+    return shaped, spent
+
+
+def shape_recall(
+    response: Mapping[str, object],
+    *,
+    preview_chars: int,
+    full_content: bool,
+    budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
+) -> dict[str, object]:
+    """Shape a library recall response for an MCP caller (spec §4.1).
+
+    Applies exactly one of :func:`preview` (default) or :func:`full_content_budget`
+    (``full_content=True``) to ``response["messages"]``. It adds
+    ``full_content_budget_chars: budget_chars`` when the budget was spent. Every other key
+    (``advisory``, ``gate_fallback``, ...) is carried over as it is. A response whose
+    ``messages`` is not a list of objects (the library never produces one) is returned as
+    a shallow copy, unshaped.
+    """
+    shaped = dict(response)
+    messages = rows_of(response.get("messages"))
+    if messages is None:
+        return shaped
+    if not full_content:
+        shaped["messages"] = preview(messages, preview_chars)
+        return shaped
+    budgeted, spent = full_content_budget(messages, preview_chars, budget_chars)
+    shaped["messages"] = budgeted
+    if spent:
+        shaped["full_content_budget_chars"] = budget_chars
+    return shaped

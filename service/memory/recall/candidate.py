@@ -1,0 +1,186 @@
+"""What ranking works on: a recall row with its signals, the tunables, the gate.
+
+The ranking modules (``fusion``, ``penalty``, ``confidence``, ``gate``, ``rank``) are pure
+and deterministic. The storage layer retrieves one candidate list per channel (vector,
+episode full text, memory full text/keyword, profile); everything that turns them into
+the ordered answer follows spec §3.1 in those modules.
+
+Contract:
+
+* No I/O, no clock, no configuration lookup: time enters as an explicit ``now`` and every
+  tunable as an argument (:class:`Tunables` carries the §8 defaults).
+* Rows are frozen :class:`Candidate` values; every step returns a new list and never
+  mutates its input. Sorting is stable, so equal scores keep retrieval order.
+* Exclusion (``exclude_contents``, §4.5) is decided by the caller, which hands a channel
+  over with each excluded row replaced by ``None`` (a *hole*, ``fusion.mark_excluded``): a
+  hole keeps its position, so an rrf rank still counts the excluded row's place (§3.3),
+  yet the row never surfaces. Holes, not an ``excluded`` predicate, because one predicate
+  cannot tell an episode found by the vector channel (excludable) from the same episode
+  found by episode full text (never excluded).
+* Timestamps are the stored ISO-8601 strings, parsed leniently (``time.parse_timestamp``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
+
+Kind: TypeAlias = Literal["mem", "ep", "profile"]
+
+
+Mode: TypeAlias = Literal["rrf", "rsf", "cascade"]
+
+
+Signal: TypeAlias = Literal["confidence", "rsf", "cosine", "rrf"]
+
+
+Identity: TypeAlias = tuple[Kind, int]
+
+
+PROFILE_ID: Final = -1
+"""Id of the injected profile sentinel row (§3.2 "Profile injection")."""
+
+
+PROFILE_MIN_POOL: Final = 50
+"""Pool size from which the profile row passes the gate (§3.5 branch 1, §12 item 3)."""
+
+
+UNSCORED_MIN_POOL: Final = 100
+"""Pool size from which unscored rows pass the gate of a non-empty query (§3.5 branch 6)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One recall row and the signals it has earned so far.
+
+    ``None`` means "never computed" rather than zero: a row without any of ``confidence``,
+    ``rsf``, ``cosine`` or ``rrf`` is *unscored* (§3.5 branch 6) and carries no
+    ``match_reason`` (§2.2). ``lexical`` is the full-text score on a higher-is-better scale
+    (``-bm25`` in CPersona, the Postgres retriever's own rank here, §13), ``None`` for the
+    LIKE fallback. ``timestamp`` is the caller's timestamp for a memory, ``start_time`` else
+    ``created_at`` for an episode, ``""`` for the profile. ``resolved`` is only set on
+    episodes; ``recall_count`` and ``last_recalled_at`` only mean something on memories.
+    """
+
+    kind: Kind
+    id: int
+    content: str
+    timestamp: str = ""
+    created_at: datetime | None = None
+    cosine: float | None = None
+    lexical: float | None = None
+    rrf: float | None = None
+    rsf: float | None = None
+    confidence: float | None = None
+    cosine_backfilled: bool = False
+    resolved: bool = False
+    recall_count: int = 0
+    last_recalled_at: datetime | None = None
+
+    @property
+    def identity(self) -> Identity:
+        """Fusion identity (§3.3): memory 1 and episode 1 are different rows (§4.6)."""
+        return (self.kind, self.id)
+
+    @property
+    def is_profile(self) -> bool:
+        """Whether this is the injected profile sentinel."""
+        return self.kind == "profile"
+
+
+Channel: TypeAlias = Sequence[Candidate | None]
+"""One retriever's rows in rank order; ``None`` marks an excluded row (a hole)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tunables:
+    """The recall and confidence tunables of spec §8, with their defaults.
+
+    Floors that the reference applies when parsing (``RRF_K`` at least 1, autocut
+    ``MIN_RESULTS`` at least 2) are applied again where the value is used, so a raw value
+    can never divide by zero or make autocut look at a one-row list.
+    """
+
+    rrf_k: int = 60
+    rrf_threshold_factor: float = 0.5
+    episode_penalty_enabled: bool = True
+    episode_decay_rate: float = 0.01
+    episode_decay_floor: float = 0.5
+    autocut_enabled: bool = True
+    autocut_min_results: int = 3
+    autocut_min_gap_ratio: float = 0.15
+    confidence_enabled: bool = False
+    cosine_floor: float = 0.20
+    cosine_ceil: float = 0.75
+    decay_rate: float = 0.005
+    decay_floor: float = 0.3
+    decay_ceil: float = 0.5
+    recall_boost: float = 0.02
+    boost_decay_rate: float = 0.002
+    min_time_range_hours: float = 24.0
+    reference_hours: float = 168.0
+    resolved_decay_factor: float = 0.3
+    recent_recall_penalty: float = 0.7
+    recent_recall_window_min: float = 5.0
+
+
+DEFAULT_TUNABLES: Final = Tunables()
+
+
+@dataclass(frozen=True, slots=True)
+class CalibratedGate:
+    """A calibrated gate threshold and the signal it was calibrated on (§3.5, §10.7).
+
+    It replaces the heuristic only in the gate branch of the same signal, so a gate
+    calibrated under another configuration never meets a score of a different scale.
+    An ``rrf`` gate is on the raw rrf scale.
+    """
+
+    threshold: float
+    signal: Signal
+
+
+class MatchReason(TypedDict):
+    """The ``match_reason`` object of a recall message (§2.2)."""
+
+    signal: Signal
+    score: float
+    cosine: NotRequired[float]
+    rrf: NotRequired[float]
+    rsf: NotRequired[float]
+
+
+# Signal accessors: one row's value of one signal, None when it was never computed.
+
+
+def cosine_of(row: Candidate) -> float | None:
+    return row.cosine
+
+
+def lexical_of(row: Candidate) -> float | None:
+    return row.lexical
+
+
+def rrf_of(row: Candidate) -> float | None:
+    return row.rrf
+
+
+def rsf_of(row: Candidate) -> float | None:
+    return row.rsf
+
+
+def confidence_of(row: Candidate) -> float | None:
+    return row.confidence
+
+
+def _or_lowest(value: float | None) -> float:
+    return -math.inf if value is None else value
+
+
+def sorted_desc(
+    rows: Iterable[Candidate], signal: Callable[[Candidate], float | None]
+) -> list[Candidate]:
+    """Stable descending sort on one signal; rows without it sink to the bottom."""
+    return sorted(rows, key=lambda row: _or_lowest(signal(row)), reverse=True)

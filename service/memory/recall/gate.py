@@ -1,0 +1,110 @@
+"""The quality gate (spec §3.5) and the ``gate_fallback`` rescue (§3.6)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from service.memory.recall.candidate import (
+    PROFILE_MIN_POOL,
+    UNSCORED_MIN_POOL,
+    CalibratedGate,
+    Candidate,
+    Signal,
+    confidence_of,
+    sorted_desc,
+)
+from service.memory.recall.fusion import rrf_max_scale
+
+
+def heuristic_min_score(n: int, *, deep: bool = False) -> float:
+    """The pool-size heuristic gate threshold (§3.5), halved for ``deep``.
+
+    ``0.5`` for an empty pool, else ``round(0.5 - 0.3 * min(1, ln(n+1)/ln 500), 4)``: tiny
+    pools are strict (0.5), from 499 rows on it bottoms out at 0.2.
+    """
+    base = 0.5 if n <= 0 else round(0.5 - 0.3 * min(1.0, math.log(n + 1) / math.log(500)), 4)
+    return base * 0.5 if deep else base
+
+
+def gate_score(row: Candidate) -> tuple[Signal, float] | None:
+    """The signal and score the gate keys on: confidence > rsf > cosine > rrf (§3.5).
+
+    ``None`` for an unscored row. The same precedence names ``match_reason.signal`` (§2.2)
+    and is what gate calibration must measure (§10.7).
+    """
+    if row.confidence is not None:
+        return "confidence", row.confidence
+    if row.rsf is not None:
+        return "rsf", row.rsf
+    if row.cosine is not None:
+        return "cosine", row.cosine
+    if row.rrf is not None:
+        return "rrf", row.rrf
+    return None
+
+
+def gate_threshold(signal: Signal, min_score: float, gate: CalibratedGate | None, k: int) -> float:
+    """Threshold for one branch: the calibrated gate if it is for this signal, else the
+    heuristic, rescaled to the rrf scale (times ``3/(K+1)``) on the rrf branch (§3.5)."""
+    if gate is not None and gate.signal == signal:
+        return gate.threshold
+    return min_score * rrf_max_scale(k) if signal == "rrf" else min_score
+
+
+def _passes_gate(
+    row: Candidate,
+    n: int,
+    min_score: float,
+    gate: CalibratedGate | None,
+    k: int,
+    query_empty: bool,
+) -> bool:
+    if row.is_profile:
+        return n >= PROFILE_MIN_POOL
+    scored = gate_score(row)
+    if scored is None:
+        return query_empty or n >= UNSCORED_MIN_POOL
+    signal, score = scored
+    return score >= gate_threshold(signal, min_score, gate, k)
+
+
+def quality_gate(
+    rows: Sequence[Candidate],
+    n: int,
+    *,
+    deep: bool = False,
+    gate: CalibratedGate | None = None,
+    k: int = 60,
+    query_empty: bool = False,
+) -> list[Candidate]:
+    """Drop rows below the quality threshold (§3.5), first matching branch per row.
+
+    1. profile: kept iff ``n >= 50``; 2-5. scored rows by :func:`gate_score` precedence
+    against :func:`gate_threshold`; 6. unscored rows: kept iff the query is empty (a pure
+    recency listing) or ``n >= 100``. ``n`` is memories + episodes in scope; ``deep`` halves
+    both the heuristic and a calibrated gate.
+    """
+    min_score = heuristic_min_score(n, deep=deep)
+    if gate is not None and deep:
+        gate = replace(gate, threshold=gate.threshold * 0.5)
+    return [row for row in rows if _passes_gate(row, n, min_score, gate, k, query_empty)]
+
+
+def gate_fallback(
+    pre_gate: Sequence[Candidate], gated: Sequence[Candidate]
+) -> list[Candidate] | None:
+    """The ``gate_fallback`` rescue (§3.6), or ``None`` when it does not apply.
+
+    Applies only when the gate dropped every non-profile row and some pre-gate row had its
+    cosine backfilled (which only confidence scoring does). The rescue is the backfilled
+    rows, plus the profile if it had passed, in confidence order.
+    """
+    if any(not row.is_profile for row in gated):
+        return None
+    if not any(row.cosine_backfilled for row in pre_gate):
+        return None
+    profile_passed = any(row.is_profile for row in gated)
+    rescued = [r for r in pre_gate if r.cosine_backfilled or (r.is_profile and profile_passed)]
+    return sorted_desc(rescued, confidence_of)
