@@ -20,8 +20,8 @@ from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory.health import deep
 from service.memory.library import Library
-from service.memory.recall.gate import heuristic_min_score
 from service.memory.memories import edits, store
+from service.memory.recall.gate import heuristic_min_score
 from service.models import TenantId
 from tests.support import Agent, Served, serve, text
 

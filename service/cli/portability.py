@@ -1,14 +1,4 @@
-"""``cpersona-service export`` / ``import``: the JSONL format streamed to and from files.
-
-Kept beside ``cli.py`` (which wires the commands in) so that module stays
-small. Both commands stream: export writes each batch as it is read (to a
-file, replaced atomically, or to stdout), import feeds the file to the
-library in 1 MiB chunks, so memory use does not grow with the file. On a
-terminal a progress line is redrawn on stderr; when piped nothing but the
-result is printed. Failures raise ServiceError, which the CLI turns into one
-line and exit status 1. Operator commands are not subject to the tenant's
-persistence pause nor to CPERSONA_MAX_IMPORT_BYTES (that limit guards uploads).
-"""
+"""export and import: the JSONL format streamed to and from files, with progress."""
 
 from __future__ import annotations
 
@@ -19,10 +9,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from service.cli import portability
+from service.cli.runtime import Commands, database_url, run_db
 from service.config import Settings
 from service.db.pool import Database
 from service.errors import InvalidInput
@@ -30,7 +22,19 @@ from service.memory.library import Library
 from service.memory.portability import export, files, import_
 from service.memory.queue import backlog
 
-Command = Callable[[Settings, argparse.Namespace], None]
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> None:
+    """Stream a tenant's memory as JSONL to --output (atomically) or stdout."""
+    with database_url(settings) as url:
+        summary = run_db(settings, url, lambda db: portability.run_export(db, settings, args))
+    print(summary, file=sys.stderr if args.output is None else sys.stdout)
+
+
+def cmd_import(settings: Settings, args: argparse.Namespace) -> None:
+    """Stream a JSONL file (or stdin) into a tenant; prints the result as one JSON line."""
+    with database_url(settings) as url:
+        result = run_db(settings, url, lambda db: portability.run_import(db, settings, args))
+    print(portability.import_outcome(result))
 
 
 class Progress:
@@ -148,11 +152,7 @@ def import_outcome(result: dict[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def add_parsers(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    export_command: Command,
-    import_command: Command,
-) -> None:
+def add_parsers(commands: Commands) -> None:
     exporter = commands.add_parser(
         "export", help="write a tenant's memory as cpersona-export/1.0 JSONL"
     )
@@ -160,10 +160,10 @@ def add_parsers(
     exporter.add_argument("--agent", metavar="AGENT", help="only this agent (default: all)")
     exporter.add_argument("--output", metavar="FILE", help="write here (default: stdout)")
     exporter.add_argument("--include-embeddings", action="store_true")
-    exporter.set_defaults(run=export_command)
+    exporter.set_defaults(run=cmd_export)
     importer = commands.add_parser("import", help="read cpersona-export JSONL into a tenant")
     importer.add_argument("--tenant", required=True, metavar="SLUG")
     importer.add_argument("file", metavar="FILE", help="the JSONL file ('-' = stdin)")
     importer.add_argument("--target-agent", metavar="AGENT", help="import everything into AGENT")
     importer.add_argument("--dry-run", action="store_true", help="report, write nothing")
-    importer.set_defaults(run=import_command)
+    importer.set_defaults(run=cmd_import)

@@ -13,11 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from service.logs import get_logger
-from service.memory.embeddings.base import (
-    EmbeddingError,
-    EmbeddingProvider,
-    unit_vectors,
-)
+from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, unit_vectors
 from service.memory.library import Library
 
 log = get_logger("service.embeddings")

@@ -20,11 +20,7 @@ from service.db import queue as store
 from service.db.queue import ItemKind, ItemText, Job
 from service.errors import ConfigError
 from service.logs import get_logger
-from service.memory.embeddings.base import (
-    EmbeddingError,
-    EmbeddingProvider,
-    ModelIntegrityError,
-)
+from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, ModelIntegrityError
 from service.memory.library import Library
 from service.memory.queue import backlog
 from service.memory.queue.inline import embed_checked

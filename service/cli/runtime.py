@@ -1,0 +1,91 @@
+"""What every command shares: the database URL (starting the embedded server when
+needed), short-lived pools and libraries, and the one-line error."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TypeAlias, TypeVar
+
+from service.config import Settings
+from service.db import migrate
+from service.db.embedded import EmbeddedPostgres
+from service.db.pool import Database
+from service.logs import get_logger
+from service.memory.library import Library, build_library
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What a command module's ``add_parsers`` adds its subcommands to."""
+
+T = TypeVar("T")
+
+
+log = get_logger("service.cli")
+
+
+class CliError(Exception):
+    """A failure to report in one line and exit 1."""
+
+
+@contextlib.contextmanager
+def embedded_server(
+    settings: Settings, *, keep_running: bool = False
+) -> Iterator[EmbeddedPostgres | None]:
+    """The embedded server when DATABASE_URL is unset (started, migrated), else None."""
+    if not settings.uses_embedded_postgres:
+        yield None
+        return
+    embedded = EmbeddedPostgres(settings.data_dir)
+    migrate.upgrade(embedded.start(keep_running=keep_running))
+    try:
+        yield embedded
+    finally:
+        if not keep_running:
+            embedded.stop()
+
+
+@contextlib.contextmanager
+def database_url(settings: Settings, *, keep_running: bool = False) -> Iterator[str]:
+    """The configured database URL, starting the embedded server when needed.
+
+    The embedded database is migrated on every start (it belongs to this
+    service); an external one is migrated only by ``cpersona-service migrate``.
+    """
+    with embedded_server(settings, keep_running=keep_running) as embedded:
+        yield str(settings.database_url) if embedded is None else embedded.url()
+
+
+def run_db(settings: Settings, url: str, work: Callable[[Database], Awaitable[T]]) -> T:
+    """Run ``work`` against a short-lived pool (admin commands)."""
+
+    async def main() -> T:
+        db = await Database(url, min_size=1, max_size=2).open()
+        try:
+            return await work(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(main())
+
+
+async def check_head(db: Database) -> None:
+    revision = await migrate.current_revision(db)
+    if revision != migrate.head_revision():
+        raise CliError(f"database is at {revision}, not head: run `cpersona-service migrate`")
+
+
+@contextlib.asynccontextmanager
+async def open_library(settings: Settings, url: str) -> AsyncIterator[Library]:
+    """A migrated database's library with the configured embedder (background commands)."""
+    db = await Database(url, min_size=1, max_size=4).open()
+    lib: Library | None = None
+    try:
+        await check_head(db)
+        lib = build_library(db, settings)
+        yield lib
+    finally:
+        if lib is not None:
+            await lib.aclose()
+        await db.close()

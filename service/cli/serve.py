@@ -1,0 +1,99 @@
+"""serve, migrate and db url: running the service and reaching its database."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import uvicorn
+
+from service.app.factory import create_app
+from service.cli.runtime import CliError, Commands, database_url, embedded_server, log, run_db
+from service.config import Settings
+from service.db import migrate
+from service.db.pool import Database
+from service.memory import tenants
+from service.models import Caller, TenantId
+
+
+def client_line(settings: Settings, key: str) -> str:
+    host = "127.0.0.1" if settings.http_host in ("0.0.0.0", "::") else settings.http_host
+    url = f"http://{host}:{settings.http_port}/mcp"
+    return f'claude mcp add --transport http cpersona {url} --header "Authorization: Bearer {key}"'
+
+
+async def _bootstrap(db: Database, settings: Settings) -> str | None:
+    """First start of an empty embedded database: tenant ``default`` and one key."""
+    if not settings.uses_embedded_postgres or await tenants.count_tenants(db) > 0:
+        return None
+    await tenants.create_tenant(db, "default", "Default tenant")
+    return await tenants.create_key(db, "default", label="first-start")
+
+
+async def _anonymous_caller(db: Database) -> Caller:
+    existing = {row.slug: row for row in await tenants.list_tenants(db)}
+    row = existing.get("default") or await tenants.create_tenant(db, "default", "Default tenant")
+    return Caller(TenantId(row.id), row.slug, "anonymous", "anonymous", {"*": "read-write"})
+
+
+async def _prepare_serve(db: Database, settings: Settings) -> Caller | None:
+    revision = await migrate.current_revision(db)
+    if revision != migrate.head_revision():
+        raise CliError(f"database is at {revision}, not head: run `cpersona-service migrate`")
+    key = await _bootstrap(db, settings)
+    if key is not None:
+        print("Created tenant 'default'. Its API key (shown once):")
+        print(f"  {key}")
+        print("Connect a client, for example:")
+        print(f"  {client_line(settings, key)}", flush=True)
+    if settings.allow_unauthenticated_http:
+        log.warning("serving without authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+        return await _anonymous_caller(db)
+    if not any(row.active_keys for row in await tenants.list_tenants(db)):
+        raise CliError(
+            "no API key exists: create one with `cpersona-service tenant create SLUG` and "
+            "`cpersona-service key create --tenant SLUG`, or set "
+            "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true for development"
+        )
+    return None
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
+    host = args.host or settings.http_host
+    port = args.port or settings.http_port
+    settings = dataclasses.replace(settings, http_host=host, http_port=port)
+    with embedded_server(settings) as embedded:
+        url = str(settings.database_url) if embedded is None else embedded.url()
+        anonymous = run_db(settings, url, lambda db: _prepare_serve(db, settings))
+        app = create_app(settings, url, anonymous, None if embedded is None else embedded.stop)
+        log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        if not settings.uses_embedded_postgres:
+            migrate.upgrade(url)
+        print(f"database at migration {migrate.head_revision()} (head)")
+
+
+def cmd_db_url(settings: Settings, args: argparse.Namespace) -> None:
+    """Print the URL; an embedded server is left running so psql can connect."""
+    with database_url(settings, keep_running=True) as url:
+        print(url)
+
+
+def add_parsers(commands: Commands) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run the HTTP service",
+        description="Serve MCP at /mcp (plus /healthz, /readyz, /metrics, /v1/*). Without "
+        "DATABASE_URL an embedded Postgres is started in CPERSONA_DATA_DIR. Every setting is an "
+        "environment variable: see the README's settings table.",
+    )
+    serve.add_argument("--host", help="address to bind (default: CPERSONA_HTTP_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: PORT, CPERSONA_HTTP_PORT or 8402)")
+    serve.set_defaults(run=cmd_serve)
+    commands.add_parser("migrate", help="apply migrations").set_defaults(run=cmd_migrate)
+    db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)
+    db.add_parser("url", help="print the connection URL for psql").set_defaults(run=cmd_db_url)

@@ -1,0 +1,88 @@
+"""tenant create|list and key create|list|revoke."""
+
+from __future__ import annotations
+
+import argparse
+
+from service.cli.runtime import Commands, database_url, run_db
+from service.config import Settings
+from service.memory import tenants
+
+
+def cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        row = run_db(settings, url, lambda db: tenants.create_tenant(db, args.slug, args.name))
+    print(f"created tenant {row.slug} ({row.id})")
+
+
+def cmd_tenant_list(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        rows = run_db(settings, url, tenants.list_tenants)
+    print(f"{'SLUG':<24} {'ACTIVE KEYS':>11}  {'CREATED':<25} NAME")
+    for row in rows:
+        print(f"{row.slug:<24} {row.active_keys:>11}  {row.created_at.isoformat():<25} {row.name}")
+
+
+def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
+    grants = tenants.parse_grants(args.grant or [])
+    with database_url(settings) as url:
+        key = run_db(
+            settings,
+            url,
+            lambda db: tenants.create_key(
+                db, args.tenant, label=args.label, grants=grants, expires_in_days=args.expires_in
+            ),
+        )
+    print(key)
+
+
+def _when(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def cmd_key_list(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        rows = run_db(settings, url, lambda db: tenants.list_keys(db, args.tenant))
+    print(f"{'KEY_ID':<17} {'STATE':<8} {'LABEL':<20} {'LAST USED':<33} GRANTS")
+    for row in rows:
+        state = "revoked" if row.revoked_at else "active"
+        grants = ",".join(f"{agent}={level}" for agent, level in row.grants.items())
+        print(f"{row.prefix:<17} {state:<8} {row.label:<20} {_when(row.last_used_at):<33} {grants}")
+
+
+def cmd_key_revoke(settings: Settings, args: argparse.Namespace) -> None:
+    with database_url(settings) as url:
+        when = run_db(settings, url, lambda db: tenants.revoke_key(db, args.key_id))
+    print(f"revoked {args.key_id} at {when.isoformat()}")
+
+
+def _add_tenant_parser(commands: Commands) -> None:
+    tenant = commands.add_parser("tenant", help="manage tenants")
+    sub = tenant.add_subparsers(dest="tenant_command", required=True)
+    create = sub.add_parser("create", help="create a tenant")
+    create.add_argument("slug")
+    create.add_argument("--name", default="")
+    create.set_defaults(run=cmd_tenant_create)
+    sub.add_parser("list", help="list tenants").set_defaults(run=cmd_tenant_list)
+
+
+def _add_key_parser(commands: Commands) -> None:
+    key = commands.add_parser("key", help="manage API keys")
+    sub = key.add_subparsers(dest="key_command", required=True)
+    create = sub.add_parser("create", help="create a key (prints only the key)")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--label", default="")
+    create.add_argument("--grant", action="append", metavar="AGENT=none|read|read-write")
+    create.add_argument("--expires-in", type=float, metavar="DAYS")
+    create.set_defaults(run=cmd_key_create)
+    listing = sub.add_parser("list", help="list a tenant's keys")
+    listing.add_argument("--tenant", required=True)
+    listing.set_defaults(run=cmd_key_list)
+    revoke = sub.add_parser("revoke", help="revoke a key by its KEY_ID")
+    revoke.add_argument("key_id")
+    revoke.set_defaults(run=cmd_key_revoke)
+
+
+def add_parsers(commands: Commands) -> None:
+    _add_tenant_parser(commands)
+    _add_key_parser(commands)
