@@ -87,6 +87,7 @@ def oversized_reply(
 class ResponseGuard:
     """Wraps ``send``: request-id header, byte count, and the response ceiling.
 
+    ``ceiling`` None only counts (routes whose answers the shaping layer does not build).
     ``refuse(size)`` builds the replacement body when a held response would be ``size``
     bytes, over ``ceiling``; it runs once, inside the request, so it can log with the
     request's tool and tenant. ``bytes_out`` counts body bytes actually sent (the
@@ -94,7 +95,7 @@ class ResponseGuard:
     """
 
     def __init__(
-        self, send: Send, request_id: str, ceiling: int, refuse: Callable[[int], bytes]
+        self, send: Send, request_id: str, ceiling: int | None, refuse: Callable[[int], bytes]
     ) -> None:
         self._send = send
         self._request_id = request_id.encode()
@@ -111,7 +112,7 @@ class ResponseGuard:
         if message["type"] == "http.response.start":
             self.status = int(message["status"])
             message = _with_header(message, b"x-request-id", self._request_id)
-            if _is_json(message):
+            if self._ceiling is not None and _is_json(message):
                 self._held = message
                 return
         elif message["type"] == "http.response.body":
@@ -123,6 +124,7 @@ class ResponseGuard:
 
     async def _hold(self, start: Message, message: Message) -> None:
         """Buffer a JSON body up to the ceiling; on its last chunk send it or its refusal."""
+        assert self._ceiling is not None
         chunk = message.get("body", b"")
         self._size += len(chunk)
         if self._size <= self._ceiling:

@@ -10,7 +10,8 @@ from typing import Any
 from service.cli.runtime import CliError, Commands, database_url
 from service.config import Settings
 from service.db.pool import Database
-from service.memory import health, pauses, tenants
+from service.mcp import pausing
+from service.memory import health, tenants
 from service.memory.library import Library, build_library
 from service.models import TenantId
 
@@ -61,7 +62,7 @@ async def _checkup(settings: Settings, url: str, args: argparse.Namespace) -> in
     worst = 0
     try:
         for slug, tenant_id in await _checkup_tenants(lib, args.tenant):
-            paused = args.fix and await pauses.active_pause(lib, tenant_id) is not None
+            paused = args.fix and await pausing.is_paused(lib, tenant_id)
             result = await health.check_health(lib, tenant_id, fix=args.fix, paused=paused)
             _print_checkup(slug, result)
             worst = max(worst, health.exit_code(result["severity_summary"], strict=args.strict))

@@ -9,8 +9,9 @@ only at the minimum of all grant values, and only when a ``*`` grant exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from service.models import Permission
+from service.models import Caller, Permission
 
 _RANK: dict[str, int] = {"none": 0, "read": 1, "read-write": 2}
 SWEEP = "*"
@@ -28,3 +29,19 @@ def effective(grants: Mapping[str, Permission], agent: str) -> Permission:
 
 def allows(grants: Mapping[str, Permission], agent: str, required: Permission) -> bool:
     return _RANK[effective(grants, agent)] >= _RANK[required]
+
+
+def denial(
+    caller: Caller, agent: str | None, required: Permission, where: Mapping[str, object]
+) -> dict[str, Any]:
+    """The ``permission_denied`` failure (spec §1.3) of a tool or an HTTP route.
+
+    ``where`` names what was refused (``{"tool": name}`` or ``{"endpoint": path}``);
+    ``agent`` is None when the demand is not about one agent.
+    """
+    body: dict[str, Any] = {"ok": False, "error": "permission_denied", **where}
+    if agent is not None:
+        body["agent_id"] = agent
+    body["required"] = required
+    body["client_id"] = caller.label or caller.key_id
+    return body

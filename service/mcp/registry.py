@@ -25,6 +25,7 @@ class ToolEnv:
     lib: Library
     caller: Caller
     session_key: str = ""  # the request's X-CPersona-Session ('' = none); picks pauses only
+    paused: bool = False  # set by the pause step for tools whose policy informs (no body)
 
 
 Handler = Callable[[ToolEnv, JsonObject], Awaitable[JsonObject]]
@@ -39,7 +40,7 @@ def refuse(message: str) -> JsonObject:
 SkippedBody = Callable[[ToolEnv, JsonObject], JsonObject | Awaitable[JsonObject]]
 
 
-def every_call(args: JsonObject) -> bool:
+def every_call(env: ToolEnv, args: JsonObject) -> bool:
     return True
 
 
@@ -57,11 +58,16 @@ class PausePolicy:
     under a pause gets the skipped body (store, archive_episode, ...).
     ``applies`` says whether a call writes at all (import/merge dry runs do not
     and run normally under a pause).
+
+    A policy without ``body`` informs instead of skipping: the call runs with
+    ``env.paused`` set, and the handler does less (check_health reports instead
+    of repairing, recall credits no statistics). ``service.mcp.pausing`` is the
+    one place that reads the pause and applies a policy.
     """
 
-    body: SkippedBody
+    body: SkippedBody | None
     validate: Callable[[JsonObject], str | None] | None = None
-    applies: Callable[[JsonObject], bool] = every_call
+    applies: Callable[[ToolEnv, JsonObject], bool] = every_call
 
 
 def skip_with(
@@ -71,7 +77,12 @@ def skip_with(
     return PausePolicy(body=lambda env, args: dict(body), validate=validate)
 
 
-def unless_dry_run(args: JsonObject) -> bool:
+def informing(applies: Callable[[ToolEnv, JsonObject], bool]) -> PausePolicy:
+    """A policy that runs the call with ``env.paused`` set when ``applies`` and paused."""
+    return PausePolicy(body=None, applies=applies)
+
+
+def unless_dry_run(env: ToolEnv, args: JsonObject) -> bool:
     """``applies`` for tools whose ``dry_run: true`` writes nothing (import, merge)."""
     return args.get("dry_run") is not True
 
@@ -88,7 +99,7 @@ class ToolSpec:
     idempotent: bool | None = None
     refusal: Callable[[str], JsonObject] = refuse
     project_gate: bool = False
-    pause: PausePolicy | None = None  # None: not a write, never paused
+    pause: PausePolicy | None = None  # None: the pause never matters to this tool
 
 
 def agent_of(args: Mapping[str, Any], key: str) -> str:

@@ -23,11 +23,11 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.mcp import acl, request, tools
-from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec
+from service.mcp import acl, pausing, request, tools
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
 from service.mcp.shaping import accounting
 from service.mcp.tools import operating_context as operating_context_tools
-from service.memory import pauses, text
+from service.memory import text
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import Caller
@@ -69,14 +69,7 @@ def _validation_error(message: str) -> types.CallToolResult:
 def _denial(spec: ToolSpec, caller: Caller, args: JsonObject) -> JsonObject | None:
     for agent, required in spec.demands(args):
         if not acl.allows(caller.grants, agent, required):
-            return {
-                "ok": False,
-                "error": "permission_denied",
-                "tool": spec.name,
-                "agent_id": agent,
-                "required": required,
-                "client_id": caller.label or caller.key_id,
-            }
+            return acl.denial(caller, agent, required, {"tool": spec.name})
     return None
 
 
@@ -140,37 +133,11 @@ class Dispatcher:
             args, notes, refusal = await operating_context_tools.apply_gate(env, gated, args)
             if refusal is not None:
                 return refusal
-        if spec.pause is not None:  # the pause step: after the gate, before the handler
-            skipped = await _pause_step(spec, spec.pause, env, args)
-            if skipped is not None:
-                return {**skipped, **notes} if notes else skipped
+        env, skipped = await pausing.apply(spec, env, args)  # after the gate, before the handler
+        if skipped is not None:
+            return {**skipped, **notes} if notes else skipped
         body = await spec.handler(env, args)
         return {**body, **notes} if notes else body
-
-
-async def _pause_step(
-    spec: ToolSpec, policy: PausePolicy, env: ToolEnv, args: JsonObject
-) -> JsonObject | None:
-    """A write tool under a persistence pause (spec §10.5): the answer, or None to run it.
-
-    Tools that validate first (``policy.validate``) refuse bad input whether
-    paused or not; the others answer a paused call with the skipped body even
-    for input the handler would refuse. One indexed read per write call, never
-    cached, so a pause set through any replica holds here at once.
-    """
-    if policy.validate is not None:
-        problem = policy.validate(args)
-        if problem is not None:
-            return spec.refusal(problem)
-    if not policy.applies(args):
-        return None
-    active = await pauses.active_pause(env.lib, env.caller.tenant_id, env.session_key)
-    if active is None:
-        return None
-    default = policy.body(env, args)
-    if not isinstance(default, dict):
-        default = await default
-    return pauses.skipped_body(default, spec.name, active)
 
 
 AXIS_ARGUMENTS = (

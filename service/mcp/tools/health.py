@@ -13,8 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.mcp.registry import Demand, JsonObject, ToolEnv, ToolSpec, agent_of, obj, on_agent
-from service.memory import health, pauses
+from service.mcp.registry import (
+    Demand,
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    agent_of,
+    informing,
+    obj,
+    on_agent,
+)
+from service.memory import health
 from service.memory.health import channel_axis
 
 AGENT_SWEEP: JsonObject = {
@@ -34,9 +43,14 @@ def _fix_demands(args: Mapping[str, Any]) -> list[Demand]:
     return [(agent_of(args, "agent_id"), "read-write" if args.get("fix") else "read")]
 
 
-async def _paused(env: ToolEnv) -> bool:
-    active = await pauses.active_pause(env.lib, env.caller.tenant_id, env.session_key)
-    return active is not None
+def _repairs(env: ToolEnv, args: JsonObject) -> bool:
+    """check_health and deep_check write only when asked to fix."""
+    return bool(args.get("fix"))
+
+
+def _migrates(env: ToolEnv, args: JsonObject) -> bool:
+    """migrate_channel_axis writes only outside a dry run."""
+    return args.get("dry_run", True) is False
 
 
 async def _check_health(env: ToolEnv, args: JsonObject) -> JsonObject:
@@ -47,7 +61,7 @@ async def _check_health(env: ToolEnv, args: JsonObject) -> JsonObject:
         args.get("agent_id", ""),
         fix,
         args.get("checks", []),
-        paused=fix and await _paused(env),
+        paused=env.paused,
     )
 
 
@@ -86,6 +100,7 @@ CHECK_HEALTH = ToolSpec(
     ),
     handler=_check_health,
     demands=_fix_demands,
+    pause=informing(_repairs),
 )
 
 
@@ -97,7 +112,7 @@ async def _deep_check(env: ToolEnv, args: JsonObject) -> JsonObject:
         args["agent_id"],
         fix,
         args.get("checks", []),
-        paused=fix and await _paused(env),
+        paused=env.paused,
     )
 
 
@@ -128,6 +143,7 @@ repairs_skipped?}}; unknown names are skipped, a failing check reports {{error}}
     ),
     handler=_deep_check,
     demands=_fix_demands,
+    pause=informing(_repairs),
 )
 
 
@@ -139,7 +155,7 @@ async def _migrate_channel_axis(env: ToolEnv, args: JsonObject) -> JsonObject:
         args.get("agent_id", ""),
         dry_run,
         bool(args.get("globalize_unrecoverable", False)),
-        paused=not dry_run and await _paused(env),
+        paused=env.paused,
     )
 
 
@@ -173,6 +189,7 @@ persistence is paused (repairs_skipped).""",
     ),
     handler=_migrate_channel_axis,
     demands=on_agent("agent_id", "read-write"),
+    pause=informing(_migrates),
 )
 
 TOOLS = [CHECK_HEALTH, DEEP_CHECK, MIGRATE_CHANNEL_AXIS]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, informing, obj, on_agent
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
 from service.mcp.shaping import recall as shaping
-from service.memory import pauses
 from service.memory.recall import pipeline, with_context
 
 _COMMON: JsonObject = {
@@ -73,16 +72,14 @@ def _shape(env: ToolEnv, body: JsonObject, args: JsonObject) -> JsonObject:
     )
 
 
-async def _paused(env: ToolEnv) -> bool:
+def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     """Recall itself never writes unless confidence scoring bumps recall statistics,
     which a persistence pause suppresses (spec §10.5); only then is the pause read."""
-    if not env.lib.settings.confidence_enabled:
-        return False
-    return await pauses.active_pause(env.lib, env.caller.tenant_id, env.session_key) is not None
+    return env.lib.settings.confidence_enabled
 
 
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = dataclasses.replace(_request(args), paused=await _paused(env))
+    request = dataclasses.replace(_request(args), paused=env.paused)
     body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
     return _shape(env, body, args)
 
@@ -106,6 +103,7 @@ RECALL = ToolSpec(
     demands=on_agent("agent_id", "read"),
     read_only=True,
     project_gate=True,
+    pause=informing(_credits_statistics),
 )
 
 RECALL_WITH_CONTEXT_DESCRIPTION = """Recall memories relevant to `query`, merged with the
@@ -118,7 +116,7 @@ recall (echoes too); use get_contents or full_content: true for full text."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = dataclasses.replace(_request(args), paused=await _paused(env))
+    request = dataclasses.replace(_request(args), paused=env.paused)
     body = await with_context.recall_with_context(
         env.lib, env.caller.tenant_id, request, args.get("external_context", [])
     )
@@ -144,6 +142,7 @@ RECALL_WITH_CONTEXT = ToolSpec(
     demands=on_agent("agent_id", "read"),
     read_only=True,
     project_gate=True,
+    pause=informing(_credits_statistics),
 )
 
 TOOLS = [RECALL, RECALL_WITH_CONTEXT]
