@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 from service.config import Settings
+from service.mcp import project_gate, tools
 from service.mcp.registry import JsonObject, ToolEnv
-from service.mcp.tools import operating_context
+from service.mcp.tools.episodes import ARCHIVE_EPISODE
+from service.mcp.tools.memories import LIST_MEMORIES, STORE
+from service.mcp.tools.recall import RECALL
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.operating_context import parse, storage
@@ -144,7 +147,7 @@ async def _env(lib: Library, slug: str) -> ToolEnv:
 async def test_gate_on_a_dormant_tenant_passes_auto_through_and_echoes_it(lib: Library) -> None:
     env = await _env(lib, "quiet")
     args = {"agent_id": "alpha", "project_id": "@auto", "message": {"content": "x"}}
-    gated, notes, refusal = await operating_context.apply_gate(env, "store", args)
+    gated, notes, refusal = await project_gate.apply(STORE, env, args)
     assert refusal is None
     assert gated == args
     assert notes == {"resolved_project_id": "@auto"}
@@ -159,9 +162,9 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
     base = {"ok": False, "error": message, "operating_context_revision": "rev-9"}
     store_args = {"agent_id": "alpha", "project_id": "zeta", "message": {"content": "x"}}
 
-    _, _, store = await operating_context.apply_gate(env, "store", store_args)
-    _, _, archive = await operating_context.apply_gate(env, "archive_episode", store_args)
-    read, notes, refusal = await operating_context.apply_gate(env, "recall", store_args)
+    _, _, store = await project_gate.apply(STORE, env, store_args)
+    _, _, archive = await project_gate.apply(ARCHIVE_EPISODE, env, store_args)
+    read, notes, refusal = await project_gate.apply(RECALL, env, store_args)
 
     assert store == {**base, "result": "rejected", "reason": message}
     assert archive == {**base, "episode_id": None}
@@ -174,30 +177,33 @@ async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: 
     env = await _env(lib, "mapped")
     await storage.set_context(lib.db, "mapped", CONTEXT)
     auto = {"agent_id": "alpha", "project_id": "@auto", "limit": 5}
-    gated, notes, refusal = await operating_context.apply_gate(env, "list_memories", auto)
+    gated, notes, refusal = await project_gate.apply(LIST_MEMORIES, env, auto)
     assert refusal is None
     assert gated == {**auto, "project_id": "atlas"}
     assert notes == {"resolved_project_id": "atlas"}
     for args in ({"agent_id": "alpha"}, {"agent_id": "alpha", "project_id": ""}):
-        assert await operating_context.apply_gate(env, "store", args) == (args, {}, None)
+        assert await project_gate.apply(STORE, env, args) == (args, {}, None)
     unmapped = {"agent_id": "zed", "project_id": "@auto"}
-    _, _, refused = await operating_context.apply_gate(env, "store", unmapped)
+    _, _, refused = await project_gate.apply(STORE, env, unmapped)
     assert refused is not None
     assert refused["error"].startswith("@auto has no [defaults] mapping for agent_id 'zed'")
 
 
-def test_every_gated_tool_has_its_reserved_refusal_shape() -> None:
-    extras: list[tuple[operating_context.GatedTool, JsonObject]] = [
-        ("store", {"result": "rejected", "reason": "no"}),
-        ("archive_episode", {"episode_id": None}),
-        ("recall", {"messages": []}),
-        ("recall_with_context", {"messages": []}),
-        ("list_memories", {"memories": [], "count": 0}),
-        ("list_episodes", {"episodes": [], "count": 0}),
-    ]
-    for tool, extra in extras:
-        shaped = operating_context.refusal_body(tool, "no", "r1")
-        assert shaped == {"ok": False, "error": "no", "operating_context_revision": "r1", **extra}
+def test_every_gated_tool_refuses_in_its_reserved_shape() -> None:
+    extras: dict[str, JsonObject] = {
+        "store": {"result": "rejected", "reason": "@auto"},
+        "archive_episode": {"episode_id": None},
+        "recall": {"messages": []},
+        "recall_with_context": {"messages": []},
+        "list_memories": {"memories": [], "count": 0},
+        "list_episodes": {"episodes": [], "count": 0},
+    }
+    gated = {spec.name: spec for spec in tools.all_tools() if spec.project_gate}
+    assert set(gated) == set(extras)
+    for name, extra in extras.items():
+        shaped = project_gate.refusal(gated[name], "@auto", "r1")
+        expected = {"ok": False, "error": "@auto", "operating_context_revision": "r1"}
+        assert shaped == {**expected, **extra}
 
 
 async def test_initialize_serves_the_tenants_summary_as_instructions(

@@ -37,6 +37,16 @@ def refuse(message: str) -> JsonObject:
     return {"ok": False, "error": message}
 
 
+def refuse_with(**empty: object) -> Callable[[str], JsonObject]:
+    """A tool-failure shape that also carries the tool's empty answer (e.g. ``messages=[]``),
+    for the read tools whose refusal shapes the spec reserves (§9.4)."""
+
+    def refusal(message: str) -> JsonObject:
+        return {**refuse(message), **empty}
+
+    return refusal
+
+
 SkippedBody = Callable[[ToolEnv, JsonObject], JsonObject | Awaitable[JsonObject]]
 
 

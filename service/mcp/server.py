@@ -23,10 +23,9 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import ServiceError
 from service.logs import get_logger
-from service.mcp import acl, pausing, request, tools
+from service.mcp import acl, pausing, project_gate, request, tools
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
 from service.mcp.shaping import accounting
-from service.mcp.tools import operating_context as operating_context_tools
 from service.memory import text
 from service.memory.library import Library
 from service.memory.operating_context import storage
@@ -127,12 +126,9 @@ class Dispatcher:
         is returned as is; otherwise the notes (warning, resolved project) are
         added to the answer (a skipped body under a pause included).
         """
-        notes: JsonObject = {}
-        gated = operating_context_tools.gated_tool(spec.name) if spec.project_gate else None
-        if gated is not None:
-            args, notes, refusal = await operating_context_tools.apply_gate(env, gated, args)
-            if refusal is not None:
-                return refusal
+        args, notes, refusal = await project_gate.apply(spec, env, args)
+        if refusal is not None:
+            return refusal
         env, skipped = await pausing.apply(spec, env, args)  # after the gate, before the handler
         if skipped is not None:
             return {**skipped, **notes} if notes else skipped

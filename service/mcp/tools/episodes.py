@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+    refuse_with,
+    skip_with,
+)
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -115,7 +123,9 @@ to expand with get_contents; `budget_chars` then says so.""",
     ),
     handler=_list_episodes,
     project_gate=True,
+    refusal=refuse_with(episodes=[], count=0),
     demands=on_agent("agent_id", "read"),
     read_only=True,
 )
+
 TOOLS = [ARCHIVE_EPISODE, LIST_EPISODES, DELETE_EPISODE]

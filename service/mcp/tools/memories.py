@@ -3,7 +3,15 @@ lock_memory, unlock_memory, delete_memory."""
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+    refuse_with,
+    skip_with,
+)
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -110,6 +118,7 @@ LIST_MEMORIES = ToolSpec(
     ),
     handler=_list_memories,
     project_gate=True,
+    refusal=refuse_with(memories=[], count=0),
     demands=on_agent("agent_id", "read"),
     read_only=True,
 )
@@ -198,4 +207,5 @@ Pass your agent_id so only your own memory can be deleted. Returns {ok: true, de
     destructive=True,
     pause=skip_with({"ok": True, "deleted_id": None}),
 )
+
 TOOLS = [STORE, LIST_MEMORIES, DELETE_MEMORY, UPDATE_MEMORY, LOCK_MEMORY, UNLOCK_MEMORY]

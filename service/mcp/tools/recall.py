@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, informing, obj, on_agent
+from service.mcp.registry import (
+    JsonObject,
+    ToolEnv,
+    ToolSpec,
+    informing,
+    obj,
+    on_agent,
+    refuse_with,
+)
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
 from service.mcp.shaping import recall as shaping
 from service.memory.recall import pipeline, with_context
@@ -103,6 +111,7 @@ RECALL = ToolSpec(
     demands=on_agent("agent_id", "read"),
     read_only=True,
     project_gate=True,
+    refusal=refuse_with(messages=[]),
     pause=informing(_credits_statistics),
 )
 
@@ -142,6 +151,7 @@ RECALL_WITH_CONTEXT = ToolSpec(
     demands=on_agent("agent_id", "read"),
     read_only=True,
     project_gate=True,
+    refusal=refuse_with(messages=[]),
     pause=informing(_credits_statistics),
 )
 
