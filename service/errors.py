@@ -1,8 +1,11 @@
 """One error tree for the whole service, free of any transport.
 
-The storage layer translates driver errors into these once; the MCP boundary
-translates these into tool results once (``service.mcp.errors``). A class
-docstring doubles as the default message.
+The storage layer translates driver errors into these once; the library raises
+them instead of returning failure objects; the MCP dispatcher renders them into
+the spec's shapes in one place (``service.mcp.server``): a :class:`Refused` is
+the tool's own failure shape (``{"ok": false, "error": ..., **details}``), any
+other :class:`ServiceError` is CPersona's dispatch-level bare ``{"error": ...}``.
+A class docstring doubles as the default message.
 """
 
 from __future__ import annotations
@@ -23,20 +26,28 @@ class ConfigError(ServiceError):
     """A setting has an invalid value."""
 
 
-class InvalidInput(ServiceError):
+class Refused(ServiceError):
+    """The request was understood and refused; nothing was changed.
+
+    ``details`` are extra keys of the tool's failure shape (for example the tallies of
+    an aborted import, or the valid names next to an unknown one).
+    """
+
+    def __init__(self, message: str | None = None, **details: object) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class InvalidInput(Refused):
     """The request is malformed."""
 
 
-class NotFound(ServiceError):
+class NotFound(Refused):
     """The requested object does not exist."""
 
 
 class Conflict(ServiceError):
     """The change conflicts with existing data."""
-
-
-class Unauthenticated(ServiceError):
-    """The credential is missing, unknown, expired or revoked."""
 
 
 class DatabaseNotOpen(ServiceError):

@@ -309,7 +309,7 @@ async def test_jobs_of_deleted_rows_are_dropped(http_lib: Library, fake: FakeEmb
         http_lib, tenant, episodes.ArchiveRequest(agent_id="a", summary="short-lived")
     )
     assert (await edits.delete_memory(http_lib, tenant, deleted_by_tool))["ok"] is True
-    assert (await edits.delete_episode(http_lib, tenant, episode["episode_id"]))["ok"] is True
+    assert (await episodes.delete_episode(http_lib, tenant, episode["episode_id"]))["ok"] is True
     assert [job["item_id"] for job in await _jobs(http_lib.db)] == [vanished]
     await _fetch(http_lib.db, "DELETE FROM memories WHERE id = $1", vanished)
     fake.reset()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import asyncpg
+import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from service.config import Settings
 from service.db import contents as contents_db
+from service.errors import InvalidInput
 from service.mcp.registry import ToolEnv
 from service.mcp.shaping import rows
 from service.mcp.tools.contents import GET_CONTENTS
@@ -67,9 +70,10 @@ async def test_more_than_20_refs_is_refused_by_schema_and_handler(
     assert "is too long" in text(result)
     caller = await _caller(lib, client)
     env = ToolEnv(lib, caller)
-    expected = {"ok": False, "error": TOO_MANY}
-    assert await GET_CONTENTS.handler(env, {"agent_id": "a", "refs": refs}) == expected
-    assert await contents.get_contents(lib, caller.tenant_id, "a", refs) == expected
+    with pytest.raises(InvalidInput, match=re.escape(TOO_MANY)):
+        await GET_CONTENTS.handler(env, {"agent_id": "a", "refs": refs})
+    with pytest.raises(InvalidInput, match=re.escape(TOO_MANY)):
+        await contents.get_contents(lib, caller.tenant_id, "a", refs)
     twenty = await client.call("get_contents", agent_id="a", refs=refs[:20])
     assert twenty["count"] == 0
     assert len(twenty["missing"]) == 20
@@ -85,8 +89,8 @@ async def test_empty_refs_and_empty_agent_are_tool_failures(client: Agent, lib: 
     }  # fmt: skip
     tenant = (await _caller(lib, client)).tenant_id
     for refs in ("mem:1", None, {"mem:1": 1}, 5):
-        answer = await contents.get_contents(lib, tenant, "a", refs)
-        assert answer == {"ok": False, "error": REFS_REQUIRED}
+        with pytest.raises(InvalidInput, match=re.escape(REFS_REQUIRED)):
+            await contents.get_contents(lib, tenant, "a", refs)
 
 
 async def test_another_agents_or_tenants_ref_is_missing_without_a_hint(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from service.db.pool import Database
+from service.errors import Refused
 from service.memory import health, tenants
 from service.memory.health import registry
 from service.memory.health.base import Check
@@ -138,11 +139,11 @@ async def test_a_clean_tenant_is_healthy_with_every_check_run(lib: Library) -> N
 
 async def test_unknown_names_fail_and_spec_names_alias_ours(lib: Library) -> None:
     seed = await new_seed(lib)
-    failure = await health.check_health(lib, seed.tenant_id, checks=["bogus", "empty_content"])
-    assert failure["ok"] is False
-    assert failure["unknown_checks"] == ["bogus"]
-    assert failure["valid_checks"] == list(health.CHECK_NAMES)
-    assert "bogus" in failure["error"]
+    with pytest.raises(Refused) as failure:
+        await health.check_health(lib, seed.tenant_id, checks=["bogus", "empty_content"])
+    assert failure.value.details["unknown_checks"] == ["bogus"]
+    assert failure.value.details["valid_checks"] == list(health.CHECK_NAMES)
+    assert "bogus" in failure.value.message
     aliased = await health.check_health(
         lib, seed.tenant_id, checks=["fts_integrity", "sqlite_integrity", "schema_version"]
     )

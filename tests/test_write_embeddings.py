@@ -17,6 +17,7 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
+from service.errors import NotFound, Refused
 from service.memory import episodes, tenants
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.local import DIMENSION, MODEL_NAME
@@ -178,10 +179,10 @@ async def test_duplicates_and_refused_edits_cost_no_embedding(
                      "id": first["id"]}  # fmt: skip
     assert same_id["reason"] == "duplicate msg_id"
     await edits.set_lock(lib, tenant, first["id"], True)
-    locked = await edits.update_memory(lib, tenant, first["id"], "new text")
-    missing = await edits.update_memory(lib, tenant, 999_999, "new text")
-    assert locked["ok"] is False
-    assert missing["ok"] is False
+    with pytest.raises(Refused, match="is locked"):
+        await edits.update_memory(lib, tenant, first["id"], "new text")
+    with pytest.raises(NotFound):
+        await edits.update_memory(lib, tenant, 999_999, "new text")
     assert counting.texts == ["once"]
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from starlette.routing import Route
 
 from service.app.edge import Edge, EdgeDeps, Exchange, Handler, too_large_body
-from service.errors import InvalidInput, NotFound
+from service.errors import InvalidInput, NotFound, Refused
 from service.logs import get_logger
 from service.mcp import acl, pausing
 from service.mcp.registry import ToolEnv
@@ -151,8 +151,12 @@ async def import_endpoint(call: Exchange) -> None:
     except ClientGone:
         call.info.outcome = "client_gone"
         return
-    call.info.outcome = "ok" if result["ok"] else "failed"
-    await call.json(200 if result["ok"] else 422, result)
+    except Refused as exc:  # inconsistent file: everything was rolled back
+        call.info.outcome = "failed"
+        await call.json(422, {"ok": False, "error": exc.message, **exc.details})
+        return
+    call.info.outcome = "ok"
+    await call.json(200, result)
 
 
 async def _paused(call: Exchange, target: str) -> bool:

@@ -146,9 +146,8 @@ async def run_import(db: Database, settings: Settings, args: argparse.Namespace)
 
 
 def import_outcome(result: dict[str, Any]) -> str:
-    """The result as one JSON line for stdout; an aborted import raises (one line, exit 1)."""
-    if not result.get("ok"):
-        raise InvalidInput(str(result.get("error", "import failed")))
+    """The result as one JSON line for stdout (an aborted import raised Refused before:
+    one line on stderr, exit 1)."""
     return json.dumps(result, ensure_ascii=False)
 
 

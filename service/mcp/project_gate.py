@@ -14,8 +14,10 @@ from service.memory.operating_context import gate, storage
 
 
 def refusal(spec: ToolSpec, message: str, revision: str | None) -> JsonObject:
-    """A gated tool's refusal: its own failure shape plus the context's revision."""
-    return {**spec.refusal(message), "operating_context_revision": revision}
+    """A gated tool's refusal: its own failure shape with the ``error`` (store's shape has
+    only ``reason`` otherwise) and the context's revision."""
+    return {"ok": False, "error": message, **spec.refusal(message),
+            "operating_context_revision": revision}  # fmt: skip
 
 
 def _notes(result: gate.GateResult) -> JsonObject:

@@ -21,7 +21,7 @@ from mcp.server.context import ServerRequestContext
 from pydantic import BaseModel
 
 from service import __version__
-from service.errors import ServiceError
+from service.errors import Refused, ServiceError
 from service.logs import get_logger
 from service.mcp import acl, pausing, project_gate, request, tools
 from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
@@ -111,8 +111,10 @@ class Dispatcher:
         env = ToolEnv(self._lib, caller, request.current_session_key())
         try:
             return await self._gated(spec, env, args)
-        except ServiceError as exc:
-            return spec.refusal(exc.message)
+        except Refused as exc:  # the tool's own failure shape
+            return {**spec.refusal(exc.message), **exc.details}
+        except ServiceError as exc:  # CPersona's dispatch-level bare error
+            return {"error": exc.message}
         except Exception:
             info = request.current_request.get()
             request_id = info.request_id if info else "-"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.db import agents, episodes, memories, profiles, queue
+from service.errors import Refused
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -19,7 +20,7 @@ async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) ->
     deletion). Nothing of another agent or tenant is touched.
     """
     if not agent_id:
-        return {"ok": False, "error": "agent_id is required for bulk deletion"}
+        raise Refused("agent_id is required for bulk deletion")
     counts = {"memories": 0, "profiles": 0, "episodes": 0, "jobs": 0}
     async with lib.db.tenant_tx(tenant_id) as conn:
         agent = await agents.agent_id_by_name(conn, tenant_id, agent_id)

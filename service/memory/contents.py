@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 from service.db import contents
+from service.errors import InvalidInput
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -39,27 +40,27 @@ EPISODE_SOURCE: Final = {"System": "episode"}
 _KINDS: Final[dict[str, Kind]] = {"mem": "mem", "ep": "ep"}
 
 
-def refs_problem(agent_id: object, refs: object) -> str | None:
-    """Why a get_contents call cannot run, or ``None`` (the spec's three refusals).
+def checked_request(agent_id: object, refs: object) -> tuple[str, Sequence[object]]:
+    """The agent and refs of a get_contents call, or InvalidInput (the spec's three refusals).
 
     Over MCP the schema already rejects more than 20 refs; this check protects library
     callers, who get the same tool-failure text.
     """
     if not isinstance(agent_id, str) or not agent_id:
-        return AGENT_REQUIRED
+        raise InvalidInput(AGENT_REQUIRED)
     if not isinstance(refs, list | tuple) or not refs:
-        return REFS_REQUIRED
+        raise InvalidInput(REFS_REQUIRED)
     if len(refs) > MAX_REFS:
-        return f"too many refs ({len(refs)}; max {MAX_REFS}) — split the fetch"
-    return None
+        raise InvalidInput(f"too many refs ({len(refs)}; max {MAX_REFS}) — split the fetch")
+    return agent_id, refs
 
 
 def parse_ref(ref: object) -> tuple[Kind, int] | None:
     """``(kind, id)`` of a ref, or ``None`` when it is malformed.
 
-    The grammar is the boundary's (``service.mcp.shaping.parse_ref``; a test keeps the two
-    equal): split at the first ``:``, the kind exactly ``mem`` or ``ep``, the rest an
-    ``int()`` (whitespace, sign and leading zeros tolerated, no ``_`` separators) in
+    The one ref grammar (the boundary formats refs with ``shaping.rows.format_ref``):
+    split at the first ``:``, the kind exactly ``mem`` or ``ep``, the rest an ``int()``
+    (whitespace, sign and leading zeros tolerated, no ``_`` separators) in
     ``1..MAX_ROW_ID``; non-strings and strings over 40 characters are malformed.
     """
     if not isinstance(ref, str) or len(ref) > MAX_REF_CHARS:
@@ -81,13 +82,11 @@ async def get_contents(
     """The spec's get_contents response, every found item whole (no batch budget).
 
     Returns ``{items, missing, count}`` (no ``ok``) with items and missing refs in request
-    order, or ``{ok: false, error}`` for an empty ``agent_id``, a ``refs`` that is not a
-    non-empty list, or more than 20 refs.
+    order; InvalidInput for an empty ``agent_id``, a ``refs`` that is not a non-empty list,
+    or more than 20 refs.
     """
-    problem = refs_problem(agent_id, refs)
-    if problem is not None or not isinstance(agent_id, str) or not isinstance(refs, list | tuple):
-        return {"ok": False, "error": problem or REFS_REQUIRED}
-    resolved = await resolve(lib, tenant_id, agent_id, refs)
+    agent, wanted = checked_request(agent_id, refs)
+    resolved = await resolve(lib, tenant_id, agent, wanted)
     items = [item for _, item in resolved if item is not None]
     missing = [ref for ref, item in resolved if item is None]
     return {"items": items, "missing": missing, "count": len(items)}

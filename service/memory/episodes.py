@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.db import agents, episodes, queue
+from service.errors import Refused
 from service.memory import text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
@@ -15,6 +16,7 @@ from service.models import TenantId
 
 JsonObject = dict[str, Any]
 LIST_EPISODES_MAX = 200
+MAX_EPISODE_ID = 2**63 - 1
 EMPTY_SUMMARY = (
     "summary is required: server-side episode summarisation was removed; pre-compute summary "
     "(and keywords) before calling archive_episode"
@@ -44,10 +46,6 @@ def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
     return (min(stamps), max(stamps)) if stamps else (None, None)
 
 
-def _refused(message: str) -> JsonObject:
-    return {"ok": False, "episode_id": None, "error": message}
-
-
 async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest) -> JsonObject:
     """Store a session summary as a new episode (never deduplicated).
 
@@ -55,12 +53,12 @@ async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest
     stores the episode unembedded and queues it in the same transaction.
     """
     if not req.summary:
-        return _refused(EMPTY_SUMMARY)
+        raise Refused(EMPTY_SUMMARY)
     limit = lib.settings.max_content_length
     summary = text.sanitise(req.summary, limit)
     keywords = text.sanitise(req.keywords if isinstance(req.keywords, str) else "", limit)
     if not summary.text:
-        return _refused(BLANK_SUMMARY)
+        raise Refused(BLANK_SUMMARY)
     start, end = history_span(req.history)
     inline = await embed_inline(lib, episode_text(summary.text, keywords.text))
     async with lib.db.tenant_tx(tenant_id) as conn:
@@ -109,3 +107,18 @@ async def list_episodes(
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, limit)
     return [_episode_row(row) for row in rows]
+
+
+async def delete_episode(
+    lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
+) -> JsonObject:
+    """Delete one episode; episodes have no lock."""
+    deleted = False
+    if 0 < episode_id <= MAX_EPISODE_ID:
+        async with lib.db.tenant_tx(tenant_id) as conn:
+            deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
+            if deleted:
+                await queue.delete_embedding_job(conn, tenant_id, "ep", episode_id)
+    if not deleted:
+        raise Refused(f"Episode {episode_id} not found or not owned by agent")
+    return {"ok": True, "deleted_id": episode_id}

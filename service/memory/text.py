@@ -152,8 +152,3 @@ def text_problem(value: object, depth: int = 0) -> str | None:
         if problem:
             return problem
     return None
-
-
-def contains_nul(value: object) -> bool:
-    """Whether ``value`` holds text Postgres cannot store (see text_problem)."""
-    return text_problem(value) is not None

@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from service.db import operating_context as context_store
 from service.db.pool import Database
-from service.errors import InvalidInput, NotFound
+from service.errors import InvalidInput, NotFound, Refused
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.operating_context import describe, gate, model, parse, storage, toml
@@ -204,12 +204,11 @@ def test_any_valid_context_survives_rendering_and_storage(ctx: model.OperatingCo
 
 
 def test_dormant_answer_says_why_and_how_to_set_one() -> None:
-    body = describe.describe(None, "", tenant="acme")
-    assert body["ok"] is False
-    assert body["enabled"] is False
-    assert body["error"].startswith("operating context is dormant — ")
-    assert "cpersona-service context set --tenant acme" in body["error"]
-    assert set(body) == {"ok", "enabled", "error"}
+    with pytest.raises(Refused) as refused:
+        describe.describe(None, "", tenant="acme")
+    assert refused.value.message.startswith("operating context is dormant — ")
+    assert "cpersona-service context set --tenant acme" in refused.value.message
+    assert refused.value.details == {"enabled": False}
 
 
 def test_preview_section_and_unknown_section_have_the_spec_shapes() -> None:
@@ -225,11 +224,10 @@ def test_preview_section_and_unknown_section_have_the_spec_shapes() -> None:
     assert describe.describe(ctx, "b-section") == {
         "ok": True, "context_revision": "r7", "section": "b-section", "body": "B",
     }  # fmt: skip
-    assert describe.describe(ctx, "nope") == {
-        "ok": False,
-        "error": "unknown doctrine section 'nope'",
-        "doctrine_sections": ["a-section", "b-section"],
-    }
+    with pytest.raises(Refused) as refused:
+        describe.describe(ctx, "nope")
+    assert refused.value.message == "unknown doctrine section 'nope'"
+    assert refused.value.details == {"doctrine_sections": ["a-section", "b-section"]}
 
 
 # --- the gate ------------------------------------------------------------------------------

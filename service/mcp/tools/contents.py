@@ -29,10 +29,7 @@ REFS: JsonObject = {
 
 async def _get_contents(env: ToolEnv, args: JsonObject) -> JsonObject:
     """Resolve every ref whole in the library, then spend the batch budget here."""
-    agent_id, refs = args.get("agent_id"), args.get("refs")
-    problem = contents.refs_problem(agent_id, refs)
-    if problem is not None or not isinstance(agent_id, str) or not isinstance(refs, list):
-        return {"ok": False, "error": problem or contents.REFS_REQUIRED}
+    agent_id, refs = contents.checked_request(args["agent_id"], args["refs"])
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
     return shaping.budget_contents(found)
 

@@ -22,11 +22,10 @@ from service.mcp.schemas import (
 )
 from service.mcp.shaping import listing as shaping
 from service.memory import episodes
-from service.memory.memories import edits
 
 
 async def _delete_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await edits.delete_episode(
+    return await episodes.delete_episode(
         env.lib, env.caller.tenant_id, args["episode_id"], args.get("agent_id", "")
     )
 

@@ -38,7 +38,8 @@ serialised characters)."""
 
 
 def _refuse_store(message: str) -> JsonObject:
-    return {"ok": False, "result": "rejected", "reason": message, "error": message}
+    """store's failure shape (spec §5.1): the reason, not an ``error`` key."""
+    return {"ok": False, "result": "rejected", "reason": message}
 
 
 async def _store(env: ToolEnv, args: JsonObject) -> JsonObject:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.db import calibration as store
+from service.errors import Refused
 from service.memory.calibration import precision
 from service.memory.calibration.params import CalibrationRequest
 from service.memory.calibration.threshold import calibrate_threshold
@@ -18,7 +19,7 @@ from service.memory.library import Library
 from service.models import TenantId
 
 JsonObject = dict[str, Any]
-CALIBRATE_KEYS = ("ok", "scope", "new_threshold", "error")
+CALIBRATE_KEYS = ("ok", "scope", "new_threshold")
 
 
 def _echo(agent_id: str, change: precision.PrecisionChange) -> JsonObject:
@@ -44,16 +45,17 @@ async def set_recall_precision(
     """Set (or clear) the agent's beta and recalibrate it.
 
     ``{ok: true, agent_id, precision, beta, cleared, fused_gate, calibrate: {ok, scope,
-    new_threshold}}``; a failed calibration answers ``{ok: false, agent_id, precision,
-    beta, cleared, error}`` and changes nothing.
+    new_threshold}}``; a failed calibration is Refused with the agent, precision, beta
+    and cleared as details, and changes nothing.
     """
     problem = precision.problem(agent_id, precision_name, beta)
     if problem is not None:
-        return {"ok": False, "error": problem}
+        raise Refused(problem)
     change = _change(lib, precision_name, beta)
-    result = await calibrate_threshold(lib, tenant_id, CalibrationRequest(agent_id), change)
-    if not result.get("ok"):
-        return {"ok": False, **_echo(agent_id, change), "error": result.get("error")}
+    try:
+        result = await calibrate_threshold(lib, tenant_id, CalibrationRequest(agent_id), change)
+    except Refused as exc:
+        raise Refused(exc.message, **_echo(agent_id, change)) from None
     return {
         "ok": True,
         **_echo(agent_id, change),
@@ -78,7 +80,7 @@ async def get_recall_precision(lib: Library, tenant_id: TenantId, agent_id: str)
     an agent without a row (or that never wrote) reports the deployment default.
     """
     if not agent_id:
-        return {"ok": False, "error": precision.AGENT_REQUIRED}
+        raise Refused(precision.AGENT_REQUIRED)
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await store.calibration_state(conn, tenant_id, agent_id)
     override = next((row.beta for row in rows if row.agent_row), None)

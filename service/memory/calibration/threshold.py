@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from service.db import calibration as store
 from service.db.pool import Connection
+from service.errors import Refused
 from service.logs import get_logger
 from service.memory.calibration import precision, simulate
 from service.memory.calibration.params import CalibrationRequest, Params, resolve
@@ -36,10 +37,6 @@ value for 2.5.5a3 scoring, which deep_check's calibration_staleness compares aga
 bump both when the gate scores change meaning, so a stored gate is recognisably stale."""
 MIN_EMBEDDINGS: Final = 10
 MIN_ADJACENT_PAIRS: Final = 10
-
-
-def _refuse(message: str) -> JsonObject:
-    return {"ok": False, "error": message}
 
 
 def _row(rows: list[store.CalibrationRow], agent_row: bool) -> store.CalibrationRow | None:
@@ -174,17 +171,18 @@ async def calibrate_threshold(
 
     ``change`` is set_recall_precision's new beta: the gate is calibrated at it and it
     is stored together with the result, so a calibration that fails never leaves the
-    new beta behind (the "rollback" of spec §10.7 by construction).
+    new beta behind (the "rollback" of spec §10.7 by construction). Refused when
+    the parameters are invalid or too few memories are embedded.
     """
     params = resolve(lib.settings, req)
     if isinstance(params, str):
-        return _refuse(params)
+        raise Refused(params)
     agent = req.agent_id or None
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await store.calibration_state(conn, tenant_id, agent)
         measured = await _measure(lib, conn, tenant_id, agent, params)
     if isinstance(measured, str):
-        return _refuse(measured)
+        raise Refused(measured)
     beta = agent_beta(lib, rows) if change is None else change.beta
     gate = await _fused_gate(lib, tenant_id, agent, measured, beta)
     model = _model(lib, measured)

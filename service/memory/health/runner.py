@@ -16,6 +16,7 @@ from typing import Any
 
 from service.db.health import content as stats_store, embeddings
 from service.db.pool import Connection
+from service.errors import Refused
 from service.logs import get_logger
 from service.memory.health import registry
 from service.memory.health.base import Check, Issue, Scope, finish, status, summary
@@ -29,14 +30,11 @@ AXIS_TOP = 20
 PAUSE_REASON = "no-persist mode active — fix downgraded to fix=False"
 
 
-def unknown_checks_failure(unknown: list[str]) -> JsonObject:
+def unknown_checks(unknown: list[str]) -> Refused:
+    """The refusal of a run naming checks that do not exist (spec §10.1)."""
     valid = list(registry.CHECK_NAMES)
-    return {
-        "ok": False,
-        "error": f"unknown check name(s): {', '.join(unknown)}. Valid names: {', '.join(valid)}",
-        "unknown_checks": unknown,
-        "valid_checks": valid,
-    }
+    message = f"unknown check name(s): {', '.join(unknown)}. Valid names: {', '.join(valid)}"
+    return Refused(message, unknown_checks=unknown, valid_checks=valid)
 
 
 async def _dimension(conn: Connection, lib: Library) -> int | None:
@@ -145,7 +143,7 @@ async def check_health(
     """
     names, unknown = registry.resolve(list(checks))
     if unknown:
-        return unknown_checks_failure(unknown)
+        raise unknown_checks(unknown)
     names = names or list(registry.CHECK_NAMES)
     repairs_skipped = fix and paused
     fix = fix and not paused

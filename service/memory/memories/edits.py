@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import episodes, memories, queue
-from service.errors import Conflict
+from service.db import memories, queue
+from service.errors import Conflict, NotFound, Refused
 from service.memory import text
 from service.memory.library import Library
 from service.memory.queue.inline import InlineEmbedding, embed_inline
@@ -26,10 +26,6 @@ UNIQUE_COLUMNS = {
 }
 
 
-def _fail(message: str) -> JsonObject:
-    return {"ok": False, "error": message}
-
-
 def _valid_id(value: int) -> bool:
     return 0 < value <= MAX_ID
 
@@ -42,27 +38,25 @@ async def update_memory(
     The new content is embedded before the transaction (after a cheap check that
     the edit is allowed, so a refused edit costs no embedding); without a vector
     the row's embedding becomes NULL and a job is queued in the same transaction.
+    Refused for the spec's reasons (§5.4); content equal to another row of the same
+    exact bucket is a Conflict whose message is CPersona's UNIQUE failure.
     """
     if not content.strip():
-        return _fail("Content cannot be empty")
+        raise Refused("Content cannot be empty")
     if not _valid_id(memory_id):
-        return _fail(f"Memory {memory_id} not found")
+        raise NotFound(f"Memory {memory_id} not found")
     clean = text.sanitise(content, lib.settings.max_content_length)
     inline = InlineEmbedding()
     if lib.embedder is not None and clean.text:
         async with lib.db.tenant_tx(tenant_id) as conn:
-            target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-        refusal = _edit_refusal(memory_id, target, agent_id, "edited")
-        if refusal is not None:
-            return _fail(refusal)
+            _check_edit(memory_id, await memories.memory_for_edit(conn, tenant_id, memory_id),
+                        agent_id, "edited")  # fmt: skip
         inline = await embed_inline(lib, clean.text)
     try:
-        refusal = await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline)
+        await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline)
     except Conflict as exc:
         columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
-        return {"error": f"UNIQUE constraint failed: {columns}"}
-    if refusal is not None:
-        return _fail(refusal)
+        raise Conflict(f"UNIQUE constraint failed: {columns}") from None
     body: JsonObject = {"ok": True, "updated_id": memory_id}
     if clean.truncated:
         body["truncated"] = True
@@ -76,37 +70,34 @@ async def _apply_update(
     content: str,
     agent_id: str,
     inline: InlineEmbedding,
-) -> str | None:
-    """The update transaction (checks in the spec's order); a refusal message or None."""
+) -> None:
+    """The update transaction, with the checks in the spec's order."""
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-        refusal = _edit_refusal(memory_id, target, agent_id, "edited")
-        if refusal is None and not content:
-            refusal = "Content cannot be empty after sanitization"
-        if refusal is not None:
-            return refusal
+        _check_edit(memory_id, target, agent_id, "edited")
+        if not content:
+            raise Refused("Content cannot be empty after sanitization")
         updated = await memories.update_memory_content(
             conn, tenant_id, memory_id, content, inline.vector, inline.model
         )
         if not updated:
-            return f"Memory {memory_id} is locked and cannot be edited"
+            raise Refused(f"Memory {memory_id} is locked and cannot be edited")
         if inline.vector is not None:
             await queue.delete_embedding_job(conn, tenant_id, "mem", memory_id)
         elif lib.queue_enabled:
             await queue.enqueue_embedding(conn, tenant_id, "mem", memory_id, inline.error)
-    return None
 
 
-def _edit_refusal(
+def _check_edit(
     memory_id: int, target: memories.EditTarget | None, agent_id: str, verb: str
-) -> str | None:
+) -> None:
+    """The spec's refusals of an edit by id: missing, locked, another agent's."""
     if target is None:
-        return f"Memory {memory_id} not found"
+        raise NotFound(f"Memory {memory_id} not found")
     if target.locked:
-        return f"Memory {memory_id} is locked and cannot be {verb}"
+        raise Refused(f"Memory {memory_id} is locked and cannot be {verb}")
     if agent_id and target.agent_name != agent_id:
-        return f"Memory {memory_id} not owned by agent {agent_id}"
-    return None
+        raise Refused(f"Memory {memory_id} not owned by agent {agent_id}")
 
 
 async def set_lock(
@@ -114,13 +105,13 @@ async def set_lock(
 ) -> JsonObject:
     """Lock or unlock a memory (idempotent); owner-checked when agent_id is given."""
     if not _valid_id(memory_id):
-        return _fail(f"Memory {memory_id} not found")
+        raise NotFound(f"Memory {memory_id} not found")
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await memories.memory_for_edit(conn, tenant_id, memory_id)
         if target is None:
-            return _fail(f"Memory {memory_id} not found")
+            raise NotFound(f"Memory {memory_id} not found")
         if agent_id and target.agent_name != agent_id:
-            return _fail(f"Memory {memory_id} not owned by agent {agent_id}")
+            raise Refused(f"Memory {memory_id} not owned by agent {agent_id}")
         await memories.set_memory_lock(conn, tenant_id, memory_id, locked)
     return {"ok": True, "locked_id" if locked else "unlocked_id": memory_id}
 
@@ -130,30 +121,15 @@ async def delete_memory(
 ) -> JsonObject:
     """Delete one unlocked memory (spec §5.6 messages, in the spec's order)."""
     if not _valid_id(memory_id):
-        return _fail(f"Memory {memory_id} not found")
+        raise NotFound(f"Memory {memory_id} not found")
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await memories.memory_for_edit(conn, tenant_id, memory_id)
         if target is None:
-            return _fail(f"Memory {memory_id} not found")
+            raise NotFound(f"Memory {memory_id} not found")
         if target.locked:
-            return _fail(f"Memory {memory_id} is locked and cannot be deleted")
+            raise Refused(f"Memory {memory_id} is locked and cannot be deleted")
         owner = agent_id or None
         if not await memories.delete_unlocked_memory(conn, tenant_id, memory_id, owner):
-            return _fail(f"Memory {memory_id} not found, not owned by agent, or locked")
+            raise Refused(f"Memory {memory_id} not found, not owned by agent, or locked")
         await queue.delete_embedding_job(conn, tenant_id, "mem", memory_id)
     return {"ok": True, "deleted_id": memory_id}
-
-
-async def delete_episode(
-    lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
-) -> JsonObject:
-    """Delete one episode; episodes have no lock."""
-    deleted = False
-    if _valid_id(episode_id):
-        async with lib.db.tenant_tx(tenant_id) as conn:
-            deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
-            if deleted:
-                await queue.delete_embedding_job(conn, tenant_id, "ep", episode_id)
-    if not deleted:
-        return _fail(f"Episode {episode_id} not found or not owned by agent")
-    return {"ok": True, "deleted_id": episode_id}

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.db import agents, memories, queue
+from service.errors import Refused
 from service.memory import text
 from service.memory.library import Library
 from service.memory.queue.inline import InlineEmbedding, embed_inline
@@ -26,10 +27,6 @@ class StoreRequest:
     message: Mapping[str, Any]
     channel: str = ""
     project_id: str = ""
-
-
-def _rejected(reason: str) -> JsonObject:
-    return {"ok": False, "result": "rejected", "reason": reason}
 
 
 def _skipped(reason: str, existing_id: int | None) -> JsonObject:
@@ -83,21 +80,21 @@ def _refusal(lib: Library, req: StoreRequest, source: object, metadata: object) 
     return refusal
 
 
-def _prepare(lib: Library, req: StoreRequest) -> _Prepared | JsonObject:
-    """Spec §5.1 steps 2-5: defaults, refusals and sanitising; a dict is a refusal."""
+def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
+    """Spec §5.1 steps 2-5: defaults, refusals (Refused: ``result: rejected``), sanitising."""
     message = req.message
     raw = message.get("content")
     if not isinstance(raw, str) or not raw:
-        return _rejected("empty content")
+        raise Refused("empty content")
     source = text.normalise_source(message.get("source"))
     metadata = message.get("metadata")
     metadata = {} if metadata is None else metadata
     refusal = _refusal(lib, req, source, metadata)
     if refusal:
-        return _rejected(refusal)
+        raise Refused(refusal)
     clean = text.sanitise(raw, lib.settings.max_content_length)
     if not clean.text:
-        return _rejected("empty after sanitization")
+        raise Refused("empty after sanitization")
     msg_id = message.get("id")
     stamp = message.get("timestamp")
     stamp = stamp if isinstance(stamp, str) and stamp else text.now_timestamp()
@@ -154,7 +151,8 @@ async def _probe(
 async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObject:
     """Store one memory (spec §5.1): refusals, dedup probes, embedding, insert.
 
-    There is no upsert: a known msg_id or identical content in scope is skipped
+    A refused write raises Refused (the tool answers ``result: "rejected"``). There is no
+    upsert: a known msg_id or identical content in scope is skipped
     and reported with the existing id. Concurrent identical stores insert one row;
     the unique indexes absorb the rest ("duplicate (unique index)", no id).
 
@@ -164,8 +162,6 @@ async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObj
     inline embedding failed, queues the row in the same transaction (durable).
     """
     prepared = _prepare(lib, req)
-    if isinstance(prepared, dict):
-        return prepared
     inline = InlineEmbedding()
     if lib.embedder is not None:
         duplicate = await _probe(lib, tenant_id, req, prepared.row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.errors import Refused
 from service.memory.operating_context.model import OperatingContext
 
 
@@ -19,15 +20,13 @@ def describe(
 ) -> dict[str, Any]:
     """The ``get_operating_context`` response (spec §2.1): dormant, preview, or one section."""
     if context is None:
-        return {"ok": False, "enabled": False, "error": dormant_message(tenant)}
+        raise Refused(dormant_message(tenant), enabled=False)
     if section:
         found = context.section(section)
         if found is None:
-            return {
-                "ok": False,
-                "error": f"unknown doctrine section '{section}'",
-                "doctrine_sections": context.section_names,
-            }
+            raise Refused(
+                f"unknown doctrine section '{section}'", doctrine_sections=context.section_names
+            )
         return {
             "ok": True,
             "context_revision": context.revision,

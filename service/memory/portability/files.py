@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from service.config import Settings
-from service.errors import InvalidInput, NotFound, ServiceError
+from service.errors import InvalidInput, NotFound, Refused
 from service.models import TenantId
 
 CHUNK_BYTES = 1 << 20
@@ -31,7 +31,7 @@ MAX_NAME_CHARS = 1024
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-class InputTooLarge(ServiceError):
+class InputTooLarge(Refused):
     """The import input is larger than CPERSONA_MAX_IMPORT_BYTES."""
 
     def __init__(self, limit: int, name: str = "") -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from service.errors import InvalidInput, NotFound
+from service.errors import InvalidInput, Refused
 from service.memory.library import Library
 from service.memory.portability import export, files, import_, signing
 from service.models import TenantId
@@ -39,17 +39,14 @@ async def export_to_area(
     area = files.tenant_area(lib.settings, tenant_id)
     path = files.confine(area, output_path)
     if path is None:
-        return {
-            "ok": False,
-            "error": f"output_path rejected (path traversal or outside export dir): {output_path}",
-        }
+        raise InvalidInput(
+            f"output_path rejected (path traversal or outside export dir): {output_path}"
+        )
     try:
         async with files.atomic_file(path) as write:
             counts = await export.export_jsonl(lib, tenant_id, request, write)
-    except InvalidInput as exc:
-        return {"ok": False, "error": exc.message}
     except OSError as exc:
-        return {"ok": False, "error": f"cannot write {output_path}: {exc.strerror or exc}"}
+        raise Refused(f"cannot write {output_path}: {exc.strerror or exc}") from None
     url, expires_at = download_url(lib, tenant_id, output_path)
     return {
         "ok": True,
@@ -65,16 +62,12 @@ async def export_to_area(
 async def import_from_area(
     lib: Library, tenant_id: TenantId, input_path: str, request: import_.ImportRequest
 ) -> JsonObject:
-    """Import the tenant's file ``input_path`` (regular file, size-capped)."""
-    try:
-        handle, _ = await files.open_for_import(lib.settings, tenant_id, input_path)
-    except (InvalidInput, NotFound, files.InputTooLarge) as exc:
-        return {"ok": False, "error": exc.message}
+    """Import the tenant's file ``input_path`` (regular file, size-capped); Refused when
+    the file cannot be used (see ``files.open_for_import``) or the import aborts."""
+    handle, _ = await files.open_for_import(lib.settings, tenant_id, input_path)
     reader = files.read_chunks(handle, lib.settings.max_import_bytes, input_path)
     try:
         async with contextlib.aclosing(reader) as chunks:
             return await import_.import_jsonl(lib, tenant_id, chunks, request)
-    except files.InputTooLarge as exc:
-        return {"ok": False, "error": exc.message}
     except OSError as exc:
-        return {"ok": False, "error": f"could not read {input_path}: {exc.strerror or exc}"}
+        raise Refused(f"could not read {input_path}: {exc.strerror or exc}") from None

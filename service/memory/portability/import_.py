@@ -24,6 +24,7 @@ from typing import Any
 
 from service.db import agents, portability as store
 from service.db.pool import Connection
+from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability import batches, jsonl, records
 from service.models import TenantId
@@ -264,11 +265,9 @@ def _body(tally: Tally) -> JsonObject:
     return body
 
 
-def _aborted(tally: Tally, reason: str) -> JsonObject:
+def _aborted(tally: Tally, reason: str) -> Refused:
     """Nothing was written: imported counts are 0, skips and notes say what was read."""
-    body: JsonObject = {
-        "ok": False,
-        "error": f"import aborted and rolled back: {reason}",
+    details: JsonObject = {
         "dry_run": tally.dry_run,
         "imported_memories": 0,
         "skipped_memories": tally.skipped_memories,
@@ -277,8 +276,8 @@ def _aborted(tally: Tally, reason: str) -> JsonObject:
         "profile_updated": False,
     }
     if tally.errors:
-        body["errors"] = tally.error_list()
-    return body
+        details["errors"] = tally.error_list()
+    return Refused(f"import aborted and rolled back: {reason}", **details)
 
 
 async def import_jsonl(
@@ -286,6 +285,8 @@ async def import_jsonl(
 ) -> JsonObject:
     """Import a JSONL stream in one transaction; the spec's result object.
 
+    A file whose header counts disagree with its records, or a row the database
+    refuses, rolls everything back and raises Refused with the tallies as details.
     Exceptions raised by ``chunks`` (e.g. an input-size limit) roll the import
     back and propagate to the caller.
     """
@@ -305,7 +306,7 @@ async def import_jsonl(
         pass
     except (Inconsistent, store.WriteRefused) as exc:
         assert run is not None
-        return _aborted(run.tally, str(exc))
+        raise _aborted(run.tally, str(exc)) from None
     assert run is not None
     return _body(run.tally)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from service.db import agents, portability as store
 from service.db.pool import Connection
+from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability.import_ import queue_embeddings
 from service.models import TenantId
@@ -152,20 +153,19 @@ def _body(req: MergeRequest, outcome: _Outcome) -> JsonObject:
     return body
 
 
-def _aborted(req: MergeRequest, reason: str) -> JsonObject:
-    return {
-        "ok": False,
-        "error": f"merge aborted and rolled back: {reason}",
-        "dry_run": req.dry_run,
-        "source_agent_id": req.source_agent_id,
-        "target_agent_id": req.target_agent_id,
-        "merged_memories": 0,
-        "skipped_memories": 0,
-        "merged_episodes": 0,
-        "skipped_episodes": 0,
-        "profile_copied": False,
-        "skipped_profile": False,
-    }
+def _aborted(req: MergeRequest, reason: str) -> Refused:
+    return Refused(
+        f"merge aborted and rolled back: {reason}",
+        dry_run=req.dry_run,
+        source_agent_id=req.source_agent_id,
+        target_agent_id=req.target_agent_id,
+        merged_memories=0,
+        skipped_memories=0,
+        merged_episodes=0,
+        skipped_episodes=0,
+        profile_copied=False,
+        skipped_profile=False,
+    )
 
 
 async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -> JsonObject:
@@ -176,7 +176,7 @@ async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -
     """
     problem = validation_error(req)
     if problem is not None:
-        return {"ok": False, "error": problem}
+        raise Refused(problem)
     try:
         async with lib.db.tenant_tx(tenant_id) as conn:
             outcome = await _merge(lib, tenant_id, conn, req)
@@ -185,5 +185,5 @@ async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -
     except _DryRun as rolled_back:
         outcome = rolled_back.outcome
     except store.WriteRefused as exc:
-        return _aborted(req, exc.message)
+        raise _aborted(req, exc.message) from None
     return _body(req, outcome)
