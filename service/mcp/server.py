@@ -10,6 +10,7 @@ a generic bare error carrying the request id, never a stack trace.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -72,6 +73,20 @@ def _denial(spec: ToolSpec, caller: Caller, args: JsonObject) -> JsonObject | No
     return None
 
 
+def with_defaults(schema: JsonObject, args: JsonObject) -> JsonObject:
+    """``args`` with every omitted top-level property that declares a ``default`` set to
+    (a copy of) it: the schema is the one place a default is written, and handlers read
+    ``args[name]``. Properties without a default stay absent (``project_id`` omitted
+    means "every project", which no default can say)."""
+    properties = schema.get("properties", {})
+    defaults = {
+        name: copy.deepcopy(prop["default"])
+        for name, prop in properties.items()
+        if "default" in prop and name not in args
+    }
+    return {**args, **defaults}
+
+
 class Dispatcher:
     """Validates and runs one tool call for the current caller."""
 
@@ -95,7 +110,7 @@ class Dispatcher:
         if error is not None:
             request.note_tool(name, "invalid_input")
             return _validation_error(error.message)
-        body = await self._run(spec, args)
+        body = await self._run(spec, with_defaults(spec.input_schema, args))
         request.note_tool(name, _outcome(body))
         request.note_chars(*accounting.char_accounting(body))
         return _text_result(body)

@@ -10,7 +10,7 @@ from service.memory import agents
 def _nothing_deleted(env: ToolEnv, args: JsonObject) -> JsonObject:
     """delete_agent_data's success shape with zero counts (its skipped body under a pause)."""
     return {
-        "ok": True, "agent_id": args.get("agent_id", ""), "deleted_memories": 0,
+        "ok": True, "agent_id": args["agent_id"], "deleted_memories": 0,
         "deleted_profiles": 0, "deleted_episodes": 0, "deleted_pending_tasks": 0,
     }  # fmt: skip
 

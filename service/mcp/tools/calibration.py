@@ -17,10 +17,10 @@ METHODS = ["separation", "percentile", "zscore"]
 def _request(args: JsonObject) -> calibration.CalibrationRequest:
     return calibration.CalibrationRequest(
         agent_id=args["agent_id"],
-        sample_size=args.get("sample_size", 0),
-        z_factor=args.get("z_factor", 0),
+        sample_size=args["sample_size"],
+        z_factor=args["z_factor"],
         method=args.get("method", ""),
-        percentile=args.get("percentile", 0),
+        percentile=args["percentile"],
     )
 
 
@@ -33,7 +33,7 @@ async def _calibrate_paused(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 
 def _calibrate_problem(args: JsonObject) -> str | None:
-    return calibration.percentile_problem(args.get("percentile", 0))
+    return calibration.percentile_problem(args["percentile"])
 
 
 CALIBRATE_THRESHOLD = ToolSpec(
@@ -89,21 +89,19 @@ async def _set_precision(env: ToolEnv, args: JsonObject) -> JsonObject:
         env.lib,
         env.caller.tenant_id,
         args["agent_id"],
-        args.get("precision", ""),
-        args.get("beta", 0),
+        args["precision"],
+        args["beta"],
     )
 
 
 def _precision_paused(env: ToolEnv, args: JsonObject) -> JsonObject:
     return calibration.paused_precision_body(
-        env.lib, args["agent_id"], args.get("precision", ""), args.get("beta", 0)
+        env.lib, args["agent_id"], args["precision"], args["beta"]
     )
 
 
 def _precision_problem(args: JsonObject) -> str | None:
-    return calibration.precision_problem(
-        args.get("agent_id"), args.get("precision", ""), args.get("beta", 0)
-    )
+    return calibration.precision_problem(args.get("agent_id"), args["precision"], args["beta"])
 
 
 SET_RECALL_PRECISION = ToolSpec(

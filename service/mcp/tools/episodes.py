@@ -26,7 +26,7 @@ from service.memory import episodes
 
 async def _delete_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await episodes.delete_episode(
-        env.lib, env.caller.tenant_id, args["episode_id"], args.get("agent_id", "")
+        env.lib, env.caller.tenant_id, args["episode_id"], args["agent_id"]
     )
 
 
@@ -45,11 +45,11 @@ async def _archive_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = episodes.ArchiveRequest(
         agent_id=args["agent_id"],
         summary=args["summary"],
-        history=args.get("history", []),
-        keywords=args.get("keywords", ""),
+        history=args["history"],
+        keywords=args["keywords"],
         resolved=args.get("resolved"),
-        project_id=args.get("project_id", ""),
-        channel=args.get("channel", ""),
+        project_id=args["project_id"],
+        channel=args["channel"],
     )
     return await episodes.archive_episode(env.lib, env.caller.tenant_id, request)
 
@@ -97,9 +97,9 @@ async def _list_episodes(env: ToolEnv, args: JsonObject) -> JsonObject:
     rows = await episodes.list_episodes(
         env.lib,
         env.caller.tenant_id,
-        agent_id=args.get("agent_id", ""),
+        agent_id=args["agent_id"],
         project_id=args.get("project_id"),
-        limit=args.get("limit", 50),
+        limit=args["limit"],
     )
     return shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
 

@@ -50,17 +50,17 @@ def _repairs(env: ToolEnv, args: JsonObject) -> bool:
 
 def _migrates(env: ToolEnv, args: JsonObject) -> bool:
     """migrate_channel_axis writes only outside a dry run."""
-    return args.get("dry_run", True) is False
+    return args["dry_run"] is False
 
 
 async def _check_health(env: ToolEnv, args: JsonObject) -> JsonObject:
-    fix = bool(args.get("fix", False))
+    fix = bool(args["fix"])
     return await health.check_health(
         env.lib,
         env.caller.tenant_id,
-        args.get("agent_id", ""),
+        args["agent_id"],
         fix,
-        args.get("checks", []),
+        args["checks"],
         paused=env.paused,
     )
 
@@ -105,13 +105,13 @@ CHECK_HEALTH = ToolSpec(
 
 
 async def _deep_check(env: ToolEnv, args: JsonObject) -> JsonObject:
-    fix = bool(args.get("fix", False))
+    fix = bool(args["fix"])
     return await health.deep_check(
         env.lib,
         env.caller.tenant_id,
         args["agent_id"],
         fix,
-        args.get("checks", []),
+        args["checks"],
         paused=env.paused,
     )
 
@@ -148,13 +148,13 @@ repairs_skipped?}}; unknown names are skipped, a failing check reports {{error}}
 
 
 async def _migrate_channel_axis(env: ToolEnv, args: JsonObject) -> JsonObject:
-    dry_run = bool(args.get("dry_run", True))
+    dry_run = bool(args["dry_run"])
     return await channel_axis.migrate_channel_axis(
         env.lib,
         env.caller.tenant_id,
-        args.get("agent_id", ""),
+        args["agent_id"],
         dry_run,
-        bool(args.get("globalize_unrecoverable", False)),
+        bool(args["globalize_unrecoverable"]),
         paused=env.paused,
     )
 

@@ -46,8 +46,8 @@ async def _store(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = store.StoreRequest(
         agent_id=args["agent_id"],
         message=args["message"],
-        channel=args.get("channel", ""),
-        project_id=args.get("project_id", ""),
+        channel=args["channel"],
+        project_id=args["project_id"],
     )
     return await store.store(env.lib, env.caller.tenant_id, request)
 
@@ -100,9 +100,9 @@ async def _list_memories(env: ToolEnv, args: JsonObject) -> JsonObject:
     rows = await listing.list_memories(
         env.lib,
         env.caller.tenant_id,
-        agent_id=args.get("agent_id", ""),
+        agent_id=args["agent_id"],
         project_id=args.get("project_id"),
-        limit=args.get("limit", 100),
+        limit=args["limit"],
     )
     return shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
 
@@ -127,7 +127,7 @@ LIST_MEMORIES = ToolSpec(
 
 async def _update_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.update_memory(
-        env.lib, env.caller.tenant_id, args["memory_id"], args["content"], args.get("agent_id", "")
+        env.lib, env.caller.tenant_id, args["memory_id"], args["content"], args["agent_id"]
     )
 
 
@@ -155,13 +155,13 @@ agent_id, and for empty content. Content is cleaned and capped like store
 
 async def _lock(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.set_lock(
-        env.lib, env.caller.tenant_id, args["memory_id"], True, args.get("agent_id", "")
+        env.lib, env.caller.tenant_id, args["memory_id"], True, args["agent_id"]
     )
 
 
 async def _unlock(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.set_lock(
-        env.lib, env.caller.tenant_id, args["memory_id"], False, args.get("agent_id", "")
+        env.lib, env.caller.tenant_id, args["memory_id"], False, args["agent_id"]
     )
 
 
@@ -193,7 +193,7 @@ UNLOCK_MEMORY = ToolSpec(
 
 async def _delete_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.delete_memory(
-        env.lib, env.caller.tenant_id, args["memory_id"], args.get("agent_id", "")
+        env.lib, env.caller.tenant_id, args["memory_id"], args["agent_id"]
     )
 
 

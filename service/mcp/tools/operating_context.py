@@ -32,7 +32,7 @@ or empty project_id is never checked."""
 
 async def _get_operating_context(env: ToolEnv, args: JsonObject) -> JsonObject:
     context = await storage.get_context(env.lib, env.caller.tenant_id)
-    section = args.get("section", "")
+    section = args["section"]
     return describe.describe(context, section, tenant=env.caller.tenant_slug)
 
 

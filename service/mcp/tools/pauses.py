@@ -63,18 +63,18 @@ async def _pause(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await pauses.pause(
         env.lib,
         env.caller.tenant_id,
-        args.get("ttl_seconds", pauses.DEFAULT_TTL_SECONDS),
-        args.get("session_key", ""),
+        args["ttl_seconds"],
+        args["session_key"],
         by=env.caller.key_id,
     )
 
 
 async def _resume(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await pauses.resume(env.lib, env.caller.tenant_id, args.get("session_key", ""))
+    return await pauses.resume(env.lib, env.caller.tenant_id, args["session_key"])
 
 
 async def _status(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await pauses.status(env.lib, env.caller.tenant_id, args.get("session_key", ""))
+    return await pauses.status(env.lib, env.caller.tenant_id, args["session_key"])
 
 
 PAUSE_PERSISTENCE = ToolSpec(

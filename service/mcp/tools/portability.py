@@ -65,7 +65,7 @@ skipped_episodes, profile_copied, skipped_profile, source_deleted?, left_at_sour
 
 
 async def _export(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = export.ExportRequest(args["agent_id"], args.get("include_embeddings", False))
+    request = export.ExportRequest(args["agent_id"], args["include_embeddings"])
     return await hosted.export_to_area(env.lib, env.caller.tenant_id, args["output_path"], request)
 
 
@@ -97,7 +97,7 @@ EXPORT_MEMORIES = ToolSpec(
 
 
 async def _import(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = import_.ImportRequest(args.get("target_agent_id", ""), args.get("dry_run", False))
+    request = import_.ImportRequest(args["target_agent_id"], args["dry_run"])
     return await hosted.import_from_area(env.lib, env.caller.tenant_id, args["input_path"], request)
 
 
@@ -141,9 +141,9 @@ def _merge_request(args: JsonObject) -> merge.MergeRequest:
     return merge.MergeRequest(
         source_agent_id=args["source_agent_id"],
         target_agent_id=args["target_agent_id"],
-        strategy=args.get("strategy", "skip"),
-        mode=args.get("mode", "copy"),
-        dry_run=args.get("dry_run", False),
+        strategy=args["strategy"],
+        mode=args["mode"],
+        dry_run=args["dry_run"],
     )
 
 

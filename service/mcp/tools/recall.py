@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from service.mcp.registry import (
     JsonObject,
     ToolEnv,
@@ -25,7 +23,7 @@ _COMMON: JsonObject = {
         "the most recent memories.",
     },
     "limit": {
-        "type": "integer", "default": 10, "minimum": 0, "maximum": 100,
+        "type": "integer", "default": pipeline.DEFAULT_LIMIT, "minimum": 0, "maximum": 100,
         "description": "At most this many rows (0..100).",
     },
     "deep": {
@@ -59,16 +57,19 @@ exclude_contents (previews work) to avoid getting it back. `advisory` means reca
 degraded (e.g. word matching only) — tell the user when it asks you to."""
 
 
-def _request(args: JsonObject) -> pipeline.RecallRequest:
+def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
+    """The library request of both recall tools (recall_with_context has no
+    ``exclude_contents``: its exclusions come from ``external_context``)."""
     return pipeline.RecallRequest(
         agent_id=args["agent_id"],
         query=args["query"],
-        limit=args.get("limit", 10),
-        deep=args.get("deep", False),
-        channel=args.get("channel", ""),
-        exclude_contents=args.get("exclude_contents", []),
+        limit=args["limit"],
+        deep=args["deep"],
+        channel=args["channel"],
+        exclude_contents=args.get("exclude_contents", ()),
         project_id=args.get("project_id"),
-        source_id=args.get("source_id", ""),
+        source_id=args["source_id"],
+        paused=env.paused,
     )
 
 
@@ -76,7 +77,7 @@ def _shape(env: ToolEnv, body: JsonObject, args: JsonObject) -> JsonObject:
     return shaping.shape_recall(
         body,
         preview_chars=env.lib.settings.recall_preview_chars,
-        full_content=bool(args.get("full_content", False)),
+        full_content=bool(args["full_content"]),
     )
 
 
@@ -87,7 +88,7 @@ def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
 
 
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = dataclasses.replace(_request(args), paused=env.paused)
+    request = _request(env, args)
     body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
     return _shape(env, body, args)
 
@@ -125,9 +126,9 @@ recall (echoes too); use get_contents or full_content: true for full text."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = dataclasses.replace(_request(args), paused=env.paused)
+    request = _request(env, args)
     body = await with_context.recall_with_context(
-        env.lib, env.caller.tenant_id, request, args.get("external_context", [])
+        env.lib, env.caller.tenant_id, request, args["external_context"]
     )
     return _shape(env, body, args)
 

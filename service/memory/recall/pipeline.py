@@ -40,13 +40,15 @@ from service.memory.recall.hits import (
 from service.models import TenantId
 
 JsonObject = dict[str, Any]
+DEFAULT_LIMIT = 10
+"""Rows a recall returns when the caller names no ``limit`` (spec §2.1)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RecallRequest:
     agent_id: str
     query: str
-    limit: int = 10
+    limit: int = DEFAULT_LIMIT
     deep: bool = False
     channel: str = ""
     exclude_contents: Sequence[object] = ()
