@@ -111,9 +111,14 @@ def run_cli(args: Sequence[str], env: Mapping[str, str], timeout: float = CLI_TI
     command = [sys.executable, "-m", "service", *args]
     try:
         done = subprocess.run(
-            command, env=dict(env), cwd=REPO_ROOT, capture_output=True, text=True,
-            timeout=timeout, check=False,
-        )  # fmt: skip
+            command,
+            env=dict(env),
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         raise BenchError(f"`{' '.join(args)}` did not finish in {timeout:.0f} s") from exc
     if done.returncode != 0:
@@ -137,9 +142,12 @@ def spawn_serve(env: Mapping[str, str], port: int, log_path: Path) -> subprocess
     with log_path.open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--host", LOOPBACK, "--port", str(port)],
-            env=dict(env), cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env=dict(env),
+            cwd=REPO_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
 
 
 def log_tail(log_path: Path, lines: int = 8) -> str:

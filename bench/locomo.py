@@ -146,9 +146,14 @@ def conversation_of(sample: dict[str, Any], max_questions: int | None) -> Conver
         relevant = quality.normalise_evidence(qa.get("evidence", []), valid)
         if relevant:
             questions.append(
-                Question(sample["sample_id"], number, int(qa["category"]), str(qa["question"]),
-                         tuple(relevant))
-            )  # fmt: skip
+                Question(
+                    sample["sample_id"],
+                    number,
+                    int(qa["category"]),
+                    str(qa["question"]),
+                    tuple(relevant),
+                )
+            )
     return Conversation(sample["sample_id"], tuple(turns), tuple(questions[:max_questions]))
 
 
@@ -226,8 +231,9 @@ def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list
     """Exact cosine top-``WHAT_IF_DEPTH`` per question with the service's local model."""
     import numpy as np
 
-    vectors = np.asarray(asyncio.run(_embed([t.content for t in turns] +
-                                            [q.text for q in questions])))  # fmt: skip
+    vectors = np.asarray(
+        asyncio.run(_embed([t.content for t in turns] + [q.text for q in questions]))
+    )
     docs, queries = vectors[: len(turns)], vectors[len(turns) :]
     out = []
     for row in queries @ docs.T:
@@ -253,8 +259,10 @@ def what_if(convs: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
             for name, fuse in WHAT_IFS.items():
                 scored = quality.score(fuse(lex, vec), q.relevant, LIMIT)
                 per_config[name].append((q.category, scored))
-    return {name: {k: dataclasses.asdict(v) for k, v in quality.summarise(rows).items()}
-            for name, rows in per_config.items()}  # fmt: skip
+    return {
+        name: {k: dataclasses.asdict(v) for k, v in quality.summarise(rows).items()}
+        for name, rows in per_config.items()
+    }
 
 
 # --------------------------------------------------------------------------- storing
@@ -329,8 +337,9 @@ class Answer:
     gate_fallback: bool
 
 
-def _answer(q: Question, body: dict[str, Any], seconds: float, failed: bool,
-            aliases: dict[str, str]) -> Answer:  # fmt: skip
+def _answer(
+    q: Question, body: dict[str, Any], seconds: float, failed: bool, aliases: dict[str, str]
+) -> Answer:
     rows = list(reversed(body.get("messages") or []))
     ranked = tuple(
         aliases.get(f"{q.sample_id}/{row.get('id', '')}", str(row.get("id", ""))) for row in rows
@@ -339,8 +348,13 @@ def _answer(q: Question, body: dict[str, Any], seconds: float, failed: bool,
     return Answer(q, ranked, vector, seconds, failed, bool(body.get("gate_fallback")))
 
 
-async def ask_all(service: harness.Service, questions: Sequence[Question], variant: Variant,
-                  clients: int, aliases: dict[str, str]) -> tuple[list[Answer], float]:  # fmt: skip
+async def ask_all(
+    service: harness.Service,
+    questions: Sequence[Question],
+    variant: Variant,
+    clients: int,
+    aliases: dict[str, str],
+) -> tuple[list[Answer], float]:
     """Every question as one ``recall``, ``clients`` sessions in parallel; answers and wall."""
     pending = collections.deque(questions)
     answers: list[Answer] = []
@@ -381,8 +395,9 @@ def diagnostics(answers: Sequence[Answer]) -> dict[str, Any]:
 
 def evaluate(answers: Sequence[Answer], wall_s: float) -> dict[str, Any]:
     """Metrics per category/overall/macro, diagnostics and recall latency."""
-    per_question = [(a.question.category, quality.score(a.ranked, a.question.relevant, LIMIT))
-                    for a in answers]  # fmt: skip
+    per_question = [
+        (a.question.category, quality.score(a.ranked, a.question.relevant, LIMIT)) for a in answers
+    ]
     summary = quality.summarise(per_question)
     return {
         "metrics": {name: dataclasses.asdict(s) for name, s in summary.items()},
@@ -394,11 +409,17 @@ def evaluate(answers: Sequence[Answer], wall_s: float) -> dict[str, Any]:
 def per_question(answers: Sequence[Answer]) -> list[dict[str, Any]]:
     """Each question's ranked dia_ids and which rows carried a cosine (for analysis)."""
     return [
-        {"sample": a.question.sample_id, "q": a.question.number, "cat": a.question.category,
-         "relevant": list(a.question.relevant), "ranked": list(a.ranked),
-         "cosine": [int(v) for v in a.vector_rows], "ms": round(a.seconds * 1000, 1)}
+        {
+            "sample": a.question.sample_id,
+            "q": a.question.number,
+            "cat": a.question.category,
+            "relevant": list(a.question.relevant),
+            "ranked": list(a.ranked),
+            "cosine": [int(v) for v in a.vector_rows],
+            "ms": round(a.seconds * 1000, 1),
+        }
         for a in answers
-    ]  # fmt: skip
+    ]
 
 
 # --------------------------------------------------------------------------- runs
@@ -408,12 +429,18 @@ def questions_of(convs: Sequence[Conversation]) -> list[Question]:
     return [q for c in convs for q in c.questions]
 
 
-def query_variant(service: harness.Service, convs: Sequence[Conversation], variant: Variant,
-                  args: argparse.Namespace, aliases: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+def query_variant(
+    service: harness.Service,
+    convs: Sequence[Conversation],
+    variant: Variant,
+    args: argparse.Namespace,
+    aliases: dict[str, str],
+) -> dict[str, Any]:
     """Ask every question under ``variant`` on a running service; the variant's result."""
     print(f"  {variant.name}: {len(questions_of(convs))} recalls ...", file=sys.stderr)
-    answers, wall = asyncio.run(ask_all(service, questions_of(convs), variant, args.clients,
-                                        aliases))  # fmt: skip
+    answers, wall = asyncio.run(
+        ask_all(service, questions_of(convs), variant, args.clients, aliases)
+    )
     result: dict[str, Any] = {"name": variant.name, "env": variant.env, "deep": variant.deep}
     result.update(evaluate(answers, wall))
     if args.per_question is not None:
@@ -445,8 +472,10 @@ def run_mode(mode: str, convs: Sequence[Conversation], args: argparse.Namespace)
         env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=base))
         key = new_key(args.code, env, "locomo", create_tenant=True)
         with serve_on(args.code, data_dir, key, base) as service:
-            print(f"mode {mode}: storing {sum(len(c.turns) for c in convs)} turns ...",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"mode {mode}: storing {sum(len(c.turns) for c in convs)} turns ...",
+                file=sys.stderr,
+            )
             out["store"] = asyncio.run(store_all(service, convs, args.clients))
             print(f"  stored in {out['store']['total_seconds']} s", file=sys.stderr)
             aliases = out["store"]["aliases"]
@@ -464,14 +493,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "machine": harness.machine_facts(),
         "options": {
-            "data": str(args.data), "conversations": len(convs),
-            "turns": sum(len(c.turns) for c in convs), "questions": len(questions_of(convs)),
-            "clients": args.clients, "limit": LIMIT, "tune": args.tune,
+            "data": str(args.data),
+            "conversations": len(convs),
+            "turns": sum(len(c.turns) for c in convs),
+            "questions": len(questions_of(convs)),
+            "clients": args.clients,
+            "limit": LIMIT,
+            "tune": args.tune,
         },
         "code": args.code_id,
         "offline_bm25": {k: dataclasses.asdict(v) for k, v in offline_bm25(convs).items()},
         "modes": [],
-    }  # fmt: skip
+    }
     for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
         results["modes"].append(run_mode(mode, convs, args))
     if args.what_if:
@@ -495,14 +528,17 @@ def _cell(summary: dict[str, Any] | None) -> str:
 
 def quality_table(results: dict[str, Any], variant: str) -> list[str]:
     """Per category and overall/macro: NDCG@10, Recall@10, hit@10 for each mode."""
-    modes = [(m["mode"], next((v for v in m["variants"] if v["name"] == variant), None))
-             for m in results["modes"]]  # fmt: skip
+    modes = [
+        (m["mode"], next((v for v in m["variants"] if v["name"] == variant), None))
+        for m in results["modes"]
+    ]
     head = " | ".join(f"{m} NDCG@10 | {m} R@10 | {m} hit@10" for m, _ in modes)
     rows = [f"| Category | n | {head} |", "|---|--:|" + "--:|" * 3 * len(modes)]
     for group in METRIC_GROUPS:
         cells = [_cell(v["metrics"].get(group) if v else None) for _, v in modes]
-        count = next((v["metrics"][group]["count"] for _, v in modes
-                      if v and group in v["metrics"]), 0)  # fmt: skip
+        count = next(
+            (v["metrics"][group]["count"] for _, v in modes if v and group in v["metrics"]), 0
+        )
         rows.append(f"| {group} | {count} | {' | '.join(cells)} |")
     return rows
 
@@ -516,8 +552,12 @@ def tuning_table(results: dict[str, Any]) -> list[str]:
     ]
     for m in results["modes"]:
         for v in m["variants"]:
-            o, mac, d, lat = (v["metrics"]["overall"], v["metrics"]["macro"], v["diagnostics"],
-                              v["latency"])  # fmt: skip
+            o, mac, d, lat = (
+                v["metrics"]["overall"],
+                v["metrics"]["macro"],
+                v["diagnostics"],
+                v["latency"],
+            )
             settings = ", ".join(f"{k.removeprefix('CPERSONA_')}={x}" for k, x in v["env"].items())
             settings = (settings + (", deep" if v["deep"] else "")).strip(", ") or "defaults"
             rows.append(
@@ -531,8 +571,11 @@ def tuning_table(results: dict[str, Any]) -> list[str]:
 
 
 def store_table(results: dict[str, Any]) -> list[str]:
-    rows = ["| Mode | Turns | Outcomes | Store s | Queue drain s | Total s | Store p50 ms |"
-            " Store p95 ms |", "|---|--:|---|--:|--:|--:|--:|--:|"]  # fmt: skip
+    rows = [
+        "| Mode | Turns | Outcomes | Store s | Queue drain s | Total s | Store p50 ms |"
+        " Store p95 ms |",
+        "|---|--:|---|--:|--:|--:|--:|--:|",
+    ]
     for m in results["modes"]:
         s = m["store"]
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(s["outcomes"].items()))
@@ -545,12 +588,16 @@ def store_table(results: dict[str, Any]) -> list[str]:
 
 
 def what_if_table(results: dict[str, Any]) -> list[str]:
-    rows = ["| Offline fusion (BM25 + exact MiniLM, not the service) | NDCG@10 | macro NDCG |"
-            " R@10 | hit@10 |", "|---|--:|--:|--:|--:|"]  # fmt: skip
+    rows = [
+        "| Offline fusion (BM25 + exact MiniLM, not the service) | NDCG@10 | macro NDCG |"
+        " R@10 | hit@10 |",
+        "|---|--:|--:|--:|--:|",
+    ]
     for name, summary in results.get("what_if", {}).items():
         o, mac = summary["overall"], summary["macro"]
-        rows.append(f"| {name} | {o['ndcg']:.3f} | {mac['ndcg']:.3f} | {o['recall']:.3f} |"
-                    f" {o['hit']:.3f} |")  # fmt: skip
+        rows.append(
+            f"| {name} | {o['ndcg']:.3f} | {mac['ndcg']:.3f} | {o['recall']:.3f} | {o['hit']:.3f} |"
+        )
     return rows if len(rows) > 2 else []
 
 
@@ -559,10 +606,19 @@ def service_sections(results: dict[str, Any]) -> list[str]:
     if not results["modes"]:
         return []
     return [
-        "Default settings:", "", *quality_table(results, "default"), "",
-        "`deep: true` (diagnostic):", "", *quality_table(results, "deep"), "",
-        *tuning_table(results), "", *store_table(results), "",
-    ]  # fmt: skip
+        "Default settings:",
+        "",
+        *quality_table(results, "default"),
+        "",
+        "`deep: true` (diagnostic):",
+        "",
+        *quality_table(results, "deep"),
+        "",
+        *tuning_table(results),
+        "",
+        *store_table(results),
+        "",
+    ]
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -626,8 +682,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         except harness.BenchError as exc:
             raise SystemExit(f"bench: {exc}") from None
     if args.per_question is not None:
-        detail = {f"{m['mode']}/{v['name']}": v.pop("per_question")
-                  for m in results["modes"] for v in m["variants"]}  # fmt: skip
+        detail = {
+            f"{m['mode']}/{v['name']}": v.pop("per_question")
+            for m in results["modes"]
+            for v in m["variants"]
+        }
         harness.write_json(args.per_question, detail)
     harness.write_json(args.out, results)
     table = markdown(results)

@@ -110,9 +110,13 @@ def run_measured(args: Sequence[str], env: Mapping[str, str]) -> tuple[float, fl
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", *args], env=dict(env), cwd=harness.REPO_ROOT,
-            stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [sys.executable, "-m", "service", *args],
+            env=dict(env),
+            cwd=harness.REPO_ROOT,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+        )
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -245,22 +249,49 @@ async def exports(run: Run) -> None:
         ["export", "--tenant", "bench", "--agent", "nobody", "--output", empty], run.env
     )
     run.results.append(Measurement("CLI start-up (export of an empty agent)", 0, seconds, rss))
-    seconds, rss, _ = run_measured(["export", "--tenant", "bench", "--agent", SOURCE,
-                                    "--output", str(run.files / "cli.jsonl"), *run.flags],
-                                   run.env)  # fmt: skip
+    seconds, rss, _ = run_measured(
+        [
+            "export",
+            "--tenant",
+            "bench",
+            "--agent",
+            SOURCE,
+            "--output",
+            str(run.files / "cli.jsonl"),
+            *run.flags,
+        ],
+        run.env,
+    )
     size = (run.files / "cli.jsonl").stat().st_size
     run.results.append(Measurement("CLI export", run.rows, seconds, rss, extra={"bytes": size}))
     seconds, sampler, size = await timed(
         run.service.process.pid,
         lambda: http_export(run.service, run.files / "http.jsonl", bool(run.flags)),
     )
-    run.results.append(Measurement("HTTP GET /v1/export", run.rows, seconds, sampler.peak,
-                                   sampler.baseline, {"bytes": size}))  # fmt: skip
+    run.results.append(
+        Measurement(
+            "HTTP GET /v1/export",
+            run.rows,
+            seconds,
+            sampler.peak,
+            sampler.baseline,
+            {"bytes": size},
+        )
+    )
 
 
 async def imports(run: Run) -> None:
-    seconds, rss, out = run_measured(["import", "--tenant", "bench", str(run.files / "cli.jsonl"),
-                                      "--target-agent", "bench-cli"], run.env)  # fmt: skip
+    seconds, rss, out = run_measured(
+        [
+            "import",
+            "--tenant",
+            "bench",
+            str(run.files / "cli.jsonl"),
+            "--target-agent",
+            "bench-cli",
+        ],
+        run.env,
+    )
     verify("CLI import", await checksum(run.url, "bench-cli"), run.source)
     run.results.append(Measurement("CLI import", run.rows, seconds, rss, extra=json.loads(out)))
     for name in ("HTTP POST /v1/import", "HTTP re-import (all skipped)"):
@@ -269,8 +300,9 @@ async def imports(run: Run) -> None:
             lambda: http_import(run.service, run.files / "http.jsonl", "bench-http"),
         )
         verify(name, await checksum(run.url, "bench-http"), run.source)
-        run.results.append(Measurement(name, run.rows, seconds, sampler.peak,
-                                       sampler.baseline, result))  # fmt: skip
+        run.results.append(
+            Measurement(name, run.rows, seconds, sampler.peak, sampler.baseline, result)
+        )
     again = run.results[-1].extra
     if again["imported_memories"] != 0 or again["skipped_memories"] != run.rows:
         raise harness.BenchError(f"re-import was not idempotent: {again}")
@@ -330,10 +362,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     options = harness.ServiceOptions(
         database_url=args.database_url,
-        extra_env={"CPERSONA_EMBEDDING_MODE": "none", "CPERSONA_MAX_IMPORT_BYTES": str(1 << 34),
-                   "CPERSONA_DB_COMMAND_TIMEOUT": "600"},
+        extra_env={
+            "CPERSONA_EMBEDDING_MODE": "none",
+            "CPERSONA_MAX_IMPORT_BYTES": str(1 << 34),
+            "CPERSONA_DB_COMMAND_TIMEOUT": "600",
+        },
         keep_data=args.keep,
-    )  # fmt: skip
+    )
     with harness.running_service(options) as service:
         env = harness.service_env(service.data_dir, options)
         report = asyncio.run(measure(service, env, args))

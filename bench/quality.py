@@ -129,8 +129,11 @@ class Scores:
 
 def score(ranked: Sequence[str], relevant: Collection[str], k: int = 10) -> Scores:
     """NDCG@k, Recall@k and hit@k of one question."""
-    return Scores(ndcg_at_k(ranked, relevant, k), recall_at_k(ranked, relevant, k),
-                  hit_at_k(ranked, relevant, k))  # fmt: skip
+    return Scores(
+        ndcg_at_k(ranked, relevant, k),
+        recall_at_k(ranked, relevant, k),
+        hit_at_k(ranked, relevant, k),
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -86,9 +86,14 @@ def run_cli(code: Path, args: Sequence[str], env: Mapping[str, str]) -> str:
     """``python -m service ARGS`` from the snapshot; stdout, or BenchError with stderr."""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "service", *args], env=dict(env), cwd=code,
-            capture_output=True, text=True, timeout=harness.CLI_TIMEOUT_S, check=False,
-        )  # fmt: skip
+            [sys.executable, "-m", "service", *args],
+            env=dict(env),
+            cwd=code,
+            capture_output=True,
+            text=True,
+            timeout=harness.CLI_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         raise harness.BenchError(f"`{' '.join(args)}` timed out") from exc
     if done.returncode != 0:
@@ -101,8 +106,11 @@ def new_key(code: Path, env: Mapping[str, str], slug: str, *, create_tenant: boo
     """A read-write key for tenant ``slug`` (created first when asked), from the CLI."""
     if create_tenant:
         run_cli(code, ["tenant", "create", slug, "--name", "Benchmark"], env)
-    keys = [w for w in run_cli(code, ["key", "create", "--tenant", slug], env).split()
-            if w.startswith("cpk_")]  # fmt: skip
+    keys = [
+        w
+        for w in run_cli(code, ["key", "create", "--tenant", slug], env).split()
+        if w.startswith("cpk_")
+    ]
     if not keys:
         raise harness.BenchError(f"`key create --tenant {slug}` printed no key")
     return keys[-1]
@@ -110,9 +118,13 @@ def new_key(code: Path, env: Mapping[str, str], slug: str, *, create_tenant: boo
 
 @contextlib.contextmanager
 def serve_on(
-    code: Path, data_dir: Path, key: str, extra_env: Mapping[str, str], *,
+    code: Path,
+    data_dir: Path,
+    key: str,
+    extra_env: Mapping[str, str],
+    *,
     stop_postgres: bool = True,
-) -> Iterator[harness.Service]:  # fmt: skip
+) -> Iterator[harness.Service]:
     """``serve`` from the snapshot on an existing data directory; stopped at the end.
 
     With ``stop_postgres`` false the embedded Postgres is left to whoever else holds it
@@ -123,10 +135,22 @@ def serve_on(
     log_path = data_dir / f"serve-{time.time_ns()}.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--host", harness.LOOPBACK,
-             "--port", str(port)],
-            env=env, cwd=code, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "service",
+                "serve",
+                "--host",
+                harness.LOOPBACK,
+                "--port",
+                str(port),
+            ],
+            env=env,
+            cwd=code,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     base_url = f"http://{harness.LOOPBACK}:{port}"
     service = harness.Service(base_url, key, process, data_dir, log_path, 0.0)
     try:
@@ -205,13 +229,37 @@ FOREIGN_TEMPLATES = (
     "How do I {task} when the {thing} keeps failing?",
 )
 FOREIGN_WORDS = {
-    "task": ("tune a saxophone", "repot an orchid", "calibrate a telescope", "descale a kettle",
-             "wax a snowboard", "proofread a sonnet", "brew kombucha", "bleed a radiator"),
-    "event": ("regatta", "hackathon", "solstice party", "chess olympiad", "volcano tour",
-              "quiz night", "harvest festival", "eclipse"),
-    "thing": ("drone", "kayak", "synthesizer", "aquarium", "3d printer", "sextant",
-              "espalier", "theremin"),
-}  # fmt: skip
+    "task": (
+        "tune a saxophone",
+        "repot an orchid",
+        "calibrate a telescope",
+        "descale a kettle",
+        "wax a snowboard",
+        "proofread a sonnet",
+        "brew kombucha",
+        "bleed a radiator",
+    ),
+    "event": (
+        "regatta",
+        "hackathon",
+        "solstice party",
+        "chess olympiad",
+        "volcano tour",
+        "quiz night",
+        "harvest festival",
+        "eclipse",
+    ),
+    "thing": (
+        "drone",
+        "kayak",
+        "synthesizer",
+        "aquarium",
+        "3d printer",
+        "sextant",
+        "espalier",
+        "theremin",
+    ),
+}
 
 
 def query_texts(count: int, seed: int) -> list[str]:
@@ -226,9 +274,12 @@ def query_texts(count: int, seed: int) -> list[str]:
         if index % 2 == 0:
             nouns = corpus.topic_words(rng.randrange(corpus.TOPICS))
             text = rng.choice(SHARED_TEMPLATES).format(
-                name=rng.choice(corpus.NAMES), noun=rng.choice(nouns), noun2=rng.choice(nouns),
-                place=rng.choice(corpus.PLACES), when=rng.choice(corpus.WHEN),
-            )  # fmt: skip
+                name=rng.choice(corpus.NAMES),
+                noun=rng.choice(nouns),
+                noun2=rng.choice(nouns),
+                place=rng.choice(corpus.PLACES),
+                when=rng.choice(corpus.WHEN),
+            )
         else:
             words = {k: rng.choice(v) for k, v in FOREIGN_WORDS.items()}
             text = rng.choice(FOREIGN_TEMPLATES).format(**words)
@@ -264,9 +315,12 @@ class _Run:
 
 
 async def _drain(
-    run: _Run, stack: contextlib.AsyncExitStack, sessions: dict[str, ClientSession],
-    jobs: collections.deque[tuple[Target, str]], measured: bool,
-) -> None:  # fmt: skip
+    run: _Run,
+    stack: contextlib.AsyncExitStack,
+    sessions: dict[str, ClientSession],
+    jobs: collections.deque[tuple[Target, str]],
+    measured: bool,
+) -> None:
     """Run jobs from a shared deque, one session per key (opened on first use)."""
     while jobs:
         target, text = jobs.popleft()
@@ -292,17 +346,25 @@ async def _worker(run: _Run) -> None:
 
 
 async def measure(
-    service: harness.Service, targets: Sequence[Target], texts: Sequence[str], clients: int,
-    warmup: int, max_seconds: float,
-) -> dict[str, Any]:  # fmt: skip
+    service: harness.Service,
+    targets: Sequence[Target],
+    texts: Sequence[str],
+    clients: int,
+    warmup: int,
+    max_seconds: float,
+) -> dict[str, Any]:
     """Latency of ``recall`` (limit 10) with ``clients`` concurrent clients.
 
     Each text is used once (unique queries: every one is embedded); targets are
     drawn round-robin. The first ``warmup`` calls are not measured.
     """
     jobs = [(targets[i % len(targets)], text) for i, text in enumerate(texts)]
-    run = _Run(service, collections.deque(jobs[:warmup]), collections.deque(jobs[warmup:]),
-               asyncio.Barrier(clients))  # fmt: skip
+    run = _Run(
+        service,
+        collections.deque(jobs[:warmup]),
+        collections.deque(jobs[warmup:]),
+        asyncio.Barrier(clients),
+    )
     await asyncio.wait_for(asyncio.gather(*(_worker(run) for _ in range(clients))), max_seconds)
     after = harness.cpu_snapshot(service)
     before = run.before or after
@@ -386,11 +448,13 @@ def latency_runs(
             print(f"    {clients} client(s): {args.queries} recalls ...", file=sys.stderr)
             before = asyncio.run(corpus.index_scans(url))
             chunk = texts[n * per_run : (n + 1) * per_run]
-            run = asyncio.run(measure(service, targets, chunk, clients, args.warmup,
-                                      args.max_seconds))  # fmt: skip
+            run = asyncio.run(
+                measure(service, targets, chunk, clients, args.warmup, args.max_seconds)
+            )
             after = asyncio.run(corpus.index_scans(url))
-            run["index_scans"] = {k: v - before.get(k, 0) for k, v in after.items()
-                                  if v - before.get(k, 0)}  # fmt: skip
+            run["index_scans"] = {
+                k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)
+            }
             run["queue_pending_at_start"] = pending
             run["code"] = args.code_id
             runs.append(run)
@@ -417,8 +481,13 @@ def run_single_agent(args: argparse.Namespace) -> list[dict[str, Any]]:
                 report = asyncio.run(
                     corpus.load(url, plan, rebuild_indexes=rows >= REBUILD_FROM_ROWS)
                 )
-                result = {"tier": tier, "agent_rows": rows, "agents": 1, "tenants": 1,
-                          "load": dataclasses.asdict(report)}  # fmt: skip
+                result = {
+                    "tier": tier,
+                    "agent_rows": rows,
+                    "agents": 1,
+                    "tenants": 1,
+                    "load": dataclasses.asdict(report),
+                }
                 result["table_rows"] = asyncio.run(_count(url))
                 result.update(inspect(url, "scale", [agent], args.seed))
                 targets = [Target(key, agent)]
@@ -430,8 +499,12 @@ def run_single_agent(args: argparse.Namespace) -> list[dict[str, Any]]:
 def run_spread(args: argparse.Namespace) -> dict[str, Any]:
     """``--spread-rows`` rows over tenants x agents in a fresh database."""
     plans = corpus.spread(args.spread_rows, args.tenants, args.agents_per_tenant)
-    result: dict[str, Any] = {"tier": f"{args.spread_rows:,} spread", "tenants": args.tenants,
-                              "agents": len(plans), "agent_rows": plans[0].rows}  # fmt: skip
+    result: dict[str, Any] = {
+        "tier": f"{args.spread_rows:,} spread",
+        "tenants": args.tenants,
+        "agents": len(plans),
+        "agent_rows": plans[0].rows,
+    }
     with harness.scratch_dir(args.keep_data) as data_dir:
         env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=LOCAL))
         run_cli(args.code, ["migrate"], env)
@@ -529,15 +602,25 @@ PLAN_KEY_LINES = re.compile(
 
 def plan_outline(plan: str) -> list[str]:
     """The access paths and timings of a plan (the full text is in the JSON)."""
-    return [re.sub(r"(Filter|Cond): .*", r"\1: ...", line)[:170]
-            for line in plan.splitlines()
-            if PLAN_KEY_LINES.search(line) and "never executed" not in line]  # fmt: skip
+    return [
+        re.sub(r"(Filter|Cond): .*", r"\1: ...", line)[:170]
+        for line in plan.splitlines()
+        if PLAN_KEY_LINES.search(line) and "never executed" not in line
+    ]
 
 
 def plan_times(plans: dict[str, str]) -> str:
-    times = {mode: next((ln.split(":", 1)[1].strip() for ln in plan.splitlines()
-                         if ln.startswith("Execution Time")), "?")
-             for mode, plan in plans.items()}  # fmt: skip
+    times = {
+        mode: next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in plan.splitlines()
+                if ln.startswith("Execution Time")
+            ),
+            "?",
+        )
+        for mode, plan in plans.items()
+    }
     return ", ".join(f"{mode}: {value}" for mode, value in times.items())
 
 
@@ -555,10 +638,20 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for s in results["scenarios"]:
         scans = {k: v for r in s["runs"] for k, v in r["index_scans"].items()}
-        lines += ["", f"### {s['tier']}", "", f"Index scans during the runs: {scans}", "",
-                  f"Execution times: {plan_times(s['explain'])}", "",
-                  "Chosen plan (outline):", "", "```", *plan_outline(s["explain"]["chosen"]),
-                  "```"]  # fmt: skip
+        lines += [
+            "",
+            f"### {s['tier']}",
+            "",
+            f"Index scans during the runs: {scans}",
+            "",
+            f"Execution times: {plan_times(s['explain'])}",
+            "",
+            "Chosen plan (outline):",
+            "",
+            "```",
+            *plan_outline(s["explain"]["chosen"]),
+            "```",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -166,13 +166,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "machine": harness.machine_facts(),
         "options": {
-            "quick": args.quick, "calls": args.calls, "warmup": args.warmup,
-            "list_calls": args.list_calls, "clients": args.clients, "sizes": args.sizes,
-            "max_seconds": args.max_seconds, "seed": args.seed, "repeat": args.repeat,
+            "quick": args.quick,
+            "calls": args.calls,
+            "warmup": args.warmup,
+            "list_calls": args.list_calls,
+            "clients": args.clients,
+            "sizes": args.sizes,
+            "max_seconds": args.max_seconds,
+            "seed": args.seed,
+            "repeat": args.repeat,
             "database": "external" if args.database_url else "embedded",
             "service_env": dict(options.extra_env),
         },
-    }  # fmt: skip
+    }
     busy = results["machine"]["busy_cores_before_start"]
     if busy > BUSY_WARNING_CORES:
         print(f"warning: {busy} cores already busy; results will be noisy", file=sys.stderr)

@@ -45,20 +45,71 @@ SEED = 20261130
 DIMENSION = 384  # the local model's width (checked against it in local_model)
 TOPICS = 200
 BATCH = 5_000
-COLUMNS = ("tenant_id", "agent_id", "content", "embedding", "embedding_model",
-           "timestamp_text", "timestamp_at", "created_at")  # fmt: skip
+COLUMNS = (
+    "tenant_id",
+    "agent_id",
+    "content",
+    "embedding",
+    "embedding_model",
+    "timestamp_text",
+    "timestamp_at",
+    "created_at",
+)
 EPOCH = datetime(2026, 11, 1, tzinfo=UTC)
 SPAN_DAYS = 730
 
 NAMES = (
-    "Ada", "Bruno", "Chen", "Dara", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kemal",
-    "Lena", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sami", "Tomoko", "Uma",
-    "Viktor", "Wen", "Ximena", "Yusuf", "Zofia", "Amara", "Bjorn", "Carmen", "Dmitri",
-)  # fmt: skip
+    "Ada",
+    "Bruno",
+    "Chen",
+    "Dara",
+    "Elena",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Oskar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sami",
+    "Tomoko",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zofia",
+    "Amara",
+    "Bjorn",
+    "Carmen",
+    "Dmitri",
+)
 PLACES = (
-    "Lisbon", "Osaka", "Montreal", "Nairobi", "Tallinn", "Valencia", "Seoul", "Denver", "Lagos",
-    "Porto", "Krakow", "Hanoi", "Austin", "Bergen", "Cusco", "Dublin", "Perth", "Quito",
-)  # fmt: skip
+    "Lisbon",
+    "Osaka",
+    "Montreal",
+    "Nairobi",
+    "Tallinn",
+    "Valencia",
+    "Seoul",
+    "Denver",
+    "Lagos",
+    "Porto",
+    "Krakow",
+    "Hanoi",
+    "Austin",
+    "Bergen",
+    "Cusco",
+    "Dublin",
+    "Perth",
+    "Quito",
+)
 DOMAINS = {
     "work": ("deadline", "roadmap", "standup", "budget", "contract", "invoice", "launch"),
     "health": ("allergy", "physio", "dentist", "prescription", "sleep", "migraine", "diet"),
@@ -71,10 +122,31 @@ DOMAINS = {
     "money": ("savings", "pension", "taxes", "refund", "subscription", "loan", "receipt"),
     "learning": ("course", "exam", "thesis", "lecture", "flashcards", "tutor", "workshop"),
 }
-VERBS = ("booked", "cancelled", "moved", "asked about", "forgot", "finished", "planned",
-         "complained about", "recommended", "paid for", "postponed", "looked into")  # fmt: skip
-WHEN = ("on Monday", "next week", "last weekend", "in March", "before the holidays",
-        "every Friday", "tomorrow morning", "after lunch", "in the autumn")  # fmt: skip
+VERBS = (
+    "booked",
+    "cancelled",
+    "moved",
+    "asked about",
+    "forgot",
+    "finished",
+    "planned",
+    "complained about",
+    "recommended",
+    "paid for",
+    "postponed",
+    "looked into",
+)
+WHEN = (
+    "on Monday",
+    "next week",
+    "last weekend",
+    "in March",
+    "before the holidays",
+    "every Friday",
+    "tomorrow morning",
+    "after lunch",
+    "in the autumn",
+)
 TEMPLATES = (
     "{name} {verb} the {noun} {when}.",
     "{name} prefers the {noun2} over the {noun} since moving to {place}.",
@@ -85,7 +157,7 @@ TEMPLATES = (
     "{name} wants to hear about the {noun} {when}, not by email.",
     "{name} spent {amount} euros on the {noun} {when}.",
     "{name} mentioned a new {noun2} and is worried about the {noun}.",
-)  # fmt: skip
+)
 FloatArray = npt.NDArray[np.float32]
 
 
@@ -103,10 +175,15 @@ def sentence(rng: random.Random, topic: int) -> str:
     nouns = topic_words(topic)
     name, name2 = rng.sample(NAMES, 2)
     return rng.choice(TEMPLATES).format(
-        name=name, name2=name2, verb=rng.choice(VERBS), when=rng.choice(WHEN),
-        noun=rng.choice(nouns[:4]), noun2=rng.choice(nouns[3:]), place=rng.choice(PLACES),
+        name=name,
+        name2=name2,
+        verb=rng.choice(VERBS),
+        when=rng.choice(WHEN),
+        noun=rng.choice(nouns[:4]),
+        noun2=rng.choice(nouns[3:]),
+        place=rng.choice(PLACES),
         amount=rng.randint(5, 900),
-    )  # fmt: skip
+    )
 
 
 def memory_text(rng: random.Random, topic: int) -> str:
@@ -173,11 +250,14 @@ def spread(
     count = tenants * agents_per_tenant
     base, extra = divmod(total, count)
     return [
-        AgentLoad(f"{prefix}-t{t:03d}", f"agent-{a:02d}", base + (1 if t * agents_per_tenant + a
-                                                                  < extra else 0))
+        AgentLoad(
+            f"{prefix}-t{t:03d}",
+            f"agent-{a:02d}",
+            base + (1 if t * agents_per_tenant + a < extra else 0),
+        )
         for t in range(tenants)
         for a in range(agents_per_tenant)
-    ]  # fmt: skip
+    ]
 
 
 # --------------------------------------------------------------------------- loading
@@ -344,9 +424,13 @@ async def _sizes(conn: asyncpg.Connection[Any], report: LoadReport) -> None:
 
 
 async def load(
-    url: str, plans: Sequence[AgentLoad], *, rebuild_indexes: bool, seed: int = SEED,
+    url: str,
+    plans: Sequence[AgentLoad],
+    *,
+    rebuild_indexes: bool,
+    seed: int = SEED,
     maintenance_memory: str = "3GB",
-) -> LoadReport:  # fmt: skip
+) -> LoadReport:
     """Load every plan; with ``rebuild_indexes`` drop and re-create the secondary indexes
     around the COPY. Ends with ``VACUUM (ANALYZE)`` of the touched tables."""
     report = LoadReport(rows=sum(p.rows for p in plans))
@@ -416,10 +500,15 @@ def retrieval(text: str, vector: Sequence[float]) -> Any:
 
     terms = query_terms.build(text)
     known: dict[str, Any] = {
-        "vector": list(vector), "tsquery": terms.tsquery, "patterns": list(terms.patterns),
-        "lexemes": list(getattr(terms, "lexemes", ())), "limit": 10, "episodes": True,
-        "recency": False, "confidence": False,
-    }  # fmt: skip
+        "vector": list(vector),
+        "tsquery": terms.tsquery,
+        "patterns": list(terms.patterns),
+        "lexemes": list(getattr(terms, "lexemes", ())),
+        "limit": 10,
+        "episodes": True,
+        "recency": False,
+        "confidence": False,
+    }
     fields = dataclasses.fields(store.Retrieval)
     missing = dataclasses.MISSING
     return store.Retrieval(
@@ -443,8 +532,9 @@ class _Capture:
         raise _Captured
 
 
-async def candidates(conn: Any, tenant: uuid.UUID, agent: str, text: str,
-                     vector: Sequence[float]) -> Any:  # fmt: skip
+async def candidates(
+    conn: Any, tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
+) -> Any:
     """``recall_candidates`` of the service for one query (``conn`` may be a capture)."""
     from service.db import recall as store
     from service.models import TenantId
@@ -453,8 +543,9 @@ async def candidates(conn: Any, tenant: uuid.UUID, agent: str, text: str,
     return await store.recall_candidates(conn, TenantId(tenant), scope, retrieval(text, vector))
 
 
-async def production_call(tenant: uuid.UUID, agent: str, text: str,
-                          vector: Sequence[float]) -> tuple[str, list[Any]]:  # fmt: skip
+async def production_call(
+    tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
+) -> tuple[str, list[Any]]:
     """The statement and arguments the service would send for this recall."""
     capture = _Capture()
     with contextlib.suppress(_Captured):
@@ -563,10 +654,13 @@ async def vector_channel_check(
     finally:
         await conn.close()
     n = max(1, len(found))
-    return {"queries": len(found), "min_vector_rows": min(found, default=0),
-            "mean_vector_rows": round(sum(found) / n, 2),
-            "recall_vs_exact": round(sum(overlap) / n, 3),
-            "similarity_ratio": round(sum(ratio) / n, 3)}  # fmt: skip
+    return {
+        "queries": len(found),
+        "min_vector_rows": min(found, default=0),
+        "mean_vector_rows": round(sum(found) / n, 2),
+        "recall_vs_exact": round(sum(overlap) / n, 3),
+        "similarity_ratio": round(sum(ratio) / n, 3),
+    }
 
 
 async def _exact_nearest(

@@ -14,36 +14,88 @@ from typing import Literal
 Size = Literal["short", "medium"]
 
 NAMES = (
-    "Ada", "Bruno", "Chen", "Dara", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
-    "Kemal", "Lena", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sami", "Tomoko",
-    "Uma", "Viktor", "Wen", "Ximena", "Yusuf", "Zofia",
-)  # fmt: skip
+    "Ada",
+    "Bruno",
+    "Chen",
+    "Dara",
+    "Elena",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Oskar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sami",
+    "Tomoko",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zofia",
+)
 DRINKS = ("green tea", "espresso", "oat latte", "sparkling water", "rooibos", "flat white")
 TIMES = ("morning", "afternoon", "late evening", "first hour of the day", "weekend")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
 MONTHS = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-)  # fmt: skip
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 PROJECTS = (
-    "billing migration", "mobile onboarding", "search relevance", "data warehouse",
-    "checkout redesign", "partner API", "support chatbot", "pricing page", "audit log",
-    "offline sync", "identity service", "reporting dashboard",
-)  # fmt: skip
+    "billing migration",
+    "mobile onboarding",
+    "search relevance",
+    "data warehouse",
+    "checkout redesign",
+    "partner API",
+    "support chatbot",
+    "pricing page",
+    "audit log",
+    "offline sync",
+    "identity service",
+    "reporting dashboard",
+)
 TEAMS = ("platform", "growth", "payments", "infrastructure", "design", "research", "support")
 TOOLS = ("Grafana", "Terraform", "Postgres", "Figma", "Jira", "Sentry", "Kafka", "Redis")
 ACTIVITIES = (
-    "incident reviews", "capacity planning", "release notes", "load testing",
-    "schema changes", "user interviews", "on-call handovers", "cost reports",
-)  # fmt: skip
+    "incident reviews",
+    "capacity planning",
+    "release notes",
+    "load testing",
+    "schema changes",
+    "user interviews",
+    "on-call handovers",
+    "cost reports",
+)
 ENVIRONMENTS = ("staging", "production", "the EU region", "the canary cluster")
 RELATIONS = ("daughter", "son", "partner", "manager", "sister", "flatmate")
 ALLERGENS = ("peanuts", "shellfish", "gluten", "cats", "pollen", "penicillin")
 CITIES = ("Lisbon", "Osaka", "Montreal", "Nairobi", "Tallinn", "Valencia", "Seoul", "Denver")
 REASONS = (
-    "the vendor contract ends", "the error budget is spent", "legal asked for a review",
-    "two customers reported timeouts", "the migration needs a freeze", "traffic doubled",
-)  # fmt: skip
+    "the vendor contract ends",
+    "the error budget is spent",
+    "legal asked for a review",
+    "two customers reported timeouts",
+    "the migration needs a freeze",
+    "traffic doubled",
+)
 METRICS = ("p95 latency", "signup conversion", "monthly churn", "cache hit rate", "error rate")
 
 TEMPLATES = (
@@ -59,7 +111,7 @@ TEMPLATES = (
     "{name} keeps the {project} credentials in the {team} vault, never in chat.",
     "The {project} retro is on {weekday} at {hour}:30; {name} takes notes.",
     "{name} switched from {tool} to {tool2} for {activity} in {month}.",
-)  # fmt: skip
+)
 
 SHORT_RANGE = (1, 1)
 MEDIUM_RANGE = (4, 8)
@@ -72,14 +124,28 @@ def _fill(rng: random.Random, template: str) -> str:
     drink, drink2 = rng.sample(DRINKS, 2)
     tool, tool2 = rng.sample(TOOLS, 2)
     return template.format(
-        name=name, name2=name2, drink=drink, drink2=drink2, tool=tool, tool2=tool2,
-        time=rng.choice(TIMES), weekday=rng.choice(WEEKDAYS), month=rng.choice(MONTHS),
-        project=rng.choice(PROJECTS), team=rng.choice(TEAMS), activity=rng.choice(ACTIVITIES),
-        env=rng.choice(ENVIRONMENTS), relation=rng.choice(RELATIONS),
-        allergen=rng.choice(ALLERGENS), city=rng.choice(CITIES), reason=rng.choice(REASONS),
-        metric=rng.choice(METRICS), day=rng.randint(1, 28), hour=rng.randint(8, 18),
+        name=name,
+        name2=name2,
+        drink=drink,
+        drink2=drink2,
+        tool=tool,
+        tool2=tool2,
+        time=rng.choice(TIMES),
+        weekday=rng.choice(WEEKDAYS),
+        month=rng.choice(MONTHS),
+        project=rng.choice(PROJECTS),
+        team=rng.choice(TEAMS),
+        activity=rng.choice(ACTIVITIES),
+        env=rng.choice(ENVIRONMENTS),
+        relation=rng.choice(RELATIONS),
+        allergen=rng.choice(ALLERGENS),
+        city=rng.choice(CITIES),
+        reason=rng.choice(REASONS),
+        metric=rng.choice(METRICS),
+        day=rng.randint(1, 28),
+        hour=rng.randint(8, 18),
         percent=rng.randint(2, 40),
-    )  # fmt: skip
+    )
 
 
 def sentence(rng: random.Random) -> str:

@@ -165,8 +165,11 @@ def build_corpus(conv: locomo.Conversation) -> list[Memory]:
     for raw in conv.turns:
         turn = dataclasses.replace(raw, content=raw.content.strip())  # the service strips too
         sessions.setdefault(turn.dia_id.split(":", 1)[0], []).append(turn)
-    return [m for name, turns in sessions.items()
-            for m in chunk_session(turns, f"{conv.sample_id}/{name}")]  # fmt: skip
+    return [
+        m
+        for name, turns in sessions.items()
+        for m in chunk_session(turns, f"{conv.sample_id}/{name}")
+    ]
 
 
 def length_distribution(memories: Sequence[Memory]) -> dict[str, Any]:
@@ -177,10 +180,11 @@ def length_distribution(memories: Sequence[Memory]) -> dict[str, Any]:
         out[kind] = describe(lengths) | {"total_chars": sum(lengths)}
     edges = (0, *LENGTH_BUCKETS, math.inf)
     out["histogram"] = {
-        f"{lo}-{hi}" if hi != math.inf else f">{lo}": sum(lo <= len(m.content) < hi
-                                                          for m in memories)
+        f"{lo}-{hi}" if hi != math.inf else f">{lo}": sum(
+            lo <= len(m.content) < hi for m in memories
+        )
         for lo, hi in itertools.pairwise(edges)
-    }  # fmt: skip
+    }
     out["count"] = len(memories)
     out["rows_over_preview"] = sum(len(m.content) > PREVIEW_CHARS for m in memories)
     return out
@@ -323,9 +327,10 @@ class Placement:
 
 
 def static_proxy(
-    questions: Sequence[locomo.Question], placement: Mapping[str, Placement],
+    questions: Sequence[locomo.Question],
+    placement: Mapping[str, Placement],
     answers: Mapping[tuple[str, int], str],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Corpus-level proxy: every evidence turn's position in its row's preview."""
     turns: collections.Counter[str] = collections.Counter()
     long_turns: collections.Counter[str] = collections.Counter()
@@ -335,16 +340,23 @@ def static_proxy(
         place = placement[q.sample_id]
         where = [position(place.span_of[d], PREVIEW_CHARS) for d in q.relevant]
         turns.update(where)
-        long_turns.update(w for d, w in zip(q.relevant, where, strict=True)
-                          if len(place.memory_of[d].content) > PREVIEW_CHARS)  # fmt: skip
+        long_turns.update(
+            w
+            for d, w in zip(q.relevant, where, strict=True)
+            if len(place.memory_of[d].content) > PREVIEW_CHARS
+        )
         per_question["any_inside" if "inside" in where else "none_inside"] += 1
         answer = answers.get((q.sample_id, q.number), "")
         if 0 < len(answer) <= SHORT_ANSWER_MAX:
             rows = {place.memory_of[d].msg_id: place.memory_of[d] for d in q.relevant}
             spots = [answer_position(m.content, answer, PREVIEW_CHARS) for m in rows.values()]
             answer_pos[min(spots, key=ANSWER_ORDER.index)] += 1
-    return {"evidence_turns": dict(turns), "evidence_turns_in_long_rows": dict(long_turns),
-            "questions": dict(per_question), "short_answers": dict(answer_pos)}  # fmt: skip
+    return {
+        "evidence_turns": dict(turns),
+        "evidence_turns_in_long_rows": dict(long_turns),
+        "questions": dict(per_question),
+        "short_answers": dict(answer_pos),
+    }
 
 
 ANSWER_ORDER = ["inside", "straddles", "beyond", "not_verbatim"]
@@ -393,8 +405,13 @@ def top_refs(rows: Sequence[Mapping[str, Any]], count: int = FETCH_TOP) -> list[
 # --------------------------------------------------------------------------- one query
 
 
-RESPONSE_KEYS = ("previews", "full_content", "previews+get_contents",
-                 "previews+get_contents_trimmed", "get_contents")  # fmt: skip
+RESPONSE_KEYS = (
+    "previews",
+    "full_content",
+    "previews+get_contents",
+    "previews+get_contents_trimmed",
+    "get_contents",
+)
 
 
 @dataclasses.dataclass
@@ -422,8 +439,9 @@ class Context:
     measures: Mapping[str, Callable[[str], int]]
 
 
-def row_sheds(preview_rows: Sequence[Mapping[str, Any]], full_rows: Sequence[Mapping[str, Any]],
-              ctx: Context) -> list[dict[str, float]]:  # fmt: skip
+def row_sheds(
+    preview_rows: Sequence[Mapping[str, Any]], full_rows: Sequence[Mapping[str, Any]], ctx: Context
+) -> list[dict[str, float]]:
     """For each trimmed row, the share it sheds: content chars and whole-row JSON by measure."""
     full_by_ref = {r.get("ref"): r for r in full_rows if r.get("ref")}
     out = []
@@ -445,8 +463,9 @@ def row_sheds(preview_rows: Sequence[Mapping[str, Any]], full_rows: Sequence[Map
     return out
 
 
-def check_integrity(sample: str, rows: Sequence[Mapping[str, Any]], ctx: Context,
-                    tally: Tally) -> None:  # fmt: skip
+def check_integrity(
+    sample: str, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
+) -> None:
     """Count full rows whose content is not exactly the text that was stored, and the JSON
     characters a row carries besides its content (what a preview cannot shed)."""
     for row in rows:
@@ -461,8 +480,9 @@ def check_integrity(sample: str, rows: Sequence[Mapping[str, Any]], ctx: Context
             tally.counts["full_rows_not_matching_corpus"] += 1
 
 
-def evidence_in_response(q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context,
-                         tally: Tally) -> None:  # fmt: skip
+def evidence_in_response(
+    q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
+) -> None:
     """In-response proxy: for evidence rows that came back, where the turn lies in the preview."""
     place = ctx.placement[q.sample_id]
     visible = {str(r.get("id", "")): len(str(r.get("content", ""))) for r in rows}
@@ -486,8 +506,9 @@ def lexical_pick(query: str, docs: Sequence[tuple[str, str]], k: int = FETCH_TOP
     return quality.Bm25Index(docs).rank(query, k) if docs else []
 
 
-def judge(q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context,
-          tally: Tally) -> None:  # fmt: skip
+def judge(
+    q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
+) -> None:
     """Second proxy: can a lexical judge pick an evidence row among the returned rows as
     often from the previews as from the full texts? Only questions whose evidence row
     came back count; the service's own top rows are the reference."""
@@ -508,8 +529,9 @@ def judge(q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context,
         tally.judge[f"{name}_top2"] += bool(wanted & set(picks))
 
 
-async def fetch(session: ClientSession, agent: str, refs: Sequence[str], ctx: Context,
-                tally: Tally) -> dict[str, int] | None:  # fmt: skip
+async def fetch(
+    session: ClientSession, agent: str, refs: Sequence[str], ctx: Context, tally: Tally
+) -> dict[str, int] | None:
     """The size of one ``get_contents`` of ``refs`` (zero when there are none); None on failure."""
     if not refs:
         return measure("", ctx.measures)
@@ -520,8 +542,12 @@ async def fetch(session: ClientSession, agent: str, refs: Sequence[str], ctx: Co
     return measure(contents.text, ctx.measures)
 
 
-def record(tally: Tally, sizes: Mapping[str, dict[str, int]], rows: Sequence[Mapping[str, Any]],
-           refs: Sequence[str]) -> None:  # fmt: skip
+def record(
+    tally: Tally,
+    sizes: Mapping[str, dict[str, int]],
+    rows: Sequence[Mapping[str, Any]],
+    refs: Sequence[str],
+) -> None:
     """Fold one question's response sizes into ``tally``."""
     for name, size in sizes.items():
         tally.sizes[name].append(size)
@@ -543,18 +569,23 @@ async def probe(session: ClientSession, q: locomo.Question, ctx: Context, tally:
         return
     rows, full_rows = messages(preview), messages(full)
     refs = top_refs(rows)
-    trimmed = [r for r in refs if any(m.get("ref") == r and m.get("content_truncated")
-                                      for m in rows)]  # fmt: skip
+    trimmed = [
+        r for r in refs if any(m.get("ref") == r and m.get("content_truncated") for m in rows)
+    ]
     fetched = await fetch(session, q.sample_id, refs, ctx, tally)
-    fetched_trimmed = fetched if trimmed == refs else await fetch(session, q.sample_id, trimmed,
-                                                                  ctx, tally)  # fmt: skip
+    fetched_trimmed = (
+        fetched if trimmed == refs else await fetch(session, q.sample_id, trimmed, ctx, tally)
+    )
     if fetched is None or fetched_trimmed is None:
         return
     base = measure(preview.text, ctx.measures)
-    sizes = {"previews": base, "full_content": measure(full.text, ctx.measures),
-             "previews+get_contents": add_sizes(base, fetched),
-             "previews+get_contents_trimmed": add_sizes(base, fetched_trimmed),
-             "get_contents": fetched}  # fmt: skip
+    sizes = {
+        "previews": base,
+        "full_content": measure(full.text, ctx.measures),
+        "previews+get_contents": add_sizes(base, fetched),
+        "previews+get_contents_trimmed": add_sizes(base, fetched_trimmed),
+        "get_contents": fetched,
+    }
     record(tally, sizes, rows, refs)
     sheds = row_sheds(rows, full_rows, ctx)
     tally.row_shed += sheds
@@ -569,8 +600,9 @@ async def probe(session: ClientSession, q: locomo.Question, ctx: Context, tally:
 # --------------------------------------------------------------------------- phases
 
 
-async def store_corpus(session: ClientSession, corpus: Mapping[str, Sequence[Memory]],
-                       deadline: float) -> dict[str, Any]:  # fmt: skip
+async def store_corpus(
+    session: ClientSession, corpus: Mapping[str, Sequence[Memory]], deadline: float
+) -> dict[str, Any]:
     """Store every memory (one agent per conversation); outcomes and seconds."""
     outcomes: collections.Counter[str] = collections.Counter()
     started = time.perf_counter()
@@ -583,12 +615,20 @@ async def store_corpus(session: ClientSession, corpus: Mapping[str, Sequence[Mem
             outcomes["error" if reply.failed else str(reply.body.get("result"))] += 1
     stored = time.perf_counter() - started
     drained = await wait_queue_empty(session, QUEUE_TIMEOUT_S)
-    return {"outcomes": dict(outcomes), "store_seconds": round(stored, 1),
-            "queue_drain_seconds": round(drained, 1)}  # fmt: skip
+    return {
+        "outcomes": dict(outcomes),
+        "store_seconds": round(stored, 1),
+        "queue_drain_seconds": round(drained, 1),
+    }
 
 
-async def query_all(service: harness.Service, questions: Sequence[locomo.Question], ctx: Context,
-                    clients: int, max_seconds: float) -> tuple[Tally, float]:  # fmt: skip
+async def query_all(
+    service: harness.Service,
+    questions: Sequence[locomo.Question],
+    ctx: Context,
+    clients: int,
+    max_seconds: float,
+) -> tuple[Tally, float]:
     """Probe every question with ``clients`` sessions; stop taking new ones at the deadline."""
     pending = collections.deque(questions)
     tally = Tally()
@@ -605,30 +645,45 @@ async def query_all(service: harness.Service, questions: Sequence[locomo.Questio
     return tally, time.perf_counter() - started
 
 
-async def run_service(service: harness.Service, corpus: Mapping[str, Sequence[Memory]],
-                      questions: Sequence[locomo.Question], ctx: Context,
-                      args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+async def run_service(
+    service: harness.Service,
+    corpus: Mapping[str, Sequence[Memory]],
+    questions: Sequence[locomo.Question],
+    ctx: Context,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     """Store, drain the embedding queue, then probe every question."""
     async with harness.mcp_session(service.mcp_url, service.key) as session:
         stored = await store_corpus(session, corpus, time.perf_counter() + args.max_seconds)
-    print(f"  stored in {stored['store_seconds']} s (+{stored['queue_drain_seconds']} s queue);"
-          f" {len(questions)} questions x 3 ...", file=sys.stderr)  # fmt: skip
+    print(
+        f"  stored in {stored['store_seconds']} s (+{stored['queue_drain_seconds']} s queue);"
+        f" {len(questions)} questions x 3 ...",
+        file=sys.stderr,
+    )
     tally, wall = await query_all(service, questions, ctx, args.clients, args.max_seconds)
     return {"store": stored, "query_seconds": round(wall, 1), **summarise(tally)}
 
 
-def run_mode(mode: str, corpus: Mapping[str, Sequence[Memory]],
-             questions: Sequence[locomo.Question], ctx: Context,
-             args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+def run_mode(
+    mode: str,
+    corpus: Mapping[str, Sequence[Memory]],
+    questions: Sequence[locomo.Question],
+    ctx: Context,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     """A fresh data directory and service for one embedding mode."""
-    env_extra = {"CPERSONA_EMBEDDING_MODE": mode,
-                 "CPERSONA_RECALL_PREVIEW_CHARS": str(PREVIEW_CHARS)}  # fmt: skip
+    env_extra = {
+        "CPERSONA_EMBEDDING_MODE": mode,
+        "CPERSONA_RECALL_PREVIEW_CHARS": str(PREVIEW_CHARS),
+    }
     with harness.scratch_dir() as data_dir:
         env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=env_extra))
         key = new_key(args.code, env, "tokens", create_tenant=True)
         with serve_on(args.code, data_dir, key, env_extra) as service:
-            print(f"mode {mode}: storing {sum(map(len, corpus.values()))} memories ...",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"mode {mode}: storing {sum(map(len, corpus.values()))} memories ...",
+                file=sys.stderr,
+            )
             result = asyncio.run(run_service(service, corpus, questions, ctx, args))
     return {"mode": mode, "service_env": env_extra, **result}
 
@@ -647,8 +702,10 @@ COMPARED = ("previews", "previews+get_contents", "previews+get_contents_trimmed"
 
 def savings(tally: Tally, subset: Sequence[bool]) -> dict[str, dict[str, float | None]]:
     """Per measure: how much each preview-based response saves against full_content."""
-    picked = {mode: [r for r, keep in zip(rows, subset, strict=True) if keep]
-              for mode, rows in tally.sizes.items()}  # fmt: skip
+    picked = {
+        mode: [r for r, keep in zip(rows, subset, strict=True) if keep]
+        for mode, rows in tally.sizes.items()
+    }
     names = picked["full_content"][0].keys() if picked["full_content"] else ()
     out: dict[str, dict[str, float | None]] = {}
     for name in names:
@@ -677,27 +734,35 @@ def summarise(tally: Tally) -> dict[str, Any]:
     return {
         "queries": len(tally.has_long),
         "sizes": {mode: summarise_sizes(rows) for mode, rows in tally.sizes.items()},
-        "savings": {"all": savings(tally, everything),
-                    "with_long_row": savings(tally, tally.has_long)},
+        "savings": {
+            "all": savings(tally, everything),
+            "with_long_row": savings(tally, tally.has_long),
+        },
         "queries_with_long_row": sum(tally.has_long),
         "rows": summarise_rows(tally.row_shed),
-        "proxy_in_response": {"evidence_turns": dict(tally.evidence),
-                              "questions": dict(tally.questions)},
+        "proxy_in_response": {
+            "evidence_turns": dict(tally.evidence),
+            "questions": dict(tally.questions),
+        },
         "proxy_lexical_judge": dict(tally.judge),
         "counts": dict(tally.counts),
         "failures": dict(tally.failures),
-    }  # fmt: skip
+    }
 
 
-def corpus_sheds(memories: Iterable[Memory],
-                 measures: Mapping[str, Callable[[str], int]]) -> dict[str, Any]:  # fmt: skip
+def corpus_sheds(
+    memories: Iterable[Memory], measures: Mapping[str, Callable[[str], int]]
+) -> dict[str, Any]:
     """Every stored memory over ``PREVIEW_CHARS``: the share of its content a preview sheds."""
     long_rows = [m.content for m in memories if len(m.content) > PREVIEW_CHARS]
     sheds = []
     for content in long_rows:
         cut = content[:PREVIEW_CHARS]
-        item = {name: shed(fn(cut), fn(content)) for name, fn in measures.items()
-                if name != "utf8_bytes"}  # fmt: skip
+        item = {
+            name: shed(fn(cut), fn(content))
+            for name, fn in measures.items()
+            if name != "utf8_bytes"
+        }
         sheds.append({"content_len": float(len(content)), **item})
     return summarise_rows(sheds)
 
@@ -709,8 +774,12 @@ def load(args: argparse.Namespace) -> tuple[list[locomo.Conversation], dict[tupl
     """Conversations (all their questions with evidence) and the answers by question."""
     samples = json.loads(args.data.read_text())[: args.conversations]
     convs = [locomo.conversation_of(s, None) for s in samples]
-    answers = {(s["sample_id"], n): str(qa["answer"]) for s in samples
-               for n, qa in enumerate(s["qa"]) if "answer" in qa}  # fmt: skip
+    answers = {
+        (s["sample_id"], n): str(qa["answer"])
+        for s in samples
+        for n, qa in enumerate(s["qa"])
+        if "answer" in qa
+    }
     return convs, answers
 
 
@@ -733,16 +802,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "machine": harness.machine_facts(),
         "code": args.code_id,
-        "options": {"quick": args.quick, "conversations": len(convs), "questions": len(questions),
-                    "questions_per_conversation": args.questions, "clients": args.clients,
-                    "max_seconds": args.max_seconds, "limit": LIMIT, "fetch_top": FETCH_TOP,
-                    "preview_chars": PREVIEW_CHARS, "data": str(args.data)},
+        "options": {
+            "quick": args.quick,
+            "conversations": len(convs),
+            "questions": len(questions),
+            "questions_per_conversation": args.questions,
+            "clients": args.clients,
+            "max_seconds": args.max_seconds,
+            "limit": LIMIT,
+            "fetch_top": FETCH_TOP,
+            "preview_chars": PREVIEW_CHARS,
+            "data": str(args.data),
+        },
         "estimators": {k: v for k, v in ESTIMATOR_NOTES.items() if k in measures},
         "corpus": length_distribution(everything),
         "corpus_row_shed": corpus_sheds(everything, measures),
         "proxy_static": static_proxy(questions, placement, answers),
         "modes": [],
-    }  # fmt: skip
+    }
     for mode in args.modes:
         results["modes"].append(run_mode(mode, corpus, questions, ctx, args))
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -752,12 +829,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- Markdown
 
-RESPONSES = (("previews", "previews"), ("full_content", "full_content"),
-             ("previews+get_contents", "previews + get_contents(top 2)"),
-             ("previews+get_contents_trimmed", "previews + get_contents(trimmed of top 2)"),
-             ("get_contents", "get_contents(top 2) alone"))  # fmt: skip
-SHORT_NAMES = {"chars": "chars", "utf8_bytes": "bytes", "tokens_chars4": "tok c/4",
-               "tokens_wordpiece": "tok wp≈", "tokens_minilm": "tok MiniLM"}  # fmt: skip
+RESPONSES = (
+    ("previews", "previews"),
+    ("full_content", "full_content"),
+    ("previews+get_contents", "previews + get_contents(top 2)"),
+    ("previews+get_contents_trimmed", "previews + get_contents(trimmed of top 2)"),
+    ("get_contents", "get_contents(top 2) alone"),
+)
+SHORT_NAMES = {
+    "chars": "chars",
+    "utf8_bytes": "bytes",
+    "tokens_chars4": "tok c/4",
+    "tokens_wordpiece": "tok wp≈",
+    "tokens_minilm": "tok MiniLM",
+}
 
 
 def _pct(value: float | None) -> str:
@@ -787,8 +872,10 @@ def saving_table(modes: Sequence[dict[str, Any]]) -> list[str]:
         for subset, label in (("all", "all"), ("with_long_row", "≥ 1 trimmed row")):
             for name, s in mode["savings"][subset].items():
                 cells = " | ".join(_pct(s[f"{m}_vs_full"]) for m in COMPARED)
-                rows.append(f"| {mode['mode']} | {label} ({s['queries']}) |"
-                            f" {SHORT_NAMES.get(name, name)} | {cells} |")  # fmt: skip
+                rows.append(
+                    f"| {mode['mode']} | {label} ({s['queries']}) |"
+                    f" {SHORT_NAMES.get(name, name)} | {cells} |"
+                )
     return rows
 
 
@@ -798,9 +885,11 @@ def shed_table(label: str, rows_summary: dict[str, Any]) -> list[str]:
     for name, stats in rows_summary.items():
         if not isinstance(stats, dict) or not stats.get("count"):
             continue
-        rows.append(f"| {label} | {name} | {stats['count']} | {_pct(stats['mean'])} |"
-                    f" {_pct(stats['p5'])} | {_pct(stats['p50'])} | {_pct(stats['min'])} |"
-                    f" {_pct(stats['share_meeting_60pct'])} |")  # fmt: skip
+        rows.append(
+            f"| {label} | {name} | {stats['count']} | {_pct(stats['mean'])} |"
+            f" {_pct(stats['p5'])} | {_pct(stats['p50'])} | {_pct(stats['min'])} |"
+            f" {_pct(stats['share_meeting_60pct'])} |"
+        )
     return rows
 
 
@@ -840,7 +929,7 @@ def proxy_lines(results: dict[str, Any]) -> list[str]:
             f" {_shares(proxy['questions'], OUTCOMES)}.",
             judge_line(mode),
             checks_line(mode),
-        ]  # fmt: skip
+        ]
     return lines
 
 
@@ -864,9 +953,11 @@ def judge_line(mode: dict[str, Any]) -> str:
     """The lexical-judge proxy: evidence row picked from previews vs full texts."""
     j = mode["proxy_lexical_judge"]
     n = j.get("eligible", 0)
-    parts = [f"{name} top-1 {_pct(j.get(f'{name}_top1', 0) / n if n else None)},"
-             f" top-2 {_pct(j.get(f'{name}_top2', 0) / n if n else None)}"
-             for name in ("previews", "full", "service")]  # fmt: skip
+    parts = [
+        f"{name} top-1 {_pct(j.get(f'{name}_top1', 0) / n if n else None)},"
+        f" top-2 {_pct(j.get(f'{name}_top2', 0) / n if n else None)}"
+        for name in ("previews", "full", "service")
+    ]
     return (
         f"- Lexical judge ({mode['mode']}, {n} questions whose evidence row came back):"
         f" BM25 over the 10 rows picks an evidence row from {'; from '.join(parts)}."
@@ -874,13 +965,17 @@ def judge_line(mode: dict[str, Any]) -> str:
 
 
 def corpus_table(corpus: dict[str, Any]) -> list[str]:
-    rows = ["| Memories | Count | Mean chars | p50 | p95 | Min | Max | Total chars |",
-            "|---|--:|--:|--:|--:|--:|--:|--:|"]  # fmt: skip
+    rows = [
+        "| Memories | Count | Mean chars | p50 | p95 | Min | Max | Total chars |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for kind in ("long", "short"):
         s = corpus[kind]
-        rows.append(f"| {kind} | {s['count']} | {s['mean']:,.0f} | {s['p50']:,.0f} |"
-                    f" {s['p95']:,.0f} | {s['min']:,.0f} | {s['max']:,.0f} |"
-                    f" {s['total_chars']:,} |")  # fmt: skip
+        rows.append(
+            f"| {kind} | {s['count']} | {s['mean']:,.0f} | {s['p50']:,.0f} |"
+            f" {s['p95']:,.0f} | {s['min']:,.0f} | {s['max']:,.0f} |"
+            f" {s['total_chars']:,} |"
+        )
     histogram = ", ".join(f"{k}: {v}" for k, v in corpus["histogram"].items())
     return [*rows, "", f"Length histogram (chars): {histogram}."]
 
@@ -894,8 +989,10 @@ def markdown(results: dict[str, Any]) -> str:
         f" {m.get('load_average_at_end')}. {o['conversations']} conversations,"
         f" {o['questions']} questions, limit {o['limit']}, preview {o['preview_chars']} chars,"
         f" service code snapshot {results['code']}, {results['total_seconds']} s.",
-        "", *corpus_table(results["corpus"]), "",
-    ]  # fmt: skip
+        "",
+        *corpus_table(results["corpus"]),
+        "",
+    ]
     for mode in results["modes"]:
         lines += [*size_table(mode), ""]
     lines += [*saving_table(results["modes"]), ""]
@@ -936,8 +1033,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    args.modes = [m.strip() for m in (args.modes or ("local" if args.quick else "local,none"))
-                  .split(",") if m.strip()]  # fmt: skip
+    args.modes = [
+        m.strip()
+        for m in (args.modes or ("local" if args.quick else "local,none")).split(",")
+        if m.strip()
+    ]
     if not set(args.modes) <= {"local", "none"} or not args.modes:
         parser.error("--modes takes local and/or none")
     if not 1 <= args.clients <= 8 or not 1 <= args.conversations <= 10:

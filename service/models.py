@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Literal, NewType
+from typing import Any, Literal, NewType
 
 TenantId = NewType("TenantId", uuid.UUID)
 AgentName = NewType("AgentName", str)
 Permission = Literal["none", "read", "read-write"]
 PERMISSIONS: tuple[Permission, ...] = ("none", "read", "read-write")
+JsonObject = dict[str, Any]
+"""A JSON object as the library returns it and a tool answers it."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

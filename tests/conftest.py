@@ -102,9 +102,12 @@ def settings(tmp_path: Path) -> Settings:
     The data directory (export areas, the download signing key) is the test's own.
     """
     return Settings(
-        log_format="console", db_pool_min=1, db_pool_max=4, embedding_mode="none",
+        log_format="console",
+        db_pool_min=1,
+        db_pool_max=4,
+        embedding_mode="none",
         data_dir=tmp_path / "data",
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="session")

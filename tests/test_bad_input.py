@@ -18,9 +18,17 @@ from tests.support import Served, new_tenant
 MB = "m" * (1 << 20)
 OUTSIDE_BMP = "emoji \U0001f9e0 fraktur \U0001d518\U0001d52b"
 NASTY_STRINGS: list[Any] = [
-    "", "   ", "\t\n", MB, "nul\x00inside", "\ud800lonely", OUTSIDE_BMP,
-    "'; DROP TABLE memories; --", "%_\\", "a" * 300,
-]  # fmt: skip
+    "",
+    "   ",
+    "\t\n",
+    MB,
+    "nul\x00inside",
+    "\ud800lonely",
+    OUTSIDE_BMP,
+    "'; DROP TABLE memories; --",
+    "%_\\",
+    "a" * 300,
+]
 WRONG_TYPES: list[Any] = [None, 7, -1, 1.5, True, [], {}, ["x"], {"a": 1}]
 
 
@@ -104,8 +112,12 @@ def cases(tools: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _request(tool: str, arguments: dict[str, Any], n: int) -> bytes:
-    payload = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-               "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    payload = {
+        "jsonrpc": "2.0",
+        "id": n,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
     return json.dumps(payload).replace(f'"{DEEP}"', DEEP_JSON).encode()
 
 
@@ -128,17 +140,21 @@ def _assert_clear(tool: str, response: httpx.Response) -> None:
 
 async def test_generated_hostile_calls_get_clear_answers(lib: Library, served: Served) -> None:
     key = await new_tenant(lib, "fuzz")
-    headers = {"authorization": f"Bearer {key}", "content-type": "application/json",
-               "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    headers = {
+        "authorization": f"Bearer {key}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
     async with httpx.AsyncClient(timeout=60) as http:
         list_request = b'{"jsonrpc":"2.0","id":0,"method":"tools/list"}'
         listed = await http.post(served.mcp_url, headers=headers, content=list_request)
         tools = {tool["name"] for tool in listed.json()["result"]["tools"]}
         count = 0
         for n, (tool, arguments) in enumerate(cases(tools), start=1):
-            response = await http.post(served.mcp_url, headers=headers,
-                                       content=_request(tool, arguments, n))  # fmt: skip
+            response = await http.post(
+                served.mcp_url, headers=headers, content=_request(tool, arguments, n)
+            )
             _assert_clear(tool, response)
             count += 1
     assert count >= 300

@@ -161,17 +161,26 @@ async def test_precision_names_and_the_fresh_agent_default(client: Agent) -> Non
         "error": "Unknown precision 'bogus'; expected strict / balanced / lenient",
     }
     assert await client.call("get_recall_precision", agent_id="fresh") == {
-        "ok": True, "agent_id": "fresh", "precision": "balanced", "beta": 1.0,
-        "overridden": False, "global_precision": "balanced", "global_beta": 1.0,
-    }  # fmt: skip
+        "ok": True,
+        "agent_id": "fresh",
+        "precision": "balanced",
+        "beta": 1.0,
+        "overridden": False,
+        "global_precision": "balanced",
+        "global_beta": 1.0,
+    }
     required = {"ok": False, "error": "agent_id is required"}
     assert await client.call("get_recall_precision", agent_id="") == required
     assert await client.call("set_recall_precision", agent_id="", precision="strict") == required
     failed = await client.call("set_recall_precision", agent_id="a", precision="STRICT")
     assert failed == {
-        "ok": False, "agent_id": "a", "precision": "strict", "beta": 2.0, "cleared": False,
+        "ok": False,
+        "agent_id": "a",
+        "precision": "strict",
+        "beta": 2.0,
+        "cleared": False,
         "error": "Need at least 10 embeddings, found 0",
-    }  # fmt: skip
+    }
     assert (await client.call("get_recall_precision", agent_id="a"))["overridden"] is False
 
 
@@ -189,19 +198,33 @@ async def test_bad_input_is_refused_under_a_pause_and_good_input_is_skipped(
     assert skipped["dry_run"] is True
     assert "calibrate_threshold" in skipped["reason"]
     expected = {
-        "ok": True, "sidecar_persisted": False, "scope": "per_agent", "agent_id": "a",
-        "sampled_embeddings": 0, "num_pairs": 0, "method": "separation", "z_factor": 1.0,
-        "percentile": 0.9, "embedding_dim": None, "embedding_model": None,
-        "distribution": None, "null_admit_rate": None, "old_threshold": 0.3,
+        "ok": True,
+        "sidecar_persisted": False,
+        "scope": "per_agent",
+        "agent_id": "a",
+        "sampled_embeddings": 0,
+        "num_pairs": 0,
+        "method": "separation",
+        "z_factor": 1.0,
+        "percentile": 0.9,
+        "embedding_dim": None,
+        "embedding_model": None,
+        "distribution": None,
+        "null_admit_rate": None,
+        "old_threshold": 0.3,
         "new_threshold": None,
-    }  # fmt: skip
+    }
     assert {k: skipped[k] for k in expected} == expected
     assert (await client.call("set_recall_precision", agent_id="a", precision="x"))["ok"] is False
     paused = await client.call("set_recall_precision", agent_id="a", precision="strict")
     assert paused["persisted"] is False
     assert {k: paused[k] for k in ("ok", "precision", "beta", "cleared", "fused_gate")} == {
-        "ok": True, "precision": "strict", "beta": 2.0, "cleared": False, "fused_gate": None,
-    }  # fmt: skip
+        "ok": True,
+        "precision": "strict",
+        "beta": 2.0,
+        "cleared": False,
+        "fused_gate": None,
+    }
 
 
 # --- real calibrations with the local model -----------------------------------------------
@@ -236,12 +259,15 @@ async def test_calibration_of_embedded_memories_is_stored_and_applied(
     assert min(scores) >= gate["threshold"]
     assert min(scores) < heuristic_min_score(36)  # the calibrated gate replaced it
 
-    again = await client.call("calibrate_threshold", agent_id="alice", method="percentile",
-                              percentile=90)  # fmt: skip
+    again = await client.call(
+        "calibrate_threshold", agent_id="alice", method="percentile", percentile=90
+    )
     assert again["old_threshold"] == report["new_threshold"]
     assert (again["method"], again["percentile"], "proxy_source" in again) == (
-        "percentile", 0.9, False,
-    )  # fmt: skip
+        "percentile",
+        0.9,
+        False,
+    )
     tenant_wide = await client.call("calibrate_threshold", agent_id="")
     assert (tenant_wide["scope"], tenant_wide["sampled_embeddings"]) == ("global", 48)
     assert "fused_gate" not in tenant_wide
@@ -255,8 +281,10 @@ def _check_agent_report(report: dict[str, Any]) -> None:
     assert report["ok"] is True
     assert report["sidecar_persisted"] is True
     assert (report["scope"], report["agent_id"], report["method"]) == (
-        "per_agent", "alice", "separation",
-    )  # fmt: skip
+        "per_agent",
+        "alice",
+        "separation",
+    )
     assert (report["sampled_embeddings"], report["num_pairs"]) == (36, 630)
     assert (report["embedding_dim"], report["embedding_model"]) == (DIMENSION, MODEL_NAME)
     assert (report["z_factor"], report["percentile"], report["old_threshold"]) == (1.0, 0.95, 0.3)
@@ -280,20 +308,27 @@ async def test_precision_is_set_read_back_cleared_and_rolled_back(
     await _seed(rsf_lib, tenant, "alice", _dated(TOPICS, first_day=0))
     strict = await client.call("set_recall_precision", agent_id="alice", precision="Strict")
     assert {k: strict[k] for k in ("ok", "agent_id", "precision", "beta", "cleared")} == {
-        "ok": True, "agent_id": "alice", "precision": "strict", "beta": 2.0, "cleared": False,
-    }  # fmt: skip
+        "ok": True,
+        "agent_id": "alice",
+        "precision": "strict",
+        "beta": 2.0,
+        "cleared": False,
+    }
     assert strict["fused_gate"]["beta"] == 2.0
     assert strict["calibrate"] == {
-        "ok": True, "scope": "per_agent", "new_threshold": strict["calibrate"]["new_threshold"],
-    }  # fmt: skip
+        "ok": True,
+        "scope": "per_agent",
+        "new_threshold": strict["calibrate"]["new_threshold"],
+    }
     read = await client.call("get_recall_precision", agent_id="alice")
     assert (read["precision"], read["beta"], read["overridden"]) == ("strict", 2.0, True)
     stored = (await _stored(rsf_lib.db, "acme"))["alice"]
     assert (stored["beta"], stored["precision_label"]) == (2.0, "strict")
     assert stored["fused_gate"] == strict["fused_gate"]["threshold"]
 
-    custom = await client.call("set_recall_precision", agent_id="alice", precision="lenient",
-                               beta=0.7)  # fmt: skip
+    custom = await client.call(
+        "set_recall_precision", agent_id="alice", precision="lenient", beta=0.7
+    )
     assert (custom["precision"], custom["beta"]) == ("custom", 0.7)
     named = await client.call("set_recall_precision", agent_id="alice", beta=1.0)
     assert (named["precision"], named["beta"]) == ("balanced", 1.0)
@@ -310,9 +345,13 @@ async def test_precision_is_set_read_back_cleared_and_rolled_back(
         assert (await edits.delete_memory(rsf_lib, tenant, row["id"], "small"))["ok"]
     failed = await client.call("set_recall_precision", agent_id="small", precision="lenient")
     assert failed == {
-        "ok": False, "agent_id": "small", "precision": "lenient", "beta": 0.5,
-        "cleared": False, "error": "Need at least 10 embeddings, found 9",
-    }  # fmt: skip
+        "ok": False,
+        "agent_id": "small",
+        "precision": "lenient",
+        "beta": 0.5,
+        "cleared": False,
+        "error": "Need at least 10 embeddings, found 9",
+    }
     kept = await client.call("get_recall_precision", agent_id="small")
     assert (kept["precision"], kept["overridden"]) == ("strict", True)
 

@@ -19,14 +19,29 @@ def run(
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "service", *args],
-        capture_output=True, text=True, env=environ, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_tenant_and_key_lifecycle(database_url: str) -> None:
     assert run(database_url, "tenant", "create", "acme", "--name", "Acme").returncode == 0
-    created = run(database_url, "key", "create", "--tenant", "acme", "--label", "ci",
-                  "--grant", "alpha=read", "--expires-in", "30")  # fmt: skip
+    created = run(
+        database_url,
+        "key",
+        "create",
+        "--tenant",
+        "acme",
+        "--label",
+        "ci",
+        "--grant",
+        "alpha=read",
+        "--expires-in",
+        "30",
+    )
     assert created.returncode == 0, created.stderr
     key = created.stdout.strip()
     assert created.stdout == key + "\n"

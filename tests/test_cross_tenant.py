@@ -24,9 +24,12 @@ A_FILE = "a-backup.jsonl"
 
 async def _seed(a: Agent) -> dict[str, int]:
     memory = await a.call(
-        "store", agent_id=AGENT, project_id=PROJECT, channel=CHANNEL,
+        "store",
+        agent_id=AGENT,
+        project_id=PROJECT,
+        channel=CHANNEL,
         message={"id": "msg-1", "content": SECRET, "metadata": {"k": "v"}},
-    )  # fmt: skip
+    )
     locked = await a.call("store", agent_id=AGENT, message={"content": SECRET + " (locked)"})
     await a.call("lock_memory", memory_id=locked["id"])
     episode = await a.call(
@@ -57,10 +60,24 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
         ("get_operating_context", {}),
         ("recall", {"agent_id": AGENT, "query": "vault code", "deep": True}),
         ("recall", {"agent_id": AGENT, "query": "", "project_id": PROJECT, "channel": CHANNEL}),
-        ("recall_with_context", {"agent_id": AGENT, "query": "vault", "deep": True,
-                                 "external_context": [{"role": "user", "content": "hi"}]}),
-        ("store", {"agent_id": AGENT, "project_id": PROJECT, "channel": CHANNEL,
-                   "message": {"id": "msg-1", "content": SECRET}}),
+        (
+            "recall_with_context",
+            {
+                "agent_id": AGENT,
+                "query": "vault",
+                "deep": True,
+                "external_context": [{"role": "user", "content": "hi"}],
+            },
+        ),
+        (
+            "store",
+            {
+                "agent_id": AGENT,
+                "project_id": PROJECT,
+                "channel": CHANNEL,
+                "message": {"id": "msg-1", "content": SECRET},
+            },
+        ),
         ("get_contents", {"agent_id": AGENT, "refs": _contents_refs(ids)}),
         ("get_profile", {"agent_id": AGENT}),
         ("update_profile", {"agent_id": AGENT, "profile": "B's own profile"}),
@@ -85,8 +102,10 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
         ("import_memories", {"input_path": A_FILE, "target_agent_id": AGENT}),  # A's file name
         ("export_memories", {"agent_id": AGENT, "output_path": A_FILE}),  # lands in B's area
         ("import_memories", {"input_path": A_FILE, "dry_run": True}),  # B's own file
-        ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy",
-                            "dry_run": True}),
+        (
+            "merge_memories",
+            {"source_agent_id": AGENT, "target_agent_id": "b-copy", "dry_run": True},
+        ),
         ("merge_memories", {"source_agent_id": AGENT, "target_agent_id": "b-copy"}),
         ("calibrate_threshold", {"agent_id": AGENT}),  # A's embeddings are never sampled
         ("calibrate_threshold", {"agent_id": ""}),
@@ -95,7 +114,7 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
         ("delete_agent_data", {"agent_id": AGENT}),
         ("pause_persistence", {"ttl_seconds": 600}),  # keep last: B stays paused, A must not
         ("persistence_status", {}),
-    ]  # fmt: skip
+    ]
 
 
 ID_KEYED = {"update_memory", "lock_memory", "unlock_memory", "delete_memory", "delete_episode"}
@@ -116,8 +135,12 @@ def _row_ids(body: Any) -> set[int]:
 
 
 SECRET_BLIND = {
-    "recall", "recall_with_context", "export_memories", "import_memories", "merge_memories",
-}  # fmt: skip
+    "recall",
+    "recall_with_context",
+    "export_memories",
+    "import_memories",
+    "merge_memories",
+}
 
 
 def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:

@@ -34,8 +34,11 @@ def _start(data_dir: Path, port: int) -> subprocess.Popen[str]:
     env["CPERSONA_DATA_DIR"] = str(data_dir)
     return subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
 
 
 def _stop(process: subprocess.Popen[str], *, kill: bool = False) -> None:
@@ -69,9 +72,11 @@ def _postmaster_running(data_dir: Path) -> bool:
 
 def _call_store(port: int, key: str) -> dict[str, object]:
     request = {
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
         "params": {"name": "store", "arguments": {"agent_id": "a", "message": {"content": "hi"}}},
-    }  # fmt: skip
+    }
     headers = {
         "authorization": f"Bearer {key}",
         "accept": "application/json, text/event-stream",
@@ -126,17 +131,29 @@ def test_db_url_leaves_the_embedded_server_running_for_psql(tmp_path: Path) -> N
     env["CPERSONA_DATA_DIR"] = str(tmp_path)
     url = subprocess.run(
         [sys.executable, "-m", "service", "db", "url"],
-        capture_output=True, text=True, env=env, timeout=120, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout.strip()
     try:
         assert _postmaster_running(tmp_path)
         result = subprocess.run(
-            [sys.executable, "-c", "import asyncio, asyncpg, sys\n"
-             "async def main():\n    c = await asyncpg.connect(sys.argv[1])\n"
-             "    print(await c.fetchval('SELECT count(*) FROM tenants'))\n    await c.close()\n"
-             "asyncio.run(main())", url],
-            capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                "import asyncio, asyncpg, sys\n"
+                "async def main():\n    c = await asyncpg.connect(sys.argv[1])\n"
+                "    print(await c.fetchval('SELECT count(*) FROM tenants'))\n    await c.close()\n"
+                "asyncio.run(main())",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert result.stdout.strip() == "0"
     finally:
         pid = int((tmp_path / "pgdata" / "postmaster.pid").read_text().split()[0])

@@ -86,9 +86,13 @@ def embed_url() -> Iterator[str]:
     sock.listen(64)
     app = Starlette(routes=[Route("/embed", embed_endpoint, methods=["POST"])])
     config = uvicorn.Config(
-        app, lifespan="off", log_level="warning", access_log=False, ws="none",
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        ws="none",
         timeout_graceful_shutdown=2,
-    )  # fmt: skip
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
     thread.start()
@@ -204,9 +208,10 @@ async def test_archive_and_update_queue_when_down_and_drain_later(
     _assert_vector_of(await _memory(http_lib.db, memory), "first version")
     fake.reset(failing=True)
     episode = await episodes.archive_episode(
-        http_lib, tenant,
+        http_lib,
+        tenant,
         episodes.ArchiveRequest(agent_id="a", summary="a session", keywords="k1, k2"),
-    )  # fmt: skip
+    )
     updated = await edits.update_memory(http_lib, tenant, memory, "second version")
     assert updated == {"ok": True, "updated_id": memory}
     assert (await _memory(http_lib.db, memory))["embedding"] is None
@@ -374,9 +379,13 @@ async def test_queue_status_is_per_tenant(http_lib: Library, fake: FakeEmbedder)
     await _store(http_lib, alpha, "more of alpha's backlog")
     assert (await backlog.queue_status(http_lib, alpha))["pending"] == 2
     assert await backlog.queue_status(http_lib, beta) == {
-        "enabled": True, "pending": 0, "max_retries": 3, "retry_delay": 30,
-        "failed": 0, "oldest_pending_seconds": None,
-    }  # fmt: skip
+        "enabled": True,
+        "pending": 0,
+        "max_retries": 3,
+        "retry_delay": 30,
+        "failed": 0,
+        "oldest_pending_seconds": None,
+    }
     assert (await worker.drain_once(http_lib, tenant_id=beta)).claimed == 0
 
 
@@ -474,9 +483,13 @@ def _cli_env(database_url: str, **extra: str) -> dict[str, str]:
 
 def _cli(database_url: str, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service", *args], capture_output=True, text=True,
-        env=_cli_env(database_url, **extra), timeout=90, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "service", *args],
+        capture_output=True,
+        text=True,
+        env=_cli_env(database_url, **extra),
+        timeout=90,
+        check=False,
+    )
 
 
 async def _count_embedded(db: Database) -> int:
@@ -510,9 +523,14 @@ async def test_worker_command_embeds_the_backlog_and_stops_on_sigterm(
     tenant = await _tenant(lib)
     await _store(lib, tenant, "waiting for the worker")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "service", "worker", env=_cli_env(database_url),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "service",
+        "worker",
+        env=_cli_env(database_url),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while await _count_embedded(lib.db) == 0:

@@ -24,9 +24,18 @@ from tests.support import Agent, Served, new_tenant, serve, text
 TOO_MANY = "too many refs (21; max 20) — split the fetch"
 REFS_REQUIRED = "refs must be a non-empty list of 'mem:<id>' / 'ep:<id>' strings"
 MALFORMED: list[Any] = [
-    "bogus", "mem:abc", "mem:-1", "mem:0", "profile:1", "mem:", ":5", "ep:1_0", "MEM:1",
-    "mem:" + "9" * 30, "x" * 10_000,
-]  # fmt: skip
+    "bogus",
+    "mem:abc",
+    "mem:-1",
+    "mem:0",
+    "profile:1",
+    "mem:",
+    ":5",
+    "ep:1_0",
+    "MEM:1",
+    "mem:" + "9" * 30,
+    "x" * 10_000,
+]
 
 
 async def _caller(lib: Library, agent: Agent) -> Caller:
@@ -82,11 +91,13 @@ async def test_more_than_20_refs_is_refused_by_schema_and_handler(
 async def test_empty_refs_and_empty_agent_are_tool_failures(client: Agent, lib: Library) -> None:
     """Acceptance 47 (and a non-list refs for library callers)."""
     assert await client.call("get_contents", agent_id="a", refs=[]) == {
-        "ok": False, "error": REFS_REQUIRED,
-    }  # fmt: skip
+        "ok": False,
+        "error": REFS_REQUIRED,
+    }
     assert await client.call("get_contents", agent_id="", refs=["mem:1"]) == {
-        "ok": False, "error": "agent_id is required",
-    }  # fmt: skip
+        "ok": False,
+        "error": "agent_id is required",
+    }
     tenant = (await _caller(lib, client)).tenant_id
     for refs in ("mem:1", None, {"mem:1": 1}, 5):
         with pytest.raises(InvalidInput, match=re.escape(REFS_REQUIRED)):
@@ -175,11 +186,21 @@ async def test_episode_items(client: Agent) -> None:
         row["id"]: row["created_at"] for row in (await client.call("list_episodes"))["episodes"]
     }
     assert answer["items"] == [
-        {"ref": f"ep:{dated}", "content": "[Episode] dated", "source": {"System": "episode"},
-         "timestamp": "2026-01-02T03:04:05Z", "resolved": True},
-        {"ref": f"ep:{undated}", "content": "[Episode] undated", "source": {"System": "episode"},
-         "timestamp": created[undated], "resolved": False},
-    ]  # fmt: skip
+        {
+            "ref": f"ep:{dated}",
+            "content": "[Episode] dated",
+            "source": {"System": "episode"},
+            "timestamp": "2026-01-02T03:04:05Z",
+            "resolved": True,
+        },
+        {
+            "ref": f"ep:{undated}",
+            "content": "[Episode] undated",
+            "source": {"System": "episode"},
+            "timestamp": created[undated],
+            "resolved": False,
+        },
+    ]
 
 
 async def test_memory_items_carry_source_timestamp_and_msg_id_only_when_set(client: Agent) -> None:
@@ -191,9 +212,12 @@ async def test_memory_items_carry_source_timestamp_and_msg_id_only_when_set(clie
     answer = await client.call("get_contents", agent_id="a", refs=refs)
     first, second, again = answer["items"]
     assert first == {
-        "ref": f"mem:{tagged}", "content": "tagged", "id": "msg-7",
-        "source": {"type": "User", "id": "u1", "name": "u1"}, "timestamp": "2026-02-03T00:00:00Z",
-    }  # fmt: skip
+        "ref": f"mem:{tagged}",
+        "content": "tagged",
+        "id": "msg-7",
+        "source": {"type": "User", "id": "u1", "name": "u1"},
+        "timestamp": "2026-02-03T00:00:00Z",
+    }
     assert "id" not in second
     assert second["source"] == {}
     assert second["timestamp"].endswith("+00:00")
@@ -238,9 +262,12 @@ async def test_one_statement_resolves_memories_and_episodes(client: Agent, lib: 
 
 REF_TEXT = st.one_of(
     st.text(max_size=50),
-    st.builds(lambda k, n: f"{k}:{n}", st.sampled_from(["mem", "ep", "Mem", "", "x"]),
-              st.one_of(st.integers(-5, 2**64), st.text(max_size=8))),
-)  # fmt: skip
+    st.builds(
+        lambda k, n: f"{k}:{n}",
+        st.sampled_from(["mem", "ep", "Mem", "", "x"]),
+        st.one_of(st.integers(-5, 2**64), st.text(max_size=8)),
+    ),
+)
 
 
 @hypothesis_settings(max_examples=300)

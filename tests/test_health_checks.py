@@ -58,15 +58,23 @@ class Seed:
                     "INSERT INTO agents (tenant_id, name) VALUES ($1, $2) "
                     "ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name "
                     "RETURNING id",
-                    self.tenant_id, name,
+                    self.tenant_id,
+                    name,
                 )
-            )  # fmt: skip
+            )
 
     async def memory(self, content: str, agent: str = "a", **fields: Any) -> int:
         row = {
-            "channel": "", "project_id": "", "locked": False, "metadata": {}, "source": {},
-            "timestamp_text": "", "timestamp_at": None, "embedding": None, "msg_id": "",
-        }  # fmt: skip
+            "channel": "",
+            "project_id": "",
+            "locked": False,
+            "metadata": {},
+            "source": {},
+            "timestamp_text": "",
+            "timestamp_at": None,
+            "embedding": None,
+            "msg_id": "",
+        }
         row.update(fields)
         agent_id = await self.agent(agent)
         async with self.db.tenant_tx(self.tenant_id) as conn:
@@ -75,11 +83,20 @@ class Seed:
                     "INSERT INTO memories (tenant_id, agent_id, content, channel, project_id, "
                     "locked, metadata, source, timestamp_text, timestamp_at, embedding, msg_id) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
-                    self.tenant_id, agent_id, content, row["channel"], row["project_id"],
-                    row["locked"], row["metadata"], row["source"], row["timestamp_text"],
-                    row["timestamp_at"], row["embedding"], row["msg_id"],
+                    self.tenant_id,
+                    agent_id,
+                    content,
+                    row["channel"],
+                    row["project_id"],
+                    row["locked"],
+                    row["metadata"],
+                    row["source"],
+                    row["timestamp_text"],
+                    row["timestamp_at"],
+                    row["embedding"],
+                    row["msg_id"],
                 )
-            )  # fmt: skip
+            )
 
     async def episode(self, summary: str, agent: str = "a", **fields: Any) -> int:
         row = {"start_time": None, "end_time": None, "embedding": None}
@@ -90,10 +107,14 @@ class Seed:
                 await conn.fetchval(
                     "INSERT INTO episodes (tenant_id, agent_id, summary, start_time, end_time, "
                     "embedding) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                    self.tenant_id, agent_id, summary, row["start_time"], row["end_time"],
+                    self.tenant_id,
+                    agent_id,
+                    summary,
+                    row["start_time"],
+                    row["end_time"],
                     row["embedding"],
                 )
-            )  # fmt: skip
+            )
 
     async def fetch(self, query: str, *args: Any) -> list[dict[str, Any]]:
         async with self.db.tenant_tx(self.tenant_id) as conn:
@@ -103,8 +124,9 @@ class Seed:
         rows = await self.fetch(
             "SELECT content, channel, locked, metadata, source, timestamp_text, embedding "
             "FROM memories WHERE tenant_id = $1 AND id = $2",
-            self.tenant_id, memory_id,
-        )  # fmt: skip
+            self.tenant_id,
+            memory_id,
+        )
         return rows[0] if rows else None
 
 
@@ -132,9 +154,13 @@ async def test_a_clean_tenant_is_healthy_with_every_check_run(lib: Library) -> N
     assert len(body["checks_run"]) == 27
     assert body["severity_summary"] == {"critical": 0, "warn": 0, "info": 0}
     assert body["stats"] == {
-        "db_size_bytes": 0, "memories": 0, "episodes": 0, "profiles": 0, "pending_tasks": 0,
+        "db_size_bytes": 0,
+        "memories": 0,
+        "episodes": 0,
+        "profiles": 0,
+        "pending_tasks": 0,
         "axes": {"project_id": {}, "channel": {}},
-    }  # fmt: skip
+    }
 
 
 async def test_unknown_names_fail_and_spec_names_alias_ours(lib: Library) -> None:
@@ -163,9 +189,12 @@ async def test_annotation_fix_strips_it_clears_the_vector_and_spares_locked_rows
     locked = await seed.memory("[Memory from x] locked fact", locked=True, embedding=unit(384))
     report = await health.check_health(lib, seed.tenant_id, checks=["memory_annotation"])
     assert issue(report, "memory_annotation") == {
-        "type": "memory_annotation", "severity": "info", "check": "memory_annotation",
-        "count": 2, "repairable": 1,
-    }  # fmt: skip
+        "type": "memory_annotation",
+        "severity": "info",
+        "check": "memory_annotation",
+        "count": 2,
+        "repairable": 1,
+    }
     fixed = await health.check_health(lib, seed.tenant_id, fix=True, checks=["memory_annotation"])
     assert fixed["fixed"] is True
     assert issue(fixed, "memory_annotation")["rewritten"] == 1
@@ -229,8 +258,10 @@ async def test_oversized_empty_and_profile_repairs(lib: Library) -> None:
     async with lib.db.tenant_tx(seed.tenant_id) as conn:
         await conn.execute(
             "INSERT INTO profiles (tenant_id, agent_id, content) VALUES ($1, $2, $3)",
-            seed.tenant_id, agent, "p" * 2500,
-        )  # fmt: skip
+            seed.tenant_id,
+            agent,
+            "p" * 2500,
+        )
     body = await health.check_health(lib, seed.tenant_id, fix=True)
     assert issue(body, "oversized_content")["max_len"] == 16
     assert issue(body, "empty_content")["repairable"] == 1
@@ -255,9 +286,13 @@ async def test_invalid_json_and_source_shapes(lib: Library) -> None:
     await seed.memory("m5", source={"type": "User", "id": "", "name": ""})
     body = await health.check_health(lib, seed.tenant_id)
     assert issue(body, "invalid_json") == {
-        "type": "invalid_json", "severity": "warn", "check": "invalid_json",
-        "bad_source": 1, "bad_metadata": 1, "repairable": 2,
-    }  # fmt: skip
+        "type": "invalid_json",
+        "severity": "warn",
+        "check": "invalid_json",
+        "bad_source": 1,
+        "bad_metadata": 1,
+        "repairable": 2,
+    }
     sources = issue(body, "invalid_source_type")
     assert (sources["count"], sources["repairable"]) == (2, 1)
     anonymous = issue(body, "anonymous_source")
@@ -322,8 +357,10 @@ async def test_episode_times_are_filled_and_normalised(lib: Library) -> None:
     assert rows[0]["id"] == missing
     assert rows[0]["start_time"].endswith("+00:00")
     assert rows[1] == {
-        "id": aware, "start_time": "2026-01-01T00:00:00+00:00", "end_time": "2026-01-01T10:00:00"
-    }  # fmt: skip
+        "id": aware,
+        "start_time": "2026-01-01T00:00:00+00:00",
+        "end_time": "2026-01-01T10:00:00",
+    }
 
 
 async def test_axis_spellings_that_differ_only_by_case_or_punctuation(lib: Library) -> None:
@@ -386,8 +423,10 @@ async def test_stale_jobs_are_rearmed_or_dropped(lib: Library) -> None:
             "INSERT INTO embedding_jobs (tenant_id, item_kind, item_id, attempts, created_at) "
             "VALUES ($1, 'mem', $2, 0, now() - interval '2 hours'), ($1, 'mem', $3, 3, now()), "
             "($1, 'mem', 999999, 0, now() - interval '2 hours')",
-            seed.tenant_id, waiting, dead,
-        )  # fmt: skip
+            seed.tenant_id,
+            waiting,
+            dead,
+        )
     stale = issue(await health.check_health(lib, seed.tenant_id), "stale_pending_tasks")
     assert (stale["count"], stale["dead"], stale["orphaned"]) == (3, 1, 1)
     body = await health.check_health(lib, seed.tenant_id, fix=True, checks=["stale_pending_tasks"])
@@ -423,8 +462,9 @@ async def test_operating_context_problems_are_reported(lib: Library) -> None:
         await conn.execute("SELECT set_config('app.tenant_id', $1, true)", str(seed.tenant_id))
         await conn.execute(
             "INSERT INTO operating_contexts (tenant_id, revision, document) VALUES ($1, 'r9', $2)",
-            seed.tenant_id, document,
-        )  # fmt: skip
+            seed.tenant_id,
+            document,
+        )
     body = await health.check_health(lib, seed.tenant_id)
     parse = issue(body, "operating_context_parse")
     assert parse["severity"] == "warn"

@@ -67,8 +67,9 @@ async def test_stale_profiles_and_orphaned_episodes(lib: Library) -> None:
         await conn.execute(
             "INSERT INTO profiles (tenant_id, agent_id, content, updated_at) "
             "VALUES ($1, $2, 'old', now() - interval '40 days')",
-            seed.tenant_id, agent,
-        )  # fmt: skip
+            seed.tenant_id,
+            agent,
+        )
     await seed.memory(
         "in january",
         timestamp_text="2026-01-10T12:00:00+00:00",
@@ -92,8 +93,11 @@ async def _calibrate(seed: Seed, agent: str | None, days_ago: int, version: str 
             "INSERT INTO recall_calibration (tenant_id, agent_id, vector_threshold, "
             "scoring_version, calibrated_at) "
             "VALUES ($1, $2, 0.4, $3, now() - make_interval(days => $4))",
-            seed.tenant_id, agent_id, version, days_ago,
-        )  # fmt: skip
+            seed.tenant_id,
+            agent_id,
+            version,
+            days_ago,
+        )
 
 
 async def test_calibration_staleness_reads_recall_calibration(lib: Library) -> None:
@@ -106,8 +110,10 @@ async def test_calibration_staleness_reads_recall_calibration(lib: Library) -> N
         await conn.execute(
             "INSERT INTO memories (tenant_id, agent_id, content, embedding) "
             "SELECT $1, $2, 'row ' || n, $3 FROM generate_series(1, 50) AS n",
-            seed.tenant_id, agent, unit(384),
-        )  # fmt: skip
+            seed.tenant_id,
+            agent,
+            unit(384),
+        )
 
     async def status() -> dict[str, Any]:
         body = await health.deep_check(lib, seed.tenant_id, "a", checks=["calibration_staleness"])
@@ -117,9 +123,12 @@ async def test_calibration_staleness_reads_recall_calibration(lib: Library) -> N
     assert (await status())["status"] == "never_calibrated"
     await _calibrate(seed, None, 100, None)
     assert (await status()) | {"age_days": 0} == {
-        "status": "stale", "age_days": 0, "threshold_days": 90, "scope": "tenant",
+        "status": "stale",
+        "age_days": 0,
+        "threshold_days": 90,
+        "scope": "tenant",
         "hint": "run calibrate_threshold",
-    }  # fmt: skip
+    }
     await _calibrate(seed, "a", 2, "an-older-scoring")
     assert (await status())["status"] == "stale_scoring_version"
     async with lib.db.tenant_tx(seed.tenant_id) as conn:
@@ -199,11 +208,18 @@ async def test_migrate_channel_axis_reports_then_moves_recoverable_rows(lib: Lib
     await _discord(seed, "elsewhere", "555:1", agent="b")
     report = await channel_axis.migrate_channel_axis(lib, seed.tenant_id, "a")
     assert report | {"samples": []} == {
-        "agent_id": "a", "dry_run": True, "recoverable_total": 3,
+        "agent_id": "a",
+        "dry_run": True,
+        "recoverable_total": 3,
         "recoverable_by_channel": [{"channel": "111", "count": 2}, {"channel": "333", "count": 1}],
-        "unrecoverable_total": 3, "invalid_metadata_total": 1, "invalid_metadata_ids": [odd],
-        "globalize_unrecoverable": False, "migrated": 0, "globalized": 0, "samples": [],
-    }  # fmt: skip
+        "unrecoverable_total": 3,
+        "invalid_metadata_total": 1,
+        "invalid_metadata_ids": [odd],
+        "globalize_unrecoverable": False,
+        "migrated": 0,
+        "globalized": 0,
+        "samples": [],
+    }
     assert report["samples"][0] == {
         "id": user,
         "recovered_channel": "111",
@@ -241,9 +257,11 @@ async def test_migration_skips_conflicts_and_locked_rows_and_globalizes(lib: Lib
 
 async def test_migrate_channel_axis_over_mcp(lib: Library, client: Agent) -> None:
     await client.call(
-        "store", agent_id="a", channel="discord",
+        "store",
+        agent_id="a",
+        channel="discord",
         message={"content": "bridged", "metadata": {"session_id": "123:9:0"}},
-    )  # fmt: skip
+    )
     dry = await client.call("migrate_channel_axis")
     assert (dry["dry_run"], dry["recoverable_total"], dry["migrated"]) == (True, 1, 0)
     done = await client.call("migrate_channel_axis", agent_id="a", dry_run=False)

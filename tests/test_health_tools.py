@@ -122,9 +122,13 @@ async def test_reading_needs_read_and_repairing_needs_read_write(
     assert (await reader.call("check_health"))["status"] == "healthy"
     assert (await reader.call("deep_check", agent_id="a"))["agent_id"] == "a"
     assert await reader.call("check_health", fix=True) == {
-        "ok": False, "error": "permission_denied", "tool": "check_health", "agent_id": "*",
-        "required": "read-write", "client_id": "readers-key",
-    }  # fmt: skip
+        "ok": False,
+        "error": "permission_denied",
+        "tool": "check_health",
+        "agent_id": "*",
+        "required": "read-write",
+        "client_id": "readers-key",
+    }
     denied = await reader.call("deep_check", agent_id="a", fix=True)
     assert (denied["error"], denied["agent_id"]) == ("permission_denied", "a")
     migrate = await reader.call("migrate_channel_axis")
@@ -156,8 +160,10 @@ async def test_tenant_b_never_counts_or_repairs_tenant_a_rows(lib: Library, serv
     assert body["total_memories"] == 1
     assert body["status"] == "healthy"
     assert {item["check"] for item in body["issues"]} <= {
-        "anonymous_source", "missing_profile", "null_embedding"
-    }  # fmt: skip
+        "anonymous_source",
+        "missing_profile",
+        "null_embedding",
+    }
     scoped = await b.call("check_health", agent_id="shared", fix=True)
     assert scoped["stats"]["agent_memories"] == 1
     deep = await b.call("deep_check", agent_id="shared", fix=True)

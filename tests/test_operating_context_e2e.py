@@ -10,14 +10,14 @@ from pathlib import Path
 
 from service.config import Settings
 from service.mcp import project_gate, tools
-from service.mcp.registry import JsonObject, ToolEnv
+from service.mcp.registry import ToolEnv
 from service.mcp.tools.episodes import ARCHIVE_EPISODE
 from service.mcp.tools.memories import LIST_MEMORIES, STORE
 from service.mcp.tools.recall import RECALL
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.operating_context import parse, storage
-from service.models import Caller, TenantId
+from service.models import Caller, JsonObject, TenantId
 from tests.support import Served, body, mcp_session, new_tenant, serve
 
 CONTEXT = """\
@@ -45,8 +45,12 @@ def cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     environ["DATABASE_URL"] = database_url
     return subprocess.run(
         [sys.executable, "-m", "service", *args],
-        capture_output=True, text=True, env=environ, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+        check=False,
+    )
 
 
 async def test_dormant_tenant_gets_the_spec_dormant_answer(
@@ -90,11 +94,16 @@ async def test_preview_sections_and_tenant_isolation_over_http(
         "doctrine_sections": ["naming"],
     }
     assert section == {
-        "ok": True, "context_revision": "rev-9", "section": "naming", "body": "Names are nouns.",
-    }  # fmt: skip
+        "ok": True,
+        "context_revision": "rev-9",
+        "section": "naming",
+        "body": "Names are nouns.",
+    }
     assert unknown == {
-        "ok": False, "error": "unknown doctrine section 'nope'", "doctrine_sections": ["naming"],
-    }  # fmt: skip
+        "ok": False,
+        "error": "unknown doctrine section 'nope'",
+        "doctrine_sections": ["naming"],
+    }
     assert other["enabled"] is False
 
 

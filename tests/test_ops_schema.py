@@ -16,13 +16,37 @@ from tests.test_health_checks import new_seed
 
 VIEWS = ("agents", "embedding_backlog", "largest_rows", "paused_scopes", "tenants", "usage_daily")
 SECRET_OR_CONTENT = frozenset(
-    {"key_hash", "prefix", "grants", "content", "summary", "keywords", "metadata", "source",
-     "embedding", "document"}
-)  # fmt: skip
+    {
+        "key_hash",
+        "prefix",
+        "grants",
+        "content",
+        "summary",
+        "keywords",
+        "metadata",
+        "source",
+        "embedding",
+        "document",
+    }
+)
 SELF_EXPLANATORY = frozenset(
-    {"id", "tenant_id", "tenant_slug", "slug", "name", "created_at", "updated_at", "expires_at",
-     "version_num", "calls", "tool", "memories", "episodes", "locked_memories"}
-)  # fmt: skip
+    {
+        "id",
+        "tenant_id",
+        "tenant_slug",
+        "slug",
+        "name",
+        "created_at",
+        "updated_at",
+        "expires_at",
+        "version_num",
+        "calls",
+        "tool",
+        "memories",
+        "episodes",
+        "locked_memories",
+    }
+)
 
 
 @pytest.fixture
@@ -53,8 +77,10 @@ async def test_the_ops_role_reads_the_views_of_every_tenant_and_no_table(
     assert [(r["tenant_slug"], r["memories"]) for r in agents] == [("ops-a", 1), ("ops-b", 1)]
     tenants = await rolled_back.fetch("SELECT slug, active_keys FROM ops.tenants ORDER BY 1")
     assert [(r["slug"], r["active_keys"]) for r in tenants] == [
-        ("ops-a", 0), ("ops-b", 0), ("ops-c", 1),
-    ]  # fmt: skip
+        ("ops-a", 0),
+        ("ops-b", 0),
+        ("ops-c", 1),
+    ]
     for view in VIEWS:
         await rolled_back.fetch(f"SELECT * FROM ops.{view} LIMIT 1")  # noqa: S608
     for table in ("memories", "api_keys", "tenants", "embedding_jobs"):

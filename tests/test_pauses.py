@@ -123,8 +123,10 @@ async def test_resume_and_status(client: Agent) -> None:
     idle = {"paused": False, "expires_at": None, "ttl_remaining_seconds": None, "scope": "tenant"}
     assert await client.call("persistence_status") == idle
     assert await client.call("resume_persistence") == {
-        "paused": False, "was_active": False, "scope": "tenant",
-    }  # fmt: skip
+        "paused": False,
+        "was_active": False,
+        "scope": "tenant",
+    }
     paused = await client.call("pause_persistence", ttl_seconds=60)
     status = await client.call("persistence_status")
     assert status["paused"] is True
@@ -132,8 +134,10 @@ async def test_resume_and_status(client: Agent) -> None:
     assert status["expires_at"] == paused["expires_at"]
     assert 50 <= status["ttl_remaining_seconds"] <= 60
     assert await client.call("resume_persistence") == {
-        "paused": False, "was_active": True, "scope": "tenant",
-    }  # fmt: skip
+        "paused": False,
+        "was_active": True,
+        "scope": "tenant",
+    }
     assert await client.call("persistence_status") == idle
     assert (await client.call("resume_persistence"))["was_active"] is False
 
@@ -151,28 +155,44 @@ def _write_calls(ids: dict[str, int]) -> list[tuple[str, dict[str, Any], dict[st
     """(tool, arguments, expected skipped body without the markers) for every write tool."""
     mem, locked, ep = ids["mem"], ids["locked"], ids["ep"]
     stored = {"ok": True, "result": "skipped", "id": "no-persist", "embedded": False}
-    archived = {"ok": True, "queued": False, "task_id": None, "episode_id": None,
-                "id": "no-persist"}  # fmt: skip
-    wiped = {"ok": True, "deleted_memories": 0, "deleted_profiles": 0, "deleted_episodes": 0,
-             "deleted_pending_tasks": 0}  # fmt: skip
+    archived = {
+        "ok": True,
+        "queued": False,
+        "task_id": None,
+        "episode_id": None,
+        "id": "no-persist",
+    }
+    wiped = {
+        "ok": True,
+        "deleted_memories": 0,
+        "deleted_profiles": 0,
+        "deleted_episodes": 0,
+        "deleted_pending_tasks": 0,
+    }
     return [
         ("store", {"agent_id": "a", "message": {"content": "new fact"}}, stored),
         ("store", {"agent_id": "a", "message": {"content": ""}}, stored),  # 76a: pause first
         ("store", {"agent_id": "b", "message": {"content": "[Memory from x]"}}, stored),
         ("archive_episode", {"agent_id": "a", "summary": "new episode"}, archived),
         ("archive_episode", {"agent_id": "a", "summary": ""}, archived),
-        ("update_memory", {"memory_id": mem, "content": "changed"}, {"ok": True,
-                                                                     "updated_id": None}),
+        (
+            "update_memory",
+            {"memory_id": mem, "content": "changed"},
+            {"ok": True, "updated_id": None},
+        ),
         ("update_memory", {"memory_id": mem, "content": "  "}, {"ok": True, "updated_id": None}),
         ("delete_memory", {"memory_id": mem}, {"ok": True, "deleted_id": None}),
         ("delete_episode", {"episode_id": ep}, {"ok": True, "deleted_id": None}),
         ("lock_memory", {"memory_id": mem}, {"ok": True, "locked_id": None}),
         ("unlock_memory", {"memory_id": locked}, {"ok": True, "unlocked_id": None}),
-        ("update_profile", {"agent_id": "a", "profile": "changed"}, {"ok": True,
-                                                                     "profiles_updated": 0}),
+        (
+            "update_profile",
+            {"agent_id": "a", "profile": "changed"},
+            {"ok": True, "profiles_updated": 0},
+        ),
         ("delete_agent_data", {"agent_id": "a"}, {**wiped, "agent_id": "a"}),
         ("delete_agent_data", {"agent_id": ""}, {**wiped, "agent_id": ""}),
-    ]  # fmt: skip
+    ]
 
 
 async def test_every_write_tool_is_skipped_and_writes_nothing(lib: Library, client: Agent) -> None:
@@ -221,8 +241,9 @@ async def test_portability_and_calibration_writes_are_skipped(lib: Library, clie
         assert match is not None, answer
         assert match.group(2) == tool
     if "merge_memories" in registered:  # a dry run writes nothing, so it runs for real
-        dry = await client.call("merge_memories", source_agent_id="a", target_agent_id="c",
-                                dry_run=True)  # fmt: skip
+        dry = await client.call(
+            "merge_memories", source_agent_id="a", target_agent_id="c", dry_run=True
+        )
         assert "persisted" not in dry
         assert (dry["dry_run"], dry["merged_memories"]) == (True, 2)
     assert await _snapshot(lib) == before
@@ -271,8 +292,11 @@ async def test_a_session_pause_holds_only_for_that_session(lib: Library, served:
     assert (await _store(plain, "from nobody"))["result"] == "stored"
     own = await s2.call("persistence_status", session_key="s1")
     assert (own["paused"], own["scope"], own["session_key"], own["tenant_paused"]) == (
-        True, "session", "s1", False,
-    )  # fmt: skip
+        True,
+        "session",
+        "s1",
+        False,
+    )
     assert (await plain.call("persistence_status"))["paused"] is False
     await plain.call("pause_persistence", ttl_seconds=60)
     for agent, content in ((plain, "p"), (s1, "one"), (s2, "two")):
@@ -334,9 +358,13 @@ async def test_pause_and_resume_need_read_write_on_every_agent(
     reader = Agent(served, await new_tenant(lib, "acme", grants={"*": "read"}))
     denied = await reader.call("pause_persistence", session_key="mine")
     assert denied == {
-        "ok": False, "error": "permission_denied", "tool": "pause_persistence",
-        "agent_id": "*", "required": "read-write", "client_id": "acme-key",
-    }  # fmt: skip
+        "ok": False,
+        "error": "permission_denied",
+        "tool": "pause_persistence",
+        "agent_id": "*",
+        "required": "read-write",
+        "client_id": "acme-key",
+    }
     assert (await reader.call("resume_persistence"))["error"] == "permission_denied"
     assert (await reader.call("persistence_status"))["paused"] is False
 

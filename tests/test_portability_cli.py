@@ -60,5 +60,7 @@ async def test_failures_exit_non_zero_with_one_line(
         assert result.returncode == 1, args
         assert result.stderr.strip().count("\n") == 0, result.stderr
         assert result.stderr.startswith("cpersona-service: ")
-    assert "import aborted and rolled back" in run(database_url, "import", "--tenant", "cli",
-                                                   str(cut), env=env).stderr  # fmt: skip
+    assert (
+        "import aborted and rolled back"
+        in run(database_url, "import", "--tenant", "cli", str(cut), env=env).stderr
+    )

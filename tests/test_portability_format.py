@@ -131,10 +131,14 @@ def test_portability_settings_are_read_and_validated() -> None:
     assert (defaults.export_dir, defaults.max_import_bytes) == (None, 104_857_600)
     assert (defaults.signing_key, defaults.public_url) == ("", "")
     assert files.export_root(defaults) == defaults.data_dir / "exports"
-    custom = load_settings({
-        "CPERSONA_EXPORT_DIR": "/srv/exports", "CPERSONA_MAX_IMPORT_BYTES": "2048",
-        "CPERSONA_SIGNING_KEY": "s" * 40, "CPERSONA_PUBLIC_URL": "https://mem.example.com/",
-    })  # fmt: skip
+    custom = load_settings(
+        {
+            "CPERSONA_EXPORT_DIR": "/srv/exports",
+            "CPERSONA_MAX_IMPORT_BYTES": "2048",
+            "CPERSONA_SIGNING_KEY": "s" * 40,
+            "CPERSONA_PUBLIC_URL": "https://mem.example.com/",
+        }
+    )
     assert files.export_root(custom) == Path("/srv/exports")
     assert custom.max_import_bytes == 2048
     assert custom.public_url == "https://mem.example.com"

@@ -19,22 +19,33 @@ from service.models import TenantId
 from tests.support import Agent, Served, new_tenant, serve
 
 RECORDS = [
-    {"_type": "header", "version": "cpersona-export/1.0", "agent_id": "", "memory_count": 2,
-     "episode_count": 1, "has_profile": True, "profile_count": 1},
+    {
+        "_type": "header",
+        "version": "cpersona-export/1.0",
+        "agent_id": "",
+        "memory_count": 2,
+        "episode_count": 1,
+        "has_profile": True,
+        "profile_count": 1,
+    },
     {"_type": "memory", "agent_id": "h", "msg_id": "m1", "content": "first"},
     {"_type": "memory", "agent_id": "h", "content": "second"},
     {"_type": "episode", "agent_id": "h", "summary": "an episode"},
     {"_type": "profile", "agent_id": "h", "content": "a profile"},
-]  # fmt: skip
+]
 BODY = b"".join(json.dumps(r).encode() + b"\n" for r in RECORDS)
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(
-        log_format="console", db_pool_min=1, db_pool_max=4, data_dir=tmp_path / "data",
-        embedding_mode="none", max_import_bytes=64 * 1024,
-    )  # fmt: skip
+        log_format="console",
+        db_pool_min=1,
+        db_pool_max=4,
+        data_dir=tmp_path / "data",
+        embedding_mode="none",
+        max_import_bytes=64 * 1024,
+    )
 
 
 def auth(key: str) -> dict[str, str]:
@@ -82,8 +93,9 @@ async def test_oversized_bodies_get_413_and_nothing_is_written(
         for start in range(0, len(big), 4096):
             yield big[start : start + 4096]
 
-    many = b"".join(b'{"_type": "memory", "agent_id": "h", "content": "row %d"}\n' % i
-                    for i in range(1500))  # fmt: skip
+    many = b"".join(
+        b'{"_type": "memory", "agent_id": "h", "content": "row %d"}\n' % i for i in range(1500)
+    )
 
     async def batches_then_too_much() -> AsyncIterator[bytes]:
         for start in range(0, len(many), 4096):  # a 500-row batch is written before the cut
@@ -93,8 +105,9 @@ async def test_oversized_bodies_get_413_and_nothing_is_written(
         declared = await http.post("/v1/import", content=big, headers=auth(client.key))
         streamed = await http.post("/v1/import", content=chunked(), headers=auth(client.key))
         upload = await http.post("/v1/files/big.jsonl", content=chunked(), headers=auth(client.key))
-        midway = await http.post("/v1/import", content=batches_then_too_much(),
-                                 headers=auth(client.key))  # fmt: skip
+        midway = await http.post(
+            "/v1/import", content=batches_then_too_much(), headers=auth(client.key)
+        )
     for response in (declared, streamed, upload, midway):
         assert response.status_code == 413
         assert response.json() == {"error": "request body too large (max 65536 bytes)"}
@@ -108,8 +121,12 @@ async def test_auth_grants_and_bad_parameters(lib: Library, served: Served) -> N
     reader = await tenants.create_key(lib.db, "perm", grants={"*": "read"})
     writer = await tenants.create_key(lib.db, "perm", grants={"w": "read-write", "*": "read"})
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
-        routes = [("GET", "/v1/export"), ("POST", "/v1/import"),
-                  ("POST", "/v1/files/x.jsonl"), ("GET", "/v1/files/token")]  # fmt: skip
+        routes = [
+            ("GET", "/v1/export"),
+            ("POST", "/v1/import"),
+            ("POST", "/v1/files/x.jsonl"),
+            ("GET", "/v1/files/token"),
+        ]
         for method, path in routes:
             anonymous = await http.request(method, path)
             assert anonymous.status_code == 401

@@ -11,9 +11,15 @@ from service.memory.library import Library
 from tests.support import Agent, Served, new_tenant
 
 COUNTS = (
-    "merged_memories", "skipped_memories", "merged_episodes", "skipped_episodes",
-    "profile_copied", "skipped_profile", "source_deleted", "left_at_source",
-)  # fmt: skip
+    "merged_memories",
+    "skipped_memories",
+    "merged_episodes",
+    "skipped_episodes",
+    "profile_copied",
+    "skipped_profile",
+    "source_deleted",
+    "left_at_source",
+)
 
 
 async def _state(client: Agent, *agents: str) -> list[Any]:
@@ -46,15 +52,21 @@ async def _seed(client: Agent) -> dict[str, int]:
 
 async def test_refusals_use_cpersonas_texts(client: Agent) -> None:
     cases = [
-        ({"source_agent_id": "a", "target_agent_id": "a"},
-         "source_agent_id and target_agent_id must differ"),
-        ({"source_agent_id": "a", "target_agent_id": "b", "mode": "x"},
-         "Invalid mode 'x'. Supported: 'copy', 'move'"),
-        ({"source_agent_id": "a", "target_agent_id": "b", "strategy": "overwrite"},
-         "Unsupported strategy 'overwrite'. Currently supported: 'skip'"),
+        (
+            {"source_agent_id": "a", "target_agent_id": "a"},
+            "source_agent_id and target_agent_id must differ",
+        ),
+        (
+            {"source_agent_id": "a", "target_agent_id": "b", "mode": "x"},
+            "Invalid mode 'x'. Supported: 'copy', 'move'",
+        ),
+        (
+            {"source_agent_id": "a", "target_agent_id": "b", "strategy": "overwrite"},
+            "Unsupported strategy 'overwrite'. Currently supported: 'skip'",
+        ),
         ({"source_agent_id": "", "target_agent_id": "b"}, "source_agent_id is required"),
         ({"source_agent_id": "a", "target_agent_id": ""}, "target_agent_id is required"),
-    ]  # fmt: skip
+    ]
     for args, error in cases:
         assert await client.call("merge_memories", **args) == {"ok": False, "error": error}
 
@@ -91,8 +103,10 @@ async def test_copy_carries_rows_verbatim_and_keeps_the_source(client: Agent) ->
         copy = target[content]
         if content != "both have this":
             assert (copy["created_at"], copy["locked"], copy["timestamp"]) == (
-                row["created_at"], row["locked"], row["timestamp"],
-            )  # fmt: skip
+                row["created_at"],
+                row["locked"],
+                row["timestamp"],
+            )
             assert copy["id"] != row["id"]
     assert await client.call("get_profile", agent_id="dst") == {"profile": "source profile"}
     again = await client.call("merge_memories", source_agent_id="src", target_agent_id="dst")
@@ -107,9 +121,13 @@ async def test_move_deletes_exactly_the_copied_rows(client: Agent) -> None:
         "merge_memories", source_agent_id="src", target_agent_id="dst", mode="move"
     )
     assert body["source_deleted"] == {
-        "ok": True, "agent_id": "src", "deleted_memories": 3, "deleted_profiles": 1,
-        "deleted_episodes": 2, "deleted_pending_tasks": 0,
-    }  # fmt: skip
+        "ok": True,
+        "agent_id": "src",
+        "deleted_memories": 3,
+        "deleted_profiles": 1,
+        "deleted_episodes": 2,
+        "deleted_pending_tasks": 0,
+    }
     assert body["left_at_source"] == {"memories": 1, "episodes": 1, "profiles": 0}
     left = (await client.call("list_memories", agent_id="src"))["memories"]
     assert [row["content"] for row in left] == ["both have this"]

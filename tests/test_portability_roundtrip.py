@@ -40,22 +40,34 @@ JOIN tenants t ON t.id = p.tenant_id WHERE t.slug = $1 ORDER BY a.name
 
 async def _seed(a: Agent, lib: Library) -> None:
     messages: list[dict[str, Any]] = [
-        {"id": "m1", "content": "Ada drinks tea", "timestamp": "2026-01-02T03:04:05.678+09:00",
-         "source": {"type": "User", "id": "u1", "name": "Ada"},
-         "metadata": {"nested": {"list": [1, 2.5, None, True], "text": "é 茶 🧠"}}},
+        {
+            "id": "m1",
+            "content": "Ada drinks tea",
+            "timestamp": "2026-01-02T03:04:05.678+09:00",
+            "source": {"type": "User", "id": "u1", "name": "Ada"},
+            "metadata": {"nested": {"list": [1, 2.5, None, True], "text": "é 茶 🧠"}},
+        },
         {"content": "記憶サービス " * 100, "timestamp": "not a date"},
         {"content": "x" * 16_000},
         {"content": "no source", "source": {"System": "cron"}},
-    ]  # fmt: skip
+    ]
     for i, message in enumerate(messages):
         project, channel = ("proj", "chan") if i % 2 else ("", "")
-        await a.call("store", agent_id="alpha", message=message, project_id=project,
-                     channel=channel)  # fmt: skip
+        await a.call(
+            "store", agent_id="alpha", message=message, project_id=project, channel=channel
+        )
     await a.call("store", agent_id="beta", message={"content": "beta fact"})
     await a.call("lock_memory", memory_id=(await _ids(a))[0])
-    await a.call("archive_episode", agent_id="alpha", summary="met Ada", keywords="tea ada",
-                 resolved=True, project_id="proj", channel="chan",
-                 history=[{"timestamp": "2026-01-01T00:00:00Z"}])  # fmt: skip
+    await a.call(
+        "archive_episode",
+        agent_id="alpha",
+        summary="met Ada",
+        keywords="tea ada",
+        resolved=True,
+        project_id="proj",
+        channel="chan",
+        history=[{"timestamp": "2026-01-01T00:00:00Z"}],
+    )
     await a.call("archive_episode", agent_id="beta", summary="beta session")
     await a.call("update_profile", agent_id="alpha", profile="likes tea")
     rng = random.Random(7)
@@ -110,9 +122,14 @@ async def test_export_then_import_into_another_tenant_is_lossless(
         await http.post("/v1/files/full.jsonl", content=body, headers=_auth(b.key))
     result = await b.call("import_memories", input_path="full.jsonl")
     assert result == {
-        "ok": True, "dry_run": False, "imported_memories": 5, "skipped_memories": 0,
-        "imported_episodes": 2, "skipped_episodes": 0, "profile_updated": True,
-    }  # fmt: skip
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 5,
+        "skipped_memories": 0,
+        "imported_episodes": 2,
+        "skipped_episodes": 0,
+        "profile_updated": True,
+    }
     original, restored = await _rows(lib, "source"), await _rows(lib, "copy")
     assert restored == original
     assert all(row["vector"] for row in original[0] + original[1])

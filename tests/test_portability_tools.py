@@ -23,26 +23,61 @@ from tests.support import Agent, Served, new_tenant, serve
 
 CPERSONA_TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
 MEMORY_KEYS = [
-    "_type", "id", "agent_id", "msg_id", "content", "source", "timestamp", "metadata",
-    "created_at", "project_id", "channel", "locked", "recall_count", "last_recalled_at",
-]  # fmt: skip
+    "_type",
+    "id",
+    "agent_id",
+    "msg_id",
+    "content",
+    "source",
+    "timestamp",
+    "metadata",
+    "created_at",
+    "project_id",
+    "channel",
+    "locked",
+    "recall_count",
+    "last_recalled_at",
+]
 EPISODE_KEYS = [
-    "_type", "id", "agent_id", "summary", "keywords", "start_time", "end_time", "created_at",
-    "resolved", "project_id", "channel",
-]  # fmt: skip
+    "_type",
+    "id",
+    "agent_id",
+    "summary",
+    "keywords",
+    "start_time",
+    "end_time",
+    "created_at",
+    "resolved",
+    "project_id",
+    "channel",
+]
 HEADER_KEYS = [
-    "_type", "version", "agent_id", "exported_at", "memory_count", "episode_count",
-    "has_profile", "profile_count",
-]  # fmt: skip
+    "_type",
+    "version",
+    "agent_id",
+    "exported_at",
+    "memory_count",
+    "episode_count",
+    "has_profile",
+    "profile_count",
+]
 
 
 async def seed(client: Agent, agent: str = "a") -> None:
     """Three memories (one locked), two episodes, a profile; and one row of agent z."""
     first = await client.call(
-        "store", agent_id=agent, project_id="p", channel="c",
-        message={"id": "m1", "content": "Ada likes tea", "timestamp": "2026-01-02T03:04:05Z",
-                 "source": {"User": "ada"}, "metadata": {"k": [1, "é"]}},
-    )  # fmt: skip
+        "store",
+        agent_id=agent,
+        project_id="p",
+        channel="c",
+        message={
+            "id": "m1",
+            "content": "Ada likes tea",
+            "timestamp": "2026-01-02T03:04:05Z",
+            "source": {"User": "ada"},
+            "metadata": {"k": [1, "é"]},
+        },
+    )
     await client.call("store", agent_id=agent, message={"content": "Bob likes 茶"})
     await client.call("store", agent_id=agent, message={"content": "locked fact"})
     await client.call("lock_memory", memory_id=first["id"])
@@ -61,9 +96,10 @@ async def download(served: Served, key: str, url: str) -> httpx.Response:
 async def upload(served: Served, key: str, name: str, body: bytes) -> httpx.Response:
     async with httpx.AsyncClient(timeout=30) as http:
         return await http.post(
-            f"{served.base_url}/v1/files/{name}", content=body,
+            f"{served.base_url}/v1/files/{name}",
+            content=body,
             headers={"authorization": f"Bearer {key}"},
-        )  # fmt: skip
+        )
 
 
 def lines(body: bytes) -> list[dict[str, Any]]:
@@ -80,8 +116,12 @@ async def test_export_header_counts_match_the_records_and_the_format_is_cpersona
     await seed(client)
     body = await client.call("export_memories", agent_id="a", output_path="backup.jsonl")
     assert {k: body[k] for k in ("ok", "path", "memories", "episodes", "profiles")} == {
-        "ok": True, "path": "backup.jsonl", "memories": 3, "episodes": 2, "profiles": 1,
-    }  # fmt: skip
+        "ok": True,
+        "path": "backup.jsonl",
+        "memories": 3,
+        "episodes": 2,
+        "profiles": 1,
+    }
     assert body["download_url"].startswith("/v1/files/")
     assert body["expires_at"].endswith("+00:00")
     response = await download(served, client.key, body["download_url"])
@@ -106,9 +146,13 @@ async def test_export_header_counts_match_the_records_and_the_format_is_cpersona
     assert list(rows[3]) == EPISODE_KEYS
     assert (rows[3]["start_time"], rows[4]["resolved"]) == ("2026-01-01T00:00:00Z", True)
     assert rows[5] == {
-        "_type": "profile", "agent_id": "a", "user_id": "", "content": "a profile",
-        "updated_at": rows[5]["updated_at"], "project_id": "",
-    }  # fmt: skip
+        "_type": "profile",
+        "agent_id": "a",
+        "user_id": "",
+        "content": "a profile",
+        "updated_at": rows[5]["updated_at"],
+        "project_id": "",
+    }
     everything = await client.call("export_memories", agent_id="", output_path="all.jsonl")
     assert (everything["memories"], everything["episodes"]) == (4, 2)
 
@@ -143,14 +187,24 @@ async def test_reimport_into_a_fresh_agent_is_idempotent(client: Agent) -> None:
     await client.call("export_memories", agent_id="a", output_path="a.jsonl")
     first = await client.call("import_memories", input_path="a.jsonl", target_agent_id="fresh")
     assert first == {
-        "ok": True, "dry_run": False, "imported_memories": 3, "skipped_memories": 0,
-        "imported_episodes": 2, "skipped_episodes": 0, "profile_updated": True,
-    }  # fmt: skip
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 3,
+        "skipped_memories": 0,
+        "imported_episodes": 2,
+        "skipped_episodes": 0,
+        "profile_updated": True,
+    }
     again = await client.call("import_memories", input_path="a.jsonl", target_agent_id="fresh")
     assert again == {
-        "ok": True, "dry_run": False, "imported_memories": 0, "skipped_memories": 3,
-        "imported_episodes": 0, "skipped_episodes": 2, "profile_updated": True,
-    }  # fmt: skip
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 0,
+        "skipped_memories": 3,
+        "imported_episodes": 0,
+        "skipped_episodes": 2,
+        "profile_updated": True,
+    }
     listed = await client.call("list_memories", agent_id="fresh")
     assert listed["count"] == 3
 
@@ -158,8 +212,13 @@ async def test_reimport_into_a_fresh_agent_is_idempotent(client: Agent) -> None:
 async def test_a_header_declaring_more_records_rolls_everything_back(
     client: Agent, served: Served
 ) -> None:
-    header = {"_type": "header", "version": "cpersona-export/1.0", "memory_count": 3,
-              "episode_count": 0, "profile_count": 0}  # fmt: skip
+    header = {
+        "_type": "header",
+        "version": "cpersona-export/1.0",
+        "memory_count": 3,
+        "episode_count": 0,
+        "profile_count": 0,
+    }
     memories = [{"_type": "memory", "agent_id": "t", "content": f"fact {i}"} for i in range(2)]
     profile = {"_type": "profile", "agent_id": "t", "content": "kept?"}
     await upload(served, client.key, "cut.jsonl", jsonl(header, *memories, profile))
@@ -208,28 +267,39 @@ async def test_records_are_cleaned_like_store_and_problems_are_listed(
     client: Agent, served: Served
 ) -> None:
     records: list[dict[str, Any]] = [
-        {"_type": "header", "version": "cpersona-export/1.1", "memory_count": 5,
-         "entity_count": 1, "relation_count": 2},
+        {
+            "_type": "header",
+            "version": "cpersona-export/1.1",
+            "memory_count": 5,
+            "entity_count": 1,
+            "relation_count": 2,
+        },
         {"_type": "memory", "agent_id": "c", "content": "[Memory from x] kept  " + "k" * 20_000},
         {"_type": "memory", "agent_id": "c", "content": "[Memory from x]   "},
         {"_type": "memory", "content": "no agent"},
         {"_type": "memory", "agent_id": "c", "content": "bad vector", "embedding_b64": "AAAAAAA="},
         {"_type": "memory", "agent_id": "c", "content": "big", "metadata": {"x": "m" * 9000}},
         {"_type": "entity", "name": "e"},
-        {"_type": "relation"}, {"_type": "relation"},
+        {"_type": "relation"},
+        {"_type": "relation"},
         {"_type": "mystery"},
         {"_type": "profile", "agent_id": "c", "content": "   "},
-    ]  # fmt: skip
+    ]
     deep = b'{"a":' * 5000 + b"1" + b"}" * 5000
     body = jsonl(*records) + b"{not json\n" + b'{"_type": "memory", "x": NaN}\n' + deep + b"\n"
     body += b'{"_type": ["memory"]}\n[1, 2]\n\xff\xfe\n'
     await upload(served, client.key, "messy.jsonl", body)
     result = await client.call("import_memories", input_path="messy.jsonl")
     assert {k: v for k, v in result.items() if k != "errors"} == {
-        "ok": True, "dry_run": False, "imported_memories": 2, "skipped_memories": 2,
-        "imported_episodes": 0, "skipped_episodes": 0, "profile_updated": False,
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 2,
+        "skipped_memories": 2,
+        "imported_episodes": 0,
+        "skipped_episodes": 0,
+        "profile_updated": False,
         "skipped_graph_records": {"entity": 1, "mention": 0, "relation": 2},
-    }  # fmt: skip
+    }
     errors = "\n".join(result["errors"])
     assert "Line 2: memory content exceeded the 16000-character cap and was truncated" in errors
     assert "Line 3: memory content is empty after sanitisation" in errors
@@ -250,21 +320,40 @@ async def test_graph_records_of_format_1_1_are_counted_and_skipped(
     client: Agent, served: Served
 ) -> None:
     records: list[dict[str, Any]] = [
-        {"_type": "header", "version": "cpersona-export/1.1", "memory_count": 1,
-         "episode_count": 0, "profile_count": 0, "entity_count": 1, "mention_count": 0,
-         "relation_count": 2},
-        {"_type": "memory", "agent_id": "g", "content": "fact",
-         "created_at": "2025-05-06 07:08:09", "locked": 1, "recall_count": 4},
+        {
+            "_type": "header",
+            "version": "cpersona-export/1.1",
+            "memory_count": 1,
+            "episode_count": 0,
+            "profile_count": 0,
+            "entity_count": 1,
+            "mention_count": 0,
+            "relation_count": 2,
+        },
+        {
+            "_type": "memory",
+            "agent_id": "g",
+            "content": "fact",
+            "created_at": "2025-05-06 07:08:09",
+            "locked": 1,
+            "recall_count": 4,
+        },
         {"_type": "entity", "name": "e"},
-        {"_type": "relation"}, {"_type": "relation"},
-    ]  # fmt: skip
+        {"_type": "relation"},
+        {"_type": "relation"},
+    ]
     await upload(served, client.key, "graph.jsonl", jsonl(*records))
     result = await client.call("import_memories", input_path="graph.jsonl")
     assert result == {
-        "ok": True, "dry_run": False, "imported_memories": 1, "skipped_memories": 0,
-        "imported_episodes": 0, "skipped_episodes": 0, "profile_updated": False,
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 1,
+        "skipped_memories": 0,
+        "imported_episodes": 0,
+        "skipped_episodes": 0,
+        "profile_updated": False,
         "skipped_graph_records": {"entity": 1, "mention": 0, "relation": 2},
-    }  # fmt: skip
+    }
     row = (await client.call("list_memories", agent_id="g"))["memories"][0]
     assert (row["created_at"], row["locked"]) == ("2025-05-06T07:08:09+00:00", True)
     records[0]["relation_count"] = 3
@@ -278,8 +367,14 @@ async def test_profiles_are_upserted_keeping_the_files_updated_at(
     client: Agent, served: Served, lib: Library
 ) -> None:
     await client.call("update_profile", agent_id="p", profile="old")
-    profile = {"_type": "profile", "agent_id": "p", "user_id": "", "content": "new",
-               "updated_at": "2024-02-03 04:05:06", "project_id": ""}  # fmt: skip
+    profile = {
+        "_type": "profile",
+        "agent_id": "p",
+        "user_id": "",
+        "content": "new",
+        "updated_at": "2024-02-03 04:05:06",
+        "project_id": "",
+    }
     await upload(served, client.key, "profile.jsonl", jsonl(profile))
     for _ in range(2):
         result = await client.call("import_memories", input_path="profile.jsonl")
@@ -306,8 +401,9 @@ async def test_import_refuses_missing_irregular_and_oversized_files(
         (area / "big.jsonl").write_bytes(b"\n" * 2000)
         big = await agent.call("import_memories", input_path="big.jsonl")
         assert big == {
-            "ok": False, "error": "input file exceeds MAX_IMPORT_BYTES (1024): big.jsonl",
-        }  # fmt: skip
+            "ok": False,
+            "error": "input file exceeds MAX_IMPORT_BYTES (1024): big.jsonl",
+        }
 
 
 async def test_one_tenant_never_reaches_another_tenants_files(
@@ -334,8 +430,12 @@ async def test_one_tenant_never_reaches_another_tenants_files(
 async def test_under_a_pause_real_imports_and_merges_are_skipped_but_dry_runs_report(
     client: Agent, served: Served
 ) -> None:
-    await upload(served, client.key, "p.jsonl", jsonl({"_type": "memory", "agent_id": "q",
-                                                        "content": "paused fact"}))  # fmt: skip
+    await upload(
+        served,
+        client.key,
+        "p.jsonl",
+        jsonl({"_type": "memory", "agent_id": "q", "content": "paused fact"}),
+    )
     await client.call("store", agent_id="src", message={"content": "to merge"})
     await client.call("pause_persistence", ttl_seconds=60)
     dry = await client.call("import_memories", input_path="p.jsonl", dry_run=True)

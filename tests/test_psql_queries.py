@@ -39,19 +39,20 @@ async def seed_deployment(lib: Library) -> None:
         await conn.execute(
             "INSERT INTO embedding_jobs (tenant_id, item_kind, item_id, attempts, last_error) "
             "VALUES ($1, 'mem', $2, 3, 'provider answered 500')",
-            acme.tenant_id, first,
-        )  # fmt: skip
+            acme.tenant_id,
+            first,
+        )
         await conn.execute(
             "INSERT INTO persistence_pauses (tenant_id, session_key, expires_at, created_by) "
             "VALUES ($1, '', now() + interval '10 minutes', 'cpk_000000000000')",
             acme.tenant_id,
-        )  # fmt: skip
+        )
         await conn.execute(
             "INSERT INTO usage_daily (tenant_id, day, tool, calls, failures, bytes_out, "
             "chars_returned, chars_saved) VALUES ($1, current_date, 'recall', 12, 1, 40960, "
             "9000, 30000)",
             acme.tenant_id,
-        )  # fmt: skip
+        )
     other = await new_seed(lib, "globex")
     await other.memory("another tenant's memory", agent="bot")
 

@@ -11,8 +11,9 @@ from tests.support import Agent, Served, new_tenant, serve
 
 
 async def _store(client: Agent, content: str, agent: str = "a", **extra: Any) -> int:
-    body = await client.call("store", agent_id=agent, message={"content": content, **extra.pop(
-        "message", {})}, **extra)  # fmt: skip
+    body = await client.call(
+        "store", agent_id=agent, message={"content": content, **extra.pop("message", {})}, **extra
+    )
     assert body["result"] == "stored", body
     return int(body["id"])
 
@@ -182,8 +183,9 @@ async def test_full_content_budget(client: Agent) -> None:
     assert all("content_truncated" not in row for row in rows[-12:])
     assert all(len(row["content"]) == 16_000 for row in rows[-12:])
     assert all(row["content_truncated"] and len(row["content"]) == 500 for row in rows[:8])
-    small = await client.call("recall", agent_id="a", query="papaya", limit=3, deep=True,
-                              full_content=True)  # fmt: skip
+    small = await client.call(
+        "recall", agent_id="a", query="papaya", limit=3, deep=True, full_content=True
+    )
     assert "full_content_budget_chars" not in small
     assert all(len(row["content"]) == 16_000 for row in small["messages"])
 
@@ -192,8 +194,7 @@ async def test_preview_zero_disables_trimming(lib: Library, database_url: str) -
     async with serve(Settings(recall_preview_chars=0), database_url) as served:
         client = Agent(served, await new_tenant(lib, "full"))
         await _store(client, "plum " + "p" * 3000)
-        body = await client.call("recall", agent_id="a", query="plum", deep=True,
-                                 full_content=True)  # fmt: skip
+        body = await client.call("recall", agent_id="a", query="plum", deep=True, full_content=True)
     (row,) = body["messages"]
     assert len(row["content"]) == 3005
     assert "content_truncated" not in row
@@ -204,15 +205,21 @@ async def test_recall_with_context_merges_echoes(client: Agent) -> None:
     await _store(client, "lime pie recipe", message={"timestamp": "2026-01-01T00:00:00+00:00"})
     await _store(client, "lime grove trip", message={"timestamp": "2026-02-01T00:00:00+00:00"})
     external = [
-        {"role": "user", "content": "what about lime?", "name": "bob", "user_id": "42",
-         "timestamp": "2026-01-15T00:00:00+00:00"},
+        {
+            "role": "user",
+            "content": "what about lime?",
+            "name": "bob",
+            "user_id": "42",
+            "timestamp": "2026-01-15T00:00:00+00:00",
+        },
         {"role": "assistant", "content": "  " + "x" * 700 + "  ", "timestamp": "2027-01-01"},
         {"role": "system", "content": "lime grove trip"},
         {"role": "user", "content": "anonymous"},
         "not a dict",
-    ]  # fmt: skip
-    body = await client.call("recall_with_context", agent_id="a", query="lime", deep=True,
-                             external_context=external)  # fmt: skip
+    ]
+    body = await client.call(
+        "recall_with_context", agent_id="a", query="lime", deep=True, external_context=external
+    )
     rows = body["messages"]
     stamps = [row.get("timestamp", "") for row in rows]
     assert stamps == sorted(stamps)

@@ -50,9 +50,12 @@ async def test_a_response_over_the_ceiling_becomes_a_tool_error(
         with capture_logs() as logs:
             result = await agent.raw("list_memories", {"agent_id": "a"})
             raw = await http.post(
-                served.mcp_url, headers=headers, json=_call("q-7", "tools/call", {
-                    "name": "list_memories", "arguments": {"agent_id": "a"}})
-            )  # fmt: skip
+                served.mcp_url,
+                headers=headers,
+                json=_call(
+                    "q-7", "tools/call", {"name": "list_memories", "arguments": {"agent_id": "a"}}
+                ),
+            )
     assert result.is_error
     refusal = json.loads(text(result))
     assert refusal["ok"] is False

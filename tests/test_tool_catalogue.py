@@ -5,23 +5,56 @@ from __future__ import annotations
 from tests.support import Agent, mcp_session
 
 SPEC_ORDER = [
-    "pause_persistence", "resume_persistence", "persistence_status", "get_operating_context",
-    "store", "recall", "recall_with_context", "get_contents", "get_profile", "update_profile",
-    "archive_episode", "list_memories", "list_episodes", "delete_agent_data",
-    "calibrate_threshold", "set_recall_precision", "get_recall_precision", "delete_memory",
-    "delete_episode", "update_memory", "lock_memory", "unlock_memory", "get_queue_status",
-    "export_memories", "import_memories", "merge_memories", "check_health", "deep_check",
-    "migrate_channel_axis",
-]  # fmt: skip
-READ_ONLY = {
-    "persistence_status", "get_operating_context", "recall", "recall_with_context",
-    "get_contents", "get_profile", "list_memories", "list_episodes", "get_recall_precision",
+    "pause_persistence",
+    "resume_persistence",
+    "persistence_status",
+    "get_operating_context",
+    "store",
+    "recall",
+    "recall_with_context",
+    "get_contents",
+    "get_profile",
+    "update_profile",
+    "archive_episode",
+    "list_memories",
+    "list_episodes",
+    "delete_agent_data",
+    "calibrate_threshold",
+    "set_recall_precision",
+    "get_recall_precision",
+    "delete_memory",
+    "delete_episode",
+    "update_memory",
+    "lock_memory",
+    "unlock_memory",
     "get_queue_status",
-}  # fmt: skip
+    "export_memories",
+    "import_memories",
+    "merge_memories",
+    "check_health",
+    "deep_check",
+    "migrate_channel_axis",
+]
+READ_ONLY = {
+    "persistence_status",
+    "get_operating_context",
+    "recall",
+    "recall_with_context",
+    "get_contents",
+    "get_profile",
+    "list_memories",
+    "list_episodes",
+    "get_recall_precision",
+    "get_queue_status",
+}
 DESTRUCTIVE = {
-    "delete_agent_data", "delete_memory", "delete_episode", "export_memories",
-    "import_memories", "merge_memories",
-}  # fmt: skip
+    "delete_agent_data",
+    "delete_memory",
+    "delete_episode",
+    "export_memories",
+    "import_memories",
+    "merge_memories",
+}
 
 
 async def test_tools_list_is_the_spec_catalogue(client: Agent) -> None:

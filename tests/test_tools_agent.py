@@ -8,8 +8,9 @@ from tests.support import Agent
 async def test_profile_round_trip_blank_and_cap(client: Agent) -> None:
     assert await client.call("get_profile", agent_id="a") == {"profile": ""}
     assert await client.call("update_profile", agent_id="a", profile="likes tea") == {
-        "ok": True, "profiles_updated": 1,
-    }  # fmt: skip
+        "ok": True,
+        "profiles_updated": 1,
+    }
     blank = await client.call("update_profile", agent_id="a", profile="   ")
     empty = await client.call("update_profile", agent_id="a", profile="")
     assert blank == {"ok": True, "profiles_updated": 0, "reason": "empty after sanitization"}
@@ -28,8 +29,10 @@ async def test_archive_episode_refusals(client: Agent) -> None:
     assert empty["episode_id"] is None
     assert empty["error"].startswith("summary is required: server-side")
     assert blank == {
-        "ok": False, "episode_id": None, "error": "summary is required to archive an episode",
-    }  # fmt: skip
+        "ok": False,
+        "episode_id": None,
+        "error": "summary is required to archive an episode",
+    }
     assert (await client.call("list_episodes"))["count"] == 0
 
 
@@ -50,9 +53,15 @@ async def test_archive_is_not_idempotent_and_records_the_history_span(client: Ag
     assert listed["count"] == 2
     row = listed["episodes"][0]
     assert set(row) == {
-        "id", "agent_id", "project_id", "summary", "keywords", "start_time", "end_time",
+        "id",
+        "agent_id",
+        "project_id",
+        "summary",
+        "keywords",
+        "start_time",
+        "end_time",
         "created_at",
-    }  # fmt: skip
+    }
     assert (row["start_time"], row["end_time"]) == ("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
 
 
@@ -66,9 +75,16 @@ async def test_list_memories_spans_agents_clamps_limit_and_hides_msg_id(client: 
     assert [row["content"] for row in everyone["memories"]] == ["c2", "c1", "c0"]
     assert all("msg_id" not in row for row in everyone["memories"])
     assert set(everyone["memories"][0]) == {
-        "id", "agent_id", "project_id", "content", "source", "timestamp", "created_at",
-        "locked", "channel",
-    }  # fmt: skip
+        "id",
+        "agent_id",
+        "project_id",
+        "content",
+        "source",
+        "timestamp",
+        "created_at",
+        "locked",
+        "channel",
+    }
     assert (await client.call("list_memories", limit=0)) == {"memories": [], "count": 0}
 
 

@@ -31,8 +31,9 @@ async def test_lock_blocks_update_and_delete_until_unlocked(client: Agent) -> No
         "unlocked_id": memory,
     }
     assert await client.call("update_memory", memory_id=memory, content="changed") == {
-        "ok": True, "updated_id": memory,
-    }  # fmt: skip
+        "ok": True,
+        "updated_id": memory,
+    }
     assert await client.call("delete_memory", memory_id=memory) == {
         "ok": True,
         "deleted_id": memory,
@@ -106,9 +107,13 @@ async def test_delete_agent_data_requires_an_agent_and_reports_counts(client: Ag
     await _store(client, "survivor", agent="b")
     body = await client.call("delete_agent_data", agent_id="a")
     assert body == {
-        "ok": True, "agent_id": "a", "deleted_memories": 2, "deleted_profiles": 1,
-        "deleted_episodes": 1, "deleted_pending_tasks": 0,
-    }  # fmt: skip
+        "ok": True,
+        "agent_id": "a",
+        "deleted_memories": 2,
+        "deleted_profiles": 1,
+        "deleted_episodes": 1,
+        "deleted_pending_tasks": 0,
+    }
     assert await _contents(client) == []
     assert await _contents(client, "b") == ["survivor"]
     assert await client.call("get_profile", agent_id="a") == {"profile": ""}

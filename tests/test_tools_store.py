@@ -38,8 +38,11 @@ async def test_identical_content_is_skipped_with_the_first_id(client: Agent) -> 
     first = await client.call("store", agent_id="a", message={"content": "same"})
     again = await client.call("store", agent_id="a", message={"content": "same"})
     assert again == {
-        "ok": True, "result": "skipped", "reason": "duplicate content", "id": first["id"],
-    }  # fmt: skip
+        "ok": True,
+        "result": "skipped",
+        "reason": "duplicate content",
+        "id": first["id"],
+    }
 
 
 async def test_empty_and_annotation_only_content_is_rejected(client: Agent) -> None:

@@ -114,9 +114,13 @@ async def test_store_embeds_inline_and_reports_it(local_lib: Library) -> None:
     assert await _jobs(local_lib.db) == []
     status = await backlog.queue_status(local_lib, tenant)
     assert status == {
-        "enabled": True, "pending": 0, "max_retries": 3, "retry_delay": 30,
-        "failed": 0, "oldest_pending_seconds": None,
-    }  # fmt: skip
+        "enabled": True,
+        "pending": 0,
+        "max_retries": 3,
+        "retry_delay": 30,
+        "failed": 0,
+        "oldest_pending_seconds": None,
+    }
 
 
 async def test_archive_embeds_summary_and_keywords(
@@ -175,8 +179,12 @@ async def test_duplicates_and_refused_edits_cost_no_embedding(
     assert counting.texts == ["once"]
     again = await _store(lib, tenant, "once")
     same_id = await _store(lib, tenant, "different text", id="m-1")
-    assert again == {"ok": True, "result": "skipped", "reason": "duplicate content",
-                     "id": first["id"]}  # fmt: skip
+    assert again == {
+        "ok": True,
+        "result": "skipped",
+        "reason": "duplicate content",
+        "id": first["id"],
+    }
     assert same_id["reason"] == "duplicate msg_id"
     await edits.set_lock(lib, tenant, first["id"], True)
     with pytest.raises(Refused, match="is locked"):
@@ -218,8 +226,9 @@ async def test_update_without_a_vector_drops_the_stale_one_and_queues(
     memory = (await _store(local_lib, tenant, "embedded now"))["id"]
     broken = dataclasses.replace(local_lib, embedder=Garbage([math.nan] * 384, 384))
     assert await edits.update_memory(broken, tenant, memory, "edited while down") == {
-        "ok": True, "updated_id": memory,
-    }  # fmt: skip
+        "ok": True,
+        "updated_id": memory,
+    }
     record = await _embedding(local_lib.db, "memories", memory)
     assert record["embedding"] is None
     assert record["embedding_model"] is None

@@ -19,7 +19,7 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
@@ -34,14 +34,13 @@ from service.mcp import request as mcp_request
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.usage import UsageCounter
-from service.models import Caller
+from service.models import Caller, JsonObject
 
 log = get_logger("service.request")
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 FAILED_OUTCOMES: Final = frozenset(
     {"failed", "invalid_input", "unknown_tool", "response_too_large", "server_error"}
 )
-JsonObject = dict[str, Any]
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
-from typing import Any
 
 from starlette.routing import Route
 
@@ -37,7 +36,6 @@ from service.memory.portability import export, files, import_, signing
 from service.models import Permission
 
 log = get_logger("service.request")
-JsonObject = dict[str, Any]
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
 JSONL = b"application/x-ndjson"
 
@@ -205,8 +203,13 @@ async def download_endpoint(call: Exchange) -> None:
         return
     filename = grant.name.rsplit("/", 1)[-1].replace('"', "")
     disposition = f'attachment; filename="{filename}"'.encode("latin-1", "replace")
-    await call.start_stream([(b"content-type", JSONL), (b"content-length", str(size).encode()),
-                             (b"content-disposition", disposition)])  # fmt: skip
+    await call.start_stream(
+        [
+            (b"content-type", JSONL),
+            (b"content-length", str(size).encode()),
+            (b"content-disposition", disposition),
+        ]
+    )
     async for data in files.read_chunks(handle, None):
         await call.chunk(data)
     await call.chunk(b"", more=False)
@@ -224,8 +227,14 @@ def routes(deps: EdgeDeps) -> list[Route]:
     return [
         Route("/v1/export", edge(export_endpoint, "/v1/export", small), methods=["GET"]),
         Route("/v1/import", edge(import_endpoint, "/v1/import", upload), methods=["POST"]),
-        Route("/v1/files/{token}", edge(download_endpoint, "/v1/files/{token}", small),
-              methods=["GET"]),
-        Route("/v1/files/{name:path}", edge(upload_endpoint, "/v1/files/{name}", upload),
-              methods=["POST"]),
-    ]  # fmt: skip
+        Route(
+            "/v1/files/{token}",
+            edge(download_endpoint, "/v1/files/{token}", small),
+            methods=["GET"],
+        ),
+        Route(
+            "/v1/files/{name:path}",
+            edge(upload_endpoint, "/v1/files/{name}", upload),
+            methods=["POST"],
+        ),
+    ]

@@ -83,13 +83,23 @@ async def export_memories(
     while records := await cursor.fetch(batch):
         yield [
             ExportMemory(
-                r["id"], r["agent_name"], r["msg_id"], r["content"], r["source"],
-                r["timestamp_text"], r["metadata"], r["created_at"], r["project_id"],
-                r["channel"], r["locked"], r["recall_count"], r["last_recalled_at"],
+                r["id"],
+                r["agent_name"],
+                r["msg_id"],
+                r["content"],
+                r["source"],
+                r["timestamp_text"],
+                r["metadata"],
+                r["created_at"],
+                r["project_id"],
+                r["channel"],
+                r["locked"],
+                r["recall_count"],
+                r["last_recalled_at"],
                 _floats(r["embedding"]),
             )
             for r in records
-        ]  # fmt: skip
+        ]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,12 +125,20 @@ async def export_episodes(
     while records := await cursor.fetch(batch):
         yield [
             ExportEpisode(
-                r["id"], r["agent_name"], r["summary"], r["keywords"], r["start_time"],
-                r["end_time"], r["created_at"], r["resolved"], r["project_id"], r["channel"],
+                r["id"],
+                r["agent_name"],
+                r["summary"],
+                r["keywords"],
+                r["start_time"],
+                r["end_time"],
+                r["created_at"],
+                r["resolved"],
+                r["project_id"],
+                r["channel"],
                 _floats(r["embedding"]),
             )
             for r in records
-        ]  # fmt: skip
+        ]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -243,8 +261,13 @@ async def import_profile(conn: Connection, tenant_id: TenantId, row: ImportProfi
     with _refusals():
         await conn.execute(
             QUERIES["import_profile"],
-            tenant_id, row.agent_id, row.user_id, row.project_id, row.content, row.updated_at,
-        )  # fmt: skip
+            tenant_id,
+            row.agent_id,
+            row.user_id,
+            row.project_id,
+            row.content,
+            row.updated_at,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -271,17 +294,26 @@ class MergeStep:
 def _chunk(record: asyncpg.Record | None) -> MergeChunk:
     assert record is not None
     return MergeChunk(
-        record["last_id"], record["considered"], record["copied"], record["deleted"],
+        record["last_id"],
+        record["considered"],
+        record["copied"],
+        record["deleted"],
         record["jobs_dropped"],
-    )  # fmt: skip
+    )
 
 
 async def merge_memories(conn: Connection, tenant_id: TenantId, step: MergeStep) -> MergeChunk:
     with _refusals():
         record = await conn.fetchrow(
             QUERIES["merge_memories"],
-            tenant_id, step.source, step.target, step.after_id, step.chunk, step.move, step.queue,
-        )  # fmt: skip
+            tenant_id,
+            step.source,
+            step.target,
+            step.after_id,
+            step.chunk,
+            step.move,
+            step.queue,
+        )
     return _chunk(record)
 
 
@@ -289,8 +321,14 @@ async def merge_episodes(conn: Connection, tenant_id: TenantId, step: MergeStep)
     with _refusals():
         record = await conn.fetchrow(
             QUERIES["merge_episodes"],
-            tenant_id, step.source, step.target, step.after_id, step.chunk, step.move, step.queue,
-        )  # fmt: skip
+            tenant_id,
+            step.source,
+            step.target,
+            step.after_id,
+            step.chunk,
+            step.move,
+            step.queue,
+        )
     return _chunk(record)
 
 

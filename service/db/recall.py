@@ -127,10 +127,21 @@ async def like_fallback(
         fetch,
     )
     return [
-        Hit("keyword", "mem", r["id"], None, n, r["content"], r["source"], r["timestamp_text"],
-            r["msg_id"], r["created_at"], None)
+        Hit(
+            "keyword",
+            "mem",
+            r["id"],
+            None,
+            n,
+            r["content"],
+            r["source"],
+            r["timestamp_text"],
+            r["msg_id"],
+            r["created_at"],
+            None,
+        )
         for n, r in enumerate(records, start=1)
-    ]  # fmt: skip
+    ]
 
 
 async def bump_recall_stats(conn: Connection, tenant_id: TenantId, ids: Sequence[int]) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
+from service.mcp.registry import ToolEnv, ToolSpec
 from service.memory import pauses
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
 
 async def is_paused(lib: Library, tenant_id: TenantId, session_key: str = "") -> bool:

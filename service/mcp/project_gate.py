@@ -9,15 +9,20 @@ answers with its own tool's refusal shape plus ``operating_context_revision``.
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
+from service.mcp.registry import ToolEnv, ToolSpec
 from service.memory.operating_context import gate, storage
+from service.models import JsonObject
 
 
 def refusal(spec: ToolSpec, message: str, revision: str | None) -> JsonObject:
     """A gated tool's refusal: its own failure shape with the ``error`` (store's shape has
     only ``reason`` otherwise) and the context's revision."""
-    return {"ok": False, "error": message, **spec.refusal(message),
-            "operating_context_revision": revision}  # fmt: skip
+    return {
+        "ok": False,
+        "error": message,
+        **spec.refusal(message),
+        "operating_context_revision": revision,
+    }
 
 
 def _notes(result: gate.GateResult) -> JsonObject:

@@ -12,9 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from service.memory.library import Library
-from service.models import Caller, Permission
+from service.models import Caller, JsonObject, Permission
 
-JsonObject = dict[str, Any]
 Demand = tuple[str, Permission]
 
 

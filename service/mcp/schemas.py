@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject
+from service.models import JsonObject
 
 AGENT_ID: JsonObject = {
     "type": "string",

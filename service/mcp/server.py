@@ -25,12 +25,12 @@ from service import __version__
 from service.errors import Refused, ServiceError
 from service.logs import get_logger
 from service.mcp import acl, pausing, project_gate, request, tools
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec
+from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting
 from service.memory import text
 from service.memory.library import Library
 from service.memory.operating_context import storage
-from service.models import Caller
+from service.models import Caller, JsonObject
 
 log = get_logger(__name__)
 
@@ -154,8 +154,13 @@ class Dispatcher:
 
 
 AXIS_ARGUMENTS = (
-    "agent_id", "project_id", "channel", "source_id", "source_agent_id", "target_agent_id",
-)  # fmt: skip
+    "agent_id",
+    "project_id",
+    "channel",
+    "source_id",
+    "source_agent_id",
+    "target_agent_id",
+)
 
 
 def _axis_problem(args: JsonObject, limit: int) -> str | None:

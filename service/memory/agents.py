@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from service.db import agents, episodes, memories, profiles, queue
 from service.errors import Refused
 from service.memory.library import Library
-from service.models import TenantId
-
-JsonObject = dict[str, Any]
+from service.models import JsonObject, TenantId
 
 
 async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:

@@ -14,14 +14,13 @@ episodes are fetched in one statement, each table with its own id list.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from service.db import contents
 from service.errors import InvalidInput
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 Kind: TypeAlias = Literal["mem", "ep"]
 Resolved: TypeAlias = list[tuple[str, JsonObject | None]]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
@@ -12,9 +11,8 @@ from service.memory import text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
 from service.memory.queue.inline import embed_inline, episode_text
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 LIST_EPISODES_MAX = 200
 MAX_EPISODE_ID = 2**63 - 1
 EMPTY_SUMMARY = (
@@ -40,9 +38,10 @@ def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
     stamps = [
         entry["timestamp"]
         for entry in history
-        if isinstance(entry, dict) and isinstance(entry.get("timestamp"), str)
+        if isinstance(entry, dict)
+        and isinstance(entry.get("timestamp"), str)
         and entry["timestamp"]
-    ]  # fmt: skip
+    ]
     return (min(stamps), max(stamps)) if stamps else (None, None)
 
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from service.db import pauses as store
 from service.errors import InvalidInput
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 Scope = Literal["tenant", "session"]
 
 DEFAULT_TTL_SECONDS = 1800

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from service.db import agents, profiles
 from service.memory import text
 from service.memory.library import Library
-from service.models import TenantId
-
-JsonObject = dict[str, Any]
+from service.models import JsonObject, TenantId
 
 
 async def get_profile(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:

@@ -37,9 +37,15 @@ class UsageCounter:
         self._pending: defaultdict[Key, Counts] = defaultdict(Counts)
 
     def add(
-        self, tenant_id: TenantId, tool: str, *, failed: bool, bytes_out: int,
-        chars_returned: int, chars_saved: int,
-    ) -> None:  # fmt: skip
+        self,
+        tenant_id: TenantId,
+        tool: str,
+        *,
+        failed: bool,
+        bytes_out: int,
+        chars_returned: int,
+        chars_saved: int,
+    ) -> None:
         counts = self._pending[(tenant_id, datetime.now(UTC).date(), tool)]
         counts.calls += 1
         counts.failures += int(failed)

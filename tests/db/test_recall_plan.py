@@ -35,8 +35,9 @@ async def _load(db: Database) -> str:
             "INSERT INTO agents (tenant_id, name) SELECT $1::uuid, 'target' UNION ALL "
             "SELECT CASE WHEN n % 2 = 0 THEN $1::uuid ELSE $2::uuid END, 'other' || n "
             "FROM generate_series(0, 18) n",
-            tenant, other,
-        )  # fmt: skip
+            tenant,
+            other,
+        )
         hnsw = await conn.fetch(
             "SELECT indexname, indexdef FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
         )
@@ -57,8 +58,20 @@ async def _plan(db: Database, tenant: str, tsquery: str, lexemes: list[str]) -> 
         await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant)
         rows = await conn.fetch(
             "EXPLAIN (COSTS OFF) " + statement,
-            tenant, "target", None, "", None, vector, tsquery, [], 10, True, False, lexemes, False,
-        )  # fmt: skip
+            tenant,
+            "target",
+            None,
+            "",
+            None,
+            vector,
+            tsquery,
+            [],
+            10,
+            True,
+            False,
+            lexemes,
+            False,
+        )
     return "\n".join(row[0] for row in rows)
 
 

@@ -44,8 +44,10 @@ async def test_rls_hides_other_tenants_rows_even_without_a_where_clause(db: Data
             agent = await _agent(conn, tenant, "same-name")
             await conn.execute(
                 "INSERT INTO memories (tenant_id, agent_id, content) VALUES ($1, $2, $3)",
-                tenant, agent, f"secret of {tenant}",
-            )  # fmt: skip
+                tenant,
+                agent,
+                f"secret of {tenant}",
+            )
     async with db.tenant_tx(tenants[0]) as conn:
         rows = await conn.fetch("SELECT tenant_id, content FROM memories")
         agents = await conn.fetch("SELECT tenant_id FROM agents")

@@ -113,9 +113,13 @@ def test_separation_report_carries_positive_statistics() -> None:
     null = sorted([0.1, 0.12, 0.15, 0.2, 0.22, 0.25, 0.3, 0.31, 0.33, 0.35])
     positives = sorted([0.6, 0.62, 0.7, 0.75, 0.8])
     report = stats.threshold_from_sims(
-        null, method="separation", z_factor=1.0, percentile=0.95, floor=0.05,
+        null,
+        method="separation",
+        z_factor=1.0,
+        percentile=0.95,
+        floor=0.05,
         positives=positives,
-    )  # fmt: skip
+    )
     assert 0.35 < report.threshold <= 0.6
     assert (report.null_admit_rate, report.pos_admit_rate, report.youden_j) == (0.0, 1.0, 1.0)
     assert report.pos_mean == round(sum(positives) / 5, 4)
@@ -141,16 +145,29 @@ def test_a_floor_lifts_a_low_threshold_and_rounding_is_four_places() -> None:
 
 def test_gate_draw_needs_ten_null_and_five_positive_scores() -> None:
     null, positives = [0.01 * i for i in range(10)], [0.5, 0.6, 0.7, 0.8, 0.9]
-    assert stats.gate_draw(null[:9], positives, signal="rsf", beta=1, floor=0.05,
-                           queries_run=3) is None  # fmt: skip
-    assert stats.gate_draw(null, positives[:4], signal="rsf", beta=1, floor=0.05,
-                           queries_run=3) is None  # fmt: skip
+    assert (
+        stats.gate_draw(null[:9], positives, signal="rsf", beta=1, floor=0.05, queries_run=3)
+        is None
+    )
+    assert (
+        stats.gate_draw(null, positives[:4], signal="rsf", beta=1, floor=0.05, queries_run=3)
+        is None
+    )
     draw = stats.gate_draw(null, positives, signal="rsf", beta=2.0, floor=0.05, queries_run=3)
     assert draw is not None
     assert set(draw) == {
-        "threshold", "signal", "beta", "youden_j", "queries_run", "n_null", "n_pos",
-        "null_admit_rate", "pos_admit_rate", "null_mean", "pos_mean",
-    }  # fmt: skip
+        "threshold",
+        "signal",
+        "beta",
+        "youden_j",
+        "queries_run",
+        "n_null",
+        "n_pos",
+        "null_admit_rate",
+        "pos_admit_rate",
+        "null_mean",
+        "pos_mean",
+    }
     assert (draw["signal"], draw["beta"], draw["n_null"], draw["n_pos"]) == ("rsf", 2.0, 10, 5)
     assert 0.09 < draw["threshold"] <= 0.5
     assert (draw["null_admit_rate"], draw["pos_admit_rate"]) == (0.0, 1.0)
@@ -166,10 +183,12 @@ def test_upper_median_keeps_one_coherent_draw() -> None:
 
 def test_calibrate_arguments_defaults_and_clamps() -> None:
     resolved = params.resolve(SETTINGS, params.CalibrationRequest(agent_id="a"))
-    assert resolved == params.Params(sample_n=200, z_factor=1.0, method="separation",
-                                     percentile=0.95)  # fmt: skip
-    wild = params.CalibrationRequest("a", sample_size=2**70, z_factor=-99.0, method="zscore",
-                                     percentile=95)  # fmt: skip
+    assert resolved == params.Params(
+        sample_n=200, z_factor=1.0, method="separation", percentile=0.95
+    )
+    wild = params.CalibrationRequest(
+        "a", sample_size=2**70, z_factor=-99.0, method="zscore", percentile=95
+    )
     assert params.resolve(SETTINGS, wild) == params.Params(2000, -10.0, "zscore", 0.95)
     negative = params.CalibrationRequest("a", sample_size=-5, z_factor=math.inf)
     assert params.resolve(SETTINGS, negative) == params.Params(1, 10.0, "separation", 0.95)
@@ -211,5 +230,8 @@ def test_global_beta_follows_the_settings() -> None:
     custom = Settings(embedding_mode="none", recall_precision="strict", fused_gate_beta=1.7)
     assert precision.global_beta(custom) == 1.7
     assert [precision.label(b) for b in (2.0, 1.0, 0.5, 1.7)] == [
-        "strict", "balanced", "lenient", "custom",
-    ]  # fmt: skip
+        "strict",
+        "balanced",
+        "lenient",
+        "custom",
+    ]

@@ -87,8 +87,13 @@ def test_the_stored_document_is_normalised_and_parses_back_to_the_same_context()
     ctx = parse.parse(EXAMPLE + '\n[extra]\nkey = "ignored"\n').context
     document = parse.to_document(ctx)
     assert set(document) == {
-        "version", "context_revision", "instructions", "registry", "defaults", "doctrine",
-    }  # fmt: skip
+        "version",
+        "context_revision",
+        "instructions",
+        "registry",
+        "defaults",
+        "doctrine",
+    }
     assert document["registry"] == {"project_ids": ["atlas", "borealis"], "enforce": "reject"}
     assert document["doctrine"][0] == {"name": "naming", "body": ctx.doctrine[0].body}
     assert parse.parse_document(document) == ctx
@@ -222,8 +227,11 @@ def test_preview_section_and_unknown_section_have_the_spec_shapes() -> None:
         "doctrine_sections": ["a-section", "b-section"],
     }
     assert describe.describe(ctx, "b-section") == {
-        "ok": True, "context_revision": "r7", "section": "b-section", "body": "B",
-    }  # fmt: skip
+        "ok": True,
+        "context_revision": "r7",
+        "section": "b-section",
+        "body": "B",
+    }
     with pytest.raises(Refused) as refused:
         describe.describe(ctx, "nope")
     assert refused.value.message == "unknown doctrine section 'nope'"

@@ -56,10 +56,12 @@ def model_store(rows: list[Op], op: Op) -> str:
     ):
         return "duplicate msg_id"
     if any(
-        r.agent == op.agent and r.project in projects and r.channel in channels
+        r.agent == op.agent
+        and r.project in projects
+        and r.channel in channels
         and r.content == op.content
         for r in rows
-    ):  # fmt: skip
+    ):
         return "duplicate content"
     rows.append(op)
     return "stored"

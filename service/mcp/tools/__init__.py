@@ -24,18 +24,50 @@ from service.mcp.tools import (
 )
 
 TOOL_ORDER = (
-    "pause_persistence", "resume_persistence", "persistence_status", "get_operating_context",
-    "store", "recall", "recall_with_context", "get_contents", "get_profile", "update_profile",
-    "archive_episode", "list_memories", "list_episodes", "delete_agent_data",
-    "calibrate_threshold", "set_recall_precision", "get_recall_precision", "delete_memory",
-    "delete_episode", "update_memory", "lock_memory", "unlock_memory", "get_queue_status",
-    "export_memories", "import_memories", "merge_memories", "check_health", "deep_check",
+    "pause_persistence",
+    "resume_persistence",
+    "persistence_status",
+    "get_operating_context",
+    "store",
+    "recall",
+    "recall_with_context",
+    "get_contents",
+    "get_profile",
+    "update_profile",
+    "archive_episode",
+    "list_memories",
+    "list_episodes",
+    "delete_agent_data",
+    "calibrate_threshold",
+    "set_recall_precision",
+    "get_recall_precision",
+    "delete_memory",
+    "delete_episode",
+    "update_memory",
+    "lock_memory",
+    "unlock_memory",
+    "get_queue_status",
+    "export_memories",
+    "import_memories",
+    "merge_memories",
+    "check_health",
+    "deep_check",
     "migrate_channel_axis",
-)  # fmt: skip
+)
 FEATURES = (
-    pauses, operating_context, memories, recall, contents, profiles, episodes, agents,
-    calibration, queue, portability, health,
-)  # fmt: skip
+    pauses,
+    operating_context,
+    memories,
+    recall,
+    contents,
+    profiles,
+    episodes,
+    agents,
+    calibration,
+    queue,
+    portability,
+    health,
+)
 
 
 def all_tools() -> list[ToolSpec]:

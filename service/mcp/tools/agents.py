@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID
 from service.memory import agents
+from service.models import JsonObject
 
 
 def _nothing_deleted(env: ToolEnv, args: JsonObject) -> JsonObject:
     """delete_agent_data's success shape with zero counts (its skipped body under a pause)."""
     return {
-        "ok": True, "agent_id": args["agent_id"], "deleted_memories": 0,
-        "deleted_profiles": 0, "deleted_episodes": 0, "deleted_pending_tasks": 0,
-    }  # fmt: skip
+        "ok": True,
+        "agent_id": args["agent_id"],
+        "deleted_memories": 0,
+        "deleted_profiles": 0,
+        "deleted_episodes": 0,
+        "deleted_pending_tasks": 0,
+    }
 
 
 async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:

@@ -7,9 +7,10 @@ calls under a pause get their success shape with nothing measured or applied.
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, PausePolicy, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID
 from service.memory import calibration
+from service.models import JsonObject
 
 METHODS = ["separation", "percentile", "zscore"]
 

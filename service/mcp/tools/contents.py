@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID
 from service.mcp.shaping import contents as shaping
 from service.memory import contents
+from service.models import JsonObject
 
 DESCRIPTION = """Fetch the full text of rows that recall (or a list tool) showed you trimmed.
 

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    obj,
-    on_agent,
-    refuse_with,
-    skip_with,
-)
+from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -22,6 +14,7 @@ from service.mcp.schemas import (
 )
 from service.mcp.shaping import listing as shaping
 from service.memory import episodes
+from service.models import JsonObject
 
 
 async def _delete_episode(env: ToolEnv, args: JsonObject) -> JsonObject:

@@ -13,18 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.mcp.registry import (
-    Demand,
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    agent_of,
-    informing,
-    obj,
-    on_agent,
-)
+from service.mcp.registry import Demand, ToolEnv, ToolSpec, agent_of, informing, obj, on_agent
 from service.memory import health
 from service.memory.health import channel_axis
+from service.models import JsonObject
 
 AGENT_SWEEP: JsonObject = {
     "type": "string",

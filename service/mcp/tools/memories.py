@@ -3,15 +3,7 @@ lock_memory, unlock_memory, delete_memory."""
 
 from __future__ import annotations
 
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    obj,
-    on_agent,
-    refuse_with,
-    skip_with,
-)
+from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -23,6 +15,7 @@ from service.mcp.schemas import (
 )
 from service.mcp.shaping import listing as shaping
 from service.memory.memories import edits, listing, store
+from service.models import JsonObject
 
 STORE_DESCRIPTION = """Store one fact in long-term memory.
 

@@ -5,8 +5,9 @@ The project gate it describes is applied by the dispatcher (``service.mcp.projec
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj
+from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
 from service.memory.operating_context import describe, storage
+from service.models import JsonObject
 
 DESCRIPTION = """Read the operating context your operator set for this tenant.
 

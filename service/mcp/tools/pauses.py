@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.mcp.registry import Demand, JsonObject, ToolEnv, ToolSpec, any_caller, obj
+from service.mcp.registry import Demand, ToolEnv, ToolSpec, any_caller, obj
 from service.memory import pauses
+from service.models import JsonObject
 
 SESSION_KEY: JsonObject = {
     "type": "string",

@@ -16,7 +16,6 @@ from typing import Any
 
 from service.mcp.registry import (
     Demand,
-    JsonObject,
     PausePolicy,
     ToolEnv,
     ToolSpec,
@@ -26,7 +25,7 @@ from service.mcp.registry import (
     unless_dry_run,
 )
 from service.memory.portability import export, hosted, import_, merge
-from service.models import Permission
+from service.models import JsonObject, Permission
 
 EXPORT_DESCRIPTION = """Back up memories, episodes and profiles as a JSONL file
 (CPersona's `cpersona-export/1.0` format) in your tenant's export area on the server.
@@ -103,9 +102,14 @@ async def _import(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 def _import_skipped(env: ToolEnv, args: JsonObject) -> JsonObject:
     return {
-        "ok": True, "dry_run": False, "imported_memories": 0, "skipped_memories": 0,
-        "imported_episodes": 0, "skipped_episodes": 0, "profile_updated": False,
-    }  # fmt: skip
+        "ok": True,
+        "dry_run": False,
+        "imported_memories": 0,
+        "skipped_memories": 0,
+        "imported_episodes": 0,
+        "skipped_episodes": 0,
+        "profile_updated": False,
+    }
 
 
 IMPORT_MEMORIES = ToolSpec(
@@ -163,11 +167,19 @@ def _merge_demands(args: Mapping[str, Any]) -> list[Demand]:
 def _merge_skipped(env: ToolEnv, args: JsonObject) -> JsonObject:
     req = _merge_request(args)
     return {
-        "ok": True, "dry_run": False, "source_agent_id": req.source_agent_id,
-        "target_agent_id": req.target_agent_id, "strategy": req.strategy, "mode": req.mode,
-        "merged_memories": 0, "skipped_memories": 0, "merged_episodes": 0,
-        "skipped_episodes": 0, "profile_copied": False, "skipped_profile": False,
-    }  # fmt: skip
+        "ok": True,
+        "dry_run": False,
+        "source_agent_id": req.source_agent_id,
+        "target_agent_id": req.target_agent_id,
+        "strategy": req.strategy,
+        "mode": req.mode,
+        "merged_memories": 0,
+        "skipped_memories": 0,
+        "merged_episodes": 0,
+        "skipped_episodes": 0,
+        "profile_copied": False,
+        "skipped_profile": False,
+    }
 
 
 MERGE_MEMORIES = ToolSpec(

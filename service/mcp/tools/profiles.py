@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, obj, on_agent, skip_with
+from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, skip_with
 from service.mcp.schemas import AGENT_ID
 from service.memory import profiles
+from service.models import JsonObject
 
 
 async def _get_profile(env: ToolEnv, args: JsonObject) -> JsonObject:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import JsonObject, ToolEnv, ToolSpec, any_caller, obj
+from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
 from service.memory.queue import backlog
+from service.models import JsonObject
 
 
 async def _queue_status(env: ToolEnv, args: JsonObject) -> JsonObject:

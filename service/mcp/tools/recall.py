@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from service.mcp.registry import (
-    JsonObject,
-    ToolEnv,
-    ToolSpec,
-    informing,
-    obj,
-    on_agent,
-    refuse_with,
-)
+from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
 from service.mcp.shaping import recall as shaping
 from service.memory.recall import pipeline, with_context
+from service.models import JsonObject
 
 _COMMON: JsonObject = {
     "agent_id": AGENT_ID,
@@ -23,25 +16,31 @@ _COMMON: JsonObject = {
         "the most recent memories.",
     },
     "limit": {
-        "type": "integer", "default": pipeline.DEFAULT_LIMIT, "minimum": 0, "maximum": 100,
+        "type": "integer",
+        "default": pipeline.DEFAULT_LIMIT,
+        "minimum": 0,
+        "maximum": 100,
         "description": "At most this many rows (0..100).",
     },
     "deep": {
-        "type": "boolean", "default": False,
+        "type": "boolean",
+        "default": False,
         "description": "Lower the quality gate and ignore age: wider, noisier results.",
     },
     "channel": CHANNEL,
     "project_id": PROJECT_ID,
     "source_id": {
-        "type": "string", "default": "",
+        "type": "string",
+        "default": "",
         "description": "Only memories whose source.id starts with this.",
     },
     "full_content": {
-        "type": "boolean", "default": False,
+        "type": "boolean",
+        "default": False,
         "description": "Return rows whole (within a 200,000-character budget) instead of "
         "500-character previews.",
     },
-}  # fmt: skip
+}
 
 RECALL_DESCRIPTION = """Search long-term memory (memories and archived episodes) by meaning and
 words.

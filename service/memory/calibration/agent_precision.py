@@ -8,17 +8,14 @@ successful calibration, so a failed one leaves the previous override in force.
 
 from __future__ import annotations
 
-from typing import Any
-
 from service.db import calibration as store
 from service.errors import Refused
 from service.memory.calibration import precision
 from service.memory.calibration.params import CalibrationRequest
 from service.memory.calibration.threshold import calibrate_threshold
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 CALIBRATE_KEYS = ("ok", "scope", "new_threshold")
 
 

@@ -169,9 +169,13 @@ async def calibrate_gate(
             null = [x for q in queries for x in memo[q.id].null]
             positives = [x for q in queries for x in memo[q.id].positives]
             draw = stats.gate_draw(
-                null, positives, signal=signal, beta=beta, floor=gate_floor(s, signal),
+                null,
+                positives,
+                signal=signal,
+                beta=beta,
+                floor=gate_floor(s, signal),
                 queries_run=len(queries),
-            )  # fmt: skip
+            )
             if draw is not None:
                 draws.append(draw)
     return stats.upper_median(draws)

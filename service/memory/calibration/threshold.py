@@ -16,7 +16,7 @@ a failure there only costs the fused gate), write.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from service.db import calibration as store
 from service.db.pool import Connection
@@ -26,9 +26,8 @@ from service.memory.calibration import precision, simulate
 from service.memory.calibration.params import CalibrationRequest, Params, resolve
 from service.memory.calibration.stats import ThresholdStats, threshold_from_sims
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 log = get_logger(__name__)
 
 SCORING_VERSION: Final = "255a3-episode-penalty-exempt"
@@ -105,9 +104,13 @@ async def _measure(
             lib, conn, tenant_id, agent, sample, sample.dim, p.sample_n
         )
     stats = threshold_from_sims(
-        null, method=p.method, z_factor=p.z_factor, percentile=p.percentile,
-        floor=lib.settings.calibrate_floor, positives=positives,
-    )  # fmt: skip
+        null,
+        method=p.method,
+        z_factor=p.z_factor,
+        percentile=p.percentile,
+        floor=lib.settings.calibrate_floor,
+        positives=positives,
+    )
     return _Measured(sample, sample.dim, len(null), stats, proxy)
 
 
@@ -193,10 +196,14 @@ async def calibrate_threshold(
     async with lib.db.tenant_tx(tenant_id) as conn:
         saved = await store.save_calibration(conn, tenant_id, agent, record)
     log.info(
-        "recall_calibrated", scope=report["scope"], sampled=report["sampled_embeddings"],
-        old_threshold=report["old_threshold"], new_threshold=report["new_threshold"],
-        fused_gate=None if gate is None else gate["threshold"], stored=saved,
-    )  # fmt: skip
+        "recall_calibrated",
+        scope=report["scope"],
+        sampled=report["sampled_embeddings"],
+        old_threshold=report["old_threshold"],
+        new_threshold=report["new_threshold"],
+        fused_gate=None if gate is None else gate["threshold"],
+        stored=saved,
+    )
     return {"ok": True, "sidecar_persisted": saved, **report}
 
 

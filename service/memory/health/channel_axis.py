@@ -15,13 +15,10 @@ where they are (``skipped_locked``). Idempotent: a moved row no longer matches.
 
 from __future__ import annotations
 
-from typing import Any
-
 from service.db.health import channel_axis as store
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 INVALID_ID_LIMIT = 10
 SAMPLE_LIMIT = 5
 PAUSE_REASON = "no-persist mode active — dry_run forced"

@@ -15,7 +15,6 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
 
 from service.config import Settings
 from service.db.health import deep as store
@@ -23,11 +22,10 @@ from service.db.pool import Connection
 from service.logs import get_logger
 from service.memory import text
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
 log = get_logger(__name__)
 
-JsonObject = dict[str, Any]
 SHORT_CONTENT_CHARS = 5
 STALE_PROFILE_DAYS = 30
 CALIBRATION_STALE_DAYS = 90

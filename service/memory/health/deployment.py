@@ -29,10 +29,15 @@ from service.db.pool import Connection
 from service.memory.health.base import Issue, Scope
 
 SEARCH_INDEXES = (
-    "memories_tsv", "memories_trgm", "episodes_tsv", "episodes_trgm",
-    "memories_embedding_384", "memories_embedding_1536",
-    "episodes_embedding_384", "episodes_embedding_1536",
-)  # fmt: skip
+    "memories_tsv",
+    "memories_trgm",
+    "episodes_tsv",
+    "episodes_trgm",
+    "memories_embedding_384",
+    "memories_embedding_1536",
+    "episodes_embedding_384",
+    "episodes_embedding_1536",
+)
 UNIQUE_INDEXES = {
     "memories_dedup_content": "memories",
     "memories_dedup_msg_id": "memories",

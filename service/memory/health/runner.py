@@ -12,7 +12,6 @@ repair wrote), so a repaired tenant is not reported unhealthy for what was fixed
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from service.db.health import content as stats_store, embeddings
 from service.db.pool import Connection
@@ -21,11 +20,10 @@ from service.logs import get_logger
 from service.memory.health import registry
 from service.memory.health.base import Check, Issue, Scope, finish, status, summary
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
 log = get_logger(__name__)
 
-JsonObject = dict[str, Any]
 AXIS_TOP = 20
 PAUSE_REASON = "no-persist mode active — fix downgraded to fix=False"
 

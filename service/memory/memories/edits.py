@@ -8,16 +8,13 @@ ownership check. The order of checks and the messages follow the spec.
 
 from __future__ import annotations
 
-from typing import Any
-
 from service.db import memories, queue
 from service.errors import Conflict, NotFound, Refused
 from service.memory import text
 from service.memory.library import Library
 from service.memory.queue.inline import InlineEmbedding, embed_inline
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 MAX_ID = 2**63 - 1
 UNIQUE_COLUMNS = {
     "memories_dedup_content": "memories.agent_id, memories.project_id, memories.channel, "
@@ -49,8 +46,12 @@ async def update_memory(
     inline = InlineEmbedding()
     if lib.embedder is not None and clean.text:
         async with lib.db.tenant_tx(tenant_id) as conn:
-            _check_edit(memory_id, await memories.memory_for_edit(conn, tenant_id, memory_id),
-                        agent_id, "edited")  # fmt: skip
+            _check_edit(
+                memory_id,
+                await memories.memory_for_edit(conn, tenant_id, memory_id),
+                agent_id,
+                "edited",
+            )
         inline = await embed_inline(lib, clean.text)
     try:
         await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline)

@@ -16,9 +16,7 @@ from service.errors import Refused
 from service.memory import text
 from service.memory.library import Library
 from service.memory.queue.inline import InlineEmbedding, embed_inline
-from service.models import TenantId
-
-JsonObject = dict[str, Any]
+from service.models import JsonObject, TenantId
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

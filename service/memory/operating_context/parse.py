@@ -36,9 +36,14 @@ class Parsed(NamedTuple):
 
 
 _KINDS: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"), (str, "string"), (int, "integer"), (float, "float"),
-    (list, "array"), (dict, "table"), (datetime, "datetime"),
-)  # fmt: skip
+    (bool, "boolean"),
+    (str, "string"),
+    (int, "integer"),
+    (float, "float"),
+    (list, "array"),
+    (dict, "table"),
+    (datetime, "datetime"),
+)
 
 
 def _kind(value: object) -> str:

@@ -6,8 +6,14 @@ from __future__ import annotations
 from service.memory.operating_context.model import FORMAT_VERSION, OperatingContext
 
 _ESCAPES = {
-    '"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
-}  # fmt: skip
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
 
 
 def _is_control(char: str) -> bool:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from service.db import agents, portability as store
 from service.memory.library import Library
 from service.memory.portability import jsonl
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
 BATCH_ROWS = 500
 Sink = Callable[[bytes], Awaitable[None]]
@@ -39,7 +39,7 @@ class _Writer:
     progress: Progress | None
     written: int = 0
 
-    async def lines(self, records: list[jsonl.JsonObject]) -> None:
+    async def lines(self, records: list[JsonObject]) -> None:
         await self.sink(b"".join(jsonl.dump_line(record) for record in records))
         self.written += len(records)
         if self.progress is not None:

@@ -11,14 +11,12 @@ or that was uploaded with ``POST /v1/files/<name>``.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from service.errors import InvalidInput, Refused
 from service.memory.library import Library
 from service.memory.portability import export, files, import_, signing
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 DOWNLOAD_PATH = "/v1/files/"
 
 

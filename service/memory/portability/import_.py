@@ -20,16 +20,14 @@ import collections
 import dataclasses
 import json
 from collections.abc import AsyncIterable
-from typing import Any
 
 from service.db import agents, portability as store
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability import batches, jsonl, records
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 MAX_LINE_BYTES = 4 << 20
 """No valid record comes near this (content is capped at 16,000 characters)."""
 MAX_ERRORS = 1000

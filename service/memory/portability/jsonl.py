@@ -17,12 +17,11 @@ import math
 import struct
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from service.db import portability as store
 from service.memory import text
+from service.models import JsonObject
 
-JsonObject = dict[str, Any]
 FORMAT_VERSION = "cpersona-export/1.0"
 READABLE_VERSIONS = ("cpersona-export/1.0", "cpersona-export/1.1")
 GRAPH_TYPES = ("entity", "mention", "relation")

@@ -18,16 +18,14 @@ counts the real run then produces and writes nothing.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from service.db import agents, portability as store
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability.import_ import queue_embeddings
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 CHUNK_ROWS = 1000
 MODES = ("copy", "move")
 
@@ -148,8 +146,10 @@ def _body(req: MergeRequest, outcome: _Outcome) -> JsonObject:
         }
         left = outcome.left
         body["left_at_source"] = {
-            "memories": left.memories, "episodes": left.episodes, "profiles": left.profiles,
-        }  # fmt: skip
+            "memories": left.memories,
+            "episodes": left.episodes,
+            "profiles": left.profiles,
+        }
     return body
 
 

@@ -17,14 +17,14 @@ import json
 import math
 import re
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from service.config import Settings
 from service.db import portability as store
 from service.memory import text
 from service.memory.portability import jsonl
+from service.models import JsonObject
 
-JsonObject = dict[str, Any]
 T = TypeVar("T")
 INT32_MAX = 2**31 - 1
 

@@ -86,9 +86,14 @@ async def enqueue_reembed(
         while cursor is not None:
             async with lib.db.tenant_tx(tenant) as conn:
                 batch = await store.enqueue_reembed(
-                    conn, tenant, cursor, ENQUEUE_BATCH,
-                    model=provider.name, every_row=every_row, reset=reset,
-                )  # fmt: skip
+                    conn,
+                    tenant,
+                    cursor,
+                    ENQUEUE_BATCH,
+                    model=provider.name,
+                    every_row=every_row,
+                    reset=reset,
+                )
             cursor, added = batch.cursor, added + batch.added
     return added
 

@@ -37,9 +37,8 @@ from service.memory.recall.hits import (
     profile_candidate,
     stored_cosines,
 )
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 DEFAULT_LIMIT = 10
 """Rows a recall returns when the caller names no ``limit`` (spec §2.1)."""
 
@@ -92,8 +91,14 @@ def _scope(req: RecallRequest) -> store.Scope:
     return store.Scope(req.agent_id, req.project_id, req.channel, pattern)
 
 
-def _retrieval(lib: Library, req: RecallRequest, limit: int, vector: list[float] | None,
-               terms: query_terms.Terms, mode: candidate.Mode) -> store.Retrieval:  # fmt: skip
+def _retrieval(
+    lib: Library,
+    req: RecallRequest,
+    limit: int,
+    vector: list[float] | None,
+    terms: query_terms.Terms,
+    mode: candidate.Mode,
+) -> store.Retrieval:
     fts = lib.settings.fts_enabled or mode == "cascade"
     return store.Retrieval(
         vector=vector,
@@ -155,17 +160,23 @@ def _min_similarity(lib: Library, meta: JsonObject, mode: candidate.Mode) -> flo
 
 
 def fuse(
-    mode: candidate.Mode, pool: Pool, profiles: list[candidate.Candidate], k: int, limit: int,
+    mode: candidate.Mode,
+    pool: Pool,
+    profiles: list[candidate.Candidate],
+    k: int,
+    limit: int,
     lexical_weight: float = 0.5,
-) -> list[candidate.Candidate]:  # fmt: skip
+) -> list[candidate.Candidate]:
     """Fuse the channels the configured way (spec §3.3); profiles are appended."""
     if mode == "rrf":
         return fusion.fuse_rrf([pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles)
     if mode == "rsf":
         return fusion.fuse_rsf(
-            pool.vector, [pool.episode_text, pool.keyword], profiles=profiles,
+            pool.vector,
+            [pool.episode_text, pool.keyword],
+            profiles=profiles,
             lexical_weight=lexical_weight,
-        )  # fmt: skip
+        )
     return fusion.cascade(pool.vector, pool.episode_text, profiles, pool.keyword, limit)
 
 
@@ -211,9 +222,14 @@ def _span(meta: JsonObject, now: datetime) -> time.TimeSpan:
 
 
 def scoring_context(
-    lib: Library, meta: JsonObject, mode: candidate.Mode, *, limit: int, deep: bool,
+    lib: Library,
+    meta: JsonObject,
+    mode: candidate.Mode,
+    *,
+    limit: int,
+    deep: bool,
     query_empty: bool,
-) -> rank.RecallContext:  # fmt: skip
+) -> rank.RecallContext:
     """What ranking needs from the retrieval's meta row: pool, boundary, gate, span."""
     now = datetime.now(UTC)
     return rank.RecallContext(
@@ -247,9 +263,13 @@ def _credited(lib: Library, req: RecallRequest, ranked: rank.Ranked) -> list[int
 
 
 def _ranked_body(
-    lib: Library, req: RecallRequest, meta: JsonObject, hits: list[store.Hit],
-    mode: candidate.Mode, limit: int,
-) -> tuple[JsonObject, list[int]]:  # fmt: skip
+    lib: Library,
+    req: RecallRequest,
+    meta: JsonObject,
+    hits: list[store.Hit],
+    mode: candidate.Mode,
+    limit: int,
+) -> tuple[JsonObject, list[int]]:
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
     depth = max(limit, lib.settings.recall_depth)
     pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), depth)

@@ -8,9 +8,8 @@ from typing import Any
 
 from service.memory.library import Library
 from service.memory.recall.pipeline import RecallRequest, recall
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
-JsonObject = dict[str, Any]
 FILTER_NOTE = (
     "entries with these roles were used only to filter recalled memories; they are not "
     "echoed back (only user and assistant turns are)"
@@ -50,12 +49,14 @@ def echoes(external: Sequence[object]) -> list[JsonObject]:
         if source is None or not isinstance(content, str) or not content.strip():
             continue
         stamp = entry.get("timestamp")
-        rows.append({
-            "content": content.strip(),
-            "source": source,
-            "timestamp": stamp if isinstance(stamp, str) else "",
-            "context_type": "conversation",
-        })  # fmt: skip
+        rows.append(
+            {
+                "content": content.strip(),
+                "source": source,
+                "timestamp": stamp if isinstance(stamp, str) else "",
+                "context_type": "conversation",
+            }
+        )
     return rows
 
 
@@ -65,8 +66,9 @@ def filter_only_roles(external: Sequence[object]) -> list[str]:
         entry["role"] if isinstance(entry.get("role"), str) else "(unset)"
         for entry in _entries(external)
         if entry.get("role") not in ("user", "assistant")
-        and isinstance(entry.get("content"), str) and entry["content"].strip()
-    }  # fmt: skip
+        and isinstance(entry.get("content"), str)
+        and entry["content"].strip()
+    }
     return sorted(roles)
 
 
