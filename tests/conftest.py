@@ -20,12 +20,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from service.config import Settings
+from service.config import Settings, local_embeddings_installed
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
 from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.factory import local_available
 from service.memory.library import Library
 from tests.support import Agent, Served, new_tenant, serve
 
@@ -113,7 +112,7 @@ def settings(tmp_path: Path) -> Settings:
 @pytest.fixture(scope="session")
 def local_embedder() -> Iterator[EmbeddingProvider]:
     """The real local ONNX model, loaded once per session (skips without the extra)."""
-    if not local_available():
+    if not local_embeddings_installed():
         pytest.skip("the optional 'local' embedding extra is not installed")
     from service.memory.embeddings.local import LocalEmbeddingProvider
 

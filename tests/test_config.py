@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
-from service.config import Settings, load_settings
+from service.config import (
+    Settings,
+    environment_variables,
+    load_settings,
+    local_embeddings_installed,
+)
 from service.errors import ConfigError
-from service.memory.embeddings.factory import local_available
 
 
 def test_defaults_match_the_interface() -> None:
@@ -88,7 +94,7 @@ def test_response_ceiling_and_metrics_switch() -> None:
 
 def test_embedding_and_queue_defaults() -> None:
     settings = load_settings({})
-    assert settings.embedding_mode == ("local" if local_available() else "none")
+    assert settings.embedding_mode == ("local" if local_embeddings_installed() else "none")
     assert Settings().embedding_mode == settings.embedding_mode
     assert settings.embedding_inline_timeout_secs == 2.0
     assert settings.embedding_cache_size == 256
@@ -148,3 +154,31 @@ def test_serve_worker_follows_the_database() -> None:
 def test_bad_queue_values_fail_naming_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         load_settings({name: value})
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _documented_variables() -> set[str]:
+    """The variables named in the first column of the README's configuration table."""
+    section = README.read_text(encoding="utf-8").split("\n## Configuration\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    names: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            names |= set(re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split("|")[1]))
+    return names
+
+
+def test_every_setting_is_documented_in_the_readme_table() -> None:
+    assert set(environment_variables()) - _documented_variables() == set()
+
+
+def test_the_readme_table_documents_only_real_settings() -> None:
+    assert _documented_variables() - set(environment_variables()) == set()
+
+
+def test_every_settings_field_is_read_from_the_environment_or_fixed() -> None:
+    for field in dataclasses.fields(Settings):
+        assert "env" in field.metadata, field.name
+        assert not field.metadata["env"] or callable(field.metadata["parse"]), field.name

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import asyncpg
+from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from alembic import command
 from service.db import sql
 from service.db.pool import Database
 

