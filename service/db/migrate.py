@@ -1,4 +1,4 @@
-"""Schema migrations through Alembic (plain SQL revisions under ``alembic/``).
+"""Schema migrations through Alembic (plain SQL revisions, ``service.db.migrations``).
 
 Alembic's environment is synchronous (psycopg), so async callers run these in a
 worker thread. The head revision is read from the scripts, which lets
@@ -17,17 +17,9 @@ from alembic.script import ScriptDirectory
 from service.db import sql
 from service.db.pool import Database
 
-
-def _migrations_dir() -> Path:
-    """``alembic/`` beside the source tree (checkout, editable install) or in the cwd (image)."""
-    candidates = [Path(__file__).resolve().parents[2] / "alembic", Path.cwd() / "alembic"]
-    for candidate in candidates:
-        if (candidate / "env.py").is_file():
-            return candidate
-    return candidates[0]
-
-
-MIGRATIONS_DIR = _migrations_dir()
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+"""The Alembic scripts, shipped inside the package as ``service/db/migrations``: in a
+checkout that is a symlink to the top-level ``alembic/`` folder, in a wheel a copy."""
 
 
 def alembic_config(database_url: str) -> Config:
