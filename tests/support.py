@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -40,9 +43,11 @@ async def serve(settings: Settings, database_url: str) -> AsyncIterator[Served]:
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
+    deadline = asyncio.get_running_loop().time() + 30
     while not server.started:
         if task.done():
             task.result()
+        assert asyncio.get_running_loop().time() < deadline, "the app did not start in 30 s"
         await asyncio.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
@@ -110,3 +115,22 @@ class Agent:
     async def tool_names(self) -> list[str]:
         async with mcp_session(self.served, self.key) as session:
             return [tool.name for tool in (await session.list_tools()).tools]
+
+
+def run_cli(
+    database_url: str | None, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python -m service ARGS`` against ``database_url``, without the caller's CPERSONA_*."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
+    environ.pop("DATABASE_URL", None)
+    if database_url:
+        environ["DATABASE_URL"] = database_url
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "service", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=timeout,
+        check=False,
+    )

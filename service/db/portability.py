@@ -13,10 +13,12 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
+from typing import Literal, TypeVar
 
 import asyncpg
 from pgvector import Vector
 
+from service.db import episodes
 from service.db.pool import Connection
 from service.db.sql import QUERIES
 from service.errors import ServiceError
@@ -57,6 +59,17 @@ def _vector(values: Sequence[float] | None) -> Vector | None:
     return None if values is None else Vector(list(values))
 
 
+Exported = TypeVar("Exported", "ExportMemory", "ExportEpisode", "ExportProfile")
+
+
+def _from_record(kind: type[Exported], record: asyncpg.Record) -> Exported:
+    """An export row from a record whose columns are named like the row's fields."""
+    values = {field.name: record[field.name] for field in dataclasses.fields(kind)}
+    if "embedding" in values:
+        values["embedding"] = _floats(values["embedding"])
+    return kind(**values)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ExportMemory:
     id: int
@@ -75,33 +88,6 @@ class ExportMemory:
     embedding: list[float] | None
 
 
-async def export_memories(
-    conn: Connection, tenant_id: TenantId, agent_id: int | None, embeddings: bool, batch: int
-) -> AsyncIterator[list[ExportMemory]]:
-    """Batches of memories in id order (needs an open transaction)."""
-    cursor = await conn.cursor(QUERIES["export_memories"], tenant_id, agent_id, embeddings)
-    while records := await cursor.fetch(batch):
-        yield [
-            ExportMemory(
-                r["id"],
-                r["agent_name"],
-                r["msg_id"],
-                r["content"],
-                r["source"],
-                r["timestamp_text"],
-                r["metadata"],
-                r["created_at"],
-                r["project_id"],
-                r["channel"],
-                r["locked"],
-                r["recall_count"],
-                r["last_recalled_at"],
-                _floats(r["embedding"]),
-            )
-            for r in records
-        ]
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ExportEpisode:
     id: int
@@ -117,30 +103,6 @@ class ExportEpisode:
     embedding: list[float] | None
 
 
-async def export_episodes(
-    conn: Connection, tenant_id: TenantId, agent_id: int | None, embeddings: bool, batch: int
-) -> AsyncIterator[list[ExportEpisode]]:
-    """Batches of episodes in id order (needs an open transaction)."""
-    cursor = await conn.cursor(QUERIES["export_episodes"], tenant_id, agent_id, embeddings)
-    while records := await cursor.fetch(batch):
-        yield [
-            ExportEpisode(
-                r["id"],
-                r["agent_name"],
-                r["summary"],
-                r["keywords"],
-                r["start_time"],
-                r["end_time"],
-                r["created_at"],
-                r["resolved"],
-                r["project_id"],
-                r["channel"],
-                _floats(r["embedding"]),
-            )
-            for r in records
-        ]
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ExportProfile:
     agent_name: str
@@ -150,18 +112,23 @@ class ExportProfile:
     project_id: str
 
 
-async def export_profiles(
-    conn: Connection, tenant_id: TenantId, agent_id: int | None, batch: int
-) -> AsyncIterator[list[ExportProfile]]:
-    """Batches of profiles by owner and user_id (needs an open transaction)."""
-    cursor = await conn.cursor(QUERIES["export_profiles"], tenant_id, agent_id)
+async def export_batches(
+    conn: Connection,
+    kind: type[Exported],
+    tenant_id: TenantId,
+    agent_id: int | None,
+    embeddings: bool,
+    batch: int,
+) -> AsyncIterator[list[Exported]]:
+    """The tenant's rows of one kind (memories and episodes in id order, profiles by owner),
+    ``batch`` at a time from a server cursor, so it needs an open transaction."""
+    if kind is ExportProfile:
+        cursor = await conn.cursor(QUERIES["export_profiles"], tenant_id, agent_id)
+    else:
+        query = QUERIES["export_memories"] if kind is ExportMemory else QUERIES["export_episodes"]
+        cursor = await conn.cursor(query, tenant_id, agent_id, embeddings)
     while records := await cursor.fetch(batch):
-        yield [
-            ExportProfile(
-                r["agent_name"], r["user_id"], r["content"], r["updated_at"], r["project_id"]
-            )
-            for r in records
-        ]
+        yield [_from_record(kind, r) for r in records]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -184,68 +151,77 @@ class ImportMemory:
     embedding: Sequence[float] | None
 
 
-async def import_memories(
-    conn: Connection, tenant_id: TenantId, rows: Sequence[ImportMemory], queue: bool
+MEMORY_COLUMNS = (
+    "agent_id",
+    "project_id",
+    "channel",
+    "msg_id",
+    "content",
+    "source_json",
+    "timestamp_text",
+    "timestamp_at",
+    "metadata_json",
+    "created_at",
+    "locked",
+    "recall_count",
+    "last_recalled_at",
+)
+"""The column arrays of ``import_memories`` ($2..$14), in the legend's order."""
+EPISODE_COLUMNS = (
+    "agent_id",
+    "project_id",
+    "channel",
+    "summary",
+    "keywords",
+    "start_time",
+    "end_time",
+    "resolved",
+    "created_at",
+)
+"""The column arrays of ``import_episodes`` ($2..$10), in the legend's order."""
+
+
+async def _insert_rows(
+    conn: Connection,
+    query: str,
+    tenant_id: TenantId,
+    rows: Sequence[ImportMemory] | Sequence[ImportEpisode],
+    names: Sequence[str],
+    queue: bool,
 ) -> int:
-    """Insert ``rows`` in order, skipping exact-bucket duplicates; the count inserted."""
+    """Run an ``unnest``-based import statement: one array per column ``names`` (in the
+    legend's order), the vectors, and whether to queue rows without one; the count inserted."""
+    columns = [[getattr(row, name) for row in rows] for name in names]
     with _refusals():
         value = await conn.fetchval(
-            QUERIES["import_memories"],
-            tenant_id,
-            [r.agent_id for r in rows],
-            [r.project_id for r in rows],
-            [r.channel for r in rows],
-            [r.msg_id for r in rows],
-            [r.content for r in rows],
-            [r.source_json for r in rows],
-            [r.timestamp_text for r in rows],
-            [r.timestamp_at for r in rows],
-            [r.metadata_json for r in rows],
-            [r.created_at for r in rows],
-            [r.locked for r in rows],
-            [r.recall_count for r in rows],
-            [r.last_recalled_at for r in rows],
-            [_vector(r.embedding) for r in rows],
-            queue,
+            query, tenant_id, *columns, [_vector(r.embedding) for r in rows], queue
         )
     return int(value)
 
 
+async def import_memories(
+    conn: Connection, tenant_id: TenantId, rows: Sequence[ImportMemory], queue: bool
+) -> int:
+    """Insert ``rows`` in order, skipping exact-bucket duplicates; the count inserted."""
+    return await _insert_rows(
+        conn, QUERIES["import_memories"], tenant_id, rows, MEMORY_COLUMNS, queue
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class ImportEpisode:
-    agent_id: int
-    project_id: str
-    channel: str
-    summary: str
-    keywords: str
-    start_time: str | None
-    end_time: str | None
-    resolved: bool
-    created_at: datetime | None
-    embedding: Sequence[float] | None
+class ImportEpisode(episodes.NewEpisode):
+    """An episode as an import writes it: a new episode with its original creation time."""
+
+    created_at: datetime | None = None
 
 
 async def import_episodes(
     conn: Connection, tenant_id: TenantId, rows: Sequence[ImportEpisode], queue: bool
 ) -> int:
     """Insert ``rows`` in order, skipping known (agent, project, channel, summary)."""
-    with _refusals():
-        value = await conn.fetchval(
-            QUERIES["import_episodes"],
-            tenant_id,
-            [r.agent_id for r in rows],
-            [r.project_id for r in rows],
-            [r.channel for r in rows],
-            [r.summary for r in rows],
-            [r.keywords for r in rows],
-            [r.start_time for r in rows],
-            [r.end_time for r in rows],
-            [r.resolved for r in rows],
-            [r.created_at for r in rows],
-            [_vector(r.embedding) for r in rows],
-            queue,
-        )
-    return int(value)
+    return await _insert_rows(
+        conn, QUERIES["import_episodes"], tenant_id, rows, EPISODE_COLUMNS, queue
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -291,7 +267,22 @@ class MergeStep:
     queue: bool
 
 
-def _chunk(record: asyncpg.Record | None) -> MergeChunk:
+async def merge_chunk(
+    conn: Connection, tenant_id: TenantId, kind: Literal["mem", "ep"], step: MergeStep
+) -> MergeChunk:
+    """Copy (or move) one chunk of the source's memories or episodes into the target."""
+    query = QUERIES["merge_memories"] if kind == "mem" else QUERIES["merge_episodes"]
+    with _refusals():
+        record = await conn.fetchrow(
+            query,
+            tenant_id,
+            step.source,
+            step.target,
+            step.after_id,
+            step.chunk,
+            step.move,
+            step.queue,
+        )
     assert record is not None
     return MergeChunk(
         record["last_id"],
@@ -300,36 +291,6 @@ def _chunk(record: asyncpg.Record | None) -> MergeChunk:
         record["deleted"],
         record["jobs_dropped"],
     )
-
-
-async def merge_memories(conn: Connection, tenant_id: TenantId, step: MergeStep) -> MergeChunk:
-    with _refusals():
-        record = await conn.fetchrow(
-            QUERIES["merge_memories"],
-            tenant_id,
-            step.source,
-            step.target,
-            step.after_id,
-            step.chunk,
-            step.move,
-            step.queue,
-        )
-    return _chunk(record)
-
-
-async def merge_episodes(conn: Connection, tenant_id: TenantId, step: MergeStep) -> MergeChunk:
-    with _refusals():
-        record = await conn.fetchrow(
-            QUERIES["merge_episodes"],
-            tenant_id,
-            step.source,
-            step.target,
-            step.after_id,
-            step.chunk,
-            step.move,
-            step.queue,
-        )
-    return _chunk(record)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

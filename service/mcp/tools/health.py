@@ -10,10 +10,19 @@ answer says so with ``repairs_skipped``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from service.mcp.registry import Demand, ToolEnv, ToolSpec, agent_of, informing, obj, on_agent
+from service.mcp.registry import (
+    Demand,
+    Handler,
+    ToolEnv,
+    ToolSpec,
+    agent_of,
+    informing,
+    obj,
+    on_agent,
+)
 from service.memory import health
 from service.memory.health import channel_axis
 from service.models import JsonObject
@@ -28,6 +37,10 @@ FIX: JsonObject = {
     "default": False,
     "description": "Repair what can be repaired (needs read-write). Locked rows are never touched.",
 }
+
+
+def _checks(description: str) -> JsonObject:
+    return {"type": "array", "items": {"type": "string"}, "default": [], "description": description}
 
 
 def _fix_demands(args: Mapping[str, Any]) -> list[Demand]:
@@ -45,16 +58,20 @@ def _migrates(env: ToolEnv, args: JsonObject) -> bool:
     return args["dry_run"] is False
 
 
-async def _check_health(env: ToolEnv, args: JsonObject) -> JsonObject:
-    fix = bool(args["fix"])
-    return await health.check_health(
-        env.lib,
-        env.caller.tenant_id,
-        args["agent_id"],
-        fix,
-        args["checks"],
-        paused=env.paused,
-    )
+def _runs(check: Callable[..., Awaitable[JsonObject]]) -> Handler:
+    """The handler of check_health or deep_check: they take the same arguments."""
+
+    async def handler(env: ToolEnv, args: JsonObject) -> JsonObject:
+        return await check(
+            env.lib,
+            env.caller.tenant_id,
+            args["agent_id"],
+            bool(args["fix"]),
+            args["checks"],
+            paused=env.paused,
+        )
+
+    return handler
 
 
 CHECK_HEALTH_DESCRIPTION = f"""Check your tenant's memory for problems; fix=true repairs them.
@@ -82,30 +99,13 @@ CHECK_HEALTH = ToolSpec(
         {
             "agent_id": AGENT_SWEEP,
             "fix": FIX,
-            "checks": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "Check names to run; empty runs all.",
-            },
+            "checks": _checks("Check names to run; empty runs all."),
         }
     ),
-    handler=_check_health,
+    handler=_runs(health.check_health),
     demands=_fix_demands,
     pause=informing(_repairs),
 )
-
-
-async def _deep_check(env: ToolEnv, args: JsonObject) -> JsonObject:
-    fix = bool(args["fix"])
-    return await health.deep_check(
-        env.lib,
-        env.caller.tenant_id,
-        args["agent_id"],
-        fix,
-        args["checks"],
-        paused=env.paused,
-    )
 
 
 DEEP_CHECK = ToolSpec(
@@ -124,16 +124,11 @@ repairs_skipped?}}; unknown names are skipped, a failing check reports {{error}}
         {
             "agent_id": {"type": "string", "description": "The agent to review (exact)."},
             "fix": FIX,
-            "checks": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "Deep check names to run; empty runs all.",
-            },
+            "checks": _checks("Deep check names to run; empty runs all."),
         },
         ["agent_id"],
     ),
-    handler=_deep_check,
+    handler=_runs(health.deep_check),
     demands=_fix_demands,
     pause=informing(_repairs),
 )

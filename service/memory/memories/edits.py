@@ -9,6 +9,7 @@ ownership check. The order of checks and the messages follow the spec.
 from __future__ import annotations
 
 from service.db import memories, queue
+from service.db.pool import Connection
 from service.errors import Conflict, NotFound, Refused
 from service.memory import text
 from service.memory.library import Library
@@ -23,8 +24,22 @@ UNIQUE_COLUMNS = {
 }
 
 
-def _valid_id(value: int) -> bool:
-    return 0 < value <= MAX_ID
+def _check_id(memory_id: int) -> None:
+    """An id no row can have (not a positive bigint) is simply not found."""
+    if not 0 < memory_id <= MAX_ID:
+        raise NotFound(f"Memory {memory_id} not found")
+
+
+async def _target(conn: Connection, tenant_id: TenantId, memory_id: int) -> memories.EditTarget:
+    target = await memories.memory_for_edit(conn, tenant_id, memory_id)
+    if target is None:
+        raise NotFound(f"Memory {memory_id} not found")
+    return target
+
+
+def _check_owner(memory_id: int, target: memories.EditTarget, agent_id: str) -> None:
+    if agent_id and target.agent_name != agent_id:
+        raise Refused(f"Memory {memory_id} not owned by agent {agent_id}")
 
 
 async def update_memory(
@@ -40,8 +55,7 @@ async def update_memory(
     """
     if not content.strip():
         raise Refused("Content cannot be empty")
-    if not _valid_id(memory_id):
-        raise NotFound(f"Memory {memory_id} not found")
+    _check_id(memory_id)
     clean = text.sanitise(content, lib.settings.max_content_length)
     inline = InlineEmbedding()
     if lib.embedder is not None and clean.text:
@@ -97,22 +111,17 @@ def _check_edit(
         raise NotFound(f"Memory {memory_id} not found")
     if target.locked:
         raise Refused(f"Memory {memory_id} is locked and cannot be {verb}")
-    if agent_id and target.agent_name != agent_id:
-        raise Refused(f"Memory {memory_id} not owned by agent {agent_id}")
+    _check_owner(memory_id, target, agent_id)
 
 
 async def set_lock(
     lib: Library, tenant_id: TenantId, memory_id: int, locked: bool, agent_id: str = ""
 ) -> JsonObject:
     """Lock or unlock a memory (idempotent); owner-checked when agent_id is given."""
-    if not _valid_id(memory_id):
-        raise NotFound(f"Memory {memory_id} not found")
+    _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-        if target is None:
-            raise NotFound(f"Memory {memory_id} not found")
-        if agent_id and target.agent_name != agent_id:
-            raise Refused(f"Memory {memory_id} not owned by agent {agent_id}")
+        target = await _target(conn, tenant_id, memory_id)
+        _check_owner(memory_id, target, agent_id)
         await memories.set_memory_lock(conn, tenant_id, memory_id, locked)
     return {"ok": True, "locked_id" if locked else "unlocked_id": memory_id}
 
@@ -121,12 +130,9 @@ async def delete_memory(
     lib: Library, tenant_id: TenantId, memory_id: int, agent_id: str = ""
 ) -> JsonObject:
     """Delete one unlocked memory (spec §5.6 messages, in the spec's order)."""
-    if not _valid_id(memory_id):
-        raise NotFound(f"Memory {memory_id} not found")
+    _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-        if target is None:
-            raise NotFound(f"Memory {memory_id} not found")
+        target = await _target(conn, tenant_id, memory_id)
         if target.locked:
             raise Refused(f"Memory {memory_id} is locked and cannot be deleted")
         owner = agent_id or None

@@ -75,10 +75,16 @@ async def export_jsonl(
         out = _Writer(sink, _total(counts), progress)
         if request.agent_id and agent is None:
             return counts
-        async for memories in store.export_memories(conn, tenant_id, agent, embeddings, BATCH_ROWS):
+        async for memories in store.export_batches(
+            conn, store.ExportMemory, tenant_id, agent, embeddings, BATCH_ROWS
+        ):
             await out.lines([jsonl.memory_record(row) for row in memories])
-        async for episodes in store.export_episodes(conn, tenant_id, agent, embeddings, BATCH_ROWS):
+        async for episodes in store.export_batches(
+            conn, store.ExportEpisode, tenant_id, agent, embeddings, BATCH_ROWS
+        ):
             await out.lines([jsonl.episode_record(row) for row in episodes])
-        async for profiles in store.export_profiles(conn, tenant_id, agent, BATCH_ROWS):
+        async for profiles in store.export_batches(
+            conn, store.ExportProfile, tenant_id, agent, embeddings, BATCH_ROWS
+        ):
             await out.lines([jsonl.profile_record(row) for row in profiles])
     return counts

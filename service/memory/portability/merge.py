@@ -18,6 +18,7 @@ counts the real run then produces and writes nothing.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 from service.db import agents, portability as store
 from service.db.pool import Connection
@@ -89,10 +90,10 @@ class _DryRun(Exception):
 async def _chunks(
     conn: Connection, tenant_id: TenantId, step: store.MergeStep, table: str
 ) -> _Totals:
-    merge = store.merge_memories if table == "memories" else store.merge_episodes
+    kind: Literal["mem", "ep"] = "mem" if table == "memories" else "ep"
     totals = _Totals()
     while True:
-        chunk = await merge(conn, tenant_id, step)
+        chunk = await store.merge_chunk(conn, tenant_id, kind, step)
         if chunk.last_id is None:
             return totals
         totals.add(chunk)

@@ -9,8 +9,8 @@ from typing import Any
 from service.memory import health, tenants
 from service.memory.library import Library
 from service.models import TenantId
+from tests.seeds import Seed, unit
 from tests.support import Agent, Served, new_tenant
-from tests.test_health_checks import Seed, unit
 
 PAUSED_FIX = "no-persist mode active — fix downgraded to fix=False"
 

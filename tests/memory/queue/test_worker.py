@@ -41,6 +41,7 @@ from service.memory.library import Library, build_library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog, worker
 from service.models import TenantId
+from tests.support import run_cli
 
 
 @dataclasses.dataclass
@@ -482,14 +483,8 @@ def _cli_env(database_url: str, **extra: str) -> dict[str, str]:
 
 
 def _cli(database_url: str, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "service", *args],
-        capture_output=True,
-        text=True,
-        env=_cli_env(database_url, **extra),
-        timeout=90,
-        check=False,
-    )
+    env = {"CPERSONA_EMBEDDING_MODE": "local", **extra}
+    return run_cli(database_url, *args, env=env, timeout=90)
 
 
 async def _count_embedded(db: Database) -> int:

@@ -8,14 +8,14 @@ import asyncio
 import subprocess
 
 from service.memory.library import Library
-from tests.test_cli import run
-from tests.test_health_checks import new_seed
+from tests.seeds import new_seed
+from tests.support import run_cli
 
 NO_EMBEDDINGS = {"CPERSONA_EMBEDDING_MODE": "none"}
 
 
 async def checkup(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(run, database_url, "checkup", *args, env=NO_EMBEDDINGS)
+    return await asyncio.to_thread(run_cli, database_url, "checkup", *args, env=NO_EMBEDDINGS)
 
 
 async def test_checkup_exit_codes_follow_the_worst_tenant(lib: Library, database_url: str) -> None:

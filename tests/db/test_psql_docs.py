@@ -12,9 +12,9 @@ import pytest
 from service.db.pool import Connection
 from service.memory import tenants
 from service.memory.library import Library
-from tests.test_health_checks import new_seed
+from tests.seeds import new_seed
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "psql.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "psql.md"
 BLOCKS = re.findall(r"^```sql\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.M | re.S)
 RELATION = re.compile(r"\b(?:FROM|JOIN)\s+([a-z_][a-z_.]*)", re.I)
 

@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from tests.support import run_cli
 
 KEY_PATTERN = r"^cpk_[0-9a-f]{12}_[A-Za-z0-9_-]+$"
 
 
-def run(
-    database_url: str | None, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
-    environ.pop("DATABASE_URL", None)
-    if database_url:
-        environ["DATABASE_URL"] = database_url
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "service", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_tenant_and_key_lifecycle(database_url: str) -> None:
-    assert run(database_url, "tenant", "create", "acme", "--name", "Acme").returncode == 0
-    created = run(
+    assert run_cli(database_url, "tenant", "create", "acme", "--name", "Acme").returncode == 0
+    created = run_cli(
         database_url,
         "key",
         "create",
@@ -48,43 +28,43 @@ def test_tenant_and_key_lifecycle(database_url: str) -> None:
     import re
 
     assert re.match(KEY_PATTERN, key)
-    listed = run(database_url, "key", "list", "--tenant", "acme")
+    listed = run_cli(database_url, "key", "list", "--tenant", "acme")
     assert key[:16] in listed.stdout
     assert key not in listed.stdout
     assert "alpha=read" in listed.stdout
-    tenants = run(database_url, "tenant", "list")
+    tenants = run_cli(database_url, "tenant", "list")
     assert "acme" in tenants.stdout
-    revoked = run(database_url, "key", "revoke", key[:16])
+    revoked = run_cli(database_url, "key", "revoke", key[:16])
     assert revoked.returncode == 0
-    assert "revoked" in run(database_url, "key", "list", "--tenant", "acme").stdout
+    assert "revoked" in run_cli(database_url, "key", "list", "--tenant", "acme").stdout
 
 
 def test_errors_exit_non_zero_with_one_line(database_url: str) -> None:
-    duplicate = [run(database_url, "tenant", "create", "dup") for _ in range(2)][1]
+    duplicate = [run_cli(database_url, "tenant", "create", "dup") for _ in range(2)][1]
     assert duplicate.returncode == 1
     assert duplicate.stderr.strip().count("\n") == 0
     assert "already exists" in duplicate.stderr
-    missing = run(database_url, "key", "create", "--tenant", "nope")
+    missing = run_cli(database_url, "key", "create", "--tenant", "nope")
     assert missing.returncode == 1
     assert "no tenant" in missing.stderr
-    bad_grant = run(database_url, "key", "create", "--tenant", "dup", "--grant", "a=write")
+    bad_grant = run_cli(database_url, "key", "create", "--tenant", "dup", "--grant", "a=write")
     assert bad_grant.returncode == 1
 
 
 def test_bad_setting_stops_with_a_message_naming_it(database_url: str) -> None:
-    result = run(database_url, "tenant", "list", env={"CPERSONA_RECALL_PREVIEW_CHARS": "-5"})
+    result = run_cli(database_url, "tenant", "list", env={"CPERSONA_RECALL_PREVIEW_CHARS": "-5"})
     assert result.returncode == 1
     assert "CPERSONA_RECALL_PREVIEW_CHARS" in result.stderr
     assert result.stderr.strip().count("\n") == 0
 
 
 def test_db_url_prints_the_configured_url(database_url: str) -> None:
-    result = run(database_url, "db", "url")
+    result = run_cli(database_url, "db", "url")
     assert result.stdout.strip() == database_url
 
 
 def test_migrate_reports_head(database_url: str) -> None:
-    result = run(database_url, "migrate")
+    result = run_cli(database_url, "migrate")
     assert result.returncode == 0
     from service.db.migrate import head_revision
 
@@ -92,6 +72,6 @@ def test_migrate_reports_head(database_url: str) -> None:
 
 
 def test_serve_refuses_to_start_without_any_key(database_url: str) -> None:
-    result = run(database_url, "serve", "--port", "1")
+    result = run_cli(database_url, "serve", "--port", "1")
     assert result.returncode == 1
     assert "no API key exists" in result.stderr

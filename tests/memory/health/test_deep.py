@@ -13,8 +13,8 @@ import pytest
 from service.memory import health
 from service.memory.health import channel_axis, deep
 from service.memory.library import Library
+from tests.seeds import Seed, WidthOnly, new_seed, unit
 from tests.support import Agent
-from tests.test_health_checks import Seed, WidthOnly, new_seed, unit
 
 
 def near(width: int, angle: float) -> list[float]:

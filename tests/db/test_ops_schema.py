@@ -11,8 +11,8 @@ import pytest
 
 from service.db.pool import Connection, Database
 from service.memory.library import Library
+from tests.seeds import new_seed
 from tests.support import new_tenant
-from tests.test_health_checks import new_seed
 
 VIEWS = ("agents", "embedding_backlog", "largest_rows", "paused_scopes", "tenants", "usage_daily")
 SECRET_OR_CONTENT = frozenset(

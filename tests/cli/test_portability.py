@@ -9,7 +9,7 @@ from service.memory import tenants
 from service.memory.library import Library
 from service.memory.memories import store
 from service.models import TenantId
-from tests.test_cli import run
+from tests.support import run_cli
 
 
 async def _seeded(lib: Library) -> None:
@@ -26,19 +26,19 @@ async def test_export_to_a_file_and_stdout_then_import_twice(
     await _seeded(lib)
     target = tmp_path / "out" / "cli.jsonl"
     env = {"CPERSONA_EMBEDDING_MODE": "none", "CPERSONA_DATA_DIR": str(tmp_path / "data")}
-    done = run(database_url, "export", "--tenant", "cli", "--output", str(target), env=env)
+    done = run_cli(database_url, "export", "--tenant", "cli", "--output", str(target), env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (f"exported 3 memories, 0 episodes and 0 profiles to {target}")
-    piped = run(database_url, "export", "--tenant", "cli", "--agent", "a", env=env)
+    piped = run_cli(database_url, "export", "--tenant", "cli", "--agent", "a", env=env)
     assert piped.returncode == 0
     header, *rows = [json.loads(line) for line in piped.stdout.splitlines()]
     assert header["memory_count"] == len(rows) == 3
     assert "\r" not in piped.stderr  # no progress bar when not on a terminal
     assert [json.loads(line) for line in target.read_text().splitlines()][1:] == rows
     args = ("import", "--tenant", "other", str(target), "--target-agent", "b")
-    dry = run(database_url, *args, "--dry-run", env=env)
-    real = run(database_url, *args, env=env)
-    again = run(database_url, *args, env=env)
+    dry = run_cli(database_url, *args, "--dry-run", env=env)
+    real = run_cli(database_url, *args, env=env)
+    again = run_cli(database_url, *args, env=env)
     assert json.loads(dry.stdout) == {**json.loads(real.stdout), "dry_run": True}
     assert json.loads(real.stdout)["imported_memories"] == 3
     assert json.loads(again.stdout)["skipped_memories"] == 3
@@ -56,11 +56,11 @@ async def test_failures_exit_non_zero_with_one_line(
         ("import", "--tenant", "cli", str(tmp_path / "missing.jsonl")),
         ("import", "--tenant", "cli", str(cut)),
     ):
-        result = run(database_url, *args, env=env)
+        result = run_cli(database_url, *args, env=env)
         assert result.returncode == 1, args
         assert result.stderr.strip().count("\n") == 0, result.stderr
         assert result.stderr.startswith("cpersona-service: ")
     assert (
         "import aborted and rolled back"
-        in run(database_url, "import", "--tenant", "cli", str(cut), env=env).stderr
+        in run_cli(database_url, "import", "--tenant", "cli", str(cut), env=env).stderr
     )

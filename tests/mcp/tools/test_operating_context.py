@@ -3,9 +3,6 @@ with the official MCP client, and the project gate at the boundary on real Postg
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from service.config import Settings
@@ -18,7 +15,7 @@ from service.memory import tenants
 from service.memory.library import Library
 from service.memory.operating_context import parse, storage
 from service.models import Caller, JsonObject, TenantId
-from tests.support import Served, body, mcp_session, new_tenant, serve
+from tests.support import Served, body, mcp_session, new_tenant, run_cli, serve
 
 CONTEXT = """\
 version = 1
@@ -38,19 +35,6 @@ alpha = "atlas"
 name = "naming"
 body = "Names are nouns."
 """
-
-
-def cli(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
-    environ["DATABASE_URL"] = database_url
-    return subprocess.run(
-        [sys.executable, "-m", "service", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-        check=False,
-    )
 
 
 async def test_dormant_tenant_gets_the_spec_dormant_answer(
@@ -116,13 +100,13 @@ async def test_cli_sets_shows_and_clears_what_the_tool_serves(
     bad = tmp_path / "bad.toml"
     bad.write_text(CONTEXT.replace('enforce = "reject"', 'enforce = "strict"'), encoding="utf-8")
 
-    refused = cli(database_url, "context", "set", "--tenant", "acme", str(bad))
+    refused = run_cli(database_url, "context", "set", "--tenant", "acme", str(bad))
     assert refused.returncode == 1
     assert refused.stderr.count("\n") == 1
     assert f"{bad}: registry.enforce must be one of" in refused.stderr
-    assert "dormant" in cli(database_url, "context", "show", "--tenant", "acme").stdout
+    assert "dormant" in run_cli(database_url, "context", "show", "--tenant", "acme").stdout
 
-    stored = cli(database_url, "context", "set", "--tenant", "acme", str(good))
+    stored = run_cli(database_url, "context", "set", "--tenant", "acme", str(good))
     assert stored.returncode == 0, stored.stderr
     assert "revision 'rev-9'" in stored.stdout
     assert "ignored unknown keys: extra" in stored.stderr
@@ -131,18 +115,18 @@ async def test_cli_sets_shows_and_clears_what_the_tool_serves(
     assert preview["context_revision"] == "rev-9"
     assert preview["registry"]["enforce"] == "reject"
 
-    shown = cli(database_url, "context", "show", "--tenant", "acme")
+    shown = run_cli(database_url, "context", "show", "--tenant", "acme")
     assert shown.returncode == 0
     parsed = parse.parse(shown.stdout)
     assert parsed.context == parse.parse(CONTEXT).context
     assert parsed.warnings == ()
 
-    cleared = cli(database_url, "context", "clear", "--tenant", "acme")
+    cleared = run_cli(database_url, "context", "clear", "--tenant", "acme")
     assert cleared.returncode == 0
     assert "rev-9" in cleared.stdout
     tenant = next(t for t in await tenants.list_tenants(lib.db) if t.slug == "acme")
     assert await storage.get_context(lib, TenantId(tenant.id)) is None
-    missing = cli(database_url, "context", "clear", "--tenant", "ghost")
+    missing = run_cli(database_url, "context", "clear", "--tenant", "ghost")
     assert missing.returncode == 1
     assert "no tenant 'ghost'" in missing.stderr
 
