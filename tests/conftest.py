@@ -13,6 +13,8 @@ import asyncio
 import dataclasses
 import os
 import re
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -48,6 +50,15 @@ async def _admin(url: str, *statements: str) -> None:
             await conn.execute(statement)
     finally:
         await conn.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A private base temp directory per session: pytest prunes the shared numbered ones
+    (``/tmp/pytest-of-<user>/pytest-N``) as other sessions start, which would delete the
+    embedded test server's data directory under a concurrent run."""
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = tempfile.mkdtemp(prefix="cpersona-tests-")
+        config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -111,13 +111,11 @@ async def list_episodes(
 async def delete_episode(
     lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
 ) -> JsonObject:
-    """Delete one episode; episodes have no lock."""
+    """Delete one episode (its queue job goes with it, by trigger); episodes have no lock."""
     deleted = False
     if 0 < episode_id <= MAX_EPISODE_ID:
         async with lib.db.tenant_tx(tenant_id) as conn:
             deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
-            if deleted:
-                await queue.delete_embedding_job(conn, tenant_id, "ep", episode_id)
     if not deleted:
         raise Refused(f"Episode {episode_id} not found or not owned by agent")
     return {"ok": True, "deleted_id": episode_id}

@@ -7,7 +7,7 @@ SELECT c.agent_id IS NOT NULL AS agent_row, c.vector_threshold, c.fused_gate,
 FROM recall_calibration c
 WHERE c.tenant_id = $1
   AND (c.agent_id IS NULL
-       OR c.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+       OR c.agent_id = agent_id_of($1, $2))
 
 -- calibration_sample --
 -- A random sample of at most $3 embedded memories (one agent, or every agent of the
@@ -19,7 +19,7 @@ WITH drawn AS MATERIALIZED (
     FROM memories m
     WHERE m.tenant_id = $1 AND m.embedding IS NOT NULL
       AND ($2::text IS NULL
-           OR m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+           OR m.agent_id = agent_id_of($1, $2))
     ORDER BY random()
     LIMIT $3
 ), modal AS (
@@ -76,7 +76,7 @@ WITH recent AS (
     FROM memories m
     WHERE m.tenant_id = $1 AND m.embedding_dim = $3 AND m.timestamp_at IS NOT NULL
       AND ($2::text IS NULL
-           OR m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+           OR m.agent_id = agent_id_of($1, $2))
     ORDER BY m.timestamp_at DESC, m.id DESC
     LIMIT $4
 ), steps AS (
@@ -97,7 +97,7 @@ WHERE s.gap <= make_interval(secs => $5::float8 * 60)
 SELECT m.id, m.content, m.timestamp_at, m.embedding
 FROM memories m
 WHERE m.tenant_id = $1
-  AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+  AND m.agent_id = agent_id_of($1, $2)
   AND m.embedding_dim = $3 AND m.timestamp_at IS NOT NULL AND btrim(m.content) <> ''
 ORDER BY random()
 LIMIT $4

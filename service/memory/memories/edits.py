@@ -129,7 +129,8 @@ async def set_lock(
 async def delete_memory(
     lib: Library, tenant_id: TenantId, memory_id: int, agent_id: str = ""
 ) -> JsonObject:
-    """Delete one unlocked memory (spec §5.6 messages, in the spec's order)."""
+    """Delete one unlocked memory (spec §5.6 messages, in the spec's order); its queue
+    job goes with it (a trigger of migration 0006)."""
     _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await _target(conn, tenant_id, memory_id)
@@ -138,5 +139,4 @@ async def delete_memory(
         owner = agent_id or None
         if not await memories.delete_unlocked_memory(conn, tenant_id, memory_id, owner):
             raise Refused(f"Memory {memory_id} not found, not owned by agent, or locked")
-        await queue.delete_embedding_job(conn, tenant_id, "mem", memory_id)
     return {"ok": True, "deleted_id": memory_id}

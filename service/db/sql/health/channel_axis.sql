@@ -13,8 +13,7 @@ WITH discord AS (
                 THEN m.metadata ->> 'session_id' END AS session_id
     FROM memories m
     WHERE m.tenant_id = $1 AND m.channel = 'discord'
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
 ), classified AS (
     SELECT d.*,
            CASE WHEN d.session_id ~ '^[0-9].*:' THEN split_part(d.session_id, ':', 1) END
@@ -52,8 +51,7 @@ WITH movable AS (
            split_part(m.metadata ->> 'session_id', ':', 1) AS target
     FROM memories m
     WHERE m.tenant_id = $1 AND m.channel = 'discord' AND NOT m.locked
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
       AND jsonb_typeof(m.metadata) = 'object'
       AND jsonb_typeof(m.metadata -> 'session_id') = 'string'
       AND m.metadata ->> 'session_id' ~ '^[0-9].*:'
@@ -82,8 +80,7 @@ WITH movable AS (
     SELECT m.id, m.agent_id, m.project_id, m.content_hash
     FROM memories m
     WHERE m.tenant_id = $1 AND m.channel = 'discord' AND NOT m.locked
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
       AND NOT coalesce(jsonb_typeof(m.metadata) = 'object'
                        AND jsonb_typeof(m.metadata -> 'session_id') = 'string'
                        AND m.metadata ->> 'session_id' ~ '^[0-9].*:', false)

@@ -5,8 +5,7 @@
 SELECT m.id, m.content, m.locked
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
   AND m.content ~ $3
 ORDER BY m.id
 
@@ -16,8 +15,7 @@ ORDER BY m.id
 SELECT m.id, m.content, m.locked
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
   AND char_length(m.content) > $3
 ORDER BY m.id
 
@@ -57,10 +55,6 @@ WITH target AS (
     FROM ranked r
     WHERE m.tenant_id = $1 AND m.id = r.id AND NOT r.drop_row AND NOT m.locked
     RETURNING m.id
-), unqueued AS (
-    DELETE FROM embedding_jobs j
-    USING removed r
-    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
 ), queued AS (
     INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
     SELECT $1, 'mem', id FROM rewritten WHERE $4
@@ -74,56 +68,20 @@ SELECT (SELECT count(*) FROM rewritten) AS rewritten, (SELECT count(*) FROM remo
 -- agent and project across channels, the surplus rows, and how many of those the repair
 -- may delete (unlocked, not the keeper: the channel-less row, else the lowest id).
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
-WITH scoped AS (
-    SELECT m.id, m.agent_id, m.project_id, m.channel, m.content_hash, m.content, m.locked
-    FROM memories m
-    WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
-), groups AS (
-    SELECT agent_id, project_id, content_hash, content, count(*) AS size,
-           coalesce(min(id) FILTER (WHERE channel = ''), min(id)) AS keeper
-    FROM scoped
-    GROUP BY agent_id, project_id, content_hash, content
-    HAVING count(*) > 1
-)
-SELECT (SELECT count(*) FROM groups) AS groups,
-       (SELECT coalesce(sum(size - 1), 0) FROM groups) AS total_extra,
-       (SELECT count(*) FROM scoped s
-        JOIN groups g ON g.agent_id = s.agent_id AND g.project_id = s.project_id
-                     AND g.content_hash = s.content_hash AND g.content = s.content
-        WHERE s.id <> g.keeper AND NOT s.locked) AS repairable
+SELECT count(DISTINCT d.keeper) AS groups,
+       count(*) FILTER (WHERE d.id <> d.keeper) AS total_extra,
+       count(*) FILTER (WHERE d.id <> d.keeper AND NOT d.locked) AS repairable
+FROM content_duplicates($1, $2) d
 
 -- health_delete_duplicates --
--- Repair of duplicate_content: delete the unlocked surplus rows of each group (same
--- grouping and keeper as health_duplicate_content) and their queue jobs.
+-- Repair of duplicate_content: delete the unlocked surplus rows of each group (the
+-- grouping and keepers of health_duplicate_content); a trigger drops their queue jobs.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
-WITH scoped AS (
-    SELECT m.id, m.agent_id, m.project_id, m.channel, m.content_hash, m.content, m.locked
-    FROM memories m
-    WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
-), groups AS (
-    SELECT agent_id, project_id, content_hash, content,
-           coalesce(min(id) FILTER (WHERE channel = ''), min(id)) AS keeper
-    FROM scoped
-    GROUP BY agent_id, project_id, content_hash, content
-    HAVING count(*) > 1
-), surplus AS (
-    SELECT s.id FROM scoped s
-    JOIN groups g ON g.agent_id = s.agent_id AND g.project_id = s.project_id
-                 AND g.content_hash = s.content_hash AND g.content = s.content
-    WHERE s.id <> g.keeper AND NOT s.locked
-), removed AS (
+WITH removed AS (
     DELETE FROM memories m
-    USING surplus s
-    WHERE m.tenant_id = $1 AND m.id = s.id AND NOT m.locked
+    USING content_duplicates($1, $2) d
+    WHERE m.tenant_id = $1 AND m.id = d.id AND d.id <> d.keeper AND NOT m.locked
     RETURNING m.id
-), unqueued AS (
-    DELETE FROM embedding_jobs j
-    USING removed r
-    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
 )
 SELECT count(*) FROM removed
 
@@ -134,24 +92,19 @@ SELECT count(*) FROM removed
 SELECT count(*) AS count, count(*) FILTER (WHERE NOT m.locked) AS repairable
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
   AND m.content ~ '^[[:space:]]*$'
 
 -- health_delete_empty --
--- Repair of empty_content: delete the unlocked whitespace-only memories and their jobs.
+-- Repair of empty_content: delete the unlocked whitespace-only memories (a trigger drops
+-- their queue jobs).
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
 WITH removed AS (
     DELETE FROM memories m
     WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
       AND m.content ~ '^[[:space:]]*$' AND NOT m.locked
     RETURNING m.id
-), unqueued AS (
-    DELETE FROM embedding_jobs j
-    USING removed r
-    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
 )
 SELECT count(*) FROM removed
 
@@ -161,8 +114,7 @@ SELECT count(*) FROM removed
 SELECT count(*) AS count, max(char_length(p.content)) AS max_len
 FROM profiles p
 WHERE p.tenant_id = $1
-  AND ($2::text IS NULL OR p.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR p.agent_id = agent_id_of($1, $2))
   AND char_length(p.content) > $3
 
 -- health_cut_profiles --
@@ -172,8 +124,7 @@ WITH cut AS (
     UPDATE profiles p
     SET content = left(p.content, $3), updated_at = clock_timestamp()
     WHERE p.tenant_id = $1
-      AND ($2::text IS NULL OR p.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR p.agent_id = agent_id_of($1, $2))
       AND char_length(p.content) > $3
     RETURNING p.id
 )
@@ -195,9 +146,7 @@ ORDER BY a.name
 -- The stats block of check_health: row counts of the tenant (one agent when $2 is set),
 -- its embedding queue jobs, and the approximate bytes its rows occupy.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), mem AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), mem AS (
     SELECT count(*) AS n, coalesce(sum(pg_column_size(m.*)), 0) AS bytes
     FROM memories m
     WHERE m.tenant_id = $1 AND ($2::text IS NULL OR m.agent_id = (SELECT id FROM agent))
@@ -233,8 +182,7 @@ WITH scoped AS (
     SELECT m.project_id, m.channel
     FROM memories m
     WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
 )
 SELECT 'project_id' AS axis, project_id AS value, count(*) AS count
 FROM scoped GROUP BY project_id

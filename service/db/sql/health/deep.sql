@@ -5,7 +5,7 @@
 SELECT m.id, m.content, m.locked
 FROM memories m
 WHERE m.tenant_id = $1
-  AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+  AND m.agent_id = agent_id_of($1, $2)
   AND jsonb_typeof(m.source) = 'object' AND m.source ->> 'type' = 'User'
   AND m.source ->> 'id' = '' AND m.source ->> 'name' = ''
 ORDER BY m.id
@@ -31,25 +31,21 @@ SELECT count(*) FROM named
 SELECT m.id, m.content, m.locked
 FROM memories m
 WHERE m.tenant_id = $1
-  AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+  AND m.agent_id = agent_id_of($1, $2)
   AND char_length(regexp_replace(m.content, '^[[:space:]]+|[[:space:]]+$', '', 'g')) <= $3
 ORDER BY m.id
 
 -- health_deep_delete_short --
 -- deep_check short_content repair: delete the unlocked short memories (same predicate as
--- health_deep_short) and their queue jobs. Returns the count.
+-- health_deep_short); a trigger drops their queue jobs. Returns the count.
 -- $1 tenant_id uuid, $2 agent name text, $3 max length int
 WITH removed AS (
     DELETE FROM memories m
     WHERE m.tenant_id = $1
-      AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+      AND m.agent_id = agent_id_of($1, $2)
       AND char_length(regexp_replace(m.content, '^[[:space:]]+|[[:space:]]+$', '', 'g')) <= $3
       AND NOT m.locked
     RETURNING m.id
-), unqueued AS (
-    DELETE FROM embedding_jobs j
-    USING removed r
-    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = r.id
 )
 SELECT count(*) FROM removed
 
@@ -59,7 +55,7 @@ SELECT count(*) FROM removed
 SELECT count(*) AS count, max(p.updated_at) AS last_updated
 FROM profiles p
 WHERE p.tenant_id = $1
-  AND p.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+  AND p.agent_id = agent_id_of($1, $2)
   AND p.user_id = '' AND p.updated_at < now() - make_interval(days => $3)
 
 -- health_deep_episode_ranges --
@@ -68,7 +64,7 @@ WHERE p.tenant_id = $1
 SELECT e.id, e.summary, e.start_time, e.end_time
 FROM episodes e
 WHERE e.tenant_id = $1
-  AND e.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+  AND e.agent_id = agent_id_of($1, $2)
   AND coalesce(e.start_time, '') <> '' AND coalesce(e.end_time, '') <> ''
 ORDER BY e.id
 
@@ -82,7 +78,7 @@ FROM unnest($3::bigint[], $4::timestamptz[], $5::timestamptz[]) AS r (id, starts
 WHERE NOT EXISTS (
     SELECT 1 FROM memories m
     WHERE m.tenant_id = $1
-      AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+      AND m.agent_id = agent_id_of($1, $2)
       AND m.timestamp_at BETWEEN r.starts AND r.ends)
 ORDER BY r.id
 
@@ -90,9 +86,7 @@ ORDER BY r.id
 -- deep_check calibration_staleness: the agent's embedded memory count and the calibration
 -- that applies to it (its own row, else the tenant-wide one), if any was ever made.
 -- $1 tenant_id uuid, $2 agent name text
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-)
+WITH agent AS (SELECT agent_id_of($1, $2) AS id)
 SELECT (SELECT count(*) FROM memories m
         WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
           AND m.embedding IS NOT NULL) AS embedded,
@@ -120,7 +114,7 @@ WITH newest AS (
     SELECT m.id, m.content, m.embedding, m.embedding_dim
     FROM memories m
     WHERE m.tenant_id = $1
-      AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+      AND m.agent_id = agent_id_of($1, $2)
       AND m.embedding IS NOT NULL
     ORDER BY m.id DESC
     LIMIT $3

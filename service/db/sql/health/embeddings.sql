@@ -7,9 +7,7 @@ SELECT (SELECT dimension FROM embedding_settings WHERE id) AS dimension
 -- check_health null_embedding / null_episode_embedding: rows of one kind ('mem' or
 -- 'ep'), rows without an embedding, and those of them with no queue job yet.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 kind text ('mem'|'ep')
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), items AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), items AS (
     SELECT m.id, m.embedding IS NULL AS missing FROM memories m
     WHERE $3 = 'mem' AND m.tenant_id = $1
       AND ($2::text IS NULL OR m.agent_id = (SELECT id FROM agent))
@@ -29,9 +27,7 @@ FROM items
 -- Repair of null_embedding / null_episode_embedding: queue every row of one kind that
 -- has no embedding and no job yet (existing jobs are left as they are). Returns the count.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 kind text ('mem'|'ep')
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), items AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), items AS (
     SELECT m.id FROM memories m
     WHERE $3 = 'mem' AND m.tenant_id = $1 AND m.embedding IS NULL
       AND ($2::text IS NULL OR m.agent_id = (SELECT id FROM agent))
@@ -52,9 +48,7 @@ SELECT count(*) FROM added
 -- the configured one (invisible to vector recall), and how many the repair may clear
 -- (locked memories are left alone; episodes have no lock).
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 expected width int
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), mem AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), mem AS (
     SELECT count(*) AS n, count(*) FILTER (WHERE NOT m.locked) AS writable
     FROM memories m
     WHERE m.tenant_id = $1 AND m.embedding_dim <> $3
@@ -73,9 +67,7 @@ FROM mem, ep
 -- and, when $4, queue the rows for a new embedding. Returns the rows cleared.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 expected width int,
 -- $4 queue re-embedding boolean
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), mem AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), mem AS (
     UPDATE memories m SET embedding = NULL, embedding_model = NULL
     WHERE m.tenant_id = $1 AND m.embedding_dim <> $3 AND NOT m.locked
       AND ($2::text IS NULL OR m.agent_id = (SELECT id FROM agent))
@@ -100,9 +92,7 @@ SELECT count(*) FROM cleared
 -- of those, the dead ones (retry limit) and the orphans (row gone or already embedded).
 -- With an agent, only jobs of that agent's rows (orphans have no agent any more).
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 max attempts int
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), jobs AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), jobs AS (
     SELECT j.attempts,
            (m.id IS NULL AND e.id IS NULL) OR m.embedding IS NOT NULL
                OR e.embedding IS NOT NULL AS orphan,
@@ -125,9 +115,7 @@ WHERE $2::text IS NULL OR agent_id = (SELECT id FROM agent)
 -- jobs (due now, no attempts, enqueued now). Same selection as health_stale_jobs.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent), $3 max attempts int,
 -- $4 a provider is configured boolean
-WITH agent AS (
-    SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2
-), stale AS (
+WITH agent AS (SELECT agent_id_of($1, $2) AS id), stale AS (
     SELECT j.id,
            (m.id IS NULL AND e.id IS NULL) OR m.embedding IS NOT NULL
                OR e.embedding IS NOT NULL OR NOT $4 AS drop_job

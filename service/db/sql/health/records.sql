@@ -9,8 +9,7 @@ SELECT count(*) FILTER (WHERE jsonb_typeof(m.source) NOT IN ('object', 'string',
        count(*) FILTER (WHERE NOT m.locked) AS repairable
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
   AND (jsonb_typeof(m.source) NOT IN ('object', 'string', 'null')
        OR jsonb_typeof(m.metadata) <> 'object')
 
@@ -25,8 +24,7 @@ WITH reset AS (
                         THEN '{}'::jsonb ELSE m.metadata END,
         updated_at = clock_timestamp()
     WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
       AND (jsonb_typeof(m.source) NOT IN ('object', 'string', 'null')
            OR jsonb_typeof(m.metadata) <> 'object')
       AND NOT m.locked
@@ -40,8 +38,7 @@ SELECT count(*) FROM reset
 SELECT m.id, m.timestamp_text, m.locked
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
   AND m.timestamp_text <> '' AND m.timestamp_at IS NULL
 ORDER BY m.id
 
@@ -81,8 +78,7 @@ WITH classified AS (
                 ELSE 'naive' END AS form
     FROM memories m
     WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
       AND m.timestamp_text <> '' AND m.timestamp_at IS NOT NULL
 )
 SELECT count(*) FILTER (WHERE form = 'utc') AS utc,
@@ -105,8 +101,7 @@ WITH normalised AS (
             || '+00:00',
         updated_at = clock_timestamp()
     WHERE m.tenant_id = $1
-      AND ($2::text IS NULL OR m.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
       AND m.timestamp_text <> '' AND m.timestamp_at IS NOT NULL AND NOT m.locked
       AND m.timestamp_text !~ '[T ][0-9]{2}:[0-9]{2}.*([Zz]|[+-]00(:?00)?)$'
       AND m.timestamp_text ~ '[T ][0-9]{2}:[0-9]{2}.*[+-][0-9]{2}(:?[0-9]{2})?$'
@@ -120,8 +115,7 @@ SELECT count(*) FROM normalised
 SELECT e.id, e.start_time, e.end_time
 FROM episodes e
 WHERE e.tenant_id = $1
-  AND ($2::text IS NULL OR e.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR e.agent_id = agent_id_of($1, $2))
   AND (coalesce(e.start_time, '') <> '' OR coalesce(e.end_time, '') <> '')
 ORDER BY e.id
 
@@ -144,8 +138,7 @@ SELECT count(*) FROM changed
 SELECT count(*)
 FROM episodes e
 WHERE e.tenant_id = $1
-  AND ($2::text IS NULL OR e.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR e.agent_id = agent_id_of($1, $2))
   AND coalesce(e.start_time, '') = ''
 
 -- health_fill_start_times --
@@ -160,8 +153,7 @@ WITH filled AS (
                     ELSE to_char(e.created_at AT TIME ZONE 'UTC', '.US') END
             || '+00:00'
     WHERE e.tenant_id = $1
-      AND ($2::text IS NULL OR e.agent_id = (
-            SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+      AND ($2::text IS NULL OR e.agent_id = agent_id_of($1, $2))
       AND coalesce(e.start_time, '') = ''
     RETURNING e.id
 )
@@ -174,12 +166,8 @@ SELECT count(*) FROM filled
 SELECT count(*) AS count, count(*) FILTER (WHERE m.locked) AS locked
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
-  AND (jsonb_typeof(m.source) = 'string'
-       OR (jsonb_typeof(m.source) = 'object' AND m.source <> '{}'::jsonb
-           AND (jsonb_typeof(m.source -> 'type') IS DISTINCT FROM 'string'
-                OR m.source ->> 'type' NOT IN ('User', 'Agent', 'System'))))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
+  AND invalid_source(m.source)
 
 -- health_invalid_source_rows --
 -- The unlocked rows of health_invalid_sources (same predicate), oldest first, capped.
@@ -187,12 +175,8 @@ WHERE m.tenant_id = $1
 SELECT m.id, m.source
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
-  AND (jsonb_typeof(m.source) = 'string'
-       OR (jsonb_typeof(m.source) = 'object' AND m.source <> '{}'::jsonb
-           AND (jsonb_typeof(m.source -> 'type') IS DISTINCT FROM 'string'
-                OR m.source ->> 'type' NOT IN ('User', 'Agent', 'System'))))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
+  AND invalid_source(m.source)
   AND NOT m.locked
 ORDER BY m.id
 LIMIT $3
@@ -220,5 +204,4 @@ SELECT count(*) FILTER (WHERE jsonb_typeof(m.source) = 'object'
            AS unattributed
 FROM memories m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.agent_id = (
-        SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2))
+  AND ($2::text IS NULL OR m.agent_id = agent_id_of($1, $2))
