@@ -23,31 +23,28 @@ import asyncio
 import collections
 import dataclasses
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp.client.session import ClientSession
 
 from bench import harness, quality
-from bench.recall_latency import (
-    call_json,
-    code_fingerprint,
-    new_key,
-    serve_on,
-    snapshot_code,
-    use_snapshot,
-    wait_queue_empty,
-)
+from bench.cli import env_pair, write_json, write_results
+from bench.client import call_json, mcp_sessions, wait_queue_empty
+from bench.embed import embed
+from bench.harness import REPO_ROOT, BenchError
+from bench.machine import machine_facts, record_end
+from bench.markdown import machine_line, outcomes, table
+from bench.snapshot import run_on_snapshot
+from bench.stats import latency_stats
 
-DEFAULT_DATA = harness.REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
-DEFAULT_OUT = Path("bench/results/locomo.json")
-LIMIT = 10
-QUEUE_TIMEOUT_S = 900.0
-PHASE_TIMEOUT_S = 1800.0
+# --------------------------------------------------------------------------- data
+
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
+LIMIT = 10  # every question is one recall of this many rows, scored at this depth
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +68,59 @@ class Conversation:
     sample_id: str
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
+
+
+def _sessions(conversation: dict[str, Any]) -> list[tuple[int, list[dict[str, Any]], str]]:
+    """``(number, turns, date text)`` of every session, in session order."""
+    found = []
+    for key, value in conversation.items():
+        suffix = key.removeprefix("session_")
+        if key.startswith("session_") and suffix.isdigit() and isinstance(value, list):
+            found.append((int(suffix), value, str(conversation[f"{key}_date_time"])))
+    return sorted(found, key=lambda item: item[0])
+
+
+def conversation_of(sample: dict[str, Any], max_questions: int | None) -> Conversation:
+    """One sample as turns to store and questions (with evidence) to ask."""
+    turns = [
+        Turn(str(t["dia_id"]), quality.turn_content(t), quality.session_timestamp(date))
+        for _, session, date in _sessions(sample["conversation"])
+        for t in session
+    ]
+    valid = {t.dia_id for t in turns}
+    questions = []
+    for number, qa in enumerate(sample["qa"]):
+        relevant = quality.normalise_evidence(qa.get("evidence", []), valid)
+        if relevant:
+            questions.append(
+                Question(
+                    sample["sample_id"],
+                    number,
+                    int(qa["category"]),
+                    str(qa["question"]),
+                    tuple(relevant),
+                )
+            )
+    return Conversation(sample["sample_id"], tuple(turns), tuple(questions[:max_questions]))
+
+
+def read_samples(path: Path, conversations: int | None) -> list[dict[str, Any]]:
+    """The first ``conversations`` raw samples of the data set file."""
+    samples: list[dict[str, Any]] = json.loads(path.read_text())
+    return samples[:conversations]
+
+
+def load(path: Path, conversations: int | None, questions: int | None) -> list[Conversation]:
+    """The first ``conversations`` samples, at most ``questions`` questions each."""
+    return [conversation_of(s, questions) for s in read_samples(path, conversations)]
+
+
+def questions_of(convs: Sequence[Conversation]) -> list[Question]:
+    """Every question of ``convs``, conversation by conversation."""
+    return [q for c in convs for q in c.questions]
+
+
+# --------------------------------------------------------------------------- variants
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,47 +170,101 @@ TUNING_VARIANTS = (
 )
 
 
-# --------------------------------------------------------------------------- data
+def variants_for(mode: str, tune: bool, names: Collection[str]) -> list[Variant]:
+    """The variants to query under embedding ``mode``: the defaults, plus the tuning ones
+    in local mode when ``tune``; only the ``names`` given, when any are."""
+    chosen = list(DEFAULT_VARIANTS)
+    if mode == "local" and tune:
+        chosen += TUNING_VARIANTS
+    if names:
+        wanted = {v.strip() for v in names}
+        unknown = wanted - {v.name for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS)}
+        if unknown:
+            raise BenchError(f"unknown variant(s): {sorted(unknown)}")
+        chosen = [v for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS) if v.name in wanted]
+    return chosen
 
 
-def _sessions(conversation: dict[str, Any]) -> list[tuple[int, list[dict[str, Any]], str]]:
-    """``(number, turns, date text)`` of every session, in session order."""
-    found = []
-    for key, value in conversation.items():
-        suffix = key.removeprefix("session_")
-        if key.startswith("session_") and suffix.isdigit() and isinstance(value, list):
-            found.append((int(suffix), value, str(conversation[f"{key}_date_time"])))
-    return sorted(found, key=lambda item: item[0])
+# --------------------------------------------------------------------------- answers and scores
 
 
-def conversation_of(sample: dict[str, Any], max_questions: int | None) -> Conversation:
-    """One sample as turns to store and questions (with evidence) to ask."""
-    turns = [
-        Turn(str(t["dia_id"]), quality.turn_content(t), quality.session_timestamp(date))
-        for _, session, date in _sessions(sample["conversation"])
-        for t in session
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """One question's outcome: ranked dia_ids (best first), row signals, latency."""
+
+    question: Question
+    ranked: tuple[str, ...]
+    vector_rows: tuple[bool, ...]
+    seconds: float
+    failed: bool
+    gate_fallback: bool
+
+
+def answer_of(
+    q: Question, body: Mapping[str, Any], seconds: float, failed: bool, aliases: Mapping[str, str]
+) -> Answer:
+    """A recall body as an answer: rows reversed (recall answers best-last), each row's
+    ``id`` mapped back to its dia_id (a skipped duplicate to the turn stored first)."""
+    rows = list(reversed(body.get("messages") or []))
+    ranked = tuple(
+        aliases.get(f"{q.sample_id}/{row.get('id', '')}", str(row.get("id", ""))) for row in rows
+    )
+    vector = tuple("cosine" in (row.get("match_reason") or {}) for row in rows)
+    return Answer(q, ranked, vector, seconds, failed, bool(body.get("gate_fallback")))
+
+
+def diagnostics(answers: Sequence[Answer]) -> dict[str, Any]:
+    """Row counts and where rows (and relevant rows) came from."""
+    rows = [len(a.ranked) for a in answers]
+    returned = sum(rows)
+    relevant = [(a, i) for a in answers for i, d in enumerate(a.ranked) if d in a.question.relevant]
+    vector_rows = sum(sum(a.vector_rows) for a in answers)
+    return {
+        "queries": len(answers),
+        "failed": sum(a.failed for a in answers),
+        "gate_fallback": sum(a.gate_fallback for a in answers),
+        "fewer_than_10_rows": sum(n < LIMIT for n in rows),
+        "zero_rows": sum(n == 0 for n in rows),
+        "mean_rows": round(returned / len(answers), 2) if answers else 0.0,
+        "rows_with_cosine_share": round(vector_rows / returned, 3) if returned else 0.0,
+        "relevant_rows": len(relevant),
+        "relevant_rows_with_cosine": sum(a.vector_rows[i] for a, i in relevant),
+    }
+
+
+def evaluate(answers: Sequence[Answer], wall_s: float) -> dict[str, Any]:
+    """Metrics per category/overall/macro, diagnostics and recall latency."""
+    per_question = [
+        (a.question.category, quality.score(a.ranked, a.question.relevant, LIMIT)) for a in answers
     ]
-    valid = {t.dia_id for t in turns}
-    questions = []
-    for number, qa in enumerate(sample["qa"]):
-        relevant = quality.normalise_evidence(qa.get("evidence", []), valid)
-        if relevant:
-            questions.append(
-                Question(
-                    sample["sample_id"],
-                    number,
-                    int(qa["category"]),
-                    str(qa["question"]),
-                    tuple(relevant),
-                )
-            )
-    return Conversation(sample["sample_id"], tuple(turns), tuple(questions[:max_questions]))
+    summary = quality.summarise(per_question)
+    return {
+        "metrics": {name: dataclasses.asdict(s) for name, s in summary.items()},
+        "diagnostics": diagnostics(answers),
+        "latency": dataclasses.asdict(latency_stats([a.seconds for a in answers], wall_s)),
+    }
 
 
-def load(path: Path, conversations: int | None, questions: int | None) -> list[Conversation]:
-    """The first ``conversations`` samples, at most ``questions`` questions each."""
-    samples = json.loads(path.read_text())
-    return [conversation_of(s, questions) for s in samples[:conversations]]
+def per_question(answers: Sequence[Answer]) -> list[dict[str, Any]]:
+    """Each question's ranked dia_ids and which rows carried a cosine (for analysis)."""
+    return [
+        {
+            "sample": a.question.sample_id,
+            "q": a.question.number,
+            "cat": a.question.category,
+            "relevant": list(a.question.relevant),
+            "ranked": list(a.ranked),
+            "cosine": [int(v) for v in a.vector_rows],
+            "ms": round(a.seconds * 1000, 1),
+        }
+        for a in answers
+    ]
+
+
+# --------------------------------------------------------------------------- offline references
+
+WHAT_IF_DEPTH = 100
+FusionFn = Callable[[dict[str, float], dict[str, float]], list[str]]
 
 
 def offline_bm25(convs: Sequence[Conversation]) -> dict[str, quality.Summary]:
@@ -173,12 +277,6 @@ def offline_bm25(convs: Sequence[Conversation]) -> dict[str, quality.Summary]:
         for q in conv.questions:
             per_question.append((q.category, quality.score(index.rank(q.text), q.relevant)))
     return quality.summarise(per_question)
-
-
-# --------------------------------------------------------------------------- what-ifs
-
-WHAT_IF_DEPTH = 100
-FusionFn = Callable[[dict[str, float], dict[str, float]], list[str]]
 
 
 def _rrf(k: int, depth: int, lexical_weight: float = 1.0) -> FusionFn:
@@ -217,22 +315,12 @@ WHAT_IFS: dict[str, FusionFn] = {
 }
 
 
-async def _embed(texts: Sequence[str]) -> list[list[float]]:
-    from service.memory.embeddings.local import LocalEmbeddingProvider
-
-    provider = LocalEmbeddingProvider()
-    try:
-        return await provider.embed(list(texts))
-    finally:
-        await provider.aclose()
-
-
 def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
     """Exact cosine top-``WHAT_IF_DEPTH`` per question with the service's local model."""
     import numpy as np
 
     vectors = np.asarray(
-        asyncio.run(_embed([t.content for t in turns] + [q.text for q in questions]))
+        asyncio.run(embed([t.content for t in turns] + [q.text for q in questions]))
     )
     docs, queries = vectors[: len(turns)], vectors[len(turns) :]
     out = []
@@ -243,11 +331,7 @@ def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list
 
 
 def what_if(convs: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
-    """Offline fusion what-ifs: BM25 and exact MiniLM channels fused in several ways.
-
-    Not the service: plain BM25 (service stopwords) and brute-force cosine over the
-    same turns, to show which fusion shape could beat BM25 alone on this protocol.
-    """
+    """Offline fusion what-ifs: BM25 and exact MiniLM channels fused in several ways."""
     from service.memory.recall.query_terms import STOPWORDS
 
     per_config: dict[str, list[tuple[int, quality.Scores]]] = {name: [] for name in WHAT_IFS}
@@ -265,7 +349,10 @@ def what_if(convs: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
     }
 
 
-# --------------------------------------------------------------------------- storing
+# --------------------------------------------------------------------------- storing and asking
+
+QUEUE_TIMEOUT_S = 900.0
+PHASE_TIMEOUT_S = 1800.0
 
 
 @dataclasses.dataclass
@@ -276,6 +363,7 @@ class StoreLog:
 
 
 def store_args(agent: str, turn: Turn) -> dict[str, Any]:
+    """The ``store`` arguments of one turn."""
     message = {"id": turn.dia_id, "content": turn.content, "timestamp": turn.timestamp}
     return {"agent_id": agent, "message": message}
 
@@ -307,7 +395,7 @@ async def store_all(
             await _store_conversation(session, pending.popleft(), log)
 
     started = time.perf_counter()
-    async with harness.mcp_sessions(service.mcp_url, service.key, clients) as sessions:
+    async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         await asyncio.wait_for(asyncio.gather(*map(worker, sessions)), PHASE_TIMEOUT_S)
         stored_s = time.perf_counter() - started
         drained_s = await wait_queue_empty(sessions[0], QUEUE_TIMEOUT_S)
@@ -318,34 +406,8 @@ async def store_all(
         "store_seconds": round(stored_s, 1),
         "queue_drain_seconds": round(drained_s, 1),
         "total_seconds": round(stored_s + drained_s, 1),
-        "latency": dataclasses.asdict(harness.latency_stats(log.latencies_s, stored_s)),
+        "latency": dataclasses.asdict(latency_stats(log.latencies_s, stored_s)),
     }
-
-
-# --------------------------------------------------------------------------- querying
-
-
-@dataclasses.dataclass(frozen=True)
-class Answer:
-    """One question's outcome: ranked dia_ids (best first), row signals, latency."""
-
-    question: Question
-    ranked: tuple[str, ...]
-    vector_rows: tuple[bool, ...]
-    seconds: float
-    failed: bool
-    gate_fallback: bool
-
-
-def _answer(
-    q: Question, body: dict[str, Any], seconds: float, failed: bool, aliases: dict[str, str]
-) -> Answer:
-    rows = list(reversed(body.get("messages") or []))
-    ranked = tuple(
-        aliases.get(f"{q.sample_id}/{row.get('id', '')}", str(row.get("id", ""))) for row in rows
-    )
-    vector = tuple("cosine" in (row.get("match_reason") or {}) for row in rows)
-    return Answer(q, ranked, vector, seconds, failed, bool(body.get("gate_fallback")))
 
 
 async def ask_all(
@@ -364,69 +426,14 @@ async def ask_all(
             q = pending.popleft()
             args = {"agent_id": q.sample_id, "query": q.text, "limit": LIMIT, "deep": variant.deep}
             reply = await call_json(session, "recall", args)
-            answers.append(_answer(q, reply.body, reply.seconds, reply.failed, aliases))
+            answers.append(answer_of(q, reply.body, reply.seconds, reply.failed, aliases))
 
-    async with harness.mcp_sessions(service.mcp_url, service.key, clients) as sessions:
+    async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         started = time.perf_counter()
         await asyncio.wait_for(asyncio.gather(*map(worker, sessions)), PHASE_TIMEOUT_S)
         wall = time.perf_counter() - started
     answers.sort(key=lambda a: (a.question.sample_id, a.question.number))
     return answers, wall
-
-
-def diagnostics(answers: Sequence[Answer]) -> dict[str, Any]:
-    """Row counts and where rows (and relevant rows) came from."""
-    rows = [len(a.ranked) for a in answers]
-    returned = sum(rows)
-    relevant = [(a, i) for a in answers for i, d in enumerate(a.ranked) if d in a.question.relevant]
-    vector_rows = sum(sum(a.vector_rows) for a in answers)
-    return {
-        "queries": len(answers),
-        "failed": sum(a.failed for a in answers),
-        "gate_fallback": sum(a.gate_fallback for a in answers),
-        "fewer_than_10_rows": sum(n < LIMIT for n in rows),
-        "zero_rows": sum(n == 0 for n in rows),
-        "mean_rows": round(returned / len(answers), 2) if answers else 0.0,
-        "rows_with_cosine_share": round(vector_rows / returned, 3) if returned else 0.0,
-        "relevant_rows": len(relevant),
-        "relevant_rows_with_cosine": sum(a.vector_rows[i] for a, i in relevant),
-    }
-
-
-def evaluate(answers: Sequence[Answer], wall_s: float) -> dict[str, Any]:
-    """Metrics per category/overall/macro, diagnostics and recall latency."""
-    per_question = [
-        (a.question.category, quality.score(a.ranked, a.question.relevant, LIMIT)) for a in answers
-    ]
-    summary = quality.summarise(per_question)
-    return {
-        "metrics": {name: dataclasses.asdict(s) for name, s in summary.items()},
-        "diagnostics": diagnostics(answers),
-        "latency": dataclasses.asdict(harness.latency_stats([a.seconds for a in answers], wall_s)),
-    }
-
-
-def per_question(answers: Sequence[Answer]) -> list[dict[str, Any]]:
-    """Each question's ranked dia_ids and which rows carried a cosine (for analysis)."""
-    return [
-        {
-            "sample": a.question.sample_id,
-            "q": a.question.number,
-            "cat": a.question.category,
-            "relevant": list(a.question.relevant),
-            "ranked": list(a.ranked),
-            "cosine": [int(v) for v in a.vector_rows],
-            "ms": round(a.seconds * 1000, 1),
-        }
-        for a in answers
-    ]
-
-
-# --------------------------------------------------------------------------- runs
-
-
-def questions_of(convs: Sequence[Conversation]) -> list[Question]:
-    return [q for c in convs for q in c.questions]
 
 
 def query_variant(
@@ -450,28 +457,13 @@ def query_variant(
     return result
 
 
-def variants_for(mode: str, args: argparse.Namespace) -> list[Variant]:
-    chosen = list(DEFAULT_VARIANTS)
-    if mode == "local" and args.tune:
-        chosen += TUNING_VARIANTS
-    if args.variant:
-        wanted = {v.strip() for v in args.variant}
-        unknown = wanted - {v.name for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS)}
-        if unknown:
-            raise harness.BenchError(f"unknown variant(s): {sorted(unknown)}")
-        chosen = [v for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS) if v.name in wanted]
-    return chosen
-
-
 def run_mode(mode: str, convs: Sequence[Conversation], args: argparse.Namespace) -> dict[str, Any]:
     """Store everything under ``mode``, then query every variant (restarting as needed)."""
     base = {"CPERSONA_EMBEDDING_MODE": mode, **dict(args.env)}
-    variants = variants_for(mode, args)
+    variants = variants_for(mode, args.tune, args.variant)
     out: dict[str, Any] = {"mode": mode, "service_env": base, "variants": []}
-    with harness.scratch_dir(args.keep_data) as data_dir:
-        env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=base))
-        key = new_key(args.code, env, "locomo", create_tenant=True)
-        with serve_on(args.code, data_dir, key, base) as service:
+    with harness.fresh_tenant(args.code, "locomo", base, keep=args.keep_data) as (data_dir, key):
+        with harness.serve_on(args.code, data_dir, key, base) as service:
             print(
                 f"mode {mode}: storing {sum(len(c.turns) for c in convs)} turns ...",
                 file=sys.stderr,
@@ -482,37 +474,9 @@ def run_mode(mode: str, convs: Sequence[Conversation], args: argparse.Namespace)
             for variant in (v for v in variants if not v.env):
                 out["variants"].append(query_variant(service, convs, variant, args, aliases))
         for variant in (v for v in variants if v.env):
-            with serve_on(args.code, data_dir, key, {**base, **variant.env}) as service:
+            with harness.serve_on(args.code, data_dir, key, {**base, **variant.env}) as service:
                 out["variants"].append(query_variant(service, convs, variant, args, aliases))
     return out
-
-
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    convs = load(args.data, args.conversations, args.questions)
-    started = time.perf_counter()
-    results: dict[str, Any] = {
-        "machine": harness.machine_facts(),
-        "options": {
-            "data": str(args.data),
-            "conversations": len(convs),
-            "turns": sum(len(c.turns) for c in convs),
-            "questions": len(questions_of(convs)),
-            "clients": args.clients,
-            "limit": LIMIT,
-            "tune": args.tune,
-        },
-        "code": args.code_id,
-        "offline_bm25": {k: dataclasses.asdict(v) for k, v in offline_bm25(convs).items()},
-        "modes": [],
-    }
-    for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
-        results["modes"].append(run_mode(mode, convs, args))
-    if args.what_if:
-        print("offline fusion what-ifs ...", file=sys.stderr)
-        results["what_if"] = what_if(convs)
-    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["total_seconds"] = round(time.perf_counter() - started, 1)
-    return results
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -520,10 +484,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 METRIC_GROUPS = (*quality.CATEGORY_NAMES.values(), "overall", "macro")
 
 
-def _cell(summary: dict[str, Any] | None) -> str:
+def _cells(summary: dict[str, Any] | None) -> list[str]:
     if summary is None:
-        return "n/a | n/a | n/a"
-    return f"{summary['ndcg']:.3f} | {summary['recall']:.3f} | {summary['hit']:.3f}"
+        return ["n/a"] * 3
+    return [f"{summary[name]:.3f}" for name in ("ndcg", "recall", "hit")]
 
 
 def quality_table(results: dict[str, Any], variant: str) -> list[str]:
@@ -532,73 +496,91 @@ def quality_table(results: dict[str, Any], variant: str) -> list[str]:
         (m["mode"], next((v for v in m["variants"] if v["name"] == variant), None))
         for m in results["modes"]
     ]
-    head = " | ".join(f"{m} NDCG@10 | {m} R@10 | {m} hit@10" for m, _ in modes)
-    rows = [f"| Category | n | {head} |", "|---|--:|" + "--:|" * 3 * len(modes)]
+    columns = ["Category", "n"]
+    for mode, _ in modes:
+        columns += [f"{mode} NDCG@10", f"{mode} R@10", f"{mode} hit@10"]
+    rows = []
     for group in METRIC_GROUPS:
-        cells = [_cell(v["metrics"].get(group) if v else None) for _, v in modes]
         count = next(
             (v["metrics"][group]["count"] for _, v in modes if v and group in v["metrics"]), 0
         )
-        rows.append(f"| {group} | {count} | {' | '.join(cells)} |")
-    return rows
+        cells = [c for _, v in modes for c in _cells(v["metrics"].get(group) if v else None)]
+        rows.append([group, count, *cells])
+    return table(columns, "lr" + "rrr" * len(modes), rows)
+
+
+def _settings(variant: dict[str, Any]) -> str:
+    """A variant's service settings without the ``CPERSONA_`` prefix, plus ``deep``."""
+    settings = ", ".join(f"{k.removeprefix('CPERSONA_')}={x}" for k, x in variant["env"].items())
+    return (settings + (", deep" if variant["deep"] else "")).strip(", ") or "defaults"
+
+
+def _tuning_rows(results: dict[str, Any]) -> Iterator[list[object]]:
+    for m in results["modes"]:
+        for v in m["variants"]:
+            o, mac = v["metrics"]["overall"], v["metrics"]["macro"]
+            d, lat = v["diagnostics"], v["latency"]
+            yield [
+                m["mode"],
+                v["name"],
+                _settings(v),
+                *(f"{x:.3f}" for x in (o["ndcg"], mac["ndcg"], o["recall"], o["hit"])),
+                d["fewer_than_10_rows"],
+                d["zero_rows"],
+                d["mean_rows"],
+                f"{d['rows_with_cosine_share']:.2f}",
+                f"{d['relevant_rows_with_cosine']}/{d['relevant_rows']}",
+                f"{lat['p50_ms']:.1f}",
+                f"{lat['p95_ms']:.1f}",
+            ]
 
 
 def tuning_table(results: dict[str, Any]) -> list[str]:
     """One row per (mode, variant): overall quality, row counts, latency."""
-    rows = [
-        "| Mode | Variant | Settings | NDCG@10 | macro NDCG | R@10 | hit@10 | <10 rows |"
-        " 0 rows | mean rows | rows w/ cosine | rel. rows w/ cosine | p50 ms | p95 ms |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    columns = [
+        *("Mode", "Variant", "Settings", "NDCG@10", "macro NDCG", "R@10", "hit@10"),
+        *("<10 rows", "0 rows", "mean rows", "rows w/ cosine", "rel. rows w/ cosine"),
+        *("p50 ms", "p95 ms"),
     ]
-    for m in results["modes"]:
-        for v in m["variants"]:
-            o, mac, d, lat = (
-                v["metrics"]["overall"],
-                v["metrics"]["macro"],
-                v["diagnostics"],
-                v["latency"],
-            )
-            settings = ", ".join(f"{k.removeprefix('CPERSONA_')}={x}" for k, x in v["env"].items())
-            settings = (settings + (", deep" if v["deep"] else "")).strip(", ") or "defaults"
-            rows.append(
-                f"| {m['mode']} | {v['name']} | {settings} | {o['ndcg']:.3f} | {mac['ndcg']:.3f} |"
-                f" {o['recall']:.3f} | {o['hit']:.3f} | {d['fewer_than_10_rows']} |"
-                f" {d['zero_rows']} | {d['mean_rows']} | {d['rows_with_cosine_share']:.2f} |"
-                f" {d['relevant_rows_with_cosine']}/{d['relevant_rows']} |"
-                f" {lat['p50_ms']:.1f} | {lat['p95_ms']:.1f} |"
-            )
-    return rows
+    return table(columns, "lll" + "r" * 11, _tuning_rows(results))
 
 
 def store_table(results: dict[str, Any]) -> list[str]:
-    rows = [
-        "| Mode | Turns | Outcomes | Store s | Queue drain s | Total s | Store p50 ms |"
-        " Store p95 ms |",
-        "|---|--:|---|--:|--:|--:|--:|--:|",
+    """Per mode: store outcomes, store and queue-drain time, store latency."""
+    columns = [
+        *("Mode", "Turns", "Outcomes", "Store s", "Queue drain s", "Total s"),
+        *("Store p50 ms", "Store p95 ms"),
     ]
-    for m in results["modes"]:
-        s = m["store"]
-        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(s["outcomes"].items()))
-        rows.append(
-            f"| {m['mode']} | {s['turns']} | {outcomes} | {s['store_seconds']} |"
-            f" {s['queue_drain_seconds']} | {s['total_seconds']} | {s['latency']['p50_ms']:.1f} |"
-            f" {s['latency']['p95_ms']:.1f} |"
-        )
-    return rows
+    rows = [
+        [
+            m["mode"],
+            s["turns"],
+            outcomes(s["outcomes"]),
+            s["store_seconds"],
+            s["queue_drain_seconds"],
+            s["total_seconds"],
+            f"{s['latency']['p50_ms']:.1f}",
+            f"{s['latency']['p95_ms']:.1f}",
+        ]
+        for m in results["modes"]
+        for s in [m["store"]]
+    ]
+    return table(columns, "lrlrrrrr", rows)
 
 
 def what_if_table(results: dict[str, Any]) -> list[str]:
-    rows = [
-        "| Offline fusion (BM25 + exact MiniLM, not the service) | NDCG@10 | macro NDCG |"
-        " R@10 | hit@10 |",
-        "|---|--:|--:|--:|--:|",
+    """The offline fusion what-ifs (none when they did not run)."""
+    what_ifs = results.get("what_if", {})
+    columns = [
+        "Offline fusion (BM25 + exact MiniLM, not the service)",
+        *("NDCG@10", "macro NDCG", "R@10", "hit@10"),
     ]
-    for name, summary in results.get("what_if", {}).items():
-        o, mac = summary["overall"], summary["macro"]
-        rows.append(
-            f"| {name} | {o['ndcg']:.3f} | {mac['ndcg']:.3f} | {o['recall']:.3f} | {o['hit']:.3f} |"
-        )
-    return rows if len(rows) > 2 else []
+    rows = [
+        [name, *(f"{x:.3f}" for x in (o["ndcg"], mac["ndcg"], o["recall"], o["hit"]))]
+        for name, summary in what_ifs.items()
+        for o, mac in [(summary["overall"], summary["macro"])]
+    ]
+    return table(columns, "lrrrr", rows) if rows else []
 
 
 def service_sections(results: dict[str, Any]) -> list[str]:
@@ -622,12 +604,11 @@ def service_sections(results: dict[str, Any]) -> list[str]:
 
 
 def markdown(results: dict[str, Any]) -> str:
+    """The results as Markdown tables."""
     m, o = results["machine"], results["options"]
     bm25 = results["offline_bm25"]
     lines = [
-        f"Machine: {m['cpu_model']}, {m['nproc']} cores, {m['memory_gib']} GiB, commit"
-        f" {m['git_commit']}, {m['date_utc']}, load {m['load_average_at_start']} →"
-        f" {m.get('load_average_at_end')}. {o['conversations']} conversations, {o['turns']}"
+        f"{machine_line(m)}. {o['conversations']} conversations, {o['turns']}"
         f" turns, {o['questions']} questions, {o['clients']} clients. Service code snapshot"
         f" {results['code']}.",
         "",
@@ -642,15 +623,39 @@ def markdown(results: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- CLI
 
+DEFAULT_OUT = Path("bench/results/locomo.json")
 
-def _env_pair(item: str) -> tuple[str, str]:
-    name, sep, value = item.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {item!r}")
-    return name, value
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Load the data, run every mode (and the what-ifs); the JSON-ready results."""
+    convs = load(args.data, args.conversations, args.questions)
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "machine": machine_facts(),
+        "options": {
+            "data": str(args.data),
+            "conversations": len(convs),
+            "turns": sum(len(c.turns) for c in convs),
+            "questions": len(questions_of(convs)),
+            "clients": args.clients,
+            "limit": LIMIT,
+            "tune": args.tune,
+        },
+        "code": args.code_id,
+        "offline_bm25": {k: dataclasses.asdict(v) for k, v in offline_bm25(convs).items()},
+        "modes": [],
+    }
+    for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+        results["modes"].append(run_mode(mode, convs, args))
+    if args.what_if:
+        print("offline fusion what-ifs ...", file=sys.stderr)
+        results["what_if"] = what_if(convs)
+    record_end(results, started)
+    return results
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Options of ``python -m bench.locomo``."""
     parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__)
     add = parser.add_argument
     add("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (default: %(default)s)")
@@ -661,7 +666,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--tune", action="store_true", help="also run the tuning variants (local mode)")
     add("--what-if", action="store_true", help="also run the offline fusion what-ifs")
     add("--variant", action="append", default=[], help="run only this variant (repeatable)")
-    add("--env", type=_env_pair, action="append", default=[], help="service setting NAME=VALUE")
+    add("--env", type=env_pair, action="append", default=[], help="service setting NAME=VALUE")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--per-question", type=Path, help="also write each question's ranking here")
     add("--keep-data", action="store_true", help="keep the temporary data directories")
@@ -672,26 +677,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: snapshot the service code, run, write JSON and Markdown."""
     args = parse_args(argv)
-    with harness.scratch_dir() as snapshot:
-        args.code = snapshot_code(snapshot)
-        args.code_id = code_fingerprint(args.code)
-        use_snapshot(args.code)
-        try:
-            results = run(args)
-        except harness.BenchError as exc:
-            raise SystemExit(f"bench: {exc}") from None
+    results = run_on_snapshot(args, run, import_here=True)
     if args.per_question is not None:
         detail = {
             f"{m['mode']}/{v['name']}": v.pop("per_question")
             for m in results["modes"]
             for v in m["variants"]
         }
-        harness.write_json(args.per_question, detail)
-    harness.write_json(args.out, results)
-    table = markdown(results)
-    args.out.with_suffix(".md").write_text(table)
-    print(table)
+        write_json(args.per_question, detail)
+    write_results(args.out, results, markdown(results))
 
 
 if __name__ == "__main__":

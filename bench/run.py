@@ -9,119 +9,21 @@ start; prints Markdown tables and writes JSON (plus the tables next to it).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from bench import harness
-from bench.store_throughput import StorePlan, measure_starts, run_list, run_store_plan
-from bench.texts import Size, TextSource
+from bench.cli import env_pair, run_or_exit, write_results
+from bench.machine import machine_facts, record_end
+from bench.markdown import machine_line, outcomes, table
+from bench.store_throughput import StorePlan, measure_starts, run_repetition
+from bench.texts import SIZES
 
-DEFAULT_OUT = Path("bench/results/latest.json")
-FULL = {"calls": 2000, "warmup": 100, "list_calls": 200, "starts": 3, "max_seconds": 300.0}
-BUSY_WARNING_CORES = 0.25
-MAX_REPEAT = 10
-QUICK = {"calls": 200, "warmup": 20, "list_calls": 50, "starts": 1, "max_seconds": 60.0}
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """Command-line options; unset sizes take the --quick or full defaults."""
-    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
-    add = parser.add_argument
-    add("--quick", action="store_true", help="small smoke run (200 calls per configuration)")
-    add("--out", type=Path, default=DEFAULT_OUT, help="JSON result file (default: %(default)s)")
-    add("--calls", type=int, help="measured store calls per configuration (default 2000)")
-    add("--warmup", type=int, help="unmeasured store calls per configuration (default 100)")
-    add("--list-calls", type=int, help="measured list_memories calls per variant (default 200)")
-    add("--clients", default="1,8", help="client counts, comma-separated (default: %(default)s)")
-    add("--sizes", default="short,medium", help="text sizes (default: %(default)s)")
-    add("--max-seconds", type=float, help="time limit per measured phase (default 300)")
-    add("--starts", type=int, help="cold and warm start repetitions each (default 3)")
-    add(
-        "--repeat",
-        type=int,
-        default=1,
-        help="full passes, each on a fresh service; tables show medians (default: %(default)s)",
-    )
-    add("--skip-starts", action="store_true", help="do not measure cold/warm start")
-    add("--seed", type=int, default=20261130, help="text generator seed (default: %(default)s)")
-    add("--database-url", help="use this Postgres instead of an embedded one (data is left)")
-    add("--env", action="append", default=[], metavar="NAME=VALUE", help="service setting")
-    add("--keep-data", action="store_true", help="keep the temporary data directory")
-    add("--token-economy", action="store_true", help="then run bench.token_economy too")
-    args = parser.parse_args(argv)
-    if not 1 <= args.repeat <= MAX_REPEAT:
-        parser.error(f"--repeat takes 1 to {MAX_REPEAT}")
-    defaults = QUICK if args.quick else FULL
-    for name, value in defaults.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    return args
-
-
-def _service_options(args: argparse.Namespace) -> harness.ServiceOptions:
-    """Service options from ``--database-url``, ``--env`` and ``--keep-data``."""
-    extra: dict[str, str] = {}
-    for item in args.env:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"--env expects NAME=VALUE, got {item!r}")
-        extra[name] = value
-    return harness.ServiceOptions(args.database_url, extra, args.keep_data)
-
-
-def build_plans(args: argparse.Namespace) -> list[StorePlan]:
-    """One plan per (size, client count)."""
-    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
-    if any(s not in ("short", "medium") for s in sizes):
-        raise SystemExit("--sizes takes short and/or medium")
-    clients = [int(c) for c in args.clients.split(",") if c.strip()]
-    if any(c < 1 or c > 64 for c in clients):
-        raise SystemExit("--clients takes numbers between 1 and 64")
-    return [
-        StorePlan(n, cast(Size, size), args.calls, args.warmup, args.max_seconds)
-        for size in sizes
-        for n in clients
-    ]
-
-
-def list_agent(plans: Sequence[StorePlan]) -> str:
-    """An agent that has many memories: a single-client medium run's, else the first plan's."""
-    chosen = next((p for p in plans if p.clients == 1 and p.size == "medium"), plans[0])
-    return f"bench-{chosen.size}-{chosen.clients}c-0"
-
-
-async def service_benchmarks(
-    service: harness.Service, plans: Sequence[StorePlan], args: argparse.Namespace
-) -> dict[str, Any]:
-    """Every measurement that needs the running service."""
-    source = TextSource(args.seed)
-    stores = []
-    for plan in plans:
-        print(f"  {plan.name}: {plan.warmup} warm-up + {plan.calls} calls ...", file=sys.stderr)
-        stores.append(await run_store_plan(service, plan, source))
-    print("  list_memories ...", file=sys.stderr)
-    lists = await run_list(
-        service, list_agent(plans), args.list_calls, max(5, args.list_calls // 10), args.max_seconds
-    )
-    return {"store": stores, "list_memories": lists}
-
-
-def run_repetition(
-    options: harness.ServiceOptions, plans: Sequence[StorePlan], args: argparse.Namespace
-) -> dict[str, Any]:
-    """One full pass on a fresh service (new data directory or new tenant)."""
-    print("starting the service ...", file=sys.stderr)
-    with harness.running_service(options) as service:
-        print(f"  ready in {service.start_seconds:.2f} s at {service.base_url}", file=sys.stderr)
-        results = asyncio.run(service_benchmarks(service, plans, args))
-    results["service_ready_s"] = round(service.start_seconds, 3)
-    return results
+# --------------------------------------------------------------------------- summaries
 
 
 def _median_run(phases: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -158,44 +60,6 @@ def summarise(repetitions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str,
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run everything; return the JSON-ready results."""
-    options = _service_options(args)
-    plans = build_plans(args)
-    started = time.perf_counter()
-    results: dict[str, Any] = {
-        "machine": harness.machine_facts(),
-        "options": {
-            "quick": args.quick,
-            "calls": args.calls,
-            "warmup": args.warmup,
-            "list_calls": args.list_calls,
-            "clients": args.clients,
-            "sizes": args.sizes,
-            "max_seconds": args.max_seconds,
-            "seed": args.seed,
-            "repeat": args.repeat,
-            "database": "external" if args.database_url else "embedded",
-            "service_env": dict(options.extra_env),
-        },
-    }
-    busy = results["machine"]["busy_cores_before_start"]
-    if busy > BUSY_WARNING_CORES:
-        print(f"warning: {busy} cores already busy; results will be noisy", file=sys.stderr)
-    repetitions = []
-    for n in range(args.repeat):
-        print(f"repetition {n + 1} of {args.repeat}", file=sys.stderr)
-        repetitions.append(run_repetition(options, plans, args))
-    results.update(summarise(repetitions))
-    results["repetitions"] = repetitions
-    if not args.skip_starts:
-        print("measuring cold and warm starts ...", file=sys.stderr)
-        results["starts"] = measure_starts(options, args.starts, args.starts)
-    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["total_seconds"] = round(time.perf_counter() - started, 1)
-    return results
-
-
 # --------------------------------------------------------------------------- Markdown
 
 
@@ -227,90 +91,102 @@ def _calls(phase: dict[str, Any]) -> str:
     return count if reps == 1 else f"{count} x {reps}"
 
 
+def _ms(latency: dict[str, Any], *names: str) -> list[str]:
+    """Latency fields in milliseconds, one decimal."""
+    return [f"{latency[name]:.1f}" for name in names]
+
+
 def store_table(stores: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown rows for the store configurations."""
-    rows = [
-        "| Text | Clients | Calls | Stores/s | Mean ms | p50 ms | p95 ms | p99 ms | Max ms |"
-        " Outcomes |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+    columns = [
+        *("Text", "Clients", "Calls", "Stores/s", "Mean ms", "p50 ms", "p95 ms", "p99 ms"),
+        *("Max ms", "Outcomes"),
     ]
-    for r in stores:
-        lat = r["latency"]
-        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
-        text = f"{r['size']} (~{r['mean_content_chars']} chars)"
-        rows.append(
-            f"| {text} | {r['clients']} | {_calls(r)} | {_rate(r)} |"
-            f" {lat['mean_ms']:.1f} | {lat['p50_ms']:.1f} | {lat['p95_ms']:.1f} |"
-            f" {lat['p99_ms']:.1f} | {lat['max_ms']:.1f} | {outcomes} |"
-        )
-    return rows
+    rows = [
+        [
+            f"{r['size']} (~{r['mean_content_chars']} chars)",
+            r["clients"],
+            _calls(r),
+            _rate(r),
+            *_ms(r["latency"], "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"),
+            outcomes(r["outcomes"]),
+        ]
+        for r in stores
+    ]
+    return table(columns, "l" + "r" * 8 + "l", rows)
 
 
 def cpu_table(entries: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown rows: where the CPU went, in cores busy and milliseconds per call."""
-    rows = [
-        "| Phase | Server cores | Postgres cores | Bench client cores | Other cores |"
-        " Steal cores | Server ms/call | Postgres ms/call | Client ms/call |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    columns = [
+        *("Phase", "Server cores", "Postgres cores", "Bench client cores", "Other cores"),
+        *("Steal cores", "Server ms/call", "Postgres ms/call", "Client ms/call"),
     ]
-    for r in entries:
-        cpu = r["cpu"]
-        rows.append(
-            f"| {r['name']} | {_cores(cpu, 'server')} | {_cores(cpu, 'postgres')} |"
-            f" {_cores(cpu, 'client')} | {_cores(cpu, 'other')} | {_cores(cpu, 'steal')} |"
-            f" {_per_call(cpu, 'server')} |"
-            f" {_per_call(cpu, 'postgres')} | {_per_call(cpu, 'client')} |"
-        )
-    return rows
+    rows = [
+        [
+            r["name"],
+            *(_cores(r["cpu"], n) for n in ("server", "postgres", "client", "other", "steal")),
+            *(_per_call(r["cpu"], n) for n in ("server", "postgres", "client")),
+        ]
+        for r in entries
+    ]
+    return table(columns, "l" + "r" * 8, rows)
 
 
 def list_table(lists: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown rows for list_memories."""
-    rows = [
-        "| list_memories | Calls | Calls/s | Mean ms | p50 ms | p95 ms | p99 ms | Response KB |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    columns = [
+        *("list_memories", "Calls", "Calls/s", "Mean ms", "p50 ms", "p95 ms", "p99 ms"),
+        "Response KB",
     ]
-    for r in lists:
-        lat = r["latency"]
-        rows.append(
-            f"| {r['name']} | {_calls(r)} | {_rate(r)} |"
-            f" {lat['mean_ms']:.1f} | {lat['p50_ms']:.1f} | {lat['p95_ms']:.1f} |"
-            f" {lat['p99_ms']:.1f} | {r['mean_response_bytes'] / 1024:.1f} |"
-        )
-    return rows
+    rows = [
+        [
+            r["name"],
+            _calls(r),
+            _rate(r),
+            *_ms(r["latency"], "mean_ms", "p50_ms", "p95_ms", "p99_ms"),
+            f"{r['mean_response_bytes'] / 1024:.1f}",
+        ]
+        for r in lists
+    ]
+    return table(columns, "l" + "r" * 7, rows)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s"
 
 
 def start_table(starts: dict[str, Any]) -> list[str]:
     """Markdown rows for cold and warm starts (median, min, max over the runs)."""
-    rows = [
-        "| Start | Runs | Spawn → /readyz 200 (median) | min | max |"
-        " Spawn → `serving` log (median) | SIGTERM → exit (median) |",
-        "|---|--:|--:|--:|--:|--:|--:|",
+    columns = [
+        *("Start", "Runs", "Spawn → /readyz 200 (median)", "min", "max"),
+        *("Spawn → `serving` log (median)", "SIGTERM → exit (median)"),
     ]
+    rows = []
     for kind in ("cold", "warm"):
         runs = [r for r in starts["runs"] if r["kind"] == kind]
         if not runs:
             continue
         ready = [r["ready_s"] for r in runs]
         serving = [r["serving_log_s"] for r in runs if r["serving_log_s"] is not None]
-        serving_text = f"{statistics.median(serving):.2f} s" if serving else "n/a"
         rows.append(
-            f"| {kind} | {len(runs)} | {statistics.median(ready):.2f} s | {min(ready):.2f} s |"
-            f" {max(ready):.2f} s | {serving_text} |"
-            f" {statistics.median(r['stop_s'] for r in runs):.2f} s |"
+            [
+                kind,
+                len(runs),
+                *map(_seconds, (statistics.median(ready), min(ready), max(ready))),
+                _seconds(statistics.median(serving)) if serving else "n/a",
+                _seconds(statistics.median(r["stop_s"] for r in runs)),
+            ]
         )
-    rows.append(f"\n`python -m service --help` (interpreter + imports): {starts['cli_help_s']} s")
-    return rows
+    cli = f"\n`python -m service --help` (interpreter + imports): {starts['cli_help_s']} s"
+    return [*table(columns, "l" + "r" * 6, rows), cli]
 
 
 def markdown(results: dict[str, Any]) -> str:
     """The results as Markdown tables."""
     m = results["machine"]
     lines = [
-        f"Machine: {m['cpu_model']}, {m['nproc']} cores, {m['memory_gib']} GiB,"
-        f" Python {m['python']}, commit {m['git_commit']}, {m['date_utc']},"
-        f" load {m['load_average_at_start']} → {m.get('load_average_at_end')},"
-        f" {m['busy_cores_before_start']} cores busy before start",
+        f"{machine_line(m, python=True)}, {m['busy_cores_before_start']} cores busy before start",
         "",
         f"Latency figures are medians over {results['options']['repeat']} pass(es); the CPU"
         " split is that of the median-throughput pass.",
@@ -326,20 +202,116 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --------------------------------------------------------------------------- CLI
+
+DEFAULT_OUT = Path("bench/results/latest.json")
+FULL = {"calls": 2000, "warmup": 100, "list_calls": 200, "starts": 3, "max_seconds": 300.0}
+BUSY_WARNING_CORES = 0.25
+MAX_REPEAT = 10
+QUICK = {"calls": 200, "warmup": 20, "list_calls": 50, "starts": 1, "max_seconds": 60.0}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options; unset sizes take the --quick or full defaults."""
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    add = parser.add_argument
+    add("--quick", action="store_true", help="small smoke run (200 calls per configuration)")
+    add("--out", type=Path, default=DEFAULT_OUT, help="JSON result file (default: %(default)s)")
+    add("--calls", type=int, help="measured store calls per configuration (default 2000)")
+    add("--warmup", type=int, help="unmeasured store calls per configuration (default 100)")
+    add("--list-calls", type=int, help="measured list_memories calls per variant (default 200)")
+    add("--clients", default="1,8", help="client counts, comma-separated (default: %(default)s)")
+    add("--sizes", default="short,medium", help="text sizes (default: %(default)s)")
+    add("--max-seconds", type=float, help="time limit per measured phase (default 300)")
+    add("--starts", type=int, help="cold and warm start repetitions each (default 3)")
+    add(
+        "--repeat",
+        type=int,
+        default=1,
+        help="full passes, each on a fresh service; tables show medians (default: %(default)s)",
+    )
+    add("--skip-starts", action="store_true", help="do not measure cold/warm start")
+    add("--seed", type=int, default=20261130, help="text generator seed (default: %(default)s)")
+    add("--database-url", help="use this Postgres instead of an embedded one (data is left)")
+    add(
+        "--env",
+        type=env_pair,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="service setting",
+    )
+    add("--keep-data", action="store_true", help="keep the temporary data directory")
+    add("--token-economy", action="store_true", help="then run bench.token_economy too")
+    args = parser.parse_args(argv)
+    if not 1 <= args.repeat <= MAX_REPEAT:
+        parser.error(f"--repeat takes 1 to {MAX_REPEAT}")
+    defaults = QUICK if args.quick else FULL
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
+def build_plans(args: argparse.Namespace) -> list[StorePlan]:
+    """One plan per (size, client count)."""
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    if any(s not in SIZES for s in sizes):
+        raise SystemExit("--sizes takes short and/or medium")
+    clients = [int(c) for c in args.clients.split(",") if c.strip()]
+    if any(c < 1 or c > 64 for c in clients):
+        raise SystemExit("--clients takes numbers between 1 and 64")
+    return [
+        StorePlan(n, SIZES[size], args.calls, args.warmup, args.max_seconds)
+        for size in sizes
+        for n in clients
+    ]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run everything; return the JSON-ready results."""
+    options = harness.ServiceOptions(args.database_url, dict(args.env), args.keep_data)
+    plans = build_plans(args)
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "machine": machine_facts(),
+        "options": {
+            "quick": args.quick,
+            "calls": args.calls,
+            "warmup": args.warmup,
+            "list_calls": args.list_calls,
+            "clients": args.clients,
+            "sizes": args.sizes,
+            "max_seconds": args.max_seconds,
+            "seed": args.seed,
+            "repeat": args.repeat,
+            "database": "external" if args.database_url else "embedded",
+            "service_env": dict(options.extra_env),
+        },
+    }
+    busy = results["machine"]["busy_cores_before_start"]
+    if busy > BUSY_WARNING_CORES:
+        print(f"warning: {busy} cores already busy; results will be noisy", file=sys.stderr)
+    repetitions = []
+    for n in range(args.repeat):
+        print(f"repetition {n + 1} of {args.repeat}", file=sys.stderr)
+        repetitions.append(
+            run_repetition(options, plans, args.seed, args.list_calls, args.max_seconds)
+        )
+    results.update(summarise(repetitions))
+    results["repetitions"] = repetitions
+    if not args.skip_starts:
+        print("measuring cold and warm starts ...", file=sys.stderr)
+        results["starts"] = measure_starts(options, args.starts, args.starts)
+    record_end(results, started)
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point."""
     args = parse_args(argv)
-    try:
-        results = run(args)
-    except harness.BenchError as exc:
-        raise SystemExit(f"bench: {exc}") from None
-    except KeyboardInterrupt:
-        raise SystemExit("bench: interrupted (service stopped)") from None
-    harness.write_json(args.out, results)
-    table = markdown(results)
-    args.out.with_suffix(".md").write_text(table)
-    print(table)
-    print(f"results: {args.out} (tables: {args.out.with_suffix('.md')})", file=sys.stderr)
+    results = run_or_exit(lambda: run(args))
+    write_results(args.out, results, markdown(results))
     if args.token_economy:
         from bench import token_economy
 

@@ -35,70 +35,23 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-SEED = 20261130
-DIMENSION = 384  # the local model's width (checked against it in local_model)
-TOPICS = 200
-BATCH = 5_000
-COLUMNS = (
-    "tenant_id",
-    "agent_id",
-    "content",
-    "embedding",
-    "embedding_model",
-    "timestamp_text",
-    "timestamp_at",
-    "created_at",
-)
-EPOCH = datetime(2026, 11, 1, tzinfo=UTC)
-SPAN_DAYS = 730
+from bench import words
 
-NAMES = (
-    "Ada",
-    "Bruno",
-    "Chen",
-    "Dara",
-    "Elena",
-    "Farid",
-    "Greta",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kemal",
-    "Lena",
-    "Mateo",
-    "Nadia",
-    "Oskar",
-    "Priya",
-    "Quentin",
-    "Rosa",
-    "Sami",
-    "Tomoko",
-    "Uma",
-    "Viktor",
-    "Wen",
-    "Ximena",
-    "Yusuf",
-    "Zofia",
-    "Amara",
-    "Bjorn",
-    "Carmen",
-    "Dmitri",
-)
+if TYPE_CHECKING:
+    from service.db.recall import Candidates, Retrieval
+
+SEED = 20261130
+DIMENSION = 384  # the local model's width (checked against it when loading)
+TOPICS = 200
+NAMES = (*words.NAMES, "Amara", "Bjorn", "Carmen", "Dmitri")
 PLACES = (
-    "Lisbon",
-    "Osaka",
-    "Montreal",
-    "Nairobi",
-    "Tallinn",
-    "Valencia",
-    "Seoul",
-    "Denver",
+    *words.CITIES,
     "Lagos",
     "Porto",
     "Krakow",
@@ -172,6 +125,7 @@ def topic_words(topic: int) -> tuple[str, ...]:
 
 
 def sentence(rng: random.Random, topic: int) -> str:
+    """One template sentence about ``topic`` (its nouns), names and places drawn at random."""
     nouns = topic_words(topic)
     name, name2 = rng.sample(NAMES, 2)
     return rng.choice(TEMPLATES).format(
@@ -229,6 +183,23 @@ def vector_bytes(rows: FloatArray) -> list[bytes]:
     raw = rows.astype(">f4").tobytes()
     width = rows.shape[1] * 4
     return [header + raw[i * width : (i + 1) * width] for i in range(rows.shape[0])]
+
+
+# --------------------------------------------------------------------------- loading
+
+BATCH = 5_000
+COLUMNS = (
+    "tenant_id",
+    "agent_id",
+    "content",
+    "embedding",
+    "embedding_model",
+    "timestamp_text",
+    "timestamp_at",
+    "created_at",
+)
+EPOCH = datetime(2026, 11, 1, tzinfo=UTC)
+SPAN_DAYS = 730
 
 
 # --------------------------------------------------------------------------- plans
@@ -459,8 +430,6 @@ async def load(
 
 
 # --------------------------------------------------------------------------- inspection
-# The recall statement is run exactly as the service runs it: its own db function
-# builds the arguments (captured, for EXPLAIN) or executes it (vector-channel check).
 
 PLAN_NAME = "bench_recall_plan"
 WARM_EXECUTIONS = 8  # past Postgres's 5 custom plans, so the plan cache has decided
@@ -488,7 +457,7 @@ async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
     return tenant
 
 
-def retrieval(text: str, vector: Sequence[float]) -> Any:
+def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
     """The service's ``Retrieval`` for a plain recall (limit 10, no filters) of ``text``.
 
     Built field by field from the service's own dataclass (defaults as configured by
@@ -517,7 +486,7 @@ def retrieval(text: str, vector: Sequence[float]) -> Any:
 
 
 class _Captured(Exception):
-    pass
+    """Raised by :class:`_Capture` once it has the statement (nothing is executed)."""
 
 
 class _Capture:
@@ -534,8 +503,12 @@ class _Capture:
 
 async def candidates(
     conn: Any, tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
-) -> Any:
-    """``recall_candidates`` of the service for one query (``conn`` may be a capture)."""
+) -> Candidates:
+    """``recall_candidates`` of the service for one query.
+
+    ``conn`` is an asyncpg connection or a :class:`_Capture` standing in for one (only
+    ``fetch`` is called), hence ``Any``.
+    """
     from service.db import recall as store
     from service.models import TenantId
 
@@ -679,3 +652,12 @@ async def _exact_nearest(
     )
     await conn.execute("SET LOCAL enable_indexscan = on")
     return {int(r["id"]): float(r["score"]) for r in rows}
+
+
+async def memory_rows(url: str) -> int:
+    """How many rows ``memories`` holds (every tenant)."""
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM memories"))
+    finally:
+        await conn.close()

@@ -38,7 +38,6 @@ import importlib.resources
 import itertools
 import json
 import math
-import os
 import re
 import sys
 import time
@@ -47,34 +46,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
 from mcp.client.session import ClientSession
 
-from bench import harness, locomo, quality
-from bench.recall_latency import (
-    call_json,
-    code_fingerprint,
-    new_key,
-    serve_on,
-    snapshot_code,
-    wait_queue_empty,
-)
-
-DEFAULT_OUT = Path("bench/results/token_economy.json")
-PREVIEW_CHARS = 500
-LIMIT = 10
-FETCH_TOP = 2
-LONG_MIN, LONG_MAX = 1_000, 4_000
-SHORT_MAX = 300
-SHED_CLAIM = 0.60
-SHORT_ANSWER_MAX = 40
-QUEUE_TIMEOUT_S = 600.0
-CALL_TIMEOUT_S = 60.0
-FULL = {"conversations": 10, "questions": 0, "max_seconds": 300.0}
-QUICK = {"conversations": 2, "questions": 25, "max_seconds": 60.0}
-LENGTH_BUCKETS = (300, 500, 1_000, 2_000, 3_000, 4_000)
+from bench import harness, quality
+from bench.cli import write_results
+from bench.client import Reply, call_json, mcp_session, mcp_sessions, wait_queue_empty
+from bench.locomo import DEFAULT_DATA, Conversation, Question, Turn, conversation_of, read_samples
+from bench.machine import machine_facts, record_end
+from bench.markdown import machine_line, pct, table
+from bench.snapshot import run_on_snapshot
+from bench.stats import describe
 
 # --------------------------------------------------------------------------- corpus
+
+PREVIEW_CHARS = 500  # the design's preview length, pinned in the service under test
+LONG_MIN, LONG_MAX = 1_000, 4_000
+SHORT_MAX = 300
+LENGTH_BUCKETS = (300, 500, 1_000, 2_000, 3_000, 4_000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +90,7 @@ def target_length(key: str) -> int:
     return LONG_MIN + zlib.crc32(key.encode()) % (LONG_MAX - LONG_MIN + 1)
 
 
-def make_memory(turns: Sequence[locomo.Turn], long: bool) -> Memory:
+def make_memory(turns: Sequence[Turn], long: bool) -> Memory:
     """Join ``turns`` with newlines; the msg_id names the first and last turn."""
     spans, parts, offset = [], [], 0
     for turn in turns:
@@ -113,7 +101,7 @@ def make_memory(turns: Sequence[locomo.Turn], long: bool) -> Memory:
     return Memory(msg_id, "\n".join(parts), turns[0].timestamp, long, tuple(spans))
 
 
-def chunk_size(turns: Sequence[locomo.Turn], target: int) -> int:
+def chunk_size(turns: Sequence[Turn], target: int) -> int:
     """How many leading ``turns`` make one chunk: grow until ``target`` is reached,
     never past ``LONG_MAX`` (a first turn is always taken)."""
     size = count = 0
@@ -127,7 +115,7 @@ def chunk_size(turns: Sequence[locomo.Turn], target: int) -> int:
     return count
 
 
-def _tail(turns: Sequence[locomo.Turn]) -> list[Memory]:
+def _tail(turns: Sequence[Turn]) -> list[Memory]:
     """A session tail below ``LONG_MIN``: single short memories when every turn is short,
     else one (undersized) chunk so that no turn is lost."""
     if all(len(t.content) < SHORT_MAX for t in turns):
@@ -135,7 +123,7 @@ def _tail(turns: Sequence[locomo.Turn]) -> list[Memory]:
     return [make_memory(turns, long=True)]
 
 
-def chunk_session(turns: Sequence[locomo.Turn], key: str) -> list[Memory]:
+def chunk_session(turns: Sequence[Turn], key: str) -> list[Memory]:
     """Cut one session into alternating long chunks and short single turns.
 
     A turn of ``SHORT_MAX`` characters or more never stands alone: it starts a chunk.
@@ -159,9 +147,9 @@ def chunk_session(turns: Sequence[locomo.Turn], key: str) -> list[Memory]:
     return memories
 
 
-def build_corpus(conv: locomo.Conversation) -> list[Memory]:
+def build_corpus(conv: Conversation) -> list[Memory]:
     """Every session of one conversation, chunked (sessions never share a memory)."""
-    sessions: dict[str, list[locomo.Turn]] = {}
+    sessions: dict[str, list[Turn]] = {}
     for raw in conv.turns:
         turn = dataclasses.replace(raw, content=raw.content.strip())  # the service strips too
         sessions.setdefault(turn.dia_id.split(":", 1)[0], []).append(turn)
@@ -190,7 +178,47 @@ def length_distribution(memories: Sequence[Memory]) -> dict[str, Any]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """The memory holding each turn of one conversation, by dia_id."""
+
+    memory_of: Mapping[str, Memory]
+    span_of: Mapping[str, Span]
+
+    @classmethod
+    def of(cls, memories: Iterable[Memory]) -> Placement:
+        memory_of, span_of = {}, {}
+        for memory in memories:
+            for span in memory.spans:
+                memory_of[span.dia_id], span_of[span.dia_id] = memory, span
+        return cls(memory_of, span_of)
+
+
+def load(
+    path: Path, conversations: int | None
+) -> tuple[list[Conversation], dict[tuple[str, int], str]]:
+    """Conversations (all their questions with evidence) and the answers by question."""
+    samples = read_samples(path, conversations)
+    convs = [conversation_of(s, None) for s in samples]
+    answers = {
+        (s["sample_id"], n): str(qa["answer"])
+        for s in samples
+        for n, qa in enumerate(s["qa"])
+        if "answer" in qa
+    }
+    return convs, answers
+
+
+def sample_questions(conv: Conversation, count: int | None) -> list[Question]:
+    """A deterministic sample: questions ordered by CRC32 of their id, first ``count``."""
+    ordered = sorted(conv.questions, key=lambda q: zlib.crc32(f"{q.sample_id}/{q.number}".encode()))
+    return sorted(ordered[:count], key=lambda q: q.number)
+
+
 # --------------------------------------------------------------------------- estimators
+
+Measure = Callable[[str], int]
+Measures = Mapping[str, Measure]
 
 _PIECE = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_")
 ESTIMATOR_NOTES = {
@@ -222,7 +250,7 @@ def tokens_wordpiece(text: str) -> int:
     return total
 
 
-def minilm_counter() -> Callable[[str], int] | None:
+def minilm_counter() -> Measure | None:
     """A token counter over the MiniLM WordPiece vocabulary, if its tokenizer is installed."""
     try:
         from tokenizers import Tokenizer
@@ -238,9 +266,9 @@ def minilm_counter() -> Callable[[str], int] | None:
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def estimators() -> dict[str, Callable[[str], int]]:
+def estimators() -> dict[str, Measure]:
     """Every size measure, by name (the MiniLM one only when available)."""
-    found: dict[str, Callable[[str], int]] = {
+    found: dict[str, Measure] = {
         "chars": len,
         "utf8_bytes": lambda text: len(text.encode("utf-8")),
         "tokens_chars4": tokens_chars4,
@@ -252,7 +280,7 @@ def estimators() -> dict[str, Callable[[str], int]]:
     return found
 
 
-def measure(text: str, measures: Mapping[str, Callable[[str], int]]) -> dict[str, int]:
+def measure(text: str, measures: Measures) -> dict[str, int]:
     """The size of ``text`` under every measure."""
     return {name: fn(text) for name, fn in measures.items()}
 
@@ -260,25 +288,6 @@ def measure(text: str, measures: Mapping[str, Callable[[str], int]]) -> dict[str
 def add_sizes(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     """Two sizes summed measure by measure."""
     return {name: a[name] + b.get(name, 0) for name in a}
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def describe(values: Sequence[float], digits: int = 1) -> dict[str, float]:
-    """Count, mean, p5, p50, p95, min and max, rounded to ``digits``."""
-    ordered = sorted(values)
-    if not ordered:
-        return {"count": 0}
-    stats = {
-        "mean": sum(ordered) / len(ordered),
-        "p5": harness.percentile(ordered, 5),
-        "p50": harness.percentile(ordered, 50),
-        "p95": harness.percentile(ordered, 95),
-        "min": ordered[0],
-        "max": ordered[-1],
-    }
-    return {"count": len(ordered)} | {k: round(v, digits) for k, v in stats.items()}
 
 
 def saving(smaller: Sequence[float], larger: Sequence[float]) -> float | None:
@@ -292,119 +301,9 @@ def shed(preview_len: int, full_len: int) -> float:
     return 1 - preview_len / full_len if full_len else 0.0
 
 
-# --------------------------------------------------------------------------- relevance proxy
+# --------------------------------------------------------------------------- tallies
 
-
-def position(span: Span, visible: int) -> str:
-    """Where a turn lies relative to the first ``visible`` characters of its row."""
-    if span.end <= visible:
-        return "inside"
-    return "straddles" if span.start < visible else "beyond"
-
-
-def answer_position(content: str, answer: str, visible: int) -> str:
-    """Where the first case-insensitive occurrence of ``answer`` lies in ``content``."""
-    found = content.lower().find(answer.lower())
-    if found < 0:
-        return "not_verbatim"
-    return position(Span("", found, found + len(answer)), visible)
-
-
-@dataclasses.dataclass(frozen=True)
-class Placement:
-    """The memory holding each turn of one conversation, by dia_id."""
-
-    memory_of: Mapping[str, Memory]
-    span_of: Mapping[str, Span]
-
-    @classmethod
-    def of(cls, memories: Iterable[Memory]) -> Placement:
-        memory_of, span_of = {}, {}
-        for memory in memories:
-            for span in memory.spans:
-                memory_of[span.dia_id], span_of[span.dia_id] = memory, span
-        return cls(memory_of, span_of)
-
-
-def static_proxy(
-    questions: Sequence[locomo.Question],
-    placement: Mapping[str, Placement],
-    answers: Mapping[tuple[str, int], str],
-) -> dict[str, Any]:
-    """Corpus-level proxy: every evidence turn's position in its row's preview."""
-    turns: collections.Counter[str] = collections.Counter()
-    long_turns: collections.Counter[str] = collections.Counter()
-    per_question: collections.Counter[str] = collections.Counter()
-    answer_pos: collections.Counter[str] = collections.Counter()
-    for q in questions:
-        place = placement[q.sample_id]
-        where = [position(place.span_of[d], PREVIEW_CHARS) for d in q.relevant]
-        turns.update(where)
-        long_turns.update(
-            w
-            for d, w in zip(q.relevant, where, strict=True)
-            if len(place.memory_of[d].content) > PREVIEW_CHARS
-        )
-        per_question["any_inside" if "inside" in where else "none_inside"] += 1
-        answer = answers.get((q.sample_id, q.number), "")
-        if 0 < len(answer) <= SHORT_ANSWER_MAX:
-            rows = {place.memory_of[d].msg_id: place.memory_of[d] for d in q.relevant}
-            spots = [answer_position(m.content, answer, PREVIEW_CHARS) for m in rows.values()]
-            answer_pos[min(spots, key=ANSWER_ORDER.index)] += 1
-    return {
-        "evidence_turns": dict(turns),
-        "evidence_turns_in_long_rows": dict(long_turns),
-        "questions": dict(per_question),
-        "short_answers": dict(answer_pos),
-    }
-
-
-ANSWER_ORDER = ["inside", "straddles", "beyond", "not_verbatim"]
-
-
-# --------------------------------------------------------------------------- MCP calls
-
-
-@dataclasses.dataclass(frozen=True)
-class Call:
-    """One tool call as the client received it: the result text and its JSON body."""
-
-    text: str
-    body: dict[str, Any]
-    failed: bool
-
-
-async def call_text(session: ClientSession, tool: str, args: dict[str, Any]) -> Call:
-    """Call ``tool``; the concatenated text content is what a model would read."""
-    try:
-        result = await session.call_tool(tool, args, read_timeout_seconds=CALL_TIMEOUT_S)
-    except Exception as exc:  # a failed call is a result to report
-        return Call("", {"error": f"{type(exc).__name__}: {exc}"}, True)
-    text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return Call(text, {"error": text[:200]}, True)
-    if not isinstance(body, dict):
-        return Call(text, {"error": "not an object"}, True)
-    return Call(text, body, bool(result.is_error) or "error" in body)
-
-
-def messages(call: Call) -> list[dict[str, Any]]:
-    """The recall rows of a response (objects only)."""
-    rows = call.body.get("messages")
-    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-
-
-def top_refs(rows: Sequence[Mapping[str, Any]], count: int = FETCH_TOP) -> list[str]:
-    """The refs of the last ``count`` ref-carrying rows, best first (recall is best-last)."""
-    refs = [str(r["ref"]) for r in rows if r.get("ref")]
-    return list(reversed(refs[-count:])) if count else []
-
-
-# --------------------------------------------------------------------------- one query
-
-
+SHED_CLAIM = 0.60
 RESPONSE_KEYS = (
     "previews",
     "full_content",
@@ -412,6 +311,7 @@ RESPONSE_KEYS = (
     "previews+get_contents_trimmed",
     "get_contents",
 )
+COMPARED = ("previews", "previews+get_contents", "previews+get_contents_trimmed")
 
 
 @dataclasses.dataclass
@@ -436,7 +336,27 @@ class Context:
 
     corpus: Mapping[str, Mapping[str, Memory]]
     placement: Mapping[str, Placement]
-    measures: Mapping[str, Callable[[str], int]]
+    measures: Measures
+
+
+# --------------------------------------------------------------------------- one query
+
+
+def record(
+    tally: Tally,
+    sizes: Mapping[str, dict[str, int]],
+    rows: Sequence[Mapping[str, Any]],
+    refs: Sequence[str],
+) -> None:
+    """Fold one question's response sizes into ``tally``."""
+    for name, size in sizes.items():
+        tally.sizes[name].append(size)
+    tally.has_long.append(any(r.get("content_truncated") for r in rows))
+    tally.counts["rows"] += len(rows)
+    tally.counts["fetched_rows"] += len(refs)
+    tally.counts["fetched_rows_not_truncated"] += sum(
+        not r.get("content_truncated") for r in rows if r.get("ref") in refs
+    )
 
 
 def row_sheds(
@@ -480,8 +400,137 @@ def check_integrity(
             tally.counts["full_rows_not_matching_corpus"] += 1
 
 
+# --------------------------------------------------------------------------- summaries
+
+
+def summarise_sizes(rows: Sequence[Mapping[str, int]]) -> dict[str, dict[str, float]]:
+    """Per measure: count, mean, p50, p95, min, max over queries."""
+    names = rows[0].keys() if rows else ()
+    return {name: describe([r[name] for r in rows]) for name in names}
+
+
+def savings(tally: Tally, subset: Sequence[bool]) -> dict[str, dict[str, float | None]]:
+    """Per measure: how much each preview-based response saves against full_content."""
+    picked = {
+        mode: [r for r, keep in zip(rows, subset, strict=True) if keep]
+        for mode, rows in tally.sizes.items()
+    }
+    names = picked["full_content"][0].keys() if picked["full_content"] else ()
+    out: dict[str, dict[str, float | None]] = {}
+    for name in names:
+        full = [r[name] for r in picked["full_content"]]
+        out[name] = {"queries": len(full)} | {
+            f"{mode}_vs_full": saving([r[name] for r in picked[mode]], full) for mode in COMPARED
+        }
+    return out
+
+
+def summarise_rows(sheds: Sequence[Mapping[str, float]]) -> dict[str, Any]:
+    """Row-level shedding of trimmed rows: distributions and the share meeting the claim."""
+    names = sorted({k for s in sheds for k in s if k != "content_len"})
+    out: dict[str, Any] = {"trimmed_rows": len(sheds)}
+    for name in names:
+        values = [s[name] for s in sheds if name in s]
+        out[name] = describe(values, 4) | {
+            "share_meeting_60pct": round(sum(v >= SHED_CLAIM for v in values) / len(values), 4)
+        }
+    return out
+
+
+def summarise(tally: Tally) -> dict[str, Any]:
+    """The JSON summary of one mode."""
+    everything = [True] * len(tally.has_long)
+    return {
+        "queries": len(tally.has_long),
+        "sizes": {mode: summarise_sizes(rows) for mode, rows in tally.sizes.items()},
+        "savings": {
+            "all": savings(tally, everything),
+            "with_long_row": savings(tally, tally.has_long),
+        },
+        "queries_with_long_row": sum(tally.has_long),
+        "rows": summarise_rows(tally.row_shed),
+        "proxy_in_response": {
+            "evidence_turns": dict(tally.evidence),
+            "questions": dict(tally.questions),
+        },
+        "proxy_lexical_judge": dict(tally.judge),
+        "counts": dict(tally.counts),
+        "failures": dict(tally.failures),
+    }
+
+
+def corpus_sheds(memories: Iterable[Memory], measures: Measures) -> dict[str, Any]:
+    """Every stored memory over ``PREVIEW_CHARS``: the share of its content a preview sheds."""
+    long_rows = [m.content for m in memories if len(m.content) > PREVIEW_CHARS]
+    sheds = []
+    for content in long_rows:
+        cut = content[:PREVIEW_CHARS]
+        item = {
+            name: shed(fn(cut), fn(content))
+            for name, fn in measures.items()
+            if name != "utf8_bytes"
+        }
+        sheds.append({"content_len": float(len(content)), **item})
+    return summarise_rows(sheds)
+
+
+# --------------------------------------------------------------------------- relevance proxies
+
+FETCH_TOP = 2  # rows a reader fetches in full after reading the previews
+SHORT_ANSWER_MAX = 40
+ANSWER_ORDER = ["inside", "straddles", "beyond", "not_verbatim"]
+
+
+def position(span: Span, visible: int) -> str:
+    """Where a turn lies relative to the first ``visible`` characters of its row."""
+    if span.end <= visible:
+        return "inside"
+    return "straddles" if span.start < visible else "beyond"
+
+
+def answer_position(content: str, answer: str, visible: int) -> str:
+    """Where the first case-insensitive occurrence of ``answer`` lies in ``content``."""
+    found = content.lower().find(answer.lower())
+    if found < 0:
+        return "not_verbatim"
+    return position(Span("", found, found + len(answer)), visible)
+
+
+def static_proxy(
+    questions: Sequence[Question],
+    placement: Mapping[str, Placement],
+    answers: Mapping[tuple[str, int], str],
+) -> dict[str, Any]:
+    """Corpus-level proxy: every evidence turn's position in its row's preview."""
+    turns: collections.Counter[str] = collections.Counter()
+    long_turns: collections.Counter[str] = collections.Counter()
+    per_question: collections.Counter[str] = collections.Counter()
+    answer_pos: collections.Counter[str] = collections.Counter()
+    for q in questions:
+        place = placement[q.sample_id]
+        where = [position(place.span_of[d], PREVIEW_CHARS) for d in q.relevant]
+        turns.update(where)
+        long_turns.update(
+            w
+            for d, w in zip(q.relevant, where, strict=True)
+            if len(place.memory_of[d].content) > PREVIEW_CHARS
+        )
+        per_question["any_inside" if "inside" in where else "none_inside"] += 1
+        answer = answers.get((q.sample_id, q.number), "")
+        if 0 < len(answer) <= SHORT_ANSWER_MAX:
+            rows = {place.memory_of[d].msg_id: place.memory_of[d] for d in q.relevant}
+            spots = [answer_position(m.content, answer, PREVIEW_CHARS) for m in rows.values()]
+            answer_pos[min(spots, key=ANSWER_ORDER.index)] += 1
+    return {
+        "evidence_turns": dict(turns),
+        "evidence_turns_in_long_rows": dict(long_turns),
+        "questions": dict(per_question),
+        "short_answers": dict(answer_pos),
+    }
+
+
 def evidence_in_response(
-    q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
+    q: Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
 ) -> None:
     """In-response proxy: for evidence rows that came back, where the turn lies in the preview."""
     place = ctx.placement[q.sample_id]
@@ -506,9 +555,7 @@ def lexical_pick(query: str, docs: Sequence[tuple[str, str]], k: int = FETCH_TOP
     return quality.Bm25Index(docs).rank(query, k) if docs else []
 
 
-def judge(
-    q: locomo.Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
-) -> None:
+def judge(q: Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally) -> None:
     """Second proxy: can a lexical judge pick an evidence row among the returned rows as
     often from the previews as from the full texts? Only questions whose evidence row
     came back count; the service's own top rows are the reference."""
@@ -529,41 +576,42 @@ def judge(
         tally.judge[f"{name}_top2"] += bool(wanted & set(picks))
 
 
+# --------------------------------------------------------------------------- probing
+
+LIMIT = 10
+QUEUE_TIMEOUT_S = 600.0
+
+
+def messages(reply: Reply) -> list[dict[str, Any]]:
+    """The recall rows of a response (objects only)."""
+    rows = reply.body.get("messages")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def top_refs(rows: Sequence[Mapping[str, Any]], count: int = FETCH_TOP) -> list[str]:
+    """The refs of the last ``count`` ref-carrying rows, best first (recall is best-last)."""
+    refs = [str(r["ref"]) for r in rows if r.get("ref")]
+    return list(reversed(refs[-count:])) if count else []
+
+
 async def fetch(
     session: ClientSession, agent: str, refs: Sequence[str], ctx: Context, tally: Tally
 ) -> dict[str, int] | None:
     """The size of one ``get_contents`` of ``refs`` (zero when there are none); None on failure."""
     if not refs:
         return measure("", ctx.measures)
-    contents = await call_text(session, "get_contents", {"agent_id": agent, "refs": list(refs)})
+    contents = await call_json(session, "get_contents", {"agent_id": agent, "refs": list(refs)})
     if contents.failed:
         tally.failures[str(contents.body.get("error"))[:80]] += 1
         return None
     return measure(contents.text, ctx.measures)
 
 
-def record(
-    tally: Tally,
-    sizes: Mapping[str, dict[str, int]],
-    rows: Sequence[Mapping[str, Any]],
-    refs: Sequence[str],
-) -> None:
-    """Fold one question's response sizes into ``tally``."""
-    for name, size in sizes.items():
-        tally.sizes[name].append(size)
-    tally.has_long.append(any(r.get("content_truncated") for r in rows))
-    tally.counts["rows"] += len(rows)
-    tally.counts["fetched_rows"] += len(refs)
-    tally.counts["fetched_rows_not_truncated"] += sum(
-        not r.get("content_truncated") for r in rows if r.get("ref") in refs
-    )
-
-
-async def probe(session: ClientSession, q: locomo.Question, ctx: Context, tally: Tally) -> None:
+async def probe(session: ClientSession, q: Question, ctx: Context, tally: Tally) -> None:
     """Measure one question in every way and fold the results into ``tally``."""
     args = {"agent_id": q.sample_id, "query": q.text, "limit": LIMIT}
-    preview = await call_text(session, "recall", args)
-    full = await call_text(session, "recall", {**args, "full_content": True})
+    preview = await call_json(session, "recall", args)
+    full = await call_json(session, "recall", {**args, "full_content": True})
     if preview.failed or full.failed:
         tally.failures[str((preview if preview.failed else full).body.get("error"))[:80]] += 1
         return
@@ -624,7 +672,7 @@ async def store_corpus(
 
 async def query_all(
     service: harness.Service,
-    questions: Sequence[locomo.Question],
+    questions: Sequence[Question],
     ctx: Context,
     clients: int,
     max_seconds: float,
@@ -639,7 +687,7 @@ async def query_all(
             await probe(session, pending.popleft(), ctx, tally)
 
     started = time.perf_counter()
-    async with harness.mcp_sessions(service.mcp_url, service.key, clients) as sessions:
+    async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         await asyncio.wait_for(asyncio.gather(*map(worker, sessions)), max_seconds + 120.0)
     tally.counts["not_run_time_limit"] = len(pending)
     return tally, time.perf_counter() - started
@@ -648,12 +696,12 @@ async def query_all(
 async def run_service(
     service: harness.Service,
     corpus: Mapping[str, Sequence[Memory]],
-    questions: Sequence[locomo.Question],
+    questions: Sequence[Question],
     ctx: Context,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     """Store, drain the embedding queue, then probe every question."""
-    async with harness.mcp_session(service.mcp_url, service.key) as session:
+    async with mcp_session(service.mcp_url, service.key) as session:
         stored = await store_corpus(session, corpus, time.perf_counter() + args.max_seconds)
     print(
         f"  stored in {stored['store_seconds']} s (+{stored['queue_drain_seconds']} s queue);"
@@ -667,7 +715,7 @@ async def run_service(
 def run_mode(
     mode: str,
     corpus: Mapping[str, Sequence[Memory]],
-    questions: Sequence[locomo.Question],
+    questions: Sequence[Question],
     ctx: Context,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
@@ -676,155 +724,16 @@ def run_mode(
         "CPERSONA_EMBEDDING_MODE": mode,
         "CPERSONA_RECALL_PREVIEW_CHARS": str(PREVIEW_CHARS),
     }
-    with harness.scratch_dir() as data_dir:
-        env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=env_extra))
-        key = new_key(args.code, env, "tokens", create_tenant=True)
-        with serve_on(args.code, data_dir, key, env_extra) as service:
-            print(
-                f"mode {mode}: storing {sum(map(len, corpus.values()))} memories ...",
-                file=sys.stderr,
-            )
-            result = asyncio.run(run_service(service, corpus, questions, ctx, args))
+    with (
+        harness.fresh_tenant(args.code, "tokens", env_extra) as (data_dir, key),
+        harness.serve_on(args.code, data_dir, key, env_extra) as service,
+    ):
+        print(
+            f"mode {mode}: storing {sum(map(len, corpus.values()))} memories ...",
+            file=sys.stderr,
+        )
+        result = asyncio.run(run_service(service, corpus, questions, ctx, args))
     return {"mode": mode, "service_env": env_extra, **result}
-
-
-# --------------------------------------------------------------------------- summaries
-
-
-def summarise_sizes(rows: Sequence[Mapping[str, int]]) -> dict[str, dict[str, float]]:
-    """Per measure: count, mean, p50, p95, min, max over queries."""
-    names = rows[0].keys() if rows else ()
-    return {name: describe([r[name] for r in rows]) for name in names}
-
-
-COMPARED = ("previews", "previews+get_contents", "previews+get_contents_trimmed")
-
-
-def savings(tally: Tally, subset: Sequence[bool]) -> dict[str, dict[str, float | None]]:
-    """Per measure: how much each preview-based response saves against full_content."""
-    picked = {
-        mode: [r for r, keep in zip(rows, subset, strict=True) if keep]
-        for mode, rows in tally.sizes.items()
-    }
-    names = picked["full_content"][0].keys() if picked["full_content"] else ()
-    out: dict[str, dict[str, float | None]] = {}
-    for name in names:
-        full = [r[name] for r in picked["full_content"]]
-        out[name] = {"queries": len(full)} | {
-            f"{mode}_vs_full": saving([r[name] for r in picked[mode]], full) for mode in COMPARED
-        }
-    return out
-
-
-def summarise_rows(sheds: Sequence[Mapping[str, float]]) -> dict[str, Any]:
-    """Row-level shedding of trimmed rows: distributions and the share meeting the claim."""
-    names = sorted({k for s in sheds for k in s if k != "content_len"})
-    out: dict[str, Any] = {"trimmed_rows": len(sheds)}
-    for name in names:
-        values = [s[name] for s in sheds if name in s]
-        out[name] = describe(values, 4) | {
-            "share_meeting_60pct": round(sum(v >= SHED_CLAIM for v in values) / len(values), 4)
-        }
-    return out
-
-
-def summarise(tally: Tally) -> dict[str, Any]:
-    """The JSON summary of one mode."""
-    everything = [True] * len(tally.has_long)
-    return {
-        "queries": len(tally.has_long),
-        "sizes": {mode: summarise_sizes(rows) for mode, rows in tally.sizes.items()},
-        "savings": {
-            "all": savings(tally, everything),
-            "with_long_row": savings(tally, tally.has_long),
-        },
-        "queries_with_long_row": sum(tally.has_long),
-        "rows": summarise_rows(tally.row_shed),
-        "proxy_in_response": {
-            "evidence_turns": dict(tally.evidence),
-            "questions": dict(tally.questions),
-        },
-        "proxy_lexical_judge": dict(tally.judge),
-        "counts": dict(tally.counts),
-        "failures": dict(tally.failures),
-    }
-
-
-def corpus_sheds(
-    memories: Iterable[Memory], measures: Mapping[str, Callable[[str], int]]
-) -> dict[str, Any]:
-    """Every stored memory over ``PREVIEW_CHARS``: the share of its content a preview sheds."""
-    long_rows = [m.content for m in memories if len(m.content) > PREVIEW_CHARS]
-    sheds = []
-    for content in long_rows:
-        cut = content[:PREVIEW_CHARS]
-        item = {
-            name: shed(fn(cut), fn(content))
-            for name, fn in measures.items()
-            if name != "utf8_bytes"
-        }
-        sheds.append({"content_len": float(len(content)), **item})
-    return summarise_rows(sheds)
-
-
-# --------------------------------------------------------------------------- run
-
-
-def load(args: argparse.Namespace) -> tuple[list[locomo.Conversation], dict[tuple[str, int], str]]:
-    """Conversations (all their questions with evidence) and the answers by question."""
-    samples = json.loads(args.data.read_text())[: args.conversations]
-    convs = [locomo.conversation_of(s, None) for s in samples]
-    answers = {
-        (s["sample_id"], n): str(qa["answer"])
-        for s in samples
-        for n, qa in enumerate(s["qa"])
-        if "answer" in qa
-    }
-    return convs, answers
-
-
-def sample_questions(conv: locomo.Conversation, count: int | None) -> list[locomo.Question]:
-    """A deterministic sample: questions ordered by CRC32 of their id, first ``count``."""
-    ordered = sorted(conv.questions, key=lambda q: zlib.crc32(f"{q.sample_id}/{q.number}".encode()))
-    return sorted(ordered[:count], key=lambda q: q.number)
-
-
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Build the corpus, run every mode, return the JSON-ready results."""
-    started = time.perf_counter()
-    convs, answers = load(args)
-    corpus = {c.sample_id: build_corpus(c) for c in convs}
-    questions = [q for c in convs for q in sample_questions(c, args.questions)]
-    placement = {agent: Placement.of(ms) for agent, ms in corpus.items()}
-    measures = estimators()
-    ctx = Context({a: {m.msg_id: m for m in ms} for a, ms in corpus.items()}, placement, measures)
-    everything = [m for ms in corpus.values() for m in ms]
-    results: dict[str, Any] = {
-        "machine": harness.machine_facts(),
-        "code": args.code_id,
-        "options": {
-            "quick": args.quick,
-            "conversations": len(convs),
-            "questions": len(questions),
-            "questions_per_conversation": args.questions,
-            "clients": args.clients,
-            "max_seconds": args.max_seconds,
-            "limit": LIMIT,
-            "fetch_top": FETCH_TOP,
-            "preview_chars": PREVIEW_CHARS,
-            "data": str(args.data),
-        },
-        "estimators": {k: v for k, v in ESTIMATOR_NOTES.items() if k in measures},
-        "corpus": length_distribution(everything),
-        "corpus_row_shed": corpus_sheds(everything, measures),
-        "proxy_static": static_proxy(questions, placement, answers),
-        "modes": [],
-    }
-    for mode in args.modes:
-        results["modes"].append(run_mode(mode, corpus, questions, ctx, args))
-    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["total_seconds"] = round(time.perf_counter() - started, 1)
-    return results
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -845,60 +754,73 @@ SHORT_NAMES = {
 }
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
 def size_table(mode: dict[str, Any]) -> list[str]:
     """Mean and p95 per recall of each response shape, under every measure."""
     names = [n for n in SHORT_NAMES if n in mode["sizes"]["previews"]]
-    head = " | ".join(f"mean {SHORT_NAMES[n]} | p95 {SHORT_NAMES[n]}" for n in names)
-    rows = [f"| Response ({mode['mode']}) | {head} |", "|---|" + "--:|" * 2 * len(names)]
+    columns = [f"Response ({mode['mode']})"]
+    for n in names:
+        columns += [f"mean {SHORT_NAMES[n]}", f"p95 {SHORT_NAMES[n]}"]
+    rows = []
     for key, label in RESPONSES:
         stats = mode["sizes"][key]
-        cells = " | ".join(f"{stats[n]['mean']:,.0f} | {stats[n]['p95']:,.0f}" for n in names)
-        rows.append(f"| {label} | {cells} |")
-    return rows
+        cells = [f"{stats[n][k]:,.0f}" for n in names for k in ("mean", "p95")]
+        rows.append([label, *cells])
+    return table(columns, "l" + "rr" * len(names), rows)
 
 
 def saving_table(modes: Sequence[dict[str, Any]]) -> list[str]:
     """The saving against full_content, per mode, subset and measure."""
-    rows = [
-        "| Mode | Subset (queries) | Measure | previews | previews + get_contents(top 2) |"
-        " previews + get_contents(trimmed of top 2) |",
-        "|---|---|---|--:|--:|--:|",
+    columns = [
+        *("Mode", "Subset (queries)", "Measure", "previews", "previews + get_contents(top 2)"),
+        "previews + get_contents(trimmed of top 2)",
     ]
-    for mode in modes:
-        for subset, label in (("all", "all"), ("with_long_row", "≥ 1 trimmed row")):
-            for name, s in mode["savings"][subset].items():
-                cells = " | ".join(_pct(s[f"{m}_vs_full"]) for m in COMPARED)
-                rows.append(
-                    f"| {mode['mode']} | {label} ({s['queries']}) |"
-                    f" {SHORT_NAMES.get(name, name)} | {cells} |"
-                )
-    return rows
+    rows = [
+        [
+            mode["mode"],
+            f"{label} ({s['queries']})",
+            SHORT_NAMES.get(name, name),
+            *(pct(s[f"{m}_vs_full"]) for m in COMPARED),
+        ]
+        for mode in modes
+        for subset, label in (("all", "all"), ("with_long_row", "≥ 1 trimmed row"))
+        for name, s in mode["savings"][subset].items()
+    ]
+    return table(columns, "lllrrr", rows)
 
 
-def shed_table(label: str, rows_summary: dict[str, Any]) -> list[str]:
+def shed_rows(label: str, rows_summary: dict[str, Any]) -> list[list[object]]:
     """Per measure: the share trimmed rows shed (mean, p5, p50, min) and the share meeting 60%."""
-    rows = []
-    for name, stats in rows_summary.items():
-        if not isinstance(stats, dict) or not stats.get("count"):
-            continue
-        rows.append(
-            f"| {label} | {name} | {stats['count']} | {_pct(stats['mean'])} |"
-            f" {_pct(stats['p5'])} | {_pct(stats['p50'])} | {_pct(stats['min'])} |"
-            f" {_pct(stats['share_meeting_60pct'])} |"
-        )
-    return rows
+    return [
+        [
+            label,
+            name,
+            stats["count"],
+            *(pct(stats[k]) for k in ("mean", "p5", "p50", "min", "share_meeting_60pct")),
+        ]
+        for name, stats in rows_summary.items()
+        if isinstance(stats, dict) and stats.get("count")
+    ]
+
+
+def shed_table(results: dict[str, Any]) -> list[str]:
+    """Trimmed rows, stored and returned in each mode: how much a preview sheds."""
+    columns = [
+        *("Trimmed rows", "Measure", "Rows", "Mean shed", "p5 shed", "p50 shed", "Min shed"),
+        "≥ 60%",
+    ]
+    rows = shed_rows("stored, > 500 chars (content only)", results["corpus_row_shed"])
+    for mode in results["modes"]:
+        rows += shed_rows(f"returned, {mode['mode']}", mode["rows"])
+    return table(columns, "ll" + "r" * 6, rows)
 
 
 def _shares(counter: Mapping[str, int], keys: Sequence[str]) -> str:
+    """``key count (share)`` for each of ``keys``."""
     total = sum(counter.values())
     parts = []
     for key in keys:
         count = counter.get(key, 0)
-        parts.append(f"{key} {count} ({_pct(count / total if total else None)})")
+        parts.append(f"{key} {count} ({pct(count / total if total else None)})")
     return ", ".join(parts)
 
 
@@ -954,8 +876,8 @@ def judge_line(mode: dict[str, Any]) -> str:
     j = mode["proxy_lexical_judge"]
     n = j.get("eligible", 0)
     parts = [
-        f"{name} top-1 {_pct(j.get(f'{name}_top1', 0) / n if n else None)},"
-        f" top-2 {_pct(j.get(f'{name}_top2', 0) / n if n else None)}"
+        f"{name} top-1 {pct(j.get(f'{name}_top1', 0) / n if n else None)},"
+        f" top-2 {pct(j.get(f'{name}_top2', 0) / n if n else None)}"
         for name in ("previews", "full", "service")
     ]
     return (
@@ -965,28 +887,26 @@ def judge_line(mode: dict[str, Any]) -> str:
 
 
 def corpus_table(corpus: dict[str, Any]) -> list[str]:
+    """Stored memories per kind: counts and length statistics, then the histogram."""
+    columns = ["Memories", "Count", "Mean chars", "p50", "p95", "Min", "Max", "Total chars"]
     rows = [
-        "| Memories | Count | Mean chars | p50 | p95 | Min | Max | Total chars |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+        [
+            kind,
+            corpus[kind]["count"],
+            *(f"{corpus[kind][k]:,.0f}" for k in ("mean", "p50", "p95", "min", "max")),
+            f"{corpus[kind]['total_chars']:,}",
+        ]
+        for kind in ("long", "short")
     ]
-    for kind in ("long", "short"):
-        s = corpus[kind]
-        rows.append(
-            f"| {kind} | {s['count']} | {s['mean']:,.0f} | {s['p50']:,.0f} |"
-            f" {s['p95']:,.0f} | {s['min']:,.0f} | {s['max']:,.0f} |"
-            f" {s['total_chars']:,} |"
-        )
     histogram = ", ".join(f"{k}: {v}" for k, v in corpus["histogram"].items())
-    return [*rows, "", f"Length histogram (chars): {histogram}."]
+    return [*table(columns, "l" + "r" * 7, rows), "", f"Length histogram (chars): {histogram}."]
 
 
 def markdown(results: dict[str, Any]) -> str:
     """The results as Markdown tables."""
     m, o = results["machine"], results["options"]
     lines = [
-        f"Machine: {m['cpu_model']}, {m['nproc']} cores, {m['memory_gib']} GiB, commit"
-        f" {m['git_commit']}, {m['date_utc']}, load {m['load_average_at_start']} →"
-        f" {m.get('load_average_at_end')}. {o['conversations']} conversations,"
+        f"{machine_line(m)}. {o['conversations']} conversations,"
         f" {o['questions']} questions, limit {o['limit']}, preview {o['preview_chars']} chars,"
         f" service code snapshot {results['code']}, {results['total_seconds']} s.",
         "",
@@ -995,18 +915,52 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for mode in results["modes"]:
         lines += [*size_table(mode), ""]
-    lines += [*saving_table(results["modes"]), ""]
-    lines += [
-        "| Trimmed rows | Measure | Rows | Mean shed | p5 shed | p50 shed | Min shed | ≥ 60% |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
-        *shed_table("stored, > 500 chars (content only)", results["corpus_row_shed"]),
-    ]
-    for mode in results["modes"]:
-        lines += shed_table(f"returned, {mode['mode']}", mode["rows"])
+    lines += [*saving_table(results["modes"]), "", *shed_table(results)]
     return "\n".join([*lines, "", *proxy_lines(results)]) + "\n"
 
 
 # --------------------------------------------------------------------------- CLI
+
+DEFAULT_OUT = Path("bench/results/token_economy.json")
+FULL = {"conversations": 10, "questions": 0, "max_seconds": 300.0}
+QUICK = {"conversations": 2, "questions": 25, "max_seconds": 60.0}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Build the corpus, run every mode, return the JSON-ready results."""
+    started = time.perf_counter()
+    convs, answers = load(args.data, args.conversations)
+    corpus = {c.sample_id: build_corpus(c) for c in convs}
+    questions = [q for c in convs for q in sample_questions(c, args.questions)]
+    placement = {agent: Placement.of(ms) for agent, ms in corpus.items()}
+    measures = estimators()
+    ctx = Context({a: {m.msg_id: m for m in ms} for a, ms in corpus.items()}, placement, measures)
+    everything = [m for ms in corpus.values() for m in ms]
+    results: dict[str, Any] = {
+        "machine": machine_facts(),
+        "code": args.code_id,
+        "options": {
+            "quick": args.quick,
+            "conversations": len(convs),
+            "questions": len(questions),
+            "questions_per_conversation": args.questions,
+            "clients": args.clients,
+            "max_seconds": args.max_seconds,
+            "limit": LIMIT,
+            "fetch_top": FETCH_TOP,
+            "preview_chars": PREVIEW_CHARS,
+            "data": str(args.data),
+        },
+        "estimators": {k: v for k, v in ESTIMATOR_NOTES.items() if k in measures},
+        "corpus": length_distribution(everything),
+        "corpus_row_shed": corpus_sheds(everything, measures),
+        "proxy_static": static_proxy(questions, placement, answers),
+        "modes": [],
+    }
+    for mode in args.modes:
+        results["modes"].append(run_mode(mode, corpus, questions, ctx, args))
+    record_end(results, started)
+    return results
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -1018,7 +972,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     add = parser.add_argument
     add("--quick", action="store_true", help="2 conversations, 25 questions each, local only")
-    add("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo10.json")
+    add("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
     add("--modes", help="embedding modes, comma-separated (default local,none; quick: local)")
     add("--conversations", type=int, help="first N conversations (default 10)")
     add(
@@ -1049,20 +1003,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: snapshot the service code, run, write JSON and Markdown."""
     args = parse_args(argv)
-    with harness.scratch_dir() as snapshot:
-        args.code = snapshot_code(snapshot)
-        args.code_id = code_fingerprint(args.code)
-        try:
-            results = run(args)
-        except harness.BenchError as exc:
-            raise SystemExit(f"bench: {exc}") from None
-        except KeyboardInterrupt:
-            raise SystemExit("bench: interrupted (service stopped)") from None
-    harness.write_json(args.out, results)
-    table = markdown(results)
-    args.out.with_suffix(".md").write_text(table)
-    print(table)
-    print(f"results: {args.out} (tables: {args.out.with_suffix('.md')})", file=sys.stderr)
+    results = run_on_snapshot(args, run)
+    write_results(args.out, results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import locomo, token_economy as te
+from bench import locomo, stats, token_economy as te
 
 
 def turns(lengths: list[int], session: int = 1) -> list[locomo.Turn]:
@@ -146,11 +146,11 @@ def test_saving_shed_and_describe() -> None:
     assert te.saving([1], [0]) is None
     assert te.shed(500, 2_000) == 0.75
     assert te.shed(10, 0) == 0.0
-    stats = te.describe([1.0, 2.0, 3.0, 4.0])
-    assert stats["count"] == 4
-    assert stats["mean"] == 2.5
-    assert stats["max"] == 4.0
-    assert te.describe([]) == {"count": 0}
+    described = stats.describe([1.0, 2.0, 3.0, 4.0])
+    assert described["count"] == 4
+    assert described["mean"] == 2.5
+    assert described["max"] == 4.0
+    assert stats.describe([]) == {"count": 0}
 
 
 def test_lexical_pick_prefers_the_row_with_the_query_words() -> None:
