@@ -51,7 +51,14 @@ from mcp.client.session import ClientSession
 from bench import harness, quality
 from bench.cli import write_results
 from bench.client import Reply, call_json, mcp_session, mcp_sessions, wait_queue_empty
-from bench.locomo import DEFAULT_DATA, Conversation, Question, Turn, conversation_of, read_samples
+from bench.locomo_data import (
+    DEFAULT_DATA,
+    Conversation,
+    Question,
+    Turn,
+    conversation_of,
+    read_samples,
+)
 from bench.machine import machine_facts, record_end
 from bench.markdown import machine_line, pct, table
 from bench.snapshot import run_on_snapshot

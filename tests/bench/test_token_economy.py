@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import locomo, stats, token_economy as te
+from bench import locomo_data as locomo, stats, token_economy as te
 
 
 def turns(lengths: list[int], session: int = 1) -> list[locomo.Turn]:
