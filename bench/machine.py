@@ -35,20 +35,30 @@ def _memory_gib() -> float | None:
     return None
 
 
+def _git_dirs(root: Path) -> tuple[Path, Path]:
+    """The git directory of the checkout at ``root`` and the common one holding its refs
+    (the same, except in a linked worktree: ``.git`` is a file naming its own directory,
+    whose ``commondir`` names the main repository's)."""
+    git = root / ".git"
+    if git.is_file():
+        git = Path(git.read_text().split(":", 1)[1].strip())
+    commondir = git / "commondir"
+    common = (git / commondir.read_text().strip()).resolve() if commondir.is_file() else git
+    return git, common
+
+
 def git_commit(root: Path = REPO_ROOT) -> str | None:
     """The checked-out commit (short), read from ``.git`` files without running git."""
-    git = root / ".git"
-    with contextlib.suppress(OSError, ValueError):
-        if git.is_file():  # a worktree: "gitdir: <path>"
-            git = Path(git.read_text().split(":", 1)[1].strip())
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        git, common = _git_dirs(root)
         head = (git / "HEAD").read_text().strip()
         if not head.startswith("ref:"):
             return head[:12]
         ref = head.split(":", 1)[1].strip()
-        ref_file = git / ref
-        if ref_file.is_file():
-            return ref_file.read_text().strip()[:12]
-        for line in (git / "packed-refs").read_text().splitlines():
+        for base in (git, common):
+            if (base / ref).is_file():
+                return (base / ref).read_text().strip()[:12]
+        for line in (common / "packed-refs").read_text().splitlines():
             if line.endswith(f" {ref}"):
                 return line.split()[0][:12]
     return None

@@ -10,7 +10,7 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 
-from bench import cli, client, harness, markdown, stats, store_throughput
+from bench import cli, client, harness, machine, markdown, stats, store_throughput
 
 MACHINE = {
     "cpu_model": "Test CPU",
@@ -135,3 +135,29 @@ def test_run_or_exit_turns_failures_into_one_line() -> None:
 
     with pytest.raises(SystemExit, match="bench: serve exited"):
         cli.run_or_exit(broken)
+
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_git_commit_of_a_repository_a_worktree_and_a_detached_head(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    git = repo / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "refs" / "heads" / "main").write_text(SHA + "\n")
+    assert machine.git_commit(repo) == SHA[:12]
+    (git / "refs" / "heads" / "main").unlink()
+    (git / "packed-refs").write_text(f"# pack-refs\n{SHA} refs/heads/main\n")
+    assert machine.git_commit(repo) == SHA[:12]
+    linked = git / "worktrees" / "wt"
+    linked.mkdir(parents=True)
+    (linked / "HEAD").write_text("ref: refs/heads/main\n")
+    (linked / "commondir").write_text("../..\n")
+    checkout = tmp_path / "wt"
+    checkout.mkdir()
+    (checkout / ".git").write_text(f"gitdir: {linked}\n")
+    assert machine.git_commit(checkout) == SHA[:12]
+    (linked / "HEAD").write_text("fedcba9876543210fedcba9876543210fedcba98\n")
+    assert machine.git_commit(checkout) == "fedcba987654"
+    assert machine.git_commit(tmp_path / "nowhere") is None
