@@ -40,7 +40,9 @@ import asyncpg
 import httpx
 import psutil
 
-from bench import harness
+from bench import harness, markdown
+from bench.cli import write_json
+from bench.machine import machine_facts
 
 T = TypeVar("T")
 DEFAULT_OUT = Path("bench/results/portability.json")
@@ -342,19 +344,24 @@ def summary(m: Measurement) -> dict[str, Any]:
 
 
 def table(report: dict[str, Any]) -> str:
+    """The measurements as one Markdown table under a line about the corpus."""
+    columns = ["step", "seconds", "rows/s", "peak RSS (MiB)", "RSS before (MiB)"]
+    rows = [
+        [
+            r["name"],
+            f"{r['seconds']:.1f}",
+            f"{r['rows_per_second']:,}",
+            f"{r['peak_rss_mib']:.1f}",
+            "-" if r["baseline_rss_mib"] is None else f"{r['baseline_rss_mib']:.1f}",
+        ]
+        for r in report["results"]
+    ]
     lines = [
         f"{report['rows']:,} memories, embeddings {'on' if report['embeddings'] else 'off'}"
         f" (bulk load {report['load_seconds']} s)",
         "",
-        "| step | seconds | rows/s | peak RSS (MiB) | RSS before (MiB) |",
-        "|---|---:|---:|---:|---:|",
+        *markdown.table(columns, "lrrrr", rows),
     ]
-    for r in report["results"]:
-        before = "-" if r["baseline_rss_mib"] is None else f"{r['baseline_rss_mib']:.1f}"
-        lines.append(
-            f"| {r['name']} | {r['seconds']:.1f} | {r['rows_per_second']:,} | "
-            f"{r['peak_rss_mib']:.1f} | {before} |"
-        )
     return "\n".join(lines)
 
 
@@ -372,8 +379,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     with harness.running_service(options) as service:
         env = harness.service_env(service.data_dir, options)
         report = asyncio.run(measure(service, env, args))
-    report["machine"] = harness.machine_facts()
-    harness.write_json(args.out, report)
+    report["machine"] = machine_facts()
+    write_json(args.out, report)
     print(table(report))
 
 

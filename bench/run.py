@@ -4,23 +4,27 @@ Starts the real service (embedded Postgres in a fresh temporary directory, or
 ``--database-url``), measures store throughput/latency with 1 and 8 MCP
 clients for short and medium texts, list_memories latency, and cold/warm
 start; prints Markdown tables and writes JSON (plus the tables next to it).
+
+The parts: :mod:`bench.store_throughput` (the measurements), :mod:`bench.run_summary`
+(medians over ``--repeat`` passes), :mod:`bench.run_report` (Markdown).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
-import statistics
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from bench import harness
-from bench.store_throughput import StorePlan, measure_starts, run_list, run_store_plan
-from bench.texts import Size, TextSource
+from bench.cli import env_pair, run_or_exit, write_results
+from bench.machine import machine_facts, record_end
+from bench.run_report import markdown
+from bench.run_summary import summarise
+from bench.store_throughput import StorePlan, measure_starts, run_repetition
+from bench.texts import SIZES
 
 DEFAULT_OUT = Path("bench/results/latest.json")
 FULL = {"calls": 2000, "warmup": 100, "list_calls": 200, "starts": 3, "max_seconds": 300.0}
@@ -51,7 +55,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--skip-starts", action="store_true", help="do not measure cold/warm start")
     add("--seed", type=int, default=20261130, help="text generator seed (default: %(default)s)")
     add("--database-url", help="use this Postgres instead of an embedded one (data is left)")
-    add("--env", action="append", default=[], metavar="NAME=VALUE", help="service setting")
+    add(
+        "--env",
+        type=env_pair,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="service setting",
+    )
     add("--keep-data", action="store_true", help="keep the temporary data directory")
     add("--token-economy", action="store_true", help="then run bench.token_economy too")
     args = parser.parse_args(argv)
@@ -64,107 +75,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _service_options(args: argparse.Namespace) -> harness.ServiceOptions:
-    """Service options from ``--database-url``, ``--env`` and ``--keep-data``."""
-    extra: dict[str, str] = {}
-    for item in args.env:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"--env expects NAME=VALUE, got {item!r}")
-        extra[name] = value
-    return harness.ServiceOptions(args.database_url, extra, args.keep_data)
-
-
 def build_plans(args: argparse.Namespace) -> list[StorePlan]:
     """One plan per (size, client count)."""
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
-    if any(s not in ("short", "medium") for s in sizes):
+    if any(s not in SIZES for s in sizes):
         raise SystemExit("--sizes takes short and/or medium")
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
     if any(c < 1 or c > 64 for c in clients):
         raise SystemExit("--clients takes numbers between 1 and 64")
     return [
-        StorePlan(n, cast(Size, size), args.calls, args.warmup, args.max_seconds)
+        StorePlan(n, SIZES[size], args.calls, args.warmup, args.max_seconds)
         for size in sizes
         for n in clients
     ]
 
 
-def list_agent(plans: Sequence[StorePlan]) -> str:
-    """An agent that has many memories: a single-client medium run's, else the first plan's."""
-    chosen = next((p for p in plans if p.clients == 1 and p.size == "medium"), plans[0])
-    return f"bench-{chosen.size}-{chosen.clients}c-0"
-
-
-async def service_benchmarks(
-    service: harness.Service, plans: Sequence[StorePlan], args: argparse.Namespace
-) -> dict[str, Any]:
-    """Every measurement that needs the running service."""
-    source = TextSource(args.seed)
-    stores = []
-    for plan in plans:
-        print(f"  {plan.name}: {plan.warmup} warm-up + {plan.calls} calls ...", file=sys.stderr)
-        stores.append(await run_store_plan(service, plan, source))
-    print("  list_memories ...", file=sys.stderr)
-    lists = await run_list(
-        service, list_agent(plans), args.list_calls, max(5, args.list_calls // 10), args.max_seconds
-    )
-    return {"store": stores, "list_memories": lists}
-
-
-def run_repetition(
-    options: harness.ServiceOptions, plans: Sequence[StorePlan], args: argparse.Namespace
-) -> dict[str, Any]:
-    """One full pass on a fresh service (new data directory or new tenant)."""
-    print("starting the service ...", file=sys.stderr)
-    with harness.running_service(options) as service:
-        print(f"  ready in {service.start_seconds:.2f} s at {service.base_url}", file=sys.stderr)
-        results = asyncio.run(service_benchmarks(service, plans, args))
-    results["service_ready_s"] = round(service.start_seconds, 3)
-    return results
-
-
-def _median_run(phases: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The repetition of a phase with the median throughput (upper median)."""
-    ordered = sorted(phases, key=lambda p: float(p["latency"]["throughput_per_s"]))
-    return ordered[len(ordered) // 2]
-
-
-def summarise_phase(phases: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One phase over repetitions: median of every latency field, throughput range,
-    summed outcomes, and the CPU split of the median-throughput repetition."""
-    summary = dict(_median_run(phases))
-    fields = phases[0]["latency"].keys()
-    summary["latency"] = {f: statistics.median(p["latency"][f] for p in phases) for f in fields}
-    rates = [p["latency"]["throughput_per_s"] for p in phases]
-    summary["throughput_range_per_s"] = [min(rates), max(rates)]
-    summary["repetitions"] = len(phases)
-    outcomes: dict[str, int] = {}
-    for phase in phases:
-        for name, count in phase["outcomes"].items():
-            outcomes[name] = outcomes.get(name, 0) + count
-    summary["outcomes"] = outcomes
-    return summary
-
-
-def summarise(repetitions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Per kind (store, list_memories), each phase summarised over the repetitions."""
-    return {
-        kind: [
-            summarise_phase(list(phases))
-            for phases in zip(*(r[kind] for r in repetitions), strict=True)
-        ]
-        for kind in ("store", "list_memories")
-    }
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run everything; return the JSON-ready results."""
-    options = _service_options(args)
+    options = harness.ServiceOptions(args.database_url, dict(args.env), args.keep_data)
     plans = build_plans(args)
     started = time.perf_counter()
     results: dict[str, Any] = {
-        "machine": harness.machine_facts(),
+        "machine": machine_facts(),
         "options": {
             "quick": args.quick,
             "calls": args.calls,
@@ -185,161 +117,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     repetitions = []
     for n in range(args.repeat):
         print(f"repetition {n + 1} of {args.repeat}", file=sys.stderr)
-        repetitions.append(run_repetition(options, plans, args))
+        repetitions.append(
+            run_repetition(options, plans, args.seed, args.list_calls, args.max_seconds)
+        )
     results.update(summarise(repetitions))
     results["repetitions"] = repetitions
     if not args.skip_starts:
         print("measuring cold and warm starts ...", file=sys.stderr)
         results["starts"] = measure_starts(options, args.starts, args.starts)
-    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["total_seconds"] = round(time.perf_counter() - started, 1)
+    record_end(results, started)
     return results
-
-
-# --------------------------------------------------------------------------- Markdown
-
-
-def _cores(cpu: dict[str, Any], name: str) -> str:
-    """Average cores busy for ``name`` in a phase."""
-    entry = cpu.get(name)
-    return "n/a" if entry is None else f"{entry['cores']:.2f}"
-
-
-def _per_call(cpu: dict[str, Any], name: str) -> str:
-    """CPU milliseconds per call for ``name`` in a phase."""
-    entry = cpu.get(name)
-    return "n/a" if entry is None else f"{entry['ms_per_call']:.2f}"
-
-
-def _rate(phase: dict[str, Any]) -> str:
-    """Median throughput, with the range when there were several repetitions."""
-    text = f"{phase['latency']['throughput_per_s']:.1f}"
-    if phase.get("repetitions", 1) > 1:
-        low, high = phase["throughput_range_per_s"]
-        text += f" ({low:.0f} to {high:.0f})"
-    return text
-
-
-def _calls(phase: dict[str, Any]) -> str:
-    """Calls per repetition, times the repetitions."""
-    count = f"{phase['latency']['count']:.0f}"
-    reps = phase.get("repetitions", 1)
-    return count if reps == 1 else f"{count} x {reps}"
-
-
-def store_table(stores: Sequence[dict[str, Any]]) -> list[str]:
-    """Markdown rows for the store configurations."""
-    rows = [
-        "| Text | Clients | Calls | Stores/s | Mean ms | p50 ms | p95 ms | p99 ms | Max ms |"
-        " Outcomes |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
-    ]
-    for r in stores:
-        lat = r["latency"]
-        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
-        text = f"{r['size']} (~{r['mean_content_chars']} chars)"
-        rows.append(
-            f"| {text} | {r['clients']} | {_calls(r)} | {_rate(r)} |"
-            f" {lat['mean_ms']:.1f} | {lat['p50_ms']:.1f} | {lat['p95_ms']:.1f} |"
-            f" {lat['p99_ms']:.1f} | {lat['max_ms']:.1f} | {outcomes} |"
-        )
-    return rows
-
-
-def cpu_table(entries: Sequence[dict[str, Any]]) -> list[str]:
-    """Markdown rows: where the CPU went, in cores busy and milliseconds per call."""
-    rows = [
-        "| Phase | Server cores | Postgres cores | Bench client cores | Other cores |"
-        " Steal cores | Server ms/call | Postgres ms/call | Client ms/call |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    for r in entries:
-        cpu = r["cpu"]
-        rows.append(
-            f"| {r['name']} | {_cores(cpu, 'server')} | {_cores(cpu, 'postgres')} |"
-            f" {_cores(cpu, 'client')} | {_cores(cpu, 'other')} | {_cores(cpu, 'steal')} |"
-            f" {_per_call(cpu, 'server')} |"
-            f" {_per_call(cpu, 'postgres')} | {_per_call(cpu, 'client')} |"
-        )
-    return rows
-
-
-def list_table(lists: Sequence[dict[str, Any]]) -> list[str]:
-    """Markdown rows for list_memories."""
-    rows = [
-        "| list_memories | Calls | Calls/s | Mean ms | p50 ms | p95 ms | p99 ms | Response KB |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    for r in lists:
-        lat = r["latency"]
-        rows.append(
-            f"| {r['name']} | {_calls(r)} | {_rate(r)} |"
-            f" {lat['mean_ms']:.1f} | {lat['p50_ms']:.1f} | {lat['p95_ms']:.1f} |"
-            f" {lat['p99_ms']:.1f} | {r['mean_response_bytes'] / 1024:.1f} |"
-        )
-    return rows
-
-
-def start_table(starts: dict[str, Any]) -> list[str]:
-    """Markdown rows for cold and warm starts (median, min, max over the runs)."""
-    rows = [
-        "| Start | Runs | Spawn → /readyz 200 (median) | min | max |"
-        " Spawn → `serving` log (median) | SIGTERM → exit (median) |",
-        "|---|--:|--:|--:|--:|--:|--:|",
-    ]
-    for kind in ("cold", "warm"):
-        runs = [r for r in starts["runs"] if r["kind"] == kind]
-        if not runs:
-            continue
-        ready = [r["ready_s"] for r in runs]
-        serving = [r["serving_log_s"] for r in runs if r["serving_log_s"] is not None]
-        serving_text = f"{statistics.median(serving):.2f} s" if serving else "n/a"
-        rows.append(
-            f"| {kind} | {len(runs)} | {statistics.median(ready):.2f} s | {min(ready):.2f} s |"
-            f" {max(ready):.2f} s | {serving_text} |"
-            f" {statistics.median(r['stop_s'] for r in runs):.2f} s |"
-        )
-    rows.append(f"\n`python -m service --help` (interpreter + imports): {starts['cli_help_s']} s")
-    return rows
-
-
-def markdown(results: dict[str, Any]) -> str:
-    """The results as Markdown tables."""
-    m = results["machine"]
-    lines = [
-        f"Machine: {m['cpu_model']}, {m['nproc']} cores, {m['memory_gib']} GiB,"
-        f" Python {m['python']}, commit {m['git_commit']}, {m['date_utc']},"
-        f" load {m['load_average_at_start']} → {m.get('load_average_at_end')},"
-        f" {m['busy_cores_before_start']} cores busy before start",
-        "",
-        f"Latency figures are medians over {results['options']['repeat']} pass(es); the CPU"
-        " split is that of the median-throughput pass.",
-        "",
-        *store_table(results["store"]),
-        "",
-        *list_table(results["list_memories"]),
-        "",
-        *cpu_table([*results["store"], *results["list_memories"]]),
-    ]
-    if "starts" in results:
-        lines += ["", *start_table(results["starts"])]
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point."""
     args = parse_args(argv)
-    try:
-        results = run(args)
-    except harness.BenchError as exc:
-        raise SystemExit(f"bench: {exc}") from None
-    except KeyboardInterrupt:
-        raise SystemExit("bench: interrupted (service stopped)") from None
-    harness.write_json(args.out, results)
-    table = markdown(results)
-    args.out.with_suffix(".md").write_text(table)
-    print(table)
-    print(f"results: {args.out} (tables: {args.out.with_suffix('.md')})", file=sys.stderr)
+    results = run_or_exit(lambda: run(args))
+    write_results(args.out, results, markdown(results))
     if args.token_economy:
         from bench import token_economy
 

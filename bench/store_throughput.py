@@ -13,6 +13,7 @@ import collections
 import dataclasses
 import datetime as dt
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,12 +23,16 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 
 from bench import harness
+from bench.client import json_body, mcp_session, mcp_sessions, result_text
+from bench.cpu import cpu_snapshot, cpu_usage
+from bench.stats import latency_stats
 from bench.texts import Size, TextSource, mean_length
+from bench.words import NAMES
 
 CALL_TIMEOUT_S = 30.0
 GRACE_S = 2 * CALL_TIMEOUT_S
 LIST_LIMIT = 100
-USERS = ("Ada", "Bruno", "Chen", "Dara", "Elena", "Farid")
+USERS = NAMES[:6]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,19 +70,16 @@ def outcome_of(result: types.CallToolResult) -> tuple[str, int]:
     tools without one, or "error"; a store the service says it embedded is
     "stored+embedded", so the tables show whether embeddings were on.
     """
-    item = result.content[0] if result.content else None
-    if result.is_error or not isinstance(item, types.TextContent):
+    text = result_text(result)
+    if result.is_error or text is None:
         return "error", 0
-    try:
-        body = json.loads(item.text)
-    except ValueError:
-        return "error", len(item.text)
-    if not isinstance(body, dict) or "error" in body:
-        return "error", len(item.text)
+    body, ok = json_body(text)
+    if not ok or "error" in body:
+        return "error", len(text)
     outcome = str(body.get("result", "ok"))
     if body.get("embedded") is True:
         outcome += "+embedded"
-    return outcome, len(item.text)
+    return outcome, len(text)
 
 
 async def timed_call(session: ClientSession, tool: str, args: dict[str, Any], tally: Tally) -> None:
@@ -174,11 +176,17 @@ def _agents(plan: StorePlan) -> list[str]:
     return [f"bench-{plan.size}-{plan.clients}c-{n}" for n in range(plan.clients)]
 
 
+def list_agent(plans: Sequence[StorePlan]) -> str:
+    """An agent that has many memories: a single-client medium run's, else the first plan's."""
+    chosen = next((p for p in plans if p.clients == 1 and p.size == "medium"), plans[0])
+    return _agents(chosen)[0]
+
+
 def _tally_result(tally: Tally, wall_s: float) -> dict[str, Any]:
     """The JSON form of a measured tally."""
     count = max(1, len(tally.latencies_s))
     return {
-        "latency": dataclasses.asdict(harness.latency_stats(tally.latencies_s, wall_s)),
+        "latency": dataclasses.asdict(latency_stats(tally.latencies_s, wall_s)),
         "outcomes": dict(tally.outcomes),
         "mean_response_bytes": round(tally.response_bytes / count),
         "hit_time_limit": tally.timed_out,
@@ -192,11 +200,11 @@ async def run_store_plan(
     agents = _agents(plan)
     warm = source.batch(plan.size, plan.warmup)
     texts = source.batch(plan.size, plan.calls)
-    async with harness.mcp_sessions(service.mcp_url, service.key, plan.clients) as sessions:
+    async with mcp_sessions(service.mcp_url, service.key, plan.clients) as sessions:
         await store_phase(sessions, agents, "warmup", warm, plan.max_seconds)
-        before = harness.cpu_snapshot(service)
+        before = cpu_snapshot(service)
         tally, wall = await store_phase(sessions, agents, "run", texts, plan.max_seconds)
-        after = harness.cpu_snapshot(service)
+        after = cpu_snapshot(service)
     return {
         "name": plan.name,
         "clients": plan.clients,
@@ -205,7 +213,7 @@ async def run_store_plan(
         "warmup_calls": plan.warmup,
         "mean_content_chars": round(mean_length(texts)),
         **_tally_result(tally, wall),
-        "cpu": harness.cpu_usage(before, after, len(tally.latencies_s)),
+        "cpu": cpu_usage(before, after, len(tally.latencies_s)),
     }
 
 
@@ -229,14 +237,14 @@ async def run_list(
     """``list_memories`` latency (limit 100) for one agent and for the whole tenant."""
     variants = {"one agent": agent, "all agents": ""}
     results = []
-    async with harness.mcp_session(service.mcp_url, service.key) as session:
+    async with mcp_session(service.mcp_url, service.key) as session:
         for label, agent_id in variants.items():
             args = {"agent_id": agent_id, "limit": LIST_LIMIT}
             await _list_loop(session, args, warmup, time.perf_counter() + max_seconds, Tally())
             tally = Tally()
-            before = harness.cpu_snapshot(service)
+            before = cpu_snapshot(service)
             await _list_loop(session, args, calls, time.perf_counter() + max_seconds, tally)
-            after = harness.cpu_snapshot(service)
+            after = cpu_snapshot(service)
             wall = after.wall - before.wall
             results.append(
                 {
@@ -245,9 +253,49 @@ async def run_list(
                     "planned_calls": calls,
                     "warmup_calls": warmup,
                     **_tally_result(tally, wall),
-                    "cpu": harness.cpu_usage(before, after, len(tally.latencies_s)),
+                    "cpu": cpu_usage(before, after, len(tally.latencies_s)),
                 }
             )
+    return results
+
+
+# --------------------------------------------------------------------------- one pass
+
+
+async def service_benchmarks(
+    service: harness.Service,
+    plans: Sequence[StorePlan],
+    seed: int,
+    list_calls: int,
+    max_seconds: float,
+) -> dict[str, Any]:
+    """Every measurement that needs the running service: the store plans, then listing."""
+    source = TextSource(seed)
+    stores = []
+    for plan in plans:
+        print(f"  {plan.name}: {plan.warmup} warm-up + {plan.calls} calls ...", file=sys.stderr)
+        stores.append(await run_store_plan(service, plan, source))
+    print("  list_memories ...", file=sys.stderr)
+    lists = await run_list(
+        service, list_agent(plans), list_calls, max(5, list_calls // 10), max_seconds
+    )
+    return {"store": stores, "list_memories": lists}
+
+
+def run_repetition(
+    options: harness.ServiceOptions,
+    plans: Sequence[StorePlan],
+    seed: int,
+    list_calls: int,
+    max_seconds: float,
+) -> dict[str, Any]:
+    """One full pass on a fresh service (new data directory or new tenant)."""
+    print("starting the service ...", file=sys.stderr)
+    with harness.running_service(options) as service:
+        print(f"  ready in {service.start_seconds:.2f} s at {service.base_url}", file=sys.stderr)
+        benchmarks = service_benchmarks(service, plans, seed, list_calls, max_seconds)
+        results = asyncio.run(benchmarks)
+    results["service_ready_s"] = round(service.start_seconds, 3)
     return results
 
 

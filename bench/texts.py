@@ -11,36 +11,11 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-Size = Literal["short", "medium"]
+from bench.words import CITIES, NAMES
 
-NAMES = (
-    "Ada",
-    "Bruno",
-    "Chen",
-    "Dara",
-    "Elena",
-    "Farid",
-    "Greta",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kemal",
-    "Lena",
-    "Mateo",
-    "Nadia",
-    "Oskar",
-    "Priya",
-    "Quentin",
-    "Rosa",
-    "Sami",
-    "Tomoko",
-    "Uma",
-    "Viktor",
-    "Wen",
-    "Ximena",
-    "Yusuf",
-    "Zofia",
-)
+Size = Literal["short", "medium"]
+SIZES: dict[str, Size] = {"short": "short", "medium": "medium"}  # by command-line name
+
 DRINKS = ("green tea", "espresso", "oat latte", "sparkling water", "rooibos", "flat white")
 TIMES = ("morning", "afternoon", "late evening", "first hour of the day", "weekend")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
@@ -87,7 +62,6 @@ ACTIVITIES = (
 ENVIRONMENTS = ("staging", "production", "the EU region", "the canary cluster")
 RELATIONS = ("daughter", "son", "partner", "manager", "sister", "flatmate")
 ALLERGENS = ("peanuts", "shellfish", "gluten", "cats", "pollen", "penicillin")
-CITIES = ("Lisbon", "Osaka", "Montreal", "Nairobi", "Tallinn", "Valencia", "Seoul", "Denver")
 REASONS = (
     "the vendor contract ends",
     "the error budget is spent",

@@ -1,0 +1,115 @@
+"""The recall-latency scenarios: load a corpus, inspect the recall plan, measure latency.
+
+Tiers: 1k, 10k and 100k memories in ONE agent (loaded one after another into the same
+database, each into its own agent, so the table holds 1.1k, 11.1k, 111.1k rows when the
+tier is measured), and 1M memories spread over 1,000 agents in 100 tenants (a fresh
+database). After each load the EXPLAIN plan of ``recall_candidates_384`` is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import harness, scale_corpus as corpus
+from bench.embed import embed
+from bench.latency_probe import LOCAL, Target, latency_runs
+from bench.latency_queries import corpus_like_vectors, query_texts
+from bench.scale_inspect import explain_recall, memory_rows, vector_channel_check
+
+TIERS = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
+REBUILD_FROM_ROWS = 50_000
+INSPECT_QUERIES = 40
+
+
+@contextlib.contextmanager
+def embedded_postgres(data_dir: Path) -> Iterator[str]:
+    """Hold the data directory's embedded Postgres for the loader; yield its URL.
+
+    While this process holds it, CLI and ``serve`` processes reattach and leave it
+    running when they exit; it stops when the block ends.
+    """
+    from service.db.embedded import EmbeddedPostgres
+
+    server = EmbeddedPostgres(data_dir)
+    url = server.start()
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+def inspect(url: str, slug: str, agents: Sequence[str], seed: int) -> dict[str, Any]:
+    """EXPLAIN plans (real query embeddings) and the vector-channel check (query vectors
+    from the corpus distribution) for one tenant's agents."""
+    texts = query_texts(INSPECT_QUERIES, seed + 7)
+    real = list(zip(texts, asyncio.run(embed(texts)), strict=True))
+    like = list(zip(texts, corpus_like_vectors(len(texts), seed), strict=True))
+    return {
+        "explain": asyncio.run(explain_recall(url, slug, agents[0], real[:10])),
+        "vector_channel": asyncio.run(vector_channel_check(url, slug, agents, like)),
+    }
+
+
+def run_single_agent(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """1k, 10k, 100k rows in one agent each, loaded in turn into one database."""
+    tiers = [t for t in args.tiers if t in TIERS]
+    results = []
+    with (
+        harness.fresh_tenant(args.code, "scale", LOCAL, keep=args.keep_data) as (data_dir, key),
+        embedded_postgres(data_dir) as url,
+    ):
+        for tier in tiers:
+            agent, rows = f"agent-{tier}", TIERS[tier]
+            print(f"{tier}: loading {rows} rows into one agent ...", file=sys.stderr)
+            plan = [corpus.AgentLoad("scale", agent, rows)]
+            report = asyncio.run(corpus.load(url, plan, rebuild_indexes=rows >= REBUILD_FROM_ROWS))
+            result = {
+                "tier": tier,
+                "agent_rows": rows,
+                "agents": 1,
+                "tenants": 1,
+                "load": dataclasses.asdict(report),
+            }
+            result["table_rows"] = asyncio.run(memory_rows(url))
+            result.update(inspect(url, "scale", [agent], args.seed))
+            targets = [Target(key, agent)]
+            result["runs"] = latency_runs(data_dir, url, targets, args, args.seed + rows)
+            results.append(result)
+    return results
+
+
+def run_spread(args: argparse.Namespace) -> dict[str, Any]:
+    """``--spread-rows`` rows over tenants x agents in a fresh database."""
+    plans = corpus.spread(args.spread_rows, args.tenants, args.agents_per_tenant)
+    result: dict[str, Any] = {
+        "tier": f"{args.spread_rows:,} spread",
+        "tenants": args.tenants,
+        "agents": len(plans),
+        "agent_rows": plans[0].rows,
+    }
+    with harness.scratch_dir(args.keep_data) as data_dir:
+        env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=LOCAL))
+        harness.run_cli(["migrate"], env, cwd=args.code)
+        with embedded_postgres(data_dir) as url:
+            print(f"spread: loading {args.spread_rows} rows ...", file=sys.stderr)
+            report = asyncio.run(corpus.load(url, plans, rebuild_indexes=True))
+            result["load"] = dataclasses.asdict(report)
+            result["table_rows"] = asyncio.run(memory_rows(url))
+            step = max(1, args.tenants // args.key_tenants)
+            slugs = sorted({p.tenant for p in plans})[::step][: args.key_tenants]
+            keys = {
+                slug: harness.new_key(env, slug, create_tenant=False, cwd=args.code)
+                for slug in slugs
+            }
+            agents = sorted({p.agent for p in plans})
+            result.update(inspect(url, slugs[0], agents, args.seed))
+            targets = [Target(keys[s], a) for a in agents for s in slugs]
+            result["runs"] = latency_runs(data_dir, url, targets, args, args.seed + 1)
+    return result

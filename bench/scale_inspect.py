@@ -1,0 +1,253 @@
+"""What a loaded corpus looks like to the service's recall statement.
+
+The recall statement is run exactly as the service runs it: the service's own db
+function builds the arguments (captured, for EXPLAIN) or executes it (the vector-channel
+check against brute force). The service is imported late, so a benchmark can point
+``sys.path`` at its code snapshot first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+
+if TYPE_CHECKING:
+    from service.db.recall import Candidates, Retrieval
+
+PLAN_NAME = "bench_recall_plan"
+WARM_EXECUTIONS = 8  # past Postgres's 5 custom plans, so the plan cache has decided
+LONG_VECTOR = re.compile(r"'\[[-0-9.e,]{200,}\]'")
+
+
+async def open_service_conn(url: str) -> asyncpg.Connection[Any]:
+    """An owner connection with the codecs the service's pool registers."""
+    from pgvector.asyncpg import register_vector
+
+    conn: asyncpg.Connection[Any] = await asyncpg.connect(url)
+    for kind in ("jsonb", "json"):
+        await conn.set_type_codec(kind, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await register_vector(conn)
+    return conn
+
+
+async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
+    """Inside a transaction: become the application role with ``slug``'s tenant set (RLS)."""
+    tenant: uuid.UUID = await conn.fetchval("SELECT id FROM tenants WHERE slug = $1", slug)
+    await conn.execute(
+        "SELECT set_config('role', 'cpersona_app', true), set_config('app.tenant_id', $1, true)",
+        str(tenant),
+    )
+    return tenant
+
+
+def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
+    """The service's ``Retrieval`` for a plain recall (limit 10, no filters) of ``text``.
+
+    Built field by field from the service's own dataclass (defaults as configured by
+    default), so a new required field fails loudly here instead of silently measuring
+    another statement.
+    """
+    from service.db import recall as store
+    from service.memory.recall import query_terms
+
+    terms = query_terms.build(text)
+    known: dict[str, Any] = {
+        "vector": list(vector),
+        "tsquery": terms.tsquery,
+        "patterns": list(terms.patterns),
+        "lexemes": list(getattr(terms, "lexemes", ())),
+        "limit": 10,
+        "episodes": True,
+        "recency": False,
+        "confidence": False,
+    }
+    fields = dataclasses.fields(store.Retrieval)
+    missing = dataclasses.MISSING
+    return store.Retrieval(
+        **{f.name: known[f.name] for f in fields if f.name in known or f.default is missing}
+    )
+
+
+class _Captured(Exception):
+    """Raised by :class:`_Capture` once it has the statement (nothing is executed)."""
+
+
+class _Capture:
+    """Stands in for a connection: records the statement and arguments of one fetch."""
+
+    def __init__(self) -> None:
+        self.sql = ""
+        self.args: list[Any] = []
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        self.sql, self.args = sql, list(args)
+        raise _Captured
+
+
+async def candidates(
+    conn: Any, tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
+) -> Candidates:
+    """``recall_candidates`` of the service for one query.
+
+    ``conn`` is an asyncpg connection or a :class:`_Capture` standing in for one (only
+    ``fetch`` is called), hence ``Any``.
+    """
+    from service.db import recall as store
+    from service.models import TenantId
+
+    scope = store.Scope(agent, None, "", None)
+    return await store.recall_candidates(conn, TenantId(tenant), scope, retrieval(text, vector))
+
+
+async def production_call(
+    tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
+) -> tuple[str, list[Any]]:
+    """The statement and arguments the service would send for this recall."""
+    capture = _Capture()
+    with contextlib.suppress(_Captured):
+        await candidates(capture, tenant, agent, text, vector)
+    if not capture.sql:
+        raise RuntimeError("the service ran no statement")
+    return capture.sql, capture.args
+
+
+async def _literals(conn: asyncpg.Connection[Any], args: Sequence[Any]) -> str:
+    """The arguments as SQL literals quoted by Postgres (``quote_nullable``)."""
+    out = []
+    for value in args:
+        if isinstance(value, list) and (not value or isinstance(value[0], str)):
+            text = await conn.fetchval("SELECT ($1::text[])::text", value)
+        elif isinstance(value, list):
+            text = "[" + ",".join(f"{x:.7g}" for x in value) + "]"
+        elif isinstance(value, bool):
+            text = "true" if value else "false"
+        else:
+            text = None if value is None else str(value)
+        out.append(await conn.fetchval("SELECT quote_nullable($1::text)", text))
+    return ", ".join(out)
+
+
+async def _prepare_plan(conn: asyncpg.Connection[Any], sql: str) -> None:
+    """``PREPARE`` the service's statement with the parameter types Postgres infers."""
+    oids = [t.oid for t in (await conn.prepare(sql)).get_parameters()]
+    types = await conn.fetchval(
+        "SELECT string_agg(format_type(o, NULL), ', ' ORDER BY n) FROM unnest($1::oid[])"
+        " WITH ORDINALITY AS u(o, n)",
+        oids,
+    )
+    await conn.execute(f"PREPARE {PLAN_NAME} ({types}) AS {sql}")
+
+
+async def explain_recall(
+    url: str, slug: str, agent: str, queries: Sequence[tuple[str, Sequence[float]]]
+) -> dict[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the recall statement as the service runs it.
+
+    The statement is prepared (as asyncpg does) and executed ``WARM_EXECUTIONS``
+    times, so the plan shown is the one the plan cache settled on ("chosen"); the
+    forced custom and generic plans are recorded next to it.
+    """
+    conn = await asyncpg.connect(url)
+    plans: dict[str, str] = {}
+    try:
+        async with conn.transaction():
+            tenant = await as_tenant(conn, slug)
+            calls = [await production_call(tenant, agent, t, v) for t, v in queries]
+            await _prepare_plan(conn, calls[0][0])
+            literals = [await _literals(conn, args) for _, args in calls]
+            for literal in literals[:WARM_EXECUTIONS]:
+                await conn.execute(f"EXECUTE {PLAN_NAME} ({literal})")
+            for mode in ("chosen", "force_custom_plan", "force_generic_plan"):
+                if mode != "chosen":
+                    await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+                rows = await conn.fetch(
+                    f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE {PLAN_NAME} ({literals[-1]})"
+                )
+                plans[mode] = LONG_VECTOR.sub("'[...384 floats...]'", "\n".join(r[0] for r in rows))
+    finally:
+        await conn.close()
+    return plans
+
+
+async def index_scans(url: str) -> dict[str, int]:
+    """``idx_scan`` of every index of ``memories`` (pg_stat_user_indexes)."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE relname = 'memories'"
+        )
+    finally:
+        await conn.close()
+    return {r["indexrelname"]: int(r["idx_scan"]) for r in rows}
+
+
+async def vector_channel_check(
+    url: str, slug: str, agents: Sequence[str], queries: Sequence[tuple[str, Sequence[float]]]
+) -> dict[str, Any]:
+    """What the service's statement returns on its vector channel, against brute force.
+
+    Rows returned (want 10: an agent filter applied after an approximate index scan can
+    starve it), overlap with the exact 10 nearest, and the ratio of their mean
+    similarities (1.0 = as close as the exact answer; meaningful with query vectors
+    drawn from the corpus distribution, where near ties make the overlap pessimistic).
+    """
+    conn = await open_service_conn(url)
+    found, overlap, ratio = [], [], []
+    try:
+        async with conn.transaction():
+            tenant = await as_tenant(conn, slug)
+            for index, (text, vector) in enumerate(queries):
+                agent = agents[index % len(agents)]
+                hits = (await candidates(conn, tenant, agent, text, vector)).hits
+                ann = {
+                    h.id: h.score or 0.0 for h in hits if h.channel == "vector" and h.kind == "mem"
+                }
+                exact = await _exact_nearest(conn, tenant, agent, vector)
+                found.append(len(ann))
+                overlap.append(len(ann.keys() & exact.keys()) / max(1, len(exact)))
+                best = sum(exact.values()) / max(1, len(exact))
+                ratio.append(sum(ann.values()) / max(1, len(exact)) / best if best > 0 else 1.0)
+    finally:
+        await conn.close()
+    n = max(1, len(found))
+    return {
+        "queries": len(found),
+        "min_vector_rows": min(found, default=0),
+        "mean_vector_rows": round(sum(found) / n, 2),
+        "recall_vs_exact": round(sum(overlap) / n, 3),
+        "similarity_ratio": round(sum(ratio) / n, 3),
+    }
+
+
+async def _exact_nearest(
+    conn: asyncpg.Connection[Any], tenant: uuid.UUID, agent: str, vector: Sequence[float]
+) -> dict[int, float]:
+    """The agent's 10 nearest rows by brute force (index scans off): id -> similarity."""
+    await conn.execute("SET LOCAL enable_indexscan = off")
+    rows = await conn.fetch(
+        "SELECT m.id, -(m.embedding::vector(384) <#> $3::vector(384)) AS score"
+        " FROM memories m JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id"
+        " WHERE m.tenant_id = $1 AND a.name = $2 AND m.embedding_dim = 384"
+        " ORDER BY m.embedding::vector(384) <#> $3::vector(384) LIMIT 10",
+        tenant,
+        agent,
+        list(vector),
+    )
+    await conn.execute("SET LOCAL enable_indexscan = on")
+    return {int(r["id"]): float(r["score"]) for r in rows}
+
+
+async def memory_rows(url: str) -> int:
+    """How many rows ``memories`` holds (every tenant)."""
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM memories"))
+    finally:
+        await conn.close()

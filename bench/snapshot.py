@@ -1,0 +1,74 @@
+"""One version of the service per benchmark run: a copy of its code and a fingerprint.
+
+Other engineers edit the service while benchmarks run, so a benchmark runs ONE
+version: ``service/`` and ``alembic/`` are copied once into a snapshot directory and
+every CLI and ``serve`` process starts there (the current directory comes first on
+``sys.path``, before the editable install); a benchmark process that imports the
+service itself imports it from the snapshot too (:func:`use_snapshot`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from bench.cli import run_or_exit
+from bench.harness import REPO_ROOT, BenchError, scratch_dir
+
+T = TypeVar("T")
+
+
+def snapshot_code(dest: Path) -> Path:
+    """Copy the service's code and migrations into ``dest/code``; return that directory."""
+    code = dest / "code"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("service", "alembic"):
+        shutil.copytree(REPO_ROOT / name, code / name, ignore=skip)
+    with contextlib.suppress(FileNotFoundError):
+        shutil.copy2(REPO_ROOT / "alembic.ini", code / "alembic.ini")
+    return code
+
+
+def use_snapshot(code: Path) -> None:
+    """Import ``service`` from the snapshot in this process (before anything imported it)."""
+    if "service" in sys.modules:
+        raise BenchError("the service was imported before the snapshot was taken")
+    sys.path.insert(0, str(code))
+
+
+def code_fingerprint(code: Path) -> str:
+    """A short hash of the snapshot's Python and SQL sources (recorded with results)."""
+    digest = hashlib.sha256()
+    root = code / "service"
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.sql")]):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def run_on_snapshot(
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace], T],
+    *,
+    import_here: bool = False,
+    dest: Path | None = None,
+) -> T:
+    """``run(args)`` on one copy of the service's code; failures exit with one line.
+
+    The copy goes to ``dest`` (kept: the caller owns it) or to a temporary directory
+    removed afterwards; ``args.code`` is its path and ``args.code_id`` its fingerprint.
+    With ``import_here`` this process imports the service from the copy too.
+    """
+    with contextlib.ExitStack() as stack:
+        root = dest if dest is not None else stack.enter_context(scratch_dir())
+        args.code = snapshot_code(root)
+        args.code_id = code_fingerprint(args.code)
+        if import_here:
+            use_snapshot(args.code)
+        return run_or_exit(lambda: run(args))
