@@ -195,16 +195,9 @@ class Settings:
     max_response_bytes: int = setting(
         8 * 1024 * 1024, "CPERSONA_MAX_RESPONSE_BYTES", parse=parse_int(65_536, 2**31)
     )
-    """Hard ceiling on one MCP response body, the edge's last line of defence.
-
-    The shaping budgets keep legitimate responses far below it. Measured as JSON-RPC bytes
-    (the tool's JSON text escaped again inside the envelope): the largest is list_memories
-    at 500 rows of 16,000 characters (1,000,000 budgeted plus 500-character previews):
-    1.4 MB of ASCII, 3.8 MB of CJK, 5.0 MB of emoji or quote-heavy text. recall with
-    full_content (200,000 budgeted plus previews, 100 rows) stays under 1 MB of emoji.
-    Only pathological content (control characters, 7 bytes each after double escaping)
-    or 8,000-character sources on every row can reach 8 MiB.
-    """
+    """Hard ceiling on one MCP response body, the edge's last line of defence. The shaping
+    budgets keep legitimate responses under about 5 MB of JSON-RPC (list_memories of 500
+    emoji-heavy 16,000-character rows); only pathological content can reach 8 MiB."""
     metrics_enabled: bool = setting(True, "CPERSONA_METRICS_ENABLED", parse=parse_bool)
 
     # -- contents and their bounds

@@ -318,6 +318,9 @@ async def test_jobs_of_deleted_rows_are_dropped(http_lib: Library, fake: FakeEmb
     assert (await episodes.delete_episode(http_lib, tenant, episode["episode_id"]))["ok"] is True
     assert [job["item_id"] for job in await _jobs(http_lib.db)] == [vanished]
     await _fetch(http_lib.db, "DELETE FROM memories WHERE id = $1", vanished)
+    assert await _jobs(http_lib.db) == []  # any delete drops the row's job (a trigger)
+    orphan = "INSERT INTO embedding_jobs (tenant_id, item_kind, item_id) VALUES ($1, 'mem', $2)"
+    await _fetch(http_lib.db, orphan, tenant, vanished)  # a job whose row is gone anyway
     fake.reset()
     result = await worker.drain_once(http_lib)
     assert (result.claimed, result.dropped, result.embedded) == (1, 1, 0)
