@@ -1,8 +1,9 @@
 """Storage of the embedding queue: one function per named query of ``sql/queue.sql``.
 
 Tenant functions run in a tenant transaction (RLS applies); ``claim_embedding_jobs``,
-``fail_embedding_jobs``, ``queue_backlog``, the ``embedding_settings`` pair and
-``tenant_ids`` are admin work of the worker, which drains every tenant's jobs.
+``fail_embedding_jobs``, ``release_embedding_jobs``, ``queue_backlog``, the
+``embedding_settings`` pair and ``tenant_ids`` are admin work of the worker, which
+drains every tenant's jobs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
+
+import asyncpg
 
 from service.db.pool import Connection
 from service.db.sql import QUERIES
@@ -41,8 +44,11 @@ class ItemText:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Backlog:
+    """Jobs still to run (all of them: none is given up), those retrying after a failed
+    attempt, and the age of the oldest."""
+
     pending: int
-    failed: int
+    retrying: int
     oldest_pending_seconds: float | None = None
 
 
@@ -80,15 +86,9 @@ async def delete_agent_embedding_jobs(conn: Connection, tenant_id: TenantId, age
 
 
 async def claim_embedding_jobs(
-    conn: Connection,
-    limit: int,
-    max_attempts: int,
-    lease_seconds: float,
-    tenant_id: TenantId | None,
+    conn: Connection, limit: int, lease_seconds: float, tenant_id: TenantId | None
 ) -> list[Job]:
-    records = await conn.fetch(
-        QUERIES["claim_embedding_jobs"], limit, max_attempts, lease_seconds, tenant_id
-    )
+    records = await conn.fetch(QUERIES["claim_embedding_jobs"], limit, lease_seconds, tenant_id)
     return [
         Job(
             tenant_id=TenantId(r["tenant_id"]),
@@ -147,7 +147,11 @@ async def settle_embedding_jobs(
 
 
 async def fail_embedding_jobs(
-    conn: Connection, jobs: Sequence[Job], errors: Sequence[str], base_delay: float
+    conn: Connection,
+    jobs: Sequence[Job],
+    errors: Sequence[str],
+    base_delay: float,
+    doublings: int,
 ) -> None:
     await conn.execute(
         QUERIES["fail_embedding_jobs"],
@@ -156,24 +160,36 @@ async def fail_embedding_jobs(
         [job.token for job in jobs],
         list(errors),
         base_delay,
+        doublings,
     )
 
 
-async def queue_status(conn: Connection, tenant_id: TenantId, max_attempts: int) -> Backlog:
-    record = await conn.fetchrow(QUERIES["queue_status"], tenant_id, max_attempts)
-    assert record is not None
+async def release_embedding_jobs(conn: Connection, jobs: Sequence[Job], delay: float) -> None:
+    await conn.execute(
+        QUERIES["release_embedding_jobs"],
+        [job.tenant_id for job in jobs],
+        [job.id for job in jobs],
+        [job.token for job in jobs],
+        delay,
+    )
+
+
+def _backlog(record: object) -> Backlog:
+    assert isinstance(record, asyncpg.Record)
     oldest = record["oldest_pending_seconds"]
     return Backlog(
         pending=int(record["pending"]),
-        failed=int(record["failed"]),
+        retrying=int(record["retrying"]),
         oldest_pending_seconds=None if oldest is None else float(oldest),
     )
 
 
-async def queue_backlog(conn: Connection, tenant_id: TenantId | None, max_attempts: int) -> Backlog:
-    record = await conn.fetchrow(QUERIES["queue_backlog"], tenant_id, max_attempts)
-    assert record is not None
-    return Backlog(pending=int(record["pending"]), failed=int(record["failed"]))
+async def queue_status(conn: Connection, tenant_id: TenantId) -> Backlog:
+    return _backlog(await conn.fetchrow(QUERIES["queue_status"], tenant_id))
+
+
+async def queue_backlog(conn: Connection, tenant_id: TenantId | None) -> Backlog:
+    return _backlog(await conn.fetchrow(QUERIES["queue_backlog"], tenant_id))
 
 
 async def enqueue_unembedded(
@@ -191,11 +207,12 @@ async def enqueue_reembed(
     batch: int,
     *,
     model: str,
+    dimension: int,
     every_row: bool,
     reset: bool,
 ) -> EnqueueBatch:
     record = await conn.fetchrow(
-        QUERIES["enqueue_reembed"], tenant_id, after, batch, model, every_row, reset
+        QUERIES["enqueue_reembed"], tenant_id, after, batch, model, every_row, reset, dimension
     )
     assert record is not None
     return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
