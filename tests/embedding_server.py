@@ -35,6 +35,39 @@ Mode = Literal["ok", "fail", "hang", "width", "down"]
 HANG_LIMIT_SECONDS = 60.0
 
 
+def serve_in_thread(app: Starlette, port: int = 0) -> tuple[uvicorn.Server, threading.Thread, int]:
+    """Serve ``app`` with uvicorn on 127.0.0.1:``port`` (0: any free port) from its own
+    thread and event loop; the socket listens before this returns, so no readiness wait
+    is needed. Stop it with :func:`stop_thread`."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(64)
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        ws="none",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+
+    def run() -> None:
+        asyncio.run(server.serve(sockets=[sock]))
+        sock.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return server, thread, sock.getsockname()[1]
+
+
+def stop_thread(server: uvicorn.Server, thread: threading.Thread) -> None:
+    server.should_exit = True
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "the server did not stop"
+
+
 def fake_vector(text: str, dimension: int = 8) -> list[float]:
     """Deterministic and not unit length: the same text always gets the same vector."""
     digest = hashlib.sha256(text.encode()).digest()
@@ -92,35 +125,13 @@ class EmbeddingServer:
         return JSONResponse({"embeddings": [fake_vector(text, width) for text in texts]})
 
     def _start(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
-        sock.listen(64)
-        self.port = sock.getsockname()[1]
         app = Starlette(routes=[Route("/embed", self._endpoint, methods=["POST"])])
-        config = uvicorn.Config(
-            app,
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            ws="none",
-            timeout_graceful_shutdown=1,
-        )
-        server = uvicorn.Server(config)
-
-        def run() -> None:
-            asyncio.run(server.serve(sockets=[sock]))
-            sock.close()
-
-        self._server, self._thread = server, threading.Thread(target=run, daemon=True)
-        self._thread.start()
+        self._server, self._thread, self.port = serve_in_thread(app, self.port)
 
     def _stop(self) -> None:
         assert self._server is not None
         assert self._thread is not None
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        assert not self._thread.is_alive(), "the embedding server did not stop"
+        stop_thread(self._server, self._thread)
         self._server = self._thread = None
 
     def close(self) -> None:

@@ -22,6 +22,8 @@ every job as pending and reports the ones still retrying instead of "failed" one
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from alembic import op
 
 revision = "0008"
@@ -73,14 +75,14 @@ COMMENT ON COLUMN ops.export_files.size_bytes IS 'File size in bytes (counted ag
 GRANT SELECT ON ops.export_files TO cpersona_ops;
 """
 
-BACKLOG = r"""
+BACKLOG_VIEW = r"""
 DROP VIEW ops.embedding_backlog;
 CREATE VIEW ops.embedding_backlog WITH (security_invoker = false) AS
 SELECT t.slug AS tenant_slug,
-       count(j.id) AS pending,
-       count(j.id) FILTER (WHERE j.attempts > 0) AS retrying,
+       count(j.id) FILTER (WHERE {pending}) AS pending,
+       count(j.id) FILTER (WHERE {second}) AS {second_name},
        count(j.id) FILTER (WHERE j.last_error IS NOT NULL) AS with_error,
-       min(j.created_at) AS oldest_pending_at,
+       min(j.created_at) FILTER (WHERE {pending}) AS oldest_pending_at,
        (SELECT count(*) FROM public.memories m
         WHERE m.tenant_id = t.id AND m.embedding IS NULL) AS unembedded_memories,
        (SELECT count(*) FROM public.episodes e
@@ -88,50 +90,75 @@ SELECT t.slug AS tenant_slug,
 FROM public.tenants t
 LEFT JOIN public.embedding_jobs j ON j.tenant_id = t.id
 GROUP BY t.id, t.slug;
-COMMENT ON VIEW ops.embedding_backlog IS 'The embedding queue per tenant: jobs waiting (none is ever given up), jobs retrying after a failure, rows still without a vector.';
-COMMENT ON COLUMN ops.embedding_backlog.pending IS 'Every queued job: the worker runs each until its row is embedded.';
-COMMENT ON COLUMN ops.embedding_backlog.retrying IS 'Jobs whose last attempt failed and that wait for their (capped, exponential) retry; embedding_jobs.last_error says why.';
-COMMENT ON COLUMN ops.embedding_backlog.with_error IS 'Jobs whose last attempt failed.';
-COMMENT ON COLUMN ops.embedding_backlog.oldest_pending_at IS 'Enqueue time of the oldest job: a growing age means no worker drains the queue or the provider is down.';
-COMMENT ON COLUMN ops.embedding_backlog.unembedded_memories IS 'Memories without a vector (recall finds them lexically only).';
-COMMENT ON COLUMN ops.embedding_backlog.unembedded_episodes IS 'Episodes without a vector.';
-COMMENT ON COLUMN embedding_jobs.attempts IS 'Failed attempts so far; sets the retry backoff (CPERSONA_TASK_RETRY_DELAY doubling up to CPERSONA_TASK_MAX_RETRIES times). Jobs are never given up.';
 GRANT SELECT ON ops.embedding_backlog TO cpersona_ops;
 """
+KEPT_COMMENTS = {
+    "ops.embedding_backlog.with_error": "Jobs whose last attempt failed.",
+    "ops.embedding_backlog.unembedded_memories": "Memories without a vector (recall finds them lexically only).",
+    "ops.embedding_backlog.unembedded_episodes": "Episodes without a vector.",
+}  # fmt: skip
 
-OLD_BACKLOG = r"""
-DROP VIEW ops.embedding_backlog;
-CREATE VIEW ops.embedding_backlog WITH (security_invoker = false) AS
-SELECT t.slug AS tenant_slug,
-       count(j.id) FILTER (WHERE j.attempts < 3) AS pending,
-       count(j.id) FILTER (WHERE j.attempts >= 3) AS failed,
-       count(j.id) FILTER (WHERE j.last_error IS NOT NULL) AS with_error,
-       min(j.created_at) FILTER (WHERE j.attempts < 3) AS oldest_pending_at,
-       (SELECT count(*) FROM public.memories m
-        WHERE m.tenant_id = t.id AND m.embedding IS NULL) AS unembedded_memories,
-       (SELECT count(*) FROM public.episodes e
-        WHERE e.tenant_id = t.id AND e.embedding IS NULL) AS unembedded_episodes
-FROM public.tenants t
-LEFT JOIN public.embedding_jobs j ON j.tenant_id = t.id
-GROUP BY t.id, t.slug;
-COMMENT ON VIEW ops.embedding_backlog IS 'The embedding queue per tenant: jobs waiting, jobs given up on, rows still without a vector.';
-COMMENT ON COLUMN ops.embedding_backlog.pending IS 'Jobs below the retry limit (3, the CPERSONA_TASK_MAX_RETRIES default): the worker will still run them.';
-COMMENT ON COLUMN ops.embedding_backlog.failed IS 'Jobs at the retry limit: kept for inspection (see embedding_jobs.last_error), not retried; check_health(fix) re-arms them.';
-COMMENT ON COLUMN ops.embedding_backlog.with_error IS 'Jobs whose last attempt failed.';
-COMMENT ON COLUMN ops.embedding_backlog.oldest_pending_at IS 'Enqueue time of the oldest pending job: a growing age means no worker drains the queue.';
-COMMENT ON COLUMN ops.embedding_backlog.unembedded_memories IS 'Memories without a vector (recall finds them lexically only).';
-COMMENT ON COLUMN ops.embedding_backlog.unembedded_episodes IS 'Episodes without a vector.';
-COMMENT ON COLUMN embedding_jobs.attempts IS 'Failed attempts so far; jobs at the retry limit stay for inspection and are not retried.';
-GRANT SELECT ON ops.embedding_backlog TO cpersona_ops;
-"""
+
+class Backlog(NamedTuple):
+    """One version of the view: what counts as pending, the second count and its name,
+    and the comments that differ between the versions."""
+
+    pending: str
+    second: str
+    second_name: str
+    comments: dict[str, str]
+
+
+NEW_BACKLOG = Backlog(
+    pending="true",
+    second="j.attempts > 0",
+    second_name="retrying",
+    comments={
+        "VIEW ops.embedding_backlog": "The embedding queue per tenant: jobs waiting (none is ever given up), jobs retrying after a failure, rows still without a vector.",
+        "ops.embedding_backlog.pending": "Every queued job: the worker runs each until its row is embedded.",
+        "ops.embedding_backlog.retrying": "Jobs whose last attempt failed and that wait for their (capped, exponential) retry; embedding_jobs.last_error says why.",
+        "ops.embedding_backlog.oldest_pending_at": "Enqueue time of the oldest job: a growing age means no worker drains the queue or the provider is down.",
+        "embedding_jobs.attempts": "Failed attempts so far; sets the retry backoff (CPERSONA_TASK_RETRY_DELAY doubling up to CPERSONA_TASK_MAX_RETRIES times). Jobs are never given up.",
+    },
+)  # fmt: skip
+OLD_BACKLOG = Backlog(
+    pending="j.attempts < 3",
+    second="j.attempts >= 3",
+    second_name="failed",
+    comments={
+        "VIEW ops.embedding_backlog": "The embedding queue per tenant: jobs waiting, jobs given up on, rows still without a vector.",
+        "ops.embedding_backlog.pending": "Jobs below the retry limit (3, the CPERSONA_TASK_MAX_RETRIES default): the worker will still run them.",
+        "ops.embedding_backlog.failed": "Jobs at the retry limit: kept for inspection (see embedding_jobs.last_error), not retried; check_health(fix) re-arms them.",
+        "ops.embedding_backlog.oldest_pending_at": "Enqueue time of the oldest pending job: a growing age means no worker drains the queue.",
+        "embedding_jobs.attempts": "Failed attempts so far; jobs at the retry limit stay for inspection and are not retried.",
+    },
+)  # fmt: skip
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _backlog(version: Backlog) -> str:
+    """The ops.embedding_backlog view of one version, with its comments."""
+    comments = {**KEPT_COMMENTS, **version.comments}
+    lines = [
+        f"COMMENT ON {target if target.startswith('VIEW ') else 'COLUMN ' + target} "
+        f"IS {_quoted(text)};"
+        for target, text in comments.items()
+    ]
+    sql = BACKLOG_VIEW.format(
+        pending=version.pending, second=version.second, second_name=version.second_name
+    )
+    return sql + "\n".join(lines)
 
 
 def upgrade() -> None:
     op.execute(EXPORT_FILES)
-    op.execute(BACKLOG)
+    op.execute(_backlog(NEW_BACKLOG))
 
 
 def downgrade() -> None:
-    op.execute(OLD_BACKLOG)
+    op.execute(_backlog(OLD_BACKLOG))
     op.execute("DROP VIEW IF EXISTS ops.export_files;")
     op.execute("DROP TABLE IF EXISTS export_files;")
