@@ -1,9 +1,8 @@
 """Storage of the embedding queue: one function per named query of ``sql/queue.sql``.
 
 Tenant functions run in a tenant transaction (RLS applies); ``claim_embedding_jobs``,
-``fail_embedding_jobs``, ``release_embedding_jobs``, ``queue_backlog``, the
-``embedding_settings`` pair and ``tenant_ids`` are admin work of the worker, which
-drains every tenant's jobs.
+``fail_embedding_jobs``, ``queue_backlog``, the ``embedding_settings`` pair and
+``tenant_ids`` are admin work of the worker, which drains every tenant's jobs.
 """
 
 from __future__ import annotations
@@ -150,27 +149,22 @@ async def fail_embedding_jobs(
     conn: Connection,
     jobs: Sequence[Job],
     errors: Sequence[str],
-    base_delay: float,
+    delay: float,
     doublings: int,
+    *,
+    attempted: bool = True,
 ) -> None:
+    """Back off ``jobs`` after a failed attempt (``delay * 2^min(attempts, doublings)``),
+    or, when not ``attempted``, hand them back uncounted, due in ``delay`` seconds."""
     await conn.execute(
         QUERIES["fail_embedding_jobs"],
         [job.tenant_id for job in jobs],
         [job.id for job in jobs],
         [job.token for job in jobs],
         list(errors),
-        base_delay,
-        doublings,
-    )
-
-
-async def release_embedding_jobs(conn: Connection, jobs: Sequence[Job], delay: float) -> None:
-    await conn.execute(
-        QUERIES["release_embedding_jobs"],
-        [job.tenant_id for job in jobs],
-        [job.id for job in jobs],
-        [job.token for job in jobs],
         delay,
+        doublings,
+        attempted,
     )
 
 

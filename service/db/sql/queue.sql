@@ -124,25 +124,18 @@ SELECT (SELECT count(*) FROM gone) AS finished, (SELECT count(*) FROM again) AS 
 -- Record a failed attempt of claimed jobs (admin transaction, across tenants): one more
 -- attempt, the error, and capped exponential backoff: delay * 2^attempts (before this
 -- one), the exponent capped at $6, so a job is retried at least every delay * 2^$6
--- seconds for as long as the provider fails.
+-- seconds for as long as the provider fails. When not $7 (the provider was not called:
+-- its circuit breaker is open) the jobs are handed back uncounted, due again in $5
+-- seconds, keeping their last error.
 -- $1 tenant_ids uuid[], $2 job ids bigint[], $3 claim tokens timestamptz[],
--- $4 errors text[], $5 base delay seconds float8, $6 most doublings int
+-- $4 errors text[], $5 base delay seconds float8, $6 most doublings int,
+-- $7 attempted boolean
 UPDATE embedding_jobs j
-SET attempts = j.attempts + 1,
-    run_after = clock_timestamp()
-                + make_interval(secs => $5 * power(2, least(j.attempts, $6, 20))),
-    last_error = f.error
+SET attempts = j.attempts + CASE WHEN $7 THEN 1 ELSE 0 END,
+    run_after = clock_timestamp() + make_interval(
+        secs => CASE WHEN $7 THEN $5 * power(2, least(j.attempts, $6, 20)) ELSE $5 END),
+    last_error = CASE WHEN $7 THEN f.error ELSE j.last_error END
 FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::text[]) AS f (tenant_id, id, token, error)
-WHERE j.tenant_id = f.tenant_id AND j.id = f.id AND j.run_after = f.token
-
--- release_embedding_jobs --
--- Hand claimed jobs back without an attempt (the provider was not called: its circuit
--- breaker is open), due again in $4 seconds (admin transaction, across tenants).
--- $1 tenant_ids uuid[], $2 job ids bigint[], $3 claim tokens timestamptz[],
--- $4 delay seconds float8
-UPDATE embedding_jobs j
-SET run_after = clock_timestamp() + make_interval(secs => $4)
-FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[]) AS f (tenant_id, id, token)
 WHERE j.tenant_id = f.tenant_id AND j.id = f.id AND j.run_after = f.token
 
 -- queue_status --

@@ -156,19 +156,16 @@ async def _fail(lib: Library, failed: Sequence[tuple[Job, Failure]]) -> None:
     """Back off the jobs whose attempt failed; hand back, uncounted, those not attempted."""
     settings = lib.settings
     tried = [(job, failure.error) for job, failure in failed if failure.attempted]
-    untried = [job for job, failure in failed if not failure.attempted]
+    untried = [(job, failure.error) for job, failure in failed if not failure.attempted]
+    delay = float(settings.task_retry_delay)
+    retry_in = max(lib.breaker.retry_in(), settings.worker_poll_secs)
     async with lib.db.admin_tx() as conn:
-        if tried:
-            await store.fail_embedding_jobs(
-                conn,
-                [job for job, _ in tried],
-                [error for _, error in tried],
-                float(settings.task_retry_delay),
-                settings.task_max_retries,
-            )
-        if untried:
-            delay = max(lib.breaker.retry_in(), settings.worker_poll_secs)
-            await store.release_embedding_jobs(conn, untried, delay)
+        for group, wait, attempted in ((tried, delay, True), (untried, retry_in, False)):
+            if group:
+                jobs, errors = [job for job, _ in group], [error for _, error in group]
+                await store.fail_embedding_jobs(
+                    conn, jobs, errors, wait, settings.task_max_retries, attempted=attempted
+                )
     for job, error in tried:
         if job.attempts + 1 == settings.task_max_retries:  # once per job, not every retry
             log.warning(
