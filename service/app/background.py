@@ -1,19 +1,25 @@
-"""Work a serving process runs beside its requests: the embedding worker and the usage
-flusher, each an async context manager entered in the application lifespan."""
+"""Work a serving process runs beside its requests: the embedding worker, the usage
+flusher and the embedded Postgres supervisor, each an async context manager entered
+in the application lifespan."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
-from service.logs import get_logger
+from service.db.embedded import EmbeddedPostgres, RestartFailed
+from service.logs import get_logger, throttled
 from service.memory.library import Library
 from service.memory.queue import worker
 from service.memory.usage import UsageCounter
 
 log = get_logger("service.app")
 USAGE_FLUSH_SECONDS = 5.0
+SUPERVISE_SECONDS = 0.5
+"""How often the supervisor checks that the embedded postmaster is alive."""
+RESTART_BACKOFF_MAX = 5.0
 
 
 @contextlib.asynccontextmanager
@@ -39,7 +45,50 @@ async def _flush(lib: Library, usage: UsageCounter) -> None:
     try:
         await usage.flush(lib)
     except Exception:  # counting must never take the service down; the loss is logged
-        log.exception("usage_flush_failed")
+        log.exception("usage_flush_failed")  # an outage: one line per interval, no traceback
+
+
+@contextlib.asynccontextmanager
+async def postgres_supervisor(embedded: EmbeddedPostgres | None) -> AsyncIterator[None]:
+    """Restart the embedded Postgres whenever its postmaster dies, for as long as the
+    service runs (nothing to do with an external database: the pool reconnects)."""
+    if embedded is None:
+        yield
+        return
+    task = asyncio.create_task(_supervise(embedded), name="postgres-supervisor")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _supervise(embedded: EmbeddedPostgres) -> None:
+    while True:
+        await asyncio.sleep(SUPERVISE_SECONDS)
+        if not embedded.running():
+            await _restart(embedded)
+
+
+async def _restart(embedded: EmbeddedPostgres) -> None:
+    """Start Postgres again (it recovers from its write-ahead log), retrying with backoff."""
+    died = time.monotonic()
+    log.warning("embedded_postgres_died", pgdata=str(embedded.pgdata))
+    delay = SUPERVISE_SECONDS
+    while True:
+        try:
+            await asyncio.to_thread(embedded.restart)
+        except RestartFailed as exc:
+            if (suppressed := throttled("embedded_postgres_restart_failed")) is not None:
+                log.warning(
+                    "embedded_postgres_restart_failed", error=str(exc)[:300], suppressed=suppressed
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RESTART_BACKOFF_MAX)
+            continue
+        log.info("embedded_postgres_restarted", seconds=round(time.monotonic() - died, 2))
+        return
 
 
 @contextlib.asynccontextmanager
