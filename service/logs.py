@@ -90,7 +90,7 @@ def _exception(exc_info: Any) -> BaseException | None:
 def _throttle_unavailable(
     logger: Any, method: str, event_dict: structlog.typing.EventDict
 ) -> structlog.typing.EventDict:
-    """A logged Unavailable (database down, pool busy) is one line per class per
+    """A logged Unavailable (database down, pool busy) is one warning per class per
     interval, without a traceback: it is an expected, self-healing condition."""
     exc = _exception(event_dict.get("exc_info"))
     if not isinstance(exc, Unavailable):
@@ -100,6 +100,8 @@ def _throttle_unavailable(
         raise structlog.DropEvent
     event_dict.pop("exc_info", None)
     event_dict.update(error=exc.reason, detail=exc.message)
+    if event_dict.get("level") in ("error", "critical", "exception"):
+        event_dict["level"] = "warning"  # expected while it lasts, and it heals
     if suppressed:
         event_dict["suppressed"] = suppressed
     return event_dict
@@ -153,8 +155,8 @@ def configure_logging(settings: Settings) -> None:
     structlog.configure(
         # (structlog's own chain only: a formatter must not drop events)
         processors=[
-            _throttle_unavailable,
             *shared,
+            _throttle_unavailable,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),

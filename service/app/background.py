@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 
 from service.db.embedded import EmbeddedPostgres, RestartFailed
+from service.db.pool import Database
 from service.logs import get_logger, throttled
 from service.memory.library import Library
 from service.memory.queue import worker
@@ -49,13 +50,16 @@ async def _flush(lib: Library, usage: UsageCounter) -> None:
 
 
 @contextlib.asynccontextmanager
-async def postgres_supervisor(embedded: EmbeddedPostgres | None) -> AsyncIterator[None]:
+async def postgres_supervisor(
+    embedded: EmbeddedPostgres | None, db: Database
+) -> AsyncIterator[None]:
     """Restart the embedded Postgres whenever its postmaster dies, for as long as the
-    service runs (nothing to do with an external database: the pool reconnects)."""
+    service runs, and have the pool reconnect at once (nothing to do with an external
+    database: the pool reconnects with backoff on its own)."""
     if embedded is None:
         yield
         return
-    task = asyncio.create_task(_supervise(embedded), name="postgres-supervisor")
+    task = asyncio.create_task(_supervise(embedded, db), name="postgres-supervisor")
     try:
         yield
     finally:
@@ -64,11 +68,12 @@ async def postgres_supervisor(embedded: EmbeddedPostgres | None) -> AsyncIterato
             await task
 
 
-async def _supervise(embedded: EmbeddedPostgres) -> None:
+async def _supervise(embedded: EmbeddedPostgres, db: Database) -> None:
     while True:
         await asyncio.sleep(SUPERVISE_SECONDS)
         if not embedded.running():
             await _restart(embedded)
+            db.availability.retry_now()
 
 
 async def _restart(embedded: EmbeddedPostgres) -> None:
@@ -78,7 +83,7 @@ async def _restart(embedded: EmbeddedPostgres) -> None:
     delay = SUPERVISE_SECONDS
     while True:
         try:
-            await asyncio.to_thread(embedded.restart)
+            killed = await asyncio.to_thread(embedded.restart)
         except RestartFailed as exc:
             if (suppressed := throttled("embedded_postgres_restart_failed")) is not None:
                 log.warning(
@@ -87,7 +92,8 @@ async def _restart(embedded: EmbeddedPostgres) -> None:
             await asyncio.sleep(delay)
             delay = min(delay * 2, RESTART_BACKOFF_MAX)
             continue
-        log.info("embedded_postgres_restarted", seconds=round(time.monotonic() - died, 2))
+        seconds = round(time.monotonic() - died, 2)
+        log.info("embedded_postgres_restarted", seconds=seconds, killed_orphans=killed)
         return
 
 

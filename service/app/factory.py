@@ -102,7 +102,7 @@ def create_app(
         try:
             recorded = await worker.start_up(lib)
             async with (
-                background.postgres_supervisor(embedded),
+                background.postgres_supervisor(embedded, db),
                 manager.run(),
                 background.embedding_worker(lib, recorded),
                 background.usage_flusher(lib, usage),

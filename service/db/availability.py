@@ -72,6 +72,7 @@ class Availability:
         self._down_since: float | None = None
         self._next_attempt = 0.0
         self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
 
     @property
     def up(self) -> bool:
@@ -106,11 +107,25 @@ class Availability:
                 self._reconnect(), name="database-reconnect"
             )
 
+    def retry_now(self) -> None:
+        """Probe at once (the supervisor just restarted the server), backoff reset."""
+        self._wake.set()
+
+    async def _pause(self, delay: float) -> bool:
+        """Wait ``delay`` seconds or until :meth:`retry_now`; True when woken."""
+        self._next_attempt = time.monotonic() + delay
+        try:
+            await asyncio.wait_for(self._wake.wait(), delay)
+        except TimeoutError:
+            return False
+        self._wake.clear()
+        return True
+
     async def _reconnect(self) -> None:
         delay = FIRST_BACKOFF
         while True:
-            self._next_attempt = time.monotonic() + delay
-            await asyncio.sleep(delay)
+            if await self._pause(delay):
+                delay = FIRST_BACKOFF
             try:
                 await self._probe()
             except Exception as exc:  # any failure: still unreachable, try again later

@@ -115,18 +115,20 @@ class EmbeddedPostgres:
         pid = self._server.get_pid()
         return pid is not None and _alive(pid)
 
-    def restart(self) -> None:
+    def restart(self) -> list[str]:
         """Start the server again after its postmaster died (blocking: pg_ctl waits).
 
         Orphaned backends of the dead server are given a few seconds to exit and then
         killed; a ``postmaster.pid`` naming a zombie is removed once no orphan is left
-        (Postgres would take the zombie for a running server). Raises RestartFailed.
+        (Postgres would take the zombie for a running server). Returns the titles of the
+        orphans it had to kill; raises RestartFailed.
         """
         if self._server is None:
             raise RestartFailed("embedded Postgres is not started")
         recorded = _recorded_pid(self.pgdata)
+        killed: list[str] = []
         if recorded is None or not _alive(recorded):  # else someone restarted it: attach
-            _end_orphans(self.pgdata)
+            killed = _end_orphans(self.pgdata)
             _drop_zombie_pid_file(self.pgdata, recorded)
         lock = getattr(type(self._server), "_lock", contextlib.nullcontext())
         try:
@@ -134,6 +136,7 @@ class EmbeddedPostgres:
                 self._server.ensure_postgres_running()
         except (subprocess.SubprocessError, OSError, AssertionError) as exc:
             raise RestartFailed(f"{type(exc).__name__}: {exc}") from exc
+        return killed
 
 
 def _alive(pid: int) -> bool:
@@ -156,15 +159,19 @@ def _server_processes(pgdata: Path) -> list[psutil.Process]:
     return found
 
 
-def _end_orphans(pgdata: Path) -> None:
-    """Wait for the dead server's processes to exit, then kill those that did not."""
+def _end_orphans(pgdata: Path) -> list[str]:
+    """Wait for the dead server's processes to exit, then kill those that did not;
+    returns the titles of the killed ones."""
     deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
     while (left := _server_processes(pgdata)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    killed = []
     for proc in left:
         with contextlib.suppress(psutil.Error):
+            killed.append(" ".join(proc.cmdline())[:80])
             proc.kill()
     psutil.wait_procs(left, timeout=ORPHAN_GRACE_SECONDS)
+    return killed
 
 
 def _recorded_pid(pgdata: Path) -> int | None:

@@ -209,12 +209,27 @@ class Database:
             return bool(await conn.fetchval(sql.QUERIES["ping"]))
 
 
-def _lost(exc: Exception, conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> bool:
-    """Whether an error raised inside a transaction means its connection died. An
-    ``OSError`` counts only when the connection is closed (it may be the caller's file)."""
-    if isinstance(exc, OSError):
-        return not isinstance(exc, TimeoutError) and conn.is_closed()
-    return is_connection_error(exc)
+def _lost(exc: BaseException, conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> bool:
+    """Whether an error raised inside a transaction means its connection died.
+
+    Any error on a connection that is now closed does (the rollback of a transaction
+    whose server died raises asyncpg's InternalClientError, not a connection error),
+    and so does a connection error anywhere in the chain. An ``OSError`` on an open
+    connection does not: it may be the caller's own file.
+    """
+    try:
+        if conn.is_closed():
+            return True
+    except asyncpg.InterfaceError:  # a closed connection detaches from its proxy
+        return True
+    chained: BaseException | None = exc
+    for _ in range(8):  # a chain is short; a cycle must not loop forever
+        if chained is None:
+            break
+        if is_connection_error(chained) and not isinstance(chained, OSError):
+            return True
+        chained = chained.__cause__ or chained.__context__
+    return False
 
 
 async def _release(
