@@ -19,6 +19,7 @@ import re
 
 from alembic import context
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, create_engine, pool
 
@@ -46,7 +47,7 @@ def _ahead_of_these_scripts(connection: Connection) -> bool:
     if current is None:
         return False
     try:
-        context.script.get_revision(current)
+        ScriptDirectory.from_config(context.config).get_revision(current)
     except CommandError:
         return True
     return False
