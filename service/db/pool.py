@@ -170,7 +170,7 @@ class Database:
             if pool is not None:
                 await pool.expire_connections()
         async with self.pool.acquire(timeout=self._acquire_timeout) as conn:
-            await conn.fetchval(sql.QUERIES["ping"])
+            await _ping(conn)
 
     @asynccontextmanager
     async def tenant_tx(
@@ -206,7 +206,11 @@ class Database:
     async def ping(self) -> bool:
         """Whether the database answers a trivial query."""
         async with self._connection() as conn:
-            return bool(await conn.fetchval(sql.QUERIES["ping"]))
+            return await _ping(conn)
+
+
+async def _ping(conn: Connection) -> bool:
+    return bool(await conn.fetchval(sql.QUERIES["ping"]))
 
 
 def _lost(exc: BaseException, conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> bool:
