@@ -36,10 +36,14 @@ async def usage_flusher(lib: Library, usage: UsageCounter) -> AsyncIterator[None
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _cancelled(task)
         await _flush(lib, usage)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _flush(lib: Library, usage: UsageCounter) -> None:
@@ -63,9 +67,7 @@ async def postgres_supervisor(
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _cancelled(task)
 
 
 async def _supervise(embedded: EmbeddedPostgres, db: Database) -> None:

@@ -33,6 +33,11 @@ from service.models import Permission
 
 READY_SECONDS = 60.0
 STOP_SECONDS = 30.0
+SEED_SQL = (
+    "INSERT INTO memories (tenant_id, agent_id, content) "
+    "SELECT a.tenant_id, a.id, repeat('x', $2) || ' ' || n FROM agents a, generate_series(1, $3) n "
+    "WHERE a.name = $1"
+)
 MCP_HEADERS = {
     "accept": "application/json, text/event-stream",
     "content-type": "application/json",
@@ -79,6 +84,18 @@ class Running:
             yield db
         finally:
             await db.close()
+
+    async def seed_large_agent(self, key: str, agent: str, rows: int, chars: int) -> None:
+        """Give ``key``'s tenant an agent with ``rows`` memories of about ``chars`` characters
+        (one stored over MCP to create the agent, the rest inserted in one statement)."""
+        async with httpx.AsyncClient(timeout=30) as http:
+            tool_body(
+                await call(
+                    http, self, key, "store", agent_id=agent, message={"content": f"{agent} starts"}
+                )
+            )
+        async with self.database() as db, db.admin_tx() as conn:
+            await conn.execute(SEED_SQL, agent, chars, rows)
 
     async def new_key(self, slug: str, grants: dict[str, Permission] | None = None) -> str:
         """A new tenant ``slug`` and a key for it."""
@@ -159,6 +176,15 @@ def running_service(data_dir: Path, env: Mapping[str, str] | None = None) -> Ite
         yield running
     finally:
         _stop(running)
+
+
+def mcp_head(key: str, length: int, first_bytes: str = "") -> str:
+    """The head of a raw ``POST /mcp`` that declares ``length`` bytes and sends ``first_bytes``."""
+    return (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json\r\nContent-Length: {length}\r\n\r\n{first_bytes}"
+    )
 
 
 def tool_call(tool: str, arguments: dict[str, Any], rpc_id: int = 1) -> dict[str, Any]:

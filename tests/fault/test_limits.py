@@ -19,6 +19,7 @@ from tests.fault.service import (
     Running,
     call,
     hang_up,
+    mcp_head,
     open_raw,
     read_status,
     running_service,
@@ -37,12 +38,6 @@ ENV = {
     "CPERSONA_BODY_READ_TIMEOUT": "5",
     "CPERSONA_STREAM_STALL_TIMEOUT": "5",
 }
-SEED_SQL = (
-    "INSERT INTO memories (tenant_id, agent_id, content) "
-    "SELECT t.id, a.id, repeat('y', 15000) || ' ' || n FROM tenants t "
-    "JOIN agents a ON a.tenant_id = t.id AND a.name = 'big', generate_series(1, 800) n "
-    "WHERE t.slug = $1"
-)
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +80,9 @@ async def test_a_key_over_its_rate_limit_gets_429_while_another_key_is_served(
 
 async def test_a_key_over_its_concurrency_cap_gets_429(running: Running) -> None:
     key = await running.new_key("busy")
-    head = (
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
-        "Content-Length: 1000\r\n\r\n{"
-    )
-    held = [await open_raw(running, head) for _ in range(4)]  # four bodies that never end
+    held = [
+        await open_raw(running, mcp_head(key, 1000, "{")) for _ in range(4)
+    ]  # four bodies that never end
     try:
         await asyncio.sleep(0.3)
         async with httpx.AsyncClient(timeout=10) as http:
@@ -106,14 +98,9 @@ async def test_a_key_over_its_concurrency_cap_gets_429(running: Running) -> None
 
 async def test_a_full_lane_answers_503_with_retry_after(running: Running) -> None:
     key = await running.new_key("bulky")
-    async with httpx.AsyncClient(timeout=30) as http:
-        tool_body(
-            await call(http, running, key, "store", agent_id="big", message={"content": "seed"})
-        )
-    async with running.database() as db, db.admin_conn() as conn:
-        await conn.execute(SEED_SQL, "bulky")
+    await running.seed_large_agent(key, "bulky-agent", 800, 15_000)
     head = (
-        "GET /v1/export?agent_id=big HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "GET /v1/export?agent_id=bulky-agent HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: Bearer {key}\r\n\r\n"
     )
     opened = [await open_raw(running, head) for _ in range(2)]  # the lane's two places
@@ -136,4 +123,4 @@ async def test_a_full_lane_answers_503_with_retry_after(running: Running) -> Non
         assert "retry-after: 1" in rest.lower()
         assert '"reason":"overloaded"' in rest
     async with httpx.AsyncClient(timeout=10) as http:  # the tools' lanes were never touched
-        assert tool_body(await call(http, running, key, "list_memories", agent_id="big"))
+        assert tool_body(await call(http, running, key, "list_memories", agent_id="bulky-agent"))

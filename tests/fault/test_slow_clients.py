@@ -22,6 +22,7 @@ from tests.fault.service import (
     Running,
     call,
     hang_up,
+    mcp_head,
     open_raw,
     read_status,
     running_service,
@@ -36,31 +37,12 @@ ENV = {
     "CPERSONA_STREAM_STALL_TIMEOUT": str(STALL_TIMEOUT),
 }
 ROWS, ROW_CHARS = 1500, 15_000  # about 22 MB per export: far more than socket buffers hold
-SEED_SQL = (
-    "INSERT INTO memories (tenant_id, agent_id, content, msg_id) "
-    "SELECT $1, $2, repeat('x', $3) || ' ' || n, 'seed-' || n FROM generate_series(1, $4) n"
-)
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     with running_service(tmp_path_factory.mktemp("slow-clients"), ENV) as service:
         yield service
-
-
-async def _seed_large_tenant(running: Running, key: str) -> None:
-    """Give the first key's tenant an agent with ROWS long memories."""
-    async with httpx.AsyncClient(timeout=30) as http:
-        tool_body(
-            await call(http, running, key, "store", agent_id="big", message={"content": "first"})
-        )
-    async with running.database() as db, db.admin_tx() as conn:
-        row = await conn.fetchrow(
-            "SELECT tenant_id, id FROM agents WHERE name = 'big' AND tenant_id = "
-            "(SELECT id FROM tenants WHERE slug = 'default')"
-        )
-        assert row is not None
-        await conn.execute(SEED_SQL, row["tenant_id"], row["id"], ROW_CHARS, ROWS)
 
 
 def _export_head(key: str) -> str:
@@ -101,7 +83,7 @@ async def _timed(request: Awaitable[httpx.Response]) -> tuple[float, httpx.Respo
 async def test_stalled_exports_and_trickling_imports_leave_other_tenants_answering(
     running: Running,
 ) -> None:
-    await _seed_large_tenant(running, running.key)
+    await running.seed_large_agent(running.key, "big", ROWS, ROW_CHARS)
     other = await running.new_key("other")
     async with httpx.AsyncClient(timeout=10) as http:
         tool_body(
@@ -148,12 +130,7 @@ async def test_stalled_exports_and_trickling_imports_leave_other_tenants_answeri
 
 
 async def test_a_trickling_body_gets_408_with_a_json_body(running: Running) -> None:
-    head = (
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {running.key}\r\nContent-Type: application/json\r\n"
-        "Accept: application/json\r\nContent-Length: 4000\r\n\r\n"
-    )
-    reader, writer = await open_raw(running, head)
+    reader, writer = await open_raw(running, mcp_head(running.key, 4000))
     started = time.monotonic()
     try:
         status, rest = await trickle(reader, writer, every=0.2, limit=40)
@@ -175,12 +152,7 @@ async def test_a_stalled_body_gets_408_after_the_read_timeout(running: Running) 
 
 
 async def test_a_client_that_disconnects_mid_body_is_one_info_line(running: Running) -> None:
-    head = (
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {running.key}\r\nContent-Type: application/json\r\n"
-        'Content-Length: 500\r\nX-Probe: disconnect\r\n\r\n{"jsonrpc": "2.0",'
-    )
-    _, writer = await open_raw(running, head)
+    _, writer = await open_raw(running, mcp_head(running.key, 500, '{"jsonrpc": "2.0",'))
     await hang_up(writer)
     deadline = time.monotonic() + 5
     gone: list[dict[str, object]] = []
