@@ -7,7 +7,8 @@ The service is ``python -m service serve`` on loopback with its embedded Postgre
 default settings (a fresh data directory; ``--env`` changes a setting). The clients are
 official MCP SDK sessions, spread over ``--tenants`` tenants (one key each), each as
 its own agent, calling ``store``, ``recall``, ``get_contents``, ``list_memories`` and
-``archive_episode`` back to back (closed loop, no think time) until the time is up.
+``archive_episode`` back to back (closed loop, no think time; after a refusal a client
+waits what ``Retry-After`` asks, at most 1 s) until the time is up.
 Every answer is classified (:mod:`bench.soak_calls`): served, a deliberate refusal
 (503 overloaded/unavailable, 429 rate or concurrency limit, each with Retry-After),
 or a real error. The report gives throughput, p50/p95/p99 per tool, errors by kind,
@@ -39,6 +40,7 @@ DEFAULT_OUT = harness.REPO_ROOT / "bench" / "results" / "soak.json"
 RSS_EVERY_S = 5.0
 WARMUP_S = 30.0
 GRACE_S = 90.0
+RETRY_CAP_S = 1.0
 
 
 async def _client(mcp_url: str, key: str, number: int, deadline: float, tally: Tally) -> None:
@@ -48,7 +50,10 @@ async def _client(mcp_url: str, key: str, number: int, deadline: float, tally: T
         try:
             async with mcp_session(mcp_url, key) as session:
                 while time.monotonic() < deadline:
-                    tally.add(await one_call(session, state))
+                    outcome = await one_call(session, state)
+                    tally.add(outcome)
+                    if outcome.deliberate:  # as a well-behaved client: honour Retry-After
+                        await asyncio.sleep(min(outcome.retry_after, RETRY_CAP_S))
         except Exception as exc:  # a session that broke is an error to report, then reopen
             tally.add(Outcome("session", f"transport {type(exc).__name__}", 0.0, time.monotonic()))
             await asyncio.sleep(1.0)

@@ -45,6 +45,7 @@ class Outcome:
     kind: str
     seconds: float
     ended: float  # time.monotonic() when the answer came
+    retry_after: float = 0.0  # what a refusal asked for
 
     @property
     def served(self) -> bool:
@@ -144,6 +145,13 @@ def classify_error(exc: BaseException) -> str:
     return f"transport {type(exc).__name__}"
 
 
+def retry_after_of(exc: BaseException) -> float:
+    """The ``retry_after`` a refusal carries (0 when none)."""
+    data = exc.data if isinstance(exc, MCPError) else None
+    value = data.get("retry_after") if isinstance(data, dict) else None
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 def classify_result(result: types.CallToolResult) -> tuple[str, dict[str, Any]]:
     """The kind of a tool result and its JSON body."""
     texts = [item.text for item in result.content if isinstance(item, types.TextContent)]
@@ -173,7 +181,8 @@ async def one_call(session: ClientSession, state: ClientState) -> Outcome:
     try:
         result = await session.call_tool(tool, args, read_timeout_seconds=CALL_TIMEOUT_S)
     except Exception as exc:  # an answer to classify, never a crash of the soak
-        return Outcome(tool, classify_error(exc), time.monotonic() - started, time.monotonic())
+        kind, seconds = classify_error(exc), time.monotonic() - started
+        return Outcome(tool, kind, seconds, time.monotonic(), retry_after_of(exc))
     kind, body = classify_result(result)
     if kind == "ok":
         _learn(state, tool, body)
