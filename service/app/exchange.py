@@ -90,21 +90,36 @@ def asgi_handler(app: ASGIApp) -> Handler:
     """A handler that passes the request on to an ASGI app (the MCP transport)."""
 
     async def handle(exchange: Exchange) -> None:
-        await app(exchange.scope, exchange.receive, _with_status(exchange))
+        await app(exchange.scope, exchange.receive, app_send(exchange))
 
     return handle
 
 
-def _with_status(exchange: Exchange) -> Send:
-    """``send`` that answers with the status the dispatcher asked for (503 when the
-    database was unavailable), with its Retry-After."""
+def app_send(exchange: Exchange) -> Send:
+    """The ``send`` an ASGI app behind the edge gets.
+
+    It answers with the status the dispatcher asked for (503 with its Retry-After when
+    the database was unavailable), and gives up on a client that takes nothing for
+    CPERSONA_STREAM_STALL_TIMEOUT: the rest of the answer is dropped and the request
+    ends as ``client_stalled``, so a client that never reads its answers cannot keep a
+    place in a lane. (It does not raise: the MCP SDK would log the error with a
+    traceback and try to answer again.)
+    """
+    stalled = False
 
     async def send(message: Message) -> None:
+        nonlocal stalled
+        if stalled:
+            return
         info = exchange.info
         if message["type"] == "http.response.start" and info.status is not None:
             retry = str(max(1, round(info.retry_after or 1)))
             headers = [*message.get("headers", []), (b"retry-after", retry.encode())]
             message = {**message, "status": info.status, "headers": headers}
-        await exchange.send(message)
+        try:
+            await asyncio.wait_for(exchange.send(message), exchange.stall_timeout)
+        except TimeoutError:
+            stalled = True
+            info.outcome = bodies.ClientStalled.outcome
 
     return send
