@@ -96,7 +96,7 @@ def test_embedding_and_queue_defaults() -> None:
     settings = load_settings({})
     assert settings.embedding_mode == ("local" if local_embeddings_installed() else "none")
     assert Settings().embedding_mode == settings.embedding_mode
-    assert settings.embedding_inline_timeout_secs == 2.0
+    assert settings.embedding_inline_timeout_secs == 0.0  # writes never wait (issue 15)
     assert settings.embedding_cache_size == 256
     assert settings.embedding_cache_ttl == 300
     assert settings.task_queue_enabled is True

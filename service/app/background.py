@@ -1,6 +1,6 @@
-"""Work a serving process runs beside its requests: the embedding worker, the usage
-flusher, the export-area sweeper and the embedded Postgres supervisor, each an async
-context manager entered in the application lifespan."""
+"""Work a serving process runs beside its requests: the embedding worker, the
+write-behind embedder, the usage flusher, the export-area sweeper and the embedded
+Postgres supervisor, each an async context manager entered in the application lifespan."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from service.logs import get_logger, throttled
 from service.memory.library import Library
 from service.memory.portability import export_area
 from service.memory.queue import worker
+from service.memory.queue.writebehind import run_write_behind
 from service.memory.usage import UsageCounter
 
 log = get_logger("service.app")
@@ -111,6 +112,22 @@ async def embedding_worker(lib: Library, model_recorded: bool) -> AsyncIterator[
     stop = asyncio.Event()
     work = worker.run_worker(lib, stop, model_recorded=model_recorded)
     task = asyncio.create_task(work, name="embedding-worker")
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+@contextlib.asynccontextmanager
+async def write_behind(lib: Library) -> AsyncIterator[None]:
+    """Embed the rows this process's writes commit without a vector, moments later
+    (every serving process runs one; the queue worker covers what it leaves)."""
+    if not lib.queue_enabled:
+        yield
+        return
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_write_behind(lib, stop), name="write-behind")
     try:
         yield
     finally:

@@ -105,6 +105,7 @@ def create_app(
                 background.postgres_supervisor(embedded, db),
                 manager.run(),
                 background.embedding_worker(lib, recorded),
+                background.write_behind(lib),
                 background.usage_flusher(lib, usage),
                 background.export_area_sweeper(lib),
             ):

@@ -8,6 +8,7 @@ import dataclasses
 import uvicorn
 
 from service.app.factory import create_app
+from service.cli import workers
 from service.cli.runtime import (
     CliError,
     Commands,
@@ -68,9 +69,14 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     host = args.host or settings.http_host
     port = args.port or settings.http_port
     settings = dataclasses.replace(settings, http_host=host, http_port=port)
+    count = workers.worker_count(settings, args.workers)
     with embedded_server(settings) as embedded:
         url = str(settings.database_url) if embedded is None else embedded.url()
         anonymous = run_db(settings, url, lambda db: _prepare_serve(db, settings))
+        if count > 1:
+            log.info("serving", host=host, port=port, workers=count)
+            workers.serve_workers(settings, url, anonymous, embedded, count)
+            return
         stop = None if embedded is None else embedded.stop
         app = create_app(settings, url, anonymous, stop, embedded)
         log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
@@ -109,6 +115,12 @@ def add_parsers(commands: Commands) -> None:
     )
     serve.add_argument("--host", help="address to bind (default: CPERSONA_HTTP_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: PORT, CPERSONA_HTTP_PORT or 8402)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="serving processes sharing the port (default: CPERSONA_WORKERS; auto is the "
+        "number of cores with DATABASE_URL, 1 on the embedded Postgres)",
+    )
     serve.set_defaults(run=cmd_serve)
     commands.add_parser("migrate", help="apply migrations").set_defaults(run=cmd_migrate)
     db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)

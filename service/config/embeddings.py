@@ -39,7 +39,15 @@ class EmbeddingSettings:
         30.0, "CPERSONA_EMBEDDING_TIMEOUT_SECS", parse=parse_float(0.1, 600)
     )
     embedding_inline_timeout_secs: float = setting(
-        2.0, "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS", parse=parse_float(0.0, 600)
+        0.0, "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS", parse=parse_float(0.0, 600)
+    )
+    """0: a write commits and answers at once and its row is embedded moments later
+    (found lexically meanwhile); > 0: a write waits up to this long for its vector."""
+    embedding_batch_size: int = setting(
+        32, "CPERSONA_EMBEDDING_BATCH_SIZE", parse=parse_int(1, 4096)
+    )
+    embedding_batch_window_ms: float = setting(
+        2.0, "CPERSONA_EMBEDDING_BATCH_WINDOW_MS", parse=parse_float(0.0, 1000)
     )
     embedding_cache_size: int = setting(
         256, "CPERSONA_EMBEDDING_CACHE_SIZE", parse=parse_int(0, 1_000_000)

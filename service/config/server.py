@@ -34,6 +34,8 @@ class ServerSettings:
     )
     http_host: str = setting("127.0.0.1", "CPERSONA_HTTP_HOST", parse=parse_str)
     http_port: int = setting(8402, "PORT", "CPERSONA_HTTP_PORT", parse=parse_int(1, 65535))
+    workers: int = setting(0, "CPERSONA_WORKERS", parse=parse_int(0, 1024))
+    """Serving processes (``serve --workers``); 0 = the cores with DATABASE_URL, else 1."""
     allow_unauthenticated_http: bool = setting(
         False, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", parse=parse_bool
     )

@@ -1,6 +1,7 @@
 """Storage of the embedding queue: one function per named query of ``sql/queue.sql``.
 
 Tenant functions run in a tenant transaction (RLS applies); ``claim_embedding_jobs``,
+``claim_embedding_items``,
 ``fail_embedding_jobs``, ``queue_backlog``, the ``embedding_settings`` pair and
 ``tenant_ids`` are admin work of the worker, which drains every tenant's jobs.
 """
@@ -88,17 +89,33 @@ async def claim_embedding_jobs(
     conn: Connection, limit: int, lease_seconds: float, tenant_id: TenantId | None
 ) -> list[Job]:
     records = await conn.fetch(QUERIES["claim_embedding_jobs"], limit, lease_seconds, tenant_id)
-    return [
-        Job(
-            tenant_id=TenantId(r["tenant_id"]),
-            id=r["id"],
-            item_kind=r["item_kind"],
-            item_id=r["item_id"],
-            attempts=r["attempts"],
-            token=r["token"],
-        )
-        for r in records
-    ]
+    return [_job(r) for r in records]
+
+
+def _job(r: asyncpg.Record) -> Job:
+    return Job(
+        tenant_id=TenantId(r["tenant_id"]),
+        id=r["id"],
+        item_kind=r["item_kind"],
+        item_id=r["item_id"],
+        attempts=r["attempts"],
+        token=r["token"],
+    )
+
+
+async def claim_embedding_items(
+    conn: Connection,
+    items: Sequence[tuple[TenantId, ItemKind, int]],
+    lease_seconds: float,
+) -> list[Job]:
+    records = await conn.fetch(
+        QUERIES["claim_embedding_items"],
+        [tenant for tenant, _, _ in items],
+        [kind for _, kind, _ in items],
+        [item_id for _, _, item_id in items],
+        lease_seconds,
+    )
+    return [_job(r) for r in records]
 
 
 async def embedding_texts(

@@ -10,7 +10,7 @@ from service.errors import Refused
 from service.memory import text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.queue.inline import embed_inline, episode_text
+from service.memory.queue.inline import embed_inline, embed_soon, episode_text
 from service.models import JsonObject, TenantId
 
 LIST_EPISODES_MAX = 200
@@ -48,8 +48,9 @@ def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
 async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest) -> JsonObject:
     """Store a session summary as a new episode (never deduplicated).
 
-    Summary and keywords are embedded inline before the transaction; a miss
-    stores the episode unembedded and queues it in the same transaction.
+    The episode is stored with its embedding job and embedded moments later (or,
+    with an inline timeout, embedded before the transaction; a miss queues it the
+    same way).
     """
     if not req.summary:
         raise Refused(EMPTY_SUMMARY)
@@ -77,6 +78,8 @@ async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest
         episode_id = await episodes.insert_episode(conn, tenant_id, row)
         if inline.vector is None and lib.queue_enabled:
             await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
+    if inline.vector is None:
+        embed_soon(lib, tenant_id, "ep", episode_id)
     body: JsonObject = {"ok": True, "episode_id": episode_id}
     if summary.truncated or keywords.truncated:
         body["truncated"] = True

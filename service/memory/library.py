@@ -5,7 +5,11 @@ state). The MCP boundary holds one but never reaches past it into storage.
 ``embedder`` is None when embeddings are off (lexical recall only);
 ``query_cache`` holds recent query embeddings (spec §8 cache size and TTL);
 ``breaker`` stops calling a failing provider for a while (queries, writes and
-the worker of this process share it).
+the worker of this process share it); ``handoff`` passes rows committed without
+a vector to this process's write-behind embedder.
+
+``build_library`` puts the provider behind one :class:`EmbeddingBatcher` per
+library (one per process), so concurrent queries and writes share model calls.
 
 ``build_library`` is the one place that turns settings into a provider;
 ``Library(db, settings)`` stays constructible for callers (and tests) that
@@ -20,9 +24,15 @@ from service.config import Settings
 from service.db.pool import Database
 from service.errors import ConfigError
 from service.memory.embeddings.base import EmbeddingProvider
+from service.memory.embeddings.batcher import EmbeddingBatcher
 from service.memory.embeddings.breaker import CircuitBreaker
 from service.memory.embeddings.cache import QueryEmbeddingCache
 from service.memory.embeddings.factory import build_provider
+from service.memory.queue.handoff import Handoff
+
+HTTP_CALLS_IN_FLIGHT = 4
+"""Concurrent batches to a remote provider: one slow round trip must not hold every
+caller (the local model has one thread, so it gets one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -32,6 +42,7 @@ class Library:
     embedder: EmbeddingProvider | None = None
     query_cache: QueryEmbeddingCache = dataclasses.field(default_factory=QueryEmbeddingCache)
     breaker: CircuitBreaker = dataclasses.field(default_factory=CircuitBreaker)
+    handoff: Handoff = dataclasses.field(default_factory=Handoff)
 
     @property
     def queue_enabled(self) -> bool:
@@ -61,6 +72,13 @@ def build_library(db: Database, settings: Settings) -> Library:
         )
     except ValueError as exc:
         raise ConfigError(f"CPERSONA_EMBEDDING_MODE={settings.embedding_mode}: {exc}") from exc
+    if embedder is not None:
+        embedder = EmbeddingBatcher(
+            embedder,
+            max_batch=settings.embedding_batch_size,
+            window=settings.embedding_batch_window_ms / 1000,
+            in_flight=1 if settings.embedding_mode == "local" else HTTP_CALLS_IN_FLIGHT,
+        )
     cache = QueryEmbeddingCache(settings.embedding_cache_size, settings.embedding_cache_ttl)
     breaker = CircuitBreaker(
         settings.embedding_breaker_failures, settings.embedding_breaker_cooldown_secs

@@ -58,6 +58,28 @@ FROM due
 WHERE j.tenant_id = due.tenant_id AND j.id = due.id
 RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
 
+-- claim_embedding_items --
+-- Claim the jobs of the given items only (the write-behind path: rows this process
+-- just wrote; admin transaction). The same lease and claim token as
+-- claim_embedding_jobs, and the same guard against doing work twice: a job another
+-- worker holds is locked (SKIP LOCKED) or leased into the future (not due), so it is
+-- left to that worker; an item without a job (already embedded) is not returned.
+-- $1 tenant_ids uuid[], $2 item_kinds text[], $3 item_ids bigint[], $4 lease seconds float8
+WITH wanted AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS w (tenant_id, item_kind, item_id)
+), due AS (
+    SELECT j.tenant_id, j.id FROM embedding_jobs j
+    JOIN wanted w
+      ON j.tenant_id = w.tenant_id AND j.item_kind = w.item_kind AND j.item_id = w.item_id
+    WHERE j.run_after <= clock_timestamp()
+    FOR UPDATE OF j SKIP LOCKED
+)
+UPDATE embedding_jobs j
+SET run_after = clock_timestamp() + make_interval(secs => $4)
+FROM due
+WHERE j.tenant_id = due.tenant_id AND j.id = due.id
+RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
+
 -- embedding_texts --
 -- The text to embed for claimed items of one tenant, with a hash of it that the
 -- write-back compares (a row edited meanwhile is not given a stale vector). Episodes

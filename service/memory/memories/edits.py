@@ -13,7 +13,12 @@ from service.db.pool import Connection
 from service.errors import Conflict, NotFound, Refused
 from service.memory import text
 from service.memory.library import Library
-from service.memory.queue.inline import InlineEmbedding, embed_inline
+from service.memory.queue.inline import (
+    InlineEmbedding,
+    embed_inline,
+    embed_soon,
+    waits_for_vector,
+)
 from service.models import JsonObject, TenantId
 
 MAX_ID = 2**63 - 1
@@ -47,9 +52,10 @@ async def update_memory(
 ) -> JsonObject:
     """Replace a memory's content; msg_id, timestamp, channel and project stay.
 
-    The new content is embedded before the transaction (after a cheap check that
-    the edit is allowed, so a refused edit costs no embedding); without a vector
-    the row's embedding becomes NULL and a job is queued in the same transaction.
+    The row's embedding becomes NULL and a job is queued in the same transaction;
+    the write-behind embedder embeds it moments later. With an inline timeout the
+    new content is embedded before the transaction instead (after a cheap check that
+    the edit is allowed, so a refused edit costs no embedding).
     Refused for the spec's reasons (§5.4); content equal to another row of the same
     exact bucket is a Conflict whose message is CPersona's UNIQUE failure.
     """
@@ -58,7 +64,7 @@ async def update_memory(
     _check_id(memory_id)
     clean = text.sanitise(content, lib.settings.max_content_length)
     inline = InlineEmbedding()
-    if lib.embedder is not None and clean.text:
+    if waits_for_vector(lib) and clean.text:
         async with lib.db.tenant_tx(tenant_id) as conn:
             _check_edit(
                 memory_id,
@@ -72,6 +78,8 @@ async def update_memory(
     except Conflict as exc:
         columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
         raise Conflict(f"UNIQUE constraint failed: {columns}") from None
+    if inline.vector is None:
+        embed_soon(lib, tenant_id, "mem", memory_id)
     body: JsonObject = {"ok": True, "updated_id": memory_id}
     if clean.truncated:
         body["truncated"] = True

@@ -15,7 +15,12 @@ from service.db import agents, memories, queue
 from service.errors import Refused
 from service.memory import text
 from service.memory.library import Library
-from service.memory.queue.inline import InlineEmbedding, embed_inline
+from service.memory.queue.inline import (
+    InlineEmbedding,
+    embed_inline,
+    embed_soon,
+    waits_for_vector,
+)
 from service.models import JsonObject, TenantId
 
 
@@ -154,14 +159,16 @@ async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObj
     and reported with the existing id. Concurrent identical stores insert one row;
     the unique indexes absorb the rest ("duplicate (unique index)", no id).
 
-    With embeddings on, a read-only dedup probe runs first so a duplicate is never
-    embedded; the content is then embedded with the short inline timeout *outside*
-    any transaction. The insert transaction probes again (race-safe) and, when the
-    inline embedding failed, queues the row in the same transaction (durable).
+    By default (inline timeout 0) the row is inserted with its embedding job and
+    answered at once (``embedded: false``); the write-behind embedder embeds it moments
+    later. With an inline timeout a read-only dedup probe runs first so a duplicate is
+    never embedded; the content is then embedded *outside* any transaction. The insert
+    transaction probes (race-safe) and, without a vector, queues the row in the same
+    transaction (durable).
     """
     prepared = _prepare(lib, req)
     inline = InlineEmbedding()
-    if lib.embedder is not None:
+    if waits_for_vector(lib):
         duplicate = await _probe(lib, tenant_id, req, prepared.row)
         if duplicate is not None:
             return duplicate
@@ -176,4 +183,6 @@ async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObj
         )
         if result.inserted_id is not None and inline.vector is None and lib.queue_enabled:
             await queue.enqueue_embedding(conn, tenant_id, "mem", result.inserted_id, inline.error)
+    if result.inserted_id is not None and inline.vector is None:
+        embed_soon(lib, tenant_id, "mem", result.inserted_id)
     return _store_outcome(result, prepared.truncated, inline.vector is not None)

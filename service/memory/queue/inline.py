@@ -1,20 +1,26 @@
-"""Embedding on the write path: a short inline attempt before the write transaction.
+"""Embedding on the write path: after the commit by default, or a short inline wait.
 
-A write never fails or waits long because the provider is slow or down
-(architecture §6): ``embed_inline`` gives the provider
-``CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS`` (0 = always queue) *before* the write
-transaction opens, and a row that misses it is stored unembedded with a job in
-``embedding_jobs`` written in the same transaction as the row."""
+A write never waits on the embedder by default (``CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS``
+= 0): the row is stored unembedded with a job in ``embedding_jobs`` written in the same
+transaction (durable), answered at once, and handed to this process's write-behind
+embedder (``embed_soon``), which embeds it moments later through the batcher; the queue
+worker covers a process that dies or a provider that fails. Meanwhile the row is found
+lexically. With a timeout > 0 (read-your-embedding) ``embed_inline`` gives the provider
+that long *before* the write transaction opens, and a row that misses it is queued the
+same way."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
 
+from service.db.queue import ItemKind
 from service.logs import get_logger
 from service.memory.embeddings.base import EmbeddingError
+from service.memory.embeddings.batcher import EmbeddingBatcher, Lane
 from service.memory.embeddings.breaker import embed_guarded
 from service.memory.library import Library
+from service.models import TenantId
 
 log = get_logger("service.embeddings")
 
@@ -24,11 +30,16 @@ def episode_text(summary: str, keywords: str) -> str:
     return f"{summary} {keywords}" if keywords else summary
 
 
-async def embed_checked(lib: Library, texts: Sequence[str], within: float) -> list[list[float]]:
+async def embed_checked(
+    lib: Library, texts: Sequence[str], within: float, *, lane: Lane = "query"
+) -> list[list[float]]:
     """Unit vectors of the declared width for ``texts`` within ``within`` seconds, through
-    the library's circuit breaker; EmbeddingError otherwise."""
+    the library's circuit breaker and batcher lane; EmbeddingError otherwise."""
     assert lib.embedder is not None
-    return await embed_guarded(lib.embedder, lib.breaker, texts, within)
+    provider = lib.embedder
+    if isinstance(provider, EmbeddingBatcher):
+        provider = provider.lane(lane)
+    return await embed_guarded(provider, lib.breaker, texts, within)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,3 +67,14 @@ async def embed_inline(lib: Library, text: str) -> InlineEmbedding:
         log.debug("inline embedding failed", error=str(exc), queued=lib.queue_enabled)
         return InlineEmbedding(error=str(exc)[:500])
     return InlineEmbedding(vector=vectors[0], model=provider.name)
+
+
+def waits_for_vector(lib: Library) -> bool:
+    """Whether writes embed before their transaction (inline timeout > 0)."""
+    return lib.embedder is not None and lib.settings.embedding_inline_timeout_secs > 0
+
+
+def embed_soon(lib: Library, tenant_id: TenantId, kind: ItemKind, item_id: int) -> None:
+    """Hand a row committed with a job to the write-behind embedder (after the commit)."""
+    if lib.queue_enabled:
+        lib.handoff.offer(tenant_id, kind, item_id)

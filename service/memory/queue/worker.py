@@ -106,7 +106,7 @@ async def _embed_outcomes(lib: Library, texts: list[str]) -> list[Outcome]:
         return []
     timeout = lib.settings.embedding_timeout_secs + 5.0
     try:
-        return list(await embed_checked(lib, texts, timeout))
+        return list(await embed_checked(lib, texts, timeout, lane="write"))
     except EmbeddingError as exc:
         batch = Failure.of(exc)
     if len(texts) == 1 or not batch.attempted or lib.breaker.retry_in() > 0:
@@ -114,7 +114,7 @@ async def _embed_outcomes(lib: Library, texts: list[str]) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for position, text in enumerate(texts):
         try:
-            outcomes.append((await embed_checked(lib, [text], timeout))[0])
+            outcomes.append((await embed_checked(lib, [text], timeout, lane="write"))[0])
         except EmbeddingError as exc:
             if position == 0:  # even one text fails: the provider is down
                 return [batch] * len(texts)
@@ -182,11 +182,25 @@ async def drain_once(
     lib: Library, *, tenant_id: TenantId | None = None, limit: int | None = None
 ) -> DrainResult:
     """Claim, embed and settle one batch of due jobs (of one tenant when given)."""
-    provider = lib.embedder
-    if provider is None:
+    if lib.embedder is None:
         return DrainResult()
-    jobs = await _claim(lib, tenant_id, limit or lib.settings.worker_batch)
-    if not jobs:
+    return await _run_jobs(lib, await _claim(lib, tenant_id, limit or lib.settings.worker_batch))
+
+
+async def drain_items(lib: Library, items: Sequence[ItemKey]) -> DrainResult:
+    """Claim, embed and settle the jobs of ``items`` (rows this process just wrote);
+    items whose job another worker holds, or that have none, are left alone."""
+    if lib.embedder is None or not items:
+        return DrainResult()
+    async with lib.db.admin_tx() as conn:
+        jobs = await store.claim_embedding_items(conn, items, _lease_seconds(lib))
+    return await _run_jobs(lib, jobs)
+
+
+async def _run_jobs(lib: Library, jobs: list[Job]) -> DrainResult:
+    """Embed claimed ``jobs`` in one batch and settle them (or back them off)."""
+    provider = lib.embedder
+    if provider is None or not jobs:
         return DrainResult()
     texts = await _load_texts(lib, jobs)
     present = [job for job in jobs if _key(job) in texts]
