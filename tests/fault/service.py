@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,26 +153,35 @@ def _stop(running: Running) -> None:
 
 
 @contextlib.contextmanager
-def running_service(data_dir: Path, env: Mapping[str, str] | None = None) -> Iterator[Running]:
-    """``serve`` on an empty data directory with ``env`` until the block ends."""
+def running_service(
+    data_dir: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    key: str | None = None,
+    args: Sequence[str] = (),
+) -> Iterator[Running]:
+    """``serve`` (with extra ``args``) on an empty data directory with ``env`` until the
+    block ends; on a data directory a previous run left, pass that run's ``key`` (no new
+    key is printed then)."""
     port = free_port()
     log_path = data_dir / "serve.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(port)],
+            [sys.executable, "-m", "service", "serve", "--port", str(port), *args],
             stdout=subprocess.PIPE,
             stderr=log,
             stdin=subprocess.DEVNULL,
             text=True,
             env=_environment(data_dir, env or {}),
         )
-    running = Running(port, "", data_dir, log_path, process)
+    running = Running(port, key or "", data_dir, log_path, process)
     try:
         _wait_ready(running)
         assert process.stdout is not None
-        printed = [process.stdout.readline() for _ in range(2)]
-        running.key = printed[1].strip()
-        assert running.key.startswith("cpk_"), printed
+        if key is None:
+            printed = [process.stdout.readline() for _ in range(2)]
+            running.key = printed[1].strip()
+            assert running.key.startswith("cpk_"), printed
         yield running
     finally:
         _stop(running)

@@ -1,0 +1,127 @@
+"""The embedding batcher: concurrent callers share provider calls, queries go first,
+a caller that gives up withdraws only its own texts, failures reach every caller."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from service.memory.embeddings.base import EmbeddingError
+from service.memory.embeddings.batcher import EmbeddingBatcher
+from service.memory.embeddings.breaker import CircuitBreaker, embed_guarded
+
+WAIT = 5.0
+
+
+class Recording:
+    """A provider that records each call's texts; ``gate`` holds calls while it is clear."""
+
+    name = "recording"
+    dimension = 2
+
+    def __init__(self, *, failing: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.entered = asyncio.Event()
+        self.failing = failing
+        self.closed = False
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        self.entered.set()
+        await asyncio.wait_for(self.gate.wait(), WAIT)
+        if self.failing:
+            raise EmbeddingError("provider down")
+        return [[float(len(text)), 1.0] for text in texts]
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_concurrent_callers_share_one_provider_call() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=32, window=0.02)
+    texts = [f"text {'x' * n}" for n in range(8)]
+    results = await asyncio.gather(*(batcher.embed([text]) for text in texts))
+    assert provider.calls == [texts]
+    assert results == [[[float(len(text)), 1.0]] for text in texts]
+    assert batcher.stats.calls == 1
+    await batcher.aclose()
+    assert provider.closed
+
+
+async def test_batches_are_bounded_and_keep_the_input_order() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=4, window=0.0)
+    texts = [str(n) * (n + 1) for n in range(10)]
+    vectors = await batcher.submit(texts, "write")
+    assert [len(call) for call in provider.calls] == [4, 4, 2]
+    assert vectors == [[float(len(text)), 1.0] for text in texts]
+    await batcher.aclose()
+
+
+async def test_queries_go_ahead_of_waiting_writes() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=4, window=0.0)
+    provider.gate.clear()
+    first = asyncio.ensure_future(batcher.submit(["w0"], "write"))
+    await asyncio.wait_for(provider.entered.wait(), WAIT)  # the model is busy with w0
+    writes = asyncio.ensure_future(batcher.submit([f"w{n}" for n in range(1, 9)], "write"))
+    await asyncio.sleep(0)
+    query = asyncio.ensure_future(batcher.embed(["query"]))
+    await asyncio.sleep(0)
+    provider.gate.set()
+    await asyncio.gather(first, writes, query)
+    assert provider.calls[0] == ["w0"]
+    assert provider.calls[1][0] == "query"  # the next call, ahead of the 8 waiting writes
+    assert sorted(text for call in provider.calls for text in call) == sorted(
+        ["query", *(f"w{n}" for n in range(9))]
+    )
+    await batcher.aclose()
+
+
+async def test_a_caller_that_times_out_leaves_the_others_their_vectors() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=8, window=0.0)
+    provider.gate.clear()
+    busy = asyncio.ensure_future(batcher.embed(["busy"]))
+    await asyncio.wait_for(provider.entered.wait(), WAIT)
+    breaker = CircuitBreaker()
+    impatient = asyncio.ensure_future(embed_guarded(batcher, breaker, ["impatient"], 0.05))
+    patient = asyncio.ensure_future(batcher.embed(["patient"]))
+    with pytest.raises(EmbeddingError, match="timed out"):
+        await impatient
+    provider.gate.set()
+    assert await patient == [[7.0, 1.0]]
+    assert await busy == [[4.0, 1.0]]
+    assert ["impatient"] not in provider.calls  # withdrawn before its batch was formed
+    assert all("impatient" not in call for call in provider.calls)
+    await batcher.aclose()
+
+
+async def test_a_failed_call_fails_every_caller_in_it_and_the_next_call_is_made() -> None:
+    provider = Recording(failing=True)
+    batcher = EmbeddingBatcher(provider, max_batch=8, window=0.02)
+    outcomes = await asyncio.gather(
+        batcher.embed(["a"]), batcher.submit(["b"], "write"), return_exceptions=True
+    )
+    assert all(isinstance(outcome, EmbeddingError) for outcome in outcomes)
+    provider.failing = False
+    assert await batcher.embed(["c"]) == [[1.0, 1.0]]
+    assert len(provider.calls) == 2
+    await batcher.aclose()
+
+
+async def test_a_closed_batcher_refuses_texts() -> None:
+    batcher = EmbeddingBatcher(Recording())
+    await batcher.aclose()
+    with pytest.raises(EmbeddingError, match="closed"):
+        await batcher.embed(["late"])
+
+
+def test_settings_that_can_never_work_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_batch"):
+        EmbeddingBatcher(Recording(), max_batch=0)
