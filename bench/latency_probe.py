@@ -119,9 +119,8 @@ def latency_runs(
     per_run = args.queries + args.warmup
     texts = query_texts(per_run * len(args.clients), seed)
     runs = []
-    with harness.serve_on(
-        args.code, data_dir, targets[0].key, LOCAL, stop_postgres=False
-    ) as service:
+    env = {**LOCAL, "CPERSONA_WORKERS": str(args.workers)}
+    with harness.serve_on(args.code, data_dir, targets[0].key, env, stop_postgres=False) as service:
         pending = asyncio.run(queue_pending(service))
         for n, clients in enumerate(args.clients):
             print(f"    {clients} client(s): {args.queries} recalls ...", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Recall latency at scale: p50/p95/p99 over MCP with 1 and 8 clients.
 
-``python -m bench.recall_latency [--tiers 1k,10k,100k,1m] [--queries N] [--clients 1,8]``
+``python -m bench.recall_latency [--tiers 1k,10k,100k,1m] [--queries N] [--clients 1,8]
+[--workers N]``
 
 Tiers: 1k, 10k and 100k memories in ONE agent (loaded one after another into the same
 database, each into its own agent, so the table holds 1.1k, 11.1k, 111.1k rows when the
@@ -71,6 +72,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--agents-per-tenant", type=int, default=10, help="agents per tenant (spread)")
     add("--key-tenants", type=int, default=10, help="tenants queried in the spread scenario")
     add("--max-seconds", type=float, default=900.0, help="time limit per run")
+    add("--workers", type=int, default=1, help="serve --workers (default: %(default)s)")
     add("--seed", type=int, default=SEED, help="corpus and query seed")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--keep-data", action="store_true", help="keep the temporary data directories")

@@ -21,10 +21,11 @@ from typing import Any
 from bench import harness
 from bench.cli import env_pair, run_or_exit, write_results
 from bench.machine import machine_facts, record_end
+from bench.model_ceiling import model_ceiling
 from bench.run_report import markdown
 from bench.run_summary import summarise
 from bench.store_throughput import StorePlan, measure_starts, run_repetition
-from bench.texts import SIZES
+from bench.texts import SIZES, TextSource
 
 DEFAULT_OUT = Path("bench/results/latest.json")
 FULL = {"calls": 2000, "warmup": 100, "list_calls": 200, "starts": 3, "max_seconds": 300.0}
@@ -64,6 +65,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="service setting",
     )
     add("--keep-data", action="store_true", help="keep the temporary data directory")
+    add(
+        "--model-ceiling",
+        type=int,
+        default=0,
+        metavar="TEXTS",
+        help="first measure the bare local model's batch throughput on TEXTS texts",
+    )
     add("--token-economy", action="store_true", help="then run bench.token_economy too")
     args = parser.parse_args(argv)
     if not 1 <= args.repeat <= MAX_REPEAT:
@@ -114,6 +122,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     busy = results["machine"]["busy_cores_before_start"]
     if busy > BUSY_WARNING_CORES:
         print(f"warning: {busy} cores already busy; results will be noisy", file=sys.stderr)
+    if args.model_ceiling:
+        print("measuring the bare model's batch throughput ...", file=sys.stderr)
+        size = plans[0].size
+        texts = TextSource(args.seed).batch(size, args.model_ceiling)
+        results["model_ceiling"] = {"size": size, **model_ceiling(texts)}
     repetitions = []
     for n in range(args.repeat):
         print(f"repetition {n + 1} of {args.repeat}", file=sys.stderr)

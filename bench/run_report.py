@@ -62,6 +62,40 @@ def store_table(stores: Sequence[dict[str, Any]]) -> list[str]:
     return table(columns, "l" + "r" * 8 + "l", rows)
 
 
+def backlog_table(stores: Sequence[dict[str, Any]], ceiling: dict[str, Any] | None) -> list[str]:
+    """Markdown rows: how long until the last stored row was embedded, and at what rate
+    (against the bare model's best batch throughput when it was measured)."""
+    best = None if ceiling is None else float(ceiling["best_texts_per_s"])
+    columns = ["Text", "Clients", "Rows", "Last vector after s", "After last ack s"]
+    columns += ["Embedded/s", "Of the bare model"]
+    rows = []
+    for r in stores:
+        backlog = r.get("backlog")
+        if backlog is None:
+            continue
+        rate = backlog["embedded_per_s"]
+        share = "n/a" if best is None or rate is None else f"{100 * rate / best:.0f} %"
+        rows.append(
+            [
+                r["size"],
+                r["clients"],
+                backlog["stored"],
+                f"{backlog['drained_s']:.2f}",
+                f"{backlog['after_last_ack_s']:.2f}",
+                "n/a" if rate is None else f"{rate:.1f}",
+                share,
+            ]
+        )
+    return table(columns, "l" + "r" * 6, rows)
+
+
+def ceiling_lines(ceiling: dict[str, Any]) -> list[str]:
+    """The bare model's texts per second per batch size."""
+    columns = ["Bare model, batch", "Texts", "Texts/s"]
+    rows = [[r["batch"], r["texts"], f"{r['texts_per_s']:.1f}"] for r in ceiling["rates"]]
+    return table(columns, "rrr", rows)
+
+
 def cpu_table(entries: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown rows: where the CPU went, in cores busy and milliseconds per call."""
     columns = [
@@ -143,6 +177,11 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         *cpu_table([*results["store"], *results["list_memories"]]),
     ]
+    if any("backlog" in r for r in results["store"]):
+        ceiling = results.get("model_ceiling")
+        lines += ["", *backlog_table(results["store"], ceiling)]
+        if ceiling is not None:
+            lines += ["", *ceiling_lines(ceiling)]
     if "starts" in results:
         lines += ["", *start_table(results["starts"])]
     return "\n".join(lines) + "\n"

@@ -1,5 +1,9 @@
 """Store throughput and latency, list_memories latency, cold and warm start.
 
+With embeddings on, each store configuration also reports its backlog: the seconds
+from the first measured store until ``get_queue_status`` says nothing is pending (the
+last row embedded), and the rows embedded per second over that time.
+
 All calls go through official MCP SDK client sessions over HTTP to a real
 ``serve`` process (see :mod:`bench.harness`). Each configuration stores a fixed
 number of distinct, pre-generated texts after an unmeasured warm-up, bounded by
@@ -23,7 +27,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 
 from bench import harness
-from bench.client import json_body, mcp_session, mcp_sessions, result_text
+from bench.client import json_body, mcp_session, mcp_sessions, result_text, wait_queue_empty
 from bench.cpu import cpu_snapshot, cpu_usage
 from bench.stats import latency_stats
 from bench.texts import Size, TextSource, mean_length
@@ -32,6 +36,8 @@ from bench.words import NAMES
 CALL_TIMEOUT_S = 30.0
 GRACE_S = 2 * CALL_TIMEOUT_S
 LIST_LIMIT = 100
+DRAIN_POLL_S = 0.05
+"""How often ``get_queue_status`` is polled for the time until the last row is embedded."""
 USERS = NAMES[:6]
 
 
@@ -202,9 +208,12 @@ async def run_store_plan(
     texts = source.batch(plan.size, plan.calls)
     async with mcp_sessions(service.mcp_url, service.key, plan.clients) as sessions:
         await store_phase(sessions, agents, "warmup", warm, plan.max_seconds)
+        await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
         before = cpu_snapshot(service)
         tally, wall = await store_phase(sessions, agents, "run", texts, plan.max_seconds)
         after = cpu_snapshot(service)
+        drained = wall + await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
+    stored = sum(n for outcome, n in tally.outcomes.items() if outcome.startswith("stored"))
     return {
         "name": plan.name,
         "clients": plan.clients,
@@ -214,6 +223,12 @@ async def run_store_plan(
         "mean_content_chars": round(mean_length(texts)),
         **_tally_result(tally, wall),
         "cpu": cpu_usage(before, after, len(tally.latencies_s)),
+        "backlog": {
+            "stored": stored,
+            "drained_s": round(drained, 3),
+            "after_last_ack_s": round(drained - wall, 3),
+            "embedded_per_s": round(stored / drained, 1) if drained > 0 else None,
+        },
     }
 
 
