@@ -21,6 +21,7 @@ from service.app.edge import Edge, EdgeDeps, asgi_handler, transport_security
 from service.app.metrics import EdgeMetrics
 from service.config import Settings
 from service.db.pool import Database
+from service.db.read_routing import read_replica
 from service.mcp import tools
 from service.mcp.server import build_mcp_server
 from service.memory.library import build_library
@@ -49,7 +50,11 @@ def create_app(
         command_timeout=settings.db_command_timeout,
         pooler=settings.db_pooler,
     )
-    lib = build_library(db, settings)
+    metrics = (
+        EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None
+    )
+    replica = read_replica(settings, db, metrics)
+    lib = build_library(db, settings, replica)
     server = build_mcp_server(lib)
     server.streamable_http_app(
         stateless_http=True,
@@ -59,9 +64,6 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
     manager = server.session_manager
-    metrics = (
-        EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None
-    )
     usage = UsageCounter()
     security = TransportSecurityMiddleware(transport_security(settings))
     deps = EdgeDeps(lib, anonymous, security, metrics, usage)
@@ -79,6 +81,7 @@ def create_app(
         try:
             recorded = await worker.start_up(lib)
             async with (
+                replica.running() if replica is not None else contextlib.nullcontext(),
                 manager.run(),
                 background.embedding_worker(lib, recorded),
                 background.usage_flusher(lib, usage),
