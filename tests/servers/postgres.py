@@ -104,6 +104,8 @@ def standby_of(primary_admin_url: str, folder: Path) -> Iterator[Standby]:
     standby = Standby(folder / "pgdata")
     backup = ("-D", str(standby.pgdata), "-R", "--checkpoint=fast", "--no-sync")
     run_pg("pg_basebackup", "-d", primary_admin_url, *backup)
+    for copied in standby.pgdata.glob(".s.PGSQL.*"):  # the primary's socket lock, if its
+        copied.unlink()  # socket directory is its data directory (the embedded server's)
     try:
         standby.start()
         yield standby

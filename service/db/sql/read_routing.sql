@@ -9,6 +9,6 @@ SELECT pg_current_wal_lsn()::text
 -- transaction it replayed committed (NULL before it replayed one).
 -- $1 primary_position text (a pg_lsn from wal_position)
 SELECT pg_is_in_recovery() AS standby,
-       coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false) AS caught_up,
+       coalesce(pg_last_wal_replay_lsn() >= $1::text::pg_lsn, false) AS caught_up,
        extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8
            AS since_replay
