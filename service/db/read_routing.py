@@ -3,11 +3,11 @@
 :class:`ReadReplica` owns the pool to the replica (``CPERSONA_READ_DATABASE_URL``) and
 watches it: a monitor task asks the primary where its write-ahead log ends and the
 replica how far it has replayed, every ``interval`` seconds. The replica is *usable*
-while it answers and lags at most ``max_lag`` seconds; otherwise :meth:`choose` says
-"primary" until a later check finds it usable again. A call that fails on the replica
-because the replica went away (connection lost, shut down, a recovery conflict) marks
-it unusable at once (:meth:`rerun_on_primary`) and the caller reruns the work on the primary, so
-a replica that stops mid-request costs that request a retry, never an error.
+while it answers and lags at most ``max_lag`` seconds; otherwise :meth:`ReadReplica.run`
+gives the work to the primary until a later check finds it usable again. A call that
+fails on the replica because the replica went away (connection lost, shut down, a
+recovery conflict) marks it unusable at once and runs again on the primary, so a
+replica that stops mid-request costs that request a retry, never an error.
 
 Lag is 0 when the replica has replayed everything the primary had written when the
 check began; otherwise it is the smaller of two upper bounds of its staleness: the
@@ -16,8 +16,9 @@ last found it caught up. An idle primary therefore reads as lag 0, not as the ag
 its last commit; a replica whose WAL receiver is cut off is noticed because the
 primary's position moves on without it.
 
-Every routing decision is counted through the observer (the Prometheus counter
-``cpersona_read_routes_total{database, reason}`` and the lag gauge); a change of state
+Every call is counted by the database that answered it, through the observer (the
+Prometheus counter ``cpersona_read_routes_total{database, reason}``, next to the lag
+gauge); a change of state
 is logged once (``read_replica_bypassed`` with the reason, ``read_replica_in_use``).
 """
 
@@ -27,8 +28,8 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator
-from typing import Literal, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Literal, Protocol, TypeVar
 
 import asyncpg
 
@@ -39,6 +40,7 @@ from service.errors import DatabaseNotOpen, DatabaseUnavailable
 from service.logs import get_logger
 
 log = get_logger("service.db.read_routing")
+T = TypeVar("T")
 
 Reason = Literal["in_sync", "lagging", "unavailable", "unchecked"]
 REPLICA_FAILURES: tuple[type[BaseException], ...] = (
@@ -132,29 +134,42 @@ class ReadReplica:
     def usable(self) -> bool:
         return self.reason == "in_sync"
 
-    def choose(self) -> Database | None:
-        """The replica for the next read-only call, or None: the primary answers."""
-        database = "replica" if self.usable else "primary"
-        if self._observer is not None:
-            self._observer.routed(database, self.reason)
-        return self.db if self.usable else None
+    async def run(self, work: Callable[[Database | None], Awaitable[T]]) -> T:
+        """``work(replica)`` while the replica is usable, else ``work(None)`` (the caller
+        uses the primary); rerun as ``work(None)`` when the replica fails during it.
+        Counts the database that answered, and why."""
+        if not self.usable:
+            self._count("primary", self.reason)
+            return await work(None)
+        try:
+            result = await work(self.db)
+        except Exception as exc:
+            reason = self._rerun_reason(exc)
+            if reason is None:
+                self._count("replica", "in_sync")  # the replica answered, with an error
+                raise
+            self._count("primary", reason)
+            return await work(None)
+        self._count("replica", "in_sync")
+        return result
 
-    def rerun_on_primary(self, exc: BaseException) -> bool:
-        """Whether a call that raised ``exc`` on the replica should run again on the
-        primary: the replica failed (it is bypassed from now on, until a check finds it
-        usable), or the call wrote (a routing mistake, logged; the replica stays)."""
+    def _rerun_reason(self, exc: BaseException) -> str | None:
+        """Why a call that raised ``exc`` on the replica runs again on the primary, or
+        None: the replica failed (``failed``: it is bypassed from now on, until a check
+        finds it usable) or the call wrote (``wrote``: a routing mistake, logged; the
+        replica stays in use)."""
         if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
             log.warning("read_only_call_wrote", hint="this tool must run on the primary")
-            reason = "wrote"
-        else:
-            failure = failure_of(exc)
-            if failure is None:
-                return False
-            self._set("unavailable", None, error=type(failure).__name__)
-            reason = "failed"
+            return "wrote"
+        failure = failure_of(exc)
+        if failure is None:
+            return None
+        self._set("unavailable", None, error=type(failure).__name__)
+        return "failed"
+
+    def _count(self, database: str, reason: str) -> None:
         if self._observer is not None:
-            self._observer.routed("primary", reason)
-        return True
+            self._observer.routed(database, reason)
 
     async def check(self) -> None:
         """Measure the replica once (bounded in time) and update the routing state."""

@@ -24,12 +24,6 @@ async def on_replica(lib: Library, work: Callable[[Library], Awaitable[T]]) -> T
     """``work`` on a read-replica view of ``lib`` when the replica is usable, else (or
     when the replica fails during it) on ``lib`` itself."""
     replica = lib.replica
-    db = None if replica is None else replica.choose()
-    if replica is None or db is None:
+    if replica is None:
         return await work(lib)
-    try:
-        return await work(lib.reading_from(db))
-    except Exception as exc:
-        if not replica.rerun_on_primary(exc):
-            raise
-    return await work(lib)
+    return await replica.run(lambda db: work(lib if db is None else lib.reading_from(db)))
