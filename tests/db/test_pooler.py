@@ -23,6 +23,7 @@ from service.memory.library import Library
 from service.memory.memories import listing, store
 from service.memory.recall import pipeline
 from service.models import TenantId
+from tests.servers import installed_or_skip
 from tests.servers.postgres import database_of
 
 CLIENTS = 6
@@ -35,6 +36,7 @@ PREPARED_STATEMENT_ERRORS = (
 
 @pytest.fixture(scope="module")
 def narrow_bouncer(admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgBouncer]:
+    installed_or_skip("pgbouncer")
     with pgbouncer(admin_url, Path(tmp_path_factory.mktemp("bouncer")), pool_size=2) as running:
         yield running
 

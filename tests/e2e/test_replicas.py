@@ -32,7 +32,7 @@ from bench import harness
 from bench.proxies import REPLICA_HEADER, HAProxy, PgBouncer, haproxy
 from service.db.pool import Database
 from service.memory import tenants
-from tests.servers import pooling
+from tests.servers import installed_or_skip, pooling
 from tests.servers.embedder import FakeEmbedder, embedding_server
 from tests.servers.postgres import admin_execute, with_database
 from tests.servers.waiting import eventually
@@ -122,6 +122,7 @@ def cluster(
     pooler: PgBouncer | None,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
+    installed_or_skip("haproxy")
     root = Path(tmp_path_factory.mktemp("replicas"))
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(_database(admin_url, template_db, pooler))
