@@ -125,13 +125,19 @@ async def _store(client: Agent, content: str) -> int:
     return int(body["id"])
 
 
+async def _client_on_both(served: Served, lib: Library, first: str) -> Agent:
+    """A client of a new tenant whose first memory has reached the replica."""
+    client = Agent(served, await new_tenant(lib, "acme"))
+    await _store(client, first)
+    await _shows(client, [first])
+    return client
+
+
 async def test_reads_come_from_the_replica_and_writes_go_to_the_primary(
     settings: Settings, lib: Library, database_url: str, replica_url: str, standby: Standby
 ) -> None:
     async with _serving(settings, database_url, replica_url, max_lag=3600) as served:
-        client = Agent(served, await new_tenant(lib, "acme"))
-        await _store(client, "alpha is on both")
-        await _shows(client, ["alpha is on both"])
+        client = await _client_on_both(served, lib, "alpha is on both")
         async with _replay_paused(standby):
             beta = await _store(client, "beta is only on the primary")
             assert await _contents(client) == ["alpha is on both"]  # the frozen replica
@@ -159,9 +165,7 @@ async def test_recall_with_confidence_scoring_reads_the_primary(
     async with _serving(
         settings, database_url, replica_url, max_lag=3600, confidence_enabled=True
     ) as served:
-        client = Agent(served, await new_tenant(lib, "acme"))
-        await _store(client, "gamma ray burst")
-        await _shows(client, ["gamma ray burst"])
+        client = await _client_on_both(served, lib, "gamma ray burst")
         async with _replay_paused(standby):
             await _store(client, "delta wing aircraft")
             assert await _contents(client) == ["gamma ray burst"]  # listing: the replica
@@ -173,9 +177,7 @@ async def test_a_lagging_replica_is_bypassed_and_used_again_once_it_catches_up(
     settings: Settings, lib: Library, database_url: str, replica_url: str, standby: Standby
 ) -> None:
     async with _serving(settings, database_url, replica_url, max_lag=0.5) as served:
-        client = Agent(served, await new_tenant(lib, "acme"))
-        await _store(client, "epsilon")
-        await _shows(client, ["epsilon"])
+        client = await _client_on_both(served, lib, "epsilon")
         with capture_logs() as logs:
             async with _replay_paused(standby):
                 await _store(client, "zeta, stored while replay is paused")
@@ -205,9 +207,7 @@ async def test_a_replica_stopped_mid_test_leaves_the_primary_answering(
     settings: Settings, lib: Library, database_url: str, replica_url: str, standby: Standby
 ) -> None:
     async with _serving(settings, database_url, replica_url, max_lag=3600) as served:
-        client = Agent(served, await new_tenant(lib, "acme"))
-        await _store(client, "eta")
-        await _shows(client, ["eta"])
+        client = await _client_on_both(served, lib, "eta")
         before = await _routes(served)
         standby.stop()
         try:

@@ -32,6 +32,7 @@ from bench import harness
 from bench.proxies import REPLICA_HEADER, HAProxy, PgBouncer, haproxy
 from service.db.pool import Database
 from service.memory import tenants
+from tests.app.test_edge import INIT
 from tests.servers import installed_or_skip, pooling
 from tests.servers.embedder import FakeEmbedder, embedding_server
 from tests.servers.postgres import admin_execute, with_database
@@ -230,22 +231,12 @@ async def _on_every_replica(
 
 async def _initialize(cluster: Cluster, key: str) -> httpx.Response:
     """One bare ``initialize`` POST through the load balancer: status and replica."""
-    payload = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "1"},
-        },
-    }
     headers = {
         "authorization": f"Bearer {key}",
         "accept": "application/json, text/event-stream",
     }
     async with httpx.AsyncClient(timeout=10) as http:
-        return await http.post(f"{cluster.lb.base_url}/mcp", json=payload, headers=headers)
+        return await http.post(f"{cluster.lb.base_url}/mcp", json=INIT, headers=headers)
 
 
 async def test_a_key_revoked_through_the_cli_is_refused_by_every_replica_next(

@@ -62,13 +62,15 @@ def embedding_app(fake: FakeEmbedder) -> Starlette:
 
 
 @contextlib.contextmanager
-def embedding_server(fake: FakeEmbedder) -> Iterator[str]:
-    """Serve ``fake`` until the block ends; yields the endpoint URL."""
+def serve_in_thread(app: Starlette) -> Iterator[str]:
+    """A real uvicorn server for ``app`` on an ephemeral 127.0.0.1 port, in its own
+    thread and event loop, until the block ends; yields its base URL. The socket
+    listens before the thread starts, so no readiness wait is needed."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     config = uvicorn.Config(
-        embedding_app(fake),
+        app,
         lifespan="off",
         log_level="warning",
         access_log=False,
@@ -79,8 +81,16 @@ def embedding_server(fake: FakeEmbedder) -> Iterator[str]:
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
     thread.start()
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/embed"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+    assert not thread.is_alive()
+
+
+@contextlib.contextmanager
+def embedding_server(fake: FakeEmbedder) -> Iterator[str]:
+    """Serve ``fake`` until the block ends; yields the endpoint URL."""
+    with serve_in_thread(embedding_app(fake)) as base_url:
+        yield f"{base_url}/embed"

@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -16,6 +13,7 @@ from starlette.routing import Route
 
 from service.memory.embeddings.base import EmbeddingError, l2_normalise
 from service.memory.embeddings.http import HttpEmbeddingProvider
+from tests.servers.embedder import serve_in_thread
 
 API_KEY = "sk-test-key"
 MODEL = "test-embedder"
@@ -83,29 +81,9 @@ def make_app() -> Starlette:
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    """A real uvicorn server on an ephemeral 127.0.0.1 port, in its own thread and loop.
-
-    The socket listens before the thread starts, so no readiness wait is needed.
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(
-        make_app(),
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        ws="none",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
-    assert not thread.is_alive()
+    """A real uvicorn server on an ephemeral 127.0.0.1 port, in its own thread and loop."""
+    with serve_in_thread(make_app()) as url:
+        yield url
 
 
 @pytest.fixture
