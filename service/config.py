@@ -256,6 +256,19 @@ class Settings:
     embedding_cache_ttl: float = setting(
         300.0, "CPERSONA_EMBEDDING_CACHE_TTL", parse=parse_float(0, 86_400)
     )
+    embedding_dimensions: int = setting(
+        0, "CPERSONA_EMBEDDING_DIMENSIONS", parse=parse_int(0, 16_000)
+    )
+    """The model's vector width; 0 = the model's known width (required when unknown)."""
+    embedding_query_timeout_secs: float = setting(
+        1.0, "CPERSONA_EMBEDDING_QUERY_TIMEOUT_SECS", parse=parse_float(0.01, 600)
+    )
+    embedding_breaker_failures: int = setting(
+        5, "CPERSONA_EMBEDDING_BREAKER_FAILURES", parse=parse_int(0, 1000)
+    )
+    embedding_breaker_cooldown_secs: float = setting(
+        10.0, "CPERSONA_EMBEDDING_BREAKER_COOLDOWN_SECS", parse=parse_float(0.01, 3600)
+    )
 
     # -- the embedding queue
     task_queue_enabled: bool = setting(True, "CPERSONA_TASK_QUEUE_ENABLED", parse=parse_bool)
@@ -340,6 +353,12 @@ class Settings:
         104_857_600, "CPERSONA_MAX_IMPORT_BYTES", parse=parse_int(1024, 2**40)
     )
     """Largest import file or upload (tool, /v1/import, /v1/files); larger gets 413 / a refusal."""
+    export_retention_hours: float = setting(
+        24.0, "CPERSONA_EXPORT_RETENTION_HOURS", parse=parse_float(0.01, 87_600)
+    )
+    export_quota_bytes: int = setting(
+        1 << 30, "CPERSONA_EXPORT_QUOTA_BYTES", parse=parse_int(1024, 2**50)
+    )
     signing_key: str = dataclasses.field(
         default="",
         repr=False,

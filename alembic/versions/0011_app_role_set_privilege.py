@@ -1,7 +1,7 @@
 """The owner may switch to cpersona_app on Postgres 16+ (the SET privilege).
 
 Revision ID: 0011
-Revises: 0006
+Revises: 0008
 Create Date: 2026-12-01
 
 Every tenant transaction switches to ``cpersona_app`` with ``set_config('role', ...,
@@ -27,7 +27,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0011"
-down_revision = "0006"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

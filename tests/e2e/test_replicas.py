@@ -3,7 +3,8 @@
 The module starts three ``python -m service serve`` processes on loopback ports against
 one fresh test database (through the suite's PgBouncer when there is one), sharing
 ``CPERSONA_SIGNING_KEY`` and the export directory, each draining the embedding queue
-(``CPERSONA_SERVE_WORKER``) from a real HTTP embedding server the test runs. HAProxy,
+(``CPERSONA_SERVE_WORKER``) with a real HTTP embedding server the test runs
+(``tests/embedding_server.py``). HAProxy,
 with a configuration written here, health-checks ``/readyz`` and names the replica
 that answered in ``X-CPersona-Replica``; every assertion below goes through the load
 balancer and checks that the requests landed on all three replicas.
@@ -33,15 +34,14 @@ from bench.proxies import REPLICA_HEADER, HAProxy, PgBouncer, haproxy
 from service.db.pool import Database
 from service.memory import tenants
 from tests.app.test_edge import INIT
+from tests.embedding_server import EmbeddingServer
 from tests.servers import installed_or_skip, pooling
-from tests.servers.embedder import FakeEmbedder, embedding_server
 from tests.servers.postgres import admin_execute, with_database
 from tests.servers.waiting import eventually
 from tests.support import body, run_cli
 
 REPLICAS = 3
 QUEUED_ROWS = 30
-FAKE = FakeEmbedder()
 CALIBRATION_FACTS = (  # calibration needs 10 embedded memories of the agent
     "Planted six tomato seedlings along the south fence.",
     "The telescope on the balcony shows Jupiter's moons.",
@@ -66,6 +66,7 @@ class Cluster:
     key: str
     database_url: str
     logs: tuple[Path, ...]
+    embedder: EmbeddingServer
 
 
 def _env(data_dir: Path, database_url: str, embed_url: str) -> dict[str, str]:
@@ -78,6 +79,7 @@ def _env(data_dir: Path, database_url: str, embed_url: str) -> dict[str, str]:
             "CPERSONA_EMBEDDING_MODE": "http",
             "CPERSONA_EMBEDDING_URL": embed_url,
             "CPERSONA_EMBEDDING_MODEL": "fake-8d",
+            "CPERSONA_EMBEDDING_DIMENSIONS": "8",
             "CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS": "0",  # every row goes through the queue
             "CPERSONA_SERVE_WORKER": "true",
             "CPERSONA_WORKER_POLL_SECS": "0.05",
@@ -127,20 +129,22 @@ def cluster(
     root = Path(tmp_path_factory.mktemp("replicas"))
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(_database(admin_url, template_db, pooler))
-        embed_url = stack.enter_context(embedding_server(FAKE))
+        embedder = EmbeddingServer(dimension=8)
+        embedder.set_mode("ok")
+        stack.callback(embedder.close)
         key = _new_key(url)
         ports = [harness.free_port() for _ in range(REPLICAS)]
         logs = [root / f"replica-{n}.log" for n in range(1, REPLICAS + 1)]
         processes = []
         for n, (port, log) in enumerate(zip(ports, logs, strict=True), start=1):
-            env = _env(root / f"replica-{n}", url, embed_url)
+            env = _env(root / f"replica-{n}", url, embedder.url)
             processes.append(harness.spawn_serve(env, port, log))
             stack.callback(harness.stop_serve, processes[-1], None)
         for port, process, log in zip(ports, processes, logs, strict=True):
             harness.wait_ready(f"http://127.0.0.1:{port}", process, log, 60)
         lb = stack.enter_context(haproxy(ports, root / "haproxy"))
         lb.wait_all_up()
-        yield Cluster(lb, key, url, tuple(logs))
+        yield Cluster(lb, key, url, tuple(logs), embedder)
 
 
 class Client:
@@ -271,7 +275,7 @@ async def test_replicas_draining_the_queue_embed_every_row_exactly_once(
     cluster: Cluster,
 ) -> None:
     before = _embedded_per_replica(cluster.logs)
-    FAKE.reset(delay=0.02)  # slow enough that every worker gets batches
+    cluster.embedder.reset(delay=0.02)  # slow enough that every worker gets batches
     texts = [f"queued row {n}: {secrets.token_hex(4)}" for n in range(QUEUED_ROWS)]
     async with client(cluster) as lb:
         stores = [await lb.call("store", agent_id="q", message={"content": t}) for t in texts]
@@ -279,7 +283,8 @@ async def test_replicas_draining_the_queue_embed_every_row_exactly_once(
         await eventually(lambda: _pending(lb), lambda n: n == 0, within=30, what="queue drained")
     after = _embedded_per_replica(cluster.logs)
     per_replica = [b - a for a, b in zip(before, after, strict=True)]
-    embedded = collections.Counter(text for text in FAKE.answered if text in set(texts))
+    answered = cluster.embedder.answered
+    embedded = collections.Counter(text for text in answered if text in set(texts))
     assert embedded == dict.fromkeys(texts, 1)  # every row once, none twice
     assert sum(per_replica) == QUEUED_ROWS
     assert sum(1 for count in per_replica if count) >= 2, per_replica  # drained by several
@@ -288,7 +293,7 @@ async def test_replicas_draining_the_queue_embed_every_row_exactly_once(
 async def test_calibration_and_precision_set_through_one_replica_are_used_by_all(
     cluster: Cluster,
 ) -> None:
-    FAKE.reset()
+    cluster.embedder.reset()
     async with client(cluster) as lb:
         for fact in CALIBRATION_FACTS:
             await lb.call("store", agent_id="cal", message={"content": fact})

@@ -6,7 +6,7 @@ On Postgres 16+ the role that creates ``cpersona_app`` holds it WITH ADMIN OPTIO
 that membership (the test server's ``cpersona_app`` already exists, so the role cannot
 create it itself), lets it own a new database whose untrusted extension a superuser
 created (``vector``, as a managed Postgres does), and migrates as that owner: through
-0006 the tenant transaction is refused, at head it works.
+the revision before 0011 the tenant transaction is refused, at head it works.
 """
 
 from __future__ import annotations
@@ -16,13 +16,22 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
+from alembic.script import ScriptDirectory
 
 from service.db import migrate
 from service.db.pool import Database
 from service.models import TenantId
 from tests.servers.postgres import admin_execute, with_database
 
-BEFORE_FIX = "0006"
+FIX = "0011"
+
+
+def _before_the_fix() -> str:
+    """The revision 0011 follows (whatever the chain is after rechaining)."""
+    scripts = ScriptDirectory.from_config(migrate.alembic_config("unused"))
+    down = scripts.get_revision(FIX).down_revision
+    assert isinstance(down, str)
+    return down
 
 
 @pytest.fixture
@@ -74,7 +83,7 @@ async def _enter_tenant(url: str) -> None:
 async def test_the_owner_can_switch_to_the_app_role_once_0011_granted_set(
     owner_url: str,
 ) -> None:
-    migrate.upgrade(owner_url, BEFORE_FIX)
+    migrate.upgrade(owner_url, _before_the_fix())
     with pytest.raises(asyncpg.InsufficientPrivilegeError, match="set role"):
         await _enter_tenant(owner_url)
 

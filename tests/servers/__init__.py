@@ -1,7 +1,8 @@
-"""Real servers the tests start on loopback: a fake HTTP embedding endpoint, Postgres
-helpers (test databases, a streaming standby from the embedded binaries) and the
-suite's pooler mode. PgBouncer and HAProxy come from :mod:`bench.proxies` and ``serve``
-processes from :mod:`bench.harness`, shared with the benchmarks."""
+"""Real servers the tests start on loopback: Postgres helpers (test databases, a
+streaming standby from the embedded binaries) and the suite's pooler mode (the HTTP
+embedding server is ``tests/embedding_server.py``). PgBouncer and HAProxy come from
+:mod:`bench.proxies` and ``serve`` processes from :mod:`bench.harness`, shared with the
+benchmarks."""
 
 from __future__ import annotations
 
