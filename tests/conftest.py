@@ -154,10 +154,11 @@ def local_embedder() -> Iterator[EmbeddingProvider]:
 @pytest.fixture
 def local_settings(settings: Settings) -> Settings:
     """``settings`` with the local embedding model on, and writes that wait for their
-    vector (read-your-embedding, ``CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS`` > 0), so a
+    vector (read-your-embedding, ``CPERSONA_EMBEDDING_INLINE_TIMEOUT_SECS`` > 0; 10 s, as the
+    model loads on the first call of a busy machine), so a
     test can check a vector right after its write; the default (commit first, embed
     moments later) is tested in ``tests/memory/queue/test_writebehind.py``."""
-    return dataclasses.replace(settings, embedding_mode="local", embedding_inline_timeout_secs=2.0)
+    return dataclasses.replace(settings, embedding_mode="local", embedding_inline_timeout_secs=10.0)
 
 
 @pytest.fixture
