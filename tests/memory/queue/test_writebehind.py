@@ -38,14 +38,9 @@ def behind_settings(settings: Settings, server: EmbeddingServer) -> Settings:
     """The provider at ``server``; writes do not wait (the default); the app's queue
     worker polls often, so it competes with the write-behind for every fresh job."""
     assert settings.embedding_inline_timeout_secs == 0
-    return dataclasses.replace(
-        settings,
-        embedding_mode="http",
-        embedding_url=server.url,
-        embedding_model="fake-384",
-        embedding_dimensions=WIDTH,
-        worker_poll_secs=0.05,
-    )
+    provider: dict[str, Any] = {"embedding_mode": "http", "embedding_url": server.url}
+    provider.update(embedding_model="fake-384", embedding_dimensions=WIDTH)
+    return dataclasses.replace(settings, **provider, worker_poll_secs=0.05)
 
 
 async def _unembedded(lib: Library) -> dict[str, int]:
