@@ -24,6 +24,18 @@ def _process_cpu(pid: int) -> float:
     return float(times.user) + float(times.system)
 
 
+def _server_cpu(pid: int) -> float:
+    """CPU seconds of ``serve`` and the worker processes it spawned (``--workers``); an
+    embedded Postgres it started is counted as Postgres, not here."""
+    total = _process_cpu(pid)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for child in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if not child.name().startswith("postgres"):
+                    total += _process_cpu(child.pid)
+    return total
+
+
 def _postgres_cpu(pgdata: Path | None) -> dict[int, float] | None:
     """CPU seconds per process of the embedded Postgres (postmaster and backends)."""
     root = postmaster_pid(pgdata)
@@ -71,7 +83,7 @@ def cpu_snapshot(service: Service) -> CpuSnapshot:
     machine, steal = _system_cpu()
     return CpuSnapshot(
         wall=time.perf_counter(),
-        server=_process_cpu(service.process.pid),
+        server=_server_cpu(service.process.pid),
         postgres=_postgres_cpu(service.pgdata),
         client=time.process_time(),
         machine=machine,
