@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 
 from service.logs import get_logger
 from service.memory.library import Library
@@ -67,5 +68,5 @@ async def _drain(lib: Library, batch: list[worker.ItemKey]) -> None:
     except Exception:  # the jobs stay queued; the queue worker embeds them
         log.exception("write-behind embedding failed")
         return
-    if result.failed:
-        log.info("write-behind embedding left rows to the queue", failed=result.failed)
+    if result.claimed:  # the same line as the queue worker's batches, told apart by source
+        log.info("embedding batch", source="write-behind", **dataclasses.asdict(result))
