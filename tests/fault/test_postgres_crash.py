@@ -26,6 +26,7 @@ from tests.fault.service import Running, call, running_service
 
 WRITERS = 8
 WARM_SECONDS = 1.5
+WARM_LIMIT_SECONDS = 60.0  # a loaded machine: the first stores load the model
 AFTER_HEAL_SECONDS = 1.5
 HEAL_LIMIT_SECONDS = 30.0
 
@@ -110,13 +111,22 @@ async def _stored_msg_ids(running: Running) -> list[str]:
     return [row["msg_id"] for row in rows]
 
 
+async def _warmed_up(tally: Tally) -> None:
+    """At least WARM_SECONDS of writing and one acknowledgement per writer, so the kill
+    lands on a service under load (bounded: WARM_LIMIT_SECONDS)."""
+    await asyncio.sleep(WARM_SECONDS)
+    deadline = time.monotonic() + WARM_LIMIT_SECONDS
+    while len(tally.acknowledged) < WRITERS and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+
+
 async def test_kill_9_of_postgres_under_8_writers_loses_nothing_and_heals_within_30_s(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     with running_service(tmp_path) as running:
         stop, tally = asyncio.Event(), Tally()
         writers = [asyncio.create_task(_writer(running, n, stop, tally)) for n in range(WRITERS)]
-        await asyncio.sleep(WARM_SECONDS)
+        await _warmed_up(tally)
         before = len(tally.acknowledged)
         os.kill(running.postmaster_pid(), signal.SIGKILL)
         killed = time.monotonic()
