@@ -105,6 +105,16 @@ def without_null_defaults(schema: JsonObject, args: JsonObject) -> JsonObject:
     }
 
 
+def _outside_tool_set(name: str, caller: Caller) -> JsonObject:
+    """The refusal of a listed-elsewhere tool: a key sees and calls only its tool set."""
+    return {
+        "error": f"{name} is not in this key's tool set ({caller.tool_set}); "
+        "ask the operator for a key created with --tools all",
+        "tool": name,
+        "tool_set": caller.tool_set,
+    }
+
+
 class Dispatcher:
     """Validates and runs one tool call for the current caller."""
 
@@ -123,6 +133,10 @@ class Dispatcher:
         if spec is None:
             request.note_tool(name[:100], "unknown_tool")
             return _text_result({"error": f"Unknown tool: {name}"}, is_error=True)
+        caller = self._resolve_caller()
+        if not tools.in_tool_set(caller.tool_set, name):
+            request.note_tool(name, "not_in_tool_set")
+            return _text_result(_outside_tool_set(name, caller), is_error=True)
         args = without_null_defaults(spec.input_schema, dict(arguments or {}))
         error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
         if error is not None:
@@ -210,7 +224,9 @@ def build_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=definitions)
+        tool_set = resolve_caller().tool_set
+        listed = [tool for tool in definitions if tools.in_tool_set(tool_set, tool.name)]
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -105,7 +105,7 @@ def test_key_list_shows_an_expired_key_as_expired(database_url: str) -> None:
     deadline = time.monotonic() + 20
     while True:
         states = {
-            line.split()[2]: line.split()[1]
+            line.split()[3]: line.split()[1]  # KEY_ID STATE TOOLS LABEL ...
             for line in run_cli(
                 database_url, "key", "list", "--tenant", "acme"
             ).stdout.splitlines()[1:]
@@ -114,3 +114,26 @@ def test_key_list_shows_an_expired_key_as_expired(database_url: str) -> None:
             break
         time.sleep(0.2)
     assert states == {"brief": "expired", "lasting": "active"}
+
+
+def test_key_create_takes_a_tool_set_that_key_list_shows(database_url: str) -> None:
+    assert run_cli(database_url, "tenant", "create", "sets").returncode == 0
+    everyday = run_cli(database_url, "key", "create", "--tenant", "sets", "--tools", "everyday")
+    default = run_cli(database_url, "key", "create", "--tenant", "sets")
+    assert everyday.returncode == default.returncode == 0, everyday.stderr
+    listed = run_cli(database_url, "key", "list", "--tenant", "sets").stdout.splitlines()
+    assert listed[0].split()[:3] == ["KEY_ID", "STATE", "TOOLS"]
+    tool_sets = {line.split()[0]: line.split()[2] for line in listed[1:]}
+    assert tool_sets == {
+        everyday.stdout.strip()[:16]: "everyday",
+        default.stdout.strip()[:16]: "all",
+    }
+
+
+def test_an_unknown_tool_set_is_refused_in_one_line(database_url: str) -> None:
+    assert run_cli(database_url, "tenant", "create", "sets").returncode == 0
+    bad = run_cli(database_url, "key", "create", "--tenant", "sets", "--tools", "admin")
+    assert bad.returncode == 1
+    assert bad.stderr.strip().count("\n") == 0
+    assert "--tools" in bad.stderr and "everyday" in bad.stderr
+    assert "sets" not in run_cli(database_url, "key", "list", "--tenant", "sets").stdout.split()

@@ -8,6 +8,7 @@ only assembles the catalogue in the spec's registration order (spec §2).
 from __future__ import annotations
 
 from service.mcp.registry import ToolSpec
+from service.models import ToolSet
 from service.mcp.tools import (
     agents,
     calibration,
@@ -54,6 +55,36 @@ TOOL_ORDER = (
     "deep_check",
     "migrate_channel_axis",
 )
+EVERYDAY = frozenset(
+    {
+        "get_operating_context",
+        "store",
+        "recall",
+        "recall_with_context",
+        "get_contents",
+        "get_profile",
+        "update_profile",
+        "archive_episode",
+        "list_memories",
+        "list_episodes",
+        "update_memory",
+        "lock_memory",
+        "unlock_memory",
+        "delete_memory",
+        "delete_episode",
+    }
+)
+"""The ``everyday`` tool set: what an agent uses in a session (read the house rules,
+remember, recall, expand previews, keep its profile, archive the session, correct or
+forget one row). The pause controls, calibration, the queue, export/import/merge,
+the health checks and ``delete_agent_data`` are the operator's (docs/tools.md)."""
+
+
+def in_tool_set(tool_set: ToolSet, name: str) -> bool:
+    """Whether a key of ``tool_set`` lists and may call tool ``name``."""
+    return tool_set == "all" or name in EVERYDAY
+
+
 FEATURES = (
     pauses,
     operating_context,
