@@ -3,7 +3,8 @@
 ``create_app`` is a factory (no module-level state). The MCP endpoint is the SDK's
 stateless streamable-HTTP handler mounted as a plain route (no ``/mcp`` → ``/mcp/``
 redirect); it and the ``/v1/*`` routes sit behind the one :class:`~service.app.edge.Edge`
-(credential, Host/Origin, sizes, the response ceiling, the log line, metrics).
+(credential, Host/Origin, sizes, the response ceiling, the log line, metrics); CORS
+for the allowed browser origins wraps them all (:mod:`service.app.cors`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from collections.abc import AsyncIterator, Callable
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from service.app import background, portability, probes
+from service.app.cors import Cors
 from service.app.edge import Edge, EdgeDeps, asgi_handler, transport_security
 from service.app.metrics import EdgeMetrics
 from service.config import Settings
@@ -96,6 +99,7 @@ def create_app(
             Route("/mcp", mcp_edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
             *portability.routes(deps),
         ],
+        middleware=[Middleware(Cors, allowed_origins=settings.allowed_origins)],
         lifespan=lifespan,
     )
     app.state.library = lib

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import importlib.util
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -133,6 +134,18 @@ def parse_origin(name: str, raw: str) -> str:
     if not value.startswith(("http://", "https://")):
         raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
     return value
+
+
+def parse_origins(name: str, raw: str) -> tuple[str, ...]:
+    """Comma-separated browser origins (``scheme://host[:port]``, ``:*`` for any port)."""
+    origins = parse_list(name, raw)
+    for origin in origins:
+        if not re.fullmatch(r"https?://[^/\s,]+", origin):
+            raise ConfigError(
+                f"{name}: expected origins like https://app.example.com or "
+                f"http://localhost:*, got {origin!r}"
+            )
+    return origins
 
 
 UNIT = parse_float(0.0, 1.0)

@@ -16,6 +16,7 @@ from service.config.fields import (
     parse_int,
     parse_list,
     parse_log_level,
+    parse_origins,
     parse_path,
     parse_str,
     setting,
@@ -38,7 +39,7 @@ class ServerSettings:
         False, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", parse=parse_bool
     )
     allowed_hosts: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_HOSTS", parse=parse_list)
-    allowed_origins: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_ORIGINS", parse=parse_list)
+    allowed_origins: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_ORIGINS", parse=parse_origins)
     log_format: LogFormat = setting(
         "console", "CPERSONA_LOG_FORMAT", parse=parse_choice("json", "console")
     )
