@@ -69,8 +69,10 @@ def _add_tenant_parser(commands: Commands) -> None:
     tenant = commands.add_parser("tenant", help="manage tenants")
     sub = tenant.add_subparsers(dest="tenant_command", required=True)
     create = sub.add_parser("create", help="create a tenant")
-    create.add_argument("slug")
-    create.add_argument("--name", default="")
+    create.add_argument(
+        "slug", help="1-63 lower-case letters, digits and dashes (the --tenant of other commands)"
+    )
+    create.add_argument("--name", default="", help="a display name")
     create.set_defaults(run=cmd_tenant_create)
     sub.add_parser("list", help="list tenants").set_defaults(run=cmd_tenant_list)
 
@@ -79,9 +81,14 @@ def _add_key_parser(commands: Commands) -> None:
     key = commands.add_parser("key", help="manage API keys")
     sub = key.add_subparsers(dest="key_command", required=True)
     create = sub.add_parser("create", help="create a key (prints only the key)")
-    create.add_argument("--tenant", required=True)
-    create.add_argument("--label", default="")
-    create.add_argument("--grant", action="append", metavar="AGENT=none|read|read-write")
+    create.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
+    create.add_argument("--label", default="", help="what the key is for (shown by key list)")
+    create.add_argument(
+        "--grant",
+        action="append",
+        metavar="AGENT=none|read|read-write",
+        help="a permission per agent, repeatable; * is every other agent (default: *=read-write)",
+    )
     create.add_argument("--expires-in", metavar="DAYS", help="days until the key expires")
     create.add_argument(
         "--tools",
@@ -92,10 +99,10 @@ def _add_key_parser(commands: Commands) -> None:
     )
     create.set_defaults(run=cmd_key_create)
     listing = sub.add_parser("list", help="list a tenant's keys")
-    listing.add_argument("--tenant", required=True)
+    listing.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
     listing.set_defaults(run=cmd_key_list)
     revoke = sub.add_parser("revoke", help="revoke a key by its KEY_ID")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", metavar="KEY_ID", help="the cpk_<12 hex> prefix key list shows")
     revoke.set_defaults(run=cmd_key_revoke)
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import importlib.metadata
 import importlib.util
 import re
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -133,6 +134,34 @@ def parse_origin(name: str, raw: str) -> str:
     value = raw.strip().rstrip("/")
     if not value.startswith(("http://", "https://")):
         raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
+    return value
+
+
+def _url_problem(raw: str) -> str | None:
+    """Why ``raw`` is no PostgreSQL URL (None when it is one asyncpg and Alembic accept)."""
+    try:
+        parts = urllib.parse.urlsplit(raw)
+        parts.port  # noqa: B018 - parsing the port is the check (a ValueError when bad)
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("postgresql", "postgres"):
+        return f"the scheme is {parts.scheme or 'missing'!r}, not postgresql"
+    return None
+
+
+def parse_database_url(name: str, raw: str) -> str | None:
+    """A PostgreSQL URL, or None when empty (the embedded server then runs).
+
+    The error never repeats the value: a URL carries a password.
+    """
+    value = raw.strip()
+    if not value:
+        return None
+    problem = _url_problem(value)
+    if problem is not None:
+        raise ConfigError(
+            f"{name}: expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE ({problem})"
+        )
     return value
 
 

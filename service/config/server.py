@@ -12,6 +12,7 @@ from service.config.fields import (
     fixed,
     parse_bool,
     parse_choice,
+    parse_database_url,
     parse_float,
     parse_int,
     parse_list,
@@ -26,7 +27,7 @@ from service.config.fields import (
 @dataclasses.dataclass(frozen=True)
 class ServerSettings:
     # -- server and database
-    database_url: str | None = setting(None, "DATABASE_URL", parse=parse_str)
+    database_url: str | None = setting(None, "DATABASE_URL", parse=parse_database_url)
     data_dir: Path = setting(
         None,
         "CPERSONA_DATA_DIR",

@@ -53,7 +53,8 @@ async def test_the_modern_era_sees_the_same_tool_set(lib: Library, served: Serve
     assert {tool.name for tool in listed.tools} == EVERYDAY
     assert refused.is_error is True
     item = refused.content[0]
-    assert isinstance(item, types.TextContent) and "tool set" in item.text
+    assert isinstance(item, types.TextContent)
+    assert "tool set" in item.text
 
 
 async def test_an_unknown_tool_is_still_unknown_for_an_everyday_key(

@@ -8,7 +8,6 @@ only assembles the catalogue in the spec's registration order (spec §2).
 from __future__ import annotations
 
 from service.mcp.registry import ToolSpec
-from service.models import ToolSet
 from service.mcp.tools import (
     agents,
     calibration,
@@ -23,6 +22,7 @@ from service.mcp.tools import (
     queue,
     recall,
 )
+from service.models import ToolSet
 
 TOOL_ORDER = (
     "pause_persistence",
