@@ -23,7 +23,8 @@ from service.app.factory import create_app
 from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
-from service.models import Permission
+from service.models import Caller, Permission
+from tests.servers import pooling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,9 +39,13 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serve(settings: Settings, database_url: str) -> AsyncIterator[Served]:
-    """Run the real application on an ephemeral loopback port until the block ends."""
-    app = create_app(settings, database_url)
+async def serve(
+    settings: Settings, database_url: str, anonymous: Caller | None = None
+) -> AsyncIterator[Served]:
+    """Run the real application on an ephemeral loopback port until the block ends
+    (``anonymous``: the caller of requests without a key, as with
+    CPERSONA_ALLOW_UNAUTHENTICATED_HTTP)."""
+    app = create_app(pooling.apply(settings), database_url, anonymous)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -142,6 +147,7 @@ def run_cli(
     environ.pop("DATABASE_URL", None)
     if database_url:
         environ["DATABASE_URL"] = database_url
+    environ.update(pooling.cli_env(database_url))
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "service", *args],

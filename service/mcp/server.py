@@ -6,14 +6,17 @@ spec (§1.2) are exact: a schema violation is an ``isError`` result whose text i
 ``{"error": "Unknown tool: <name>"}`` (flagged ``isError`` so clients that branch on it
 see a failure); a handler's semantic failure is its own
 ``{"ok": false, ...}`` object. Unexpected exceptions are logged and answered with
-a generic bare error carrying the request id, never a stack trace.
+a generic bare error carrying the request id, never a stack trace. A temporary
+unavailability (database down or busy) is none of these: it becomes a JSON-RPC
+error answered with 503 and Retry-After (:mod:`service.mcp.refusals`).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import jsonschema
@@ -24,12 +27,12 @@ from mcp.server.context import ServerRequestContext
 from pydantic import BaseModel
 
 from service import __version__
-from service.errors import Refused, ServiceError
+from service.errors import Refused, ServiceError, Unavailable
 from service.logs import get_logger
-from service.mcp import acl, pausing, project_gate, request, tools
+from service.mcp import acl, pausing, project_gate, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting
-from service.memory import text
+from service.memory import reads, text
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import Caller, JsonObject
@@ -142,7 +145,11 @@ class Dispatcher:
         if error is not None:
             request.note_tool(name, "invalid_input")
             return _validation_error(error.message)
-        body = await self._run(spec, with_defaults(spec.input_schema, args))
+        try:
+            body = await self._run(spec, with_defaults(spec.input_schema, args))
+        except Unavailable as exc:  # a JSON-RPC error with 503, by refusals.UnavailableAsError
+            request.note_tool(name, exc.reason)
+            raise
         request.note_tool(name, _outcome(body))
         request.note_chars(*accounting.char_accounting(body))
         return _text_result(body)
@@ -157,7 +164,9 @@ class Dispatcher:
             return denial
         env = ToolEnv(self._lib, caller, request.current_session_key())
         try:
-            return await self._gated(spec, env, args)
+            return await self._routed(spec, env, args)
+        except Unavailable:
+            raise
         except Refused as exc:  # the tool's own failure shape
             return {**spec.refusal(exc.message), **exc.details}
         except ServiceError as exc:  # CPersona's dispatch-level bare error
@@ -167,6 +176,17 @@ class Dispatcher:
             request_id = info.request_id if info else "-"
             log.exception("tool_failed", tool=spec.name)
             return {"error": f"internal error while running {spec.name} (request {request_id})"}
+
+    async def _routed(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
+        """A read-only call on the read replica when there is one (``reads.on_replica``
+        falls back to the primary); everything else on the primary."""
+        if not spec.reads_replica(self._lib.settings):
+            return await self._gated(spec, env, args)
+
+        def gated(lib: Library) -> Awaitable[JsonObject]:
+            return self._gated(spec, dataclasses.replace(env, lib=lib), args)
+
+        return await reads.on_replica(self._lib, gated)
 
     async def _gated(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
         """The operating-context project gate (spec §9.4), the pause step (§10.5), the handler.
@@ -242,6 +262,7 @@ def build_mcp_server(
         # the catalogue changes only with a deployment; private: a key may see its own set
         cache_hints={"tools/list": CacheHint(ttl_ms=CATALOGUE_TTL_MS, scope="private")},
     )
+    server.middleware.append(refusals.UnavailableAsError())  # outside TenantInstructions
     server.middleware.append(TenantInstructions(lib, resolve_caller))
     return server
 
