@@ -54,7 +54,7 @@ def parse_tool_set(raw: str) -> ToolSet:
     """A tool set name, validated (InvalidInput naming the choices otherwise)."""
     if raw not in TOOL_SETS:
         raise InvalidInput(f"--tools: expected one of {', '.join(TOOL_SETS)}, got {raw!r}")
-    return cast(ToolSet, raw)
+    return raw  # narrowed to ToolSet by the membership test
 
 
 async def create_tenant(db: Database, slug: str, name: str = "") -> store.TenantRow:
