@@ -12,24 +12,14 @@ from service.app.cors import origin_allowed
 from service.config import Settings, load_settings
 from service.errors import ConfigError
 from service.memory.library import Library
+from tests.app.test_edge import INIT, JSON_HEADERS
 from tests.support import new_tenant, serve
 
 APP = "https://app.example.com"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "browser", "version": "0"},
-    },
-}
 PREFLIGHT = {
     "access-control-request-method": "POST",
     "access-control-request-headers": "authorization, content-type, mcp-protocol-version",
 }
-JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 def _cors(response: httpx.Response) -> dict[str, str]:

@@ -57,21 +57,21 @@ TOOL_ORDER = (
 )
 EVERYDAY = frozenset(
     {
+        "archive_episode",
+        "delete_episode",
+        "delete_memory",
+        "get_contents",
         "get_operating_context",
-        "store",
+        "get_profile",
+        "list_episodes",
+        "list_memories",
+        "lock_memory",
         "recall",
         "recall_with_context",
-        "get_contents",
-        "get_profile",
-        "update_profile",
-        "archive_episode",
-        "list_memories",
-        "list_episodes",
-        "update_memory",
-        "lock_memory",
+        "store",
         "unlock_memory",
-        "delete_memory",
-        "delete_episode",
+        "update_memory",
+        "update_profile",
     }
 )
 """The ``everyday`` tool set: what an agent uses in a session (read the house rules,
