@@ -26,6 +26,7 @@ What runs once and what runs per process:
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import multiprocessing
 import os
@@ -49,6 +50,7 @@ log = get_logger("service.cli")
 SUPERVISE_SECONDS = 0.5
 STOP_SECONDS = 30.0
 RESTART_BACKOFF_MAX = 5.0
+MAX_WORKERS = 1024
 
 
 def worker_count(settings: Settings, requested: int | None) -> int:
@@ -71,15 +73,13 @@ def worker_settings(settings: Settings, url: str, index: int, count: int) -> Set
     )
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The socket every worker accepts on, bound and listening before any worker starts."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
+def worker_number(raw: str) -> int:
+    """``--workers``: 1..1024 (argparse prints the one-line usage error)."""
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of workers 1-{MAX_WORKERS}, got {raw!r}"
+        )
+    return int(raw)
 
 
 def run_worker(
@@ -132,9 +132,10 @@ def serve_workers(
     anonymous: Caller | None,
     embedded: EmbeddedPostgres | None,
     count: int,
+    sock: socket.socket,
 ) -> None:
-    """Run ``count`` workers on ``settings.http_host:http_port`` until SIGTERM/SIGINT."""
-    sock = listening_socket(settings.http_host, settings.http_port)
+    """Run ``count`` workers accepting on ``sock`` (bound and listening, inheritable)
+    until SIGTERM/SIGINT; the caller closes ``sock``."""
     context = multiprocessing.get_context("spawn")
 
     def start(index: int) -> BaseProcess:
@@ -156,7 +157,6 @@ def serve_workers(
             pool.replace_dead()
     finally:
         pool.stop()
-        sock.close()
 
 
 def _restart_postgres(embedded: EmbeddedPostgres, stopping: threading.Event) -> None:
