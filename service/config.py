@@ -204,6 +204,10 @@ class Settings:
     recall_preview_chars: int = setting(
         500, "CPERSONA_RECALL_PREVIEW_CHARS", parse=parse_int(0, 1_000_000)
     )
+    tokenizer: Path | None = setting(None, "CPERSONA_TOKENIZER", parse=parse_path)
+    recall_cursor_ttl: int = setting(900, "CPERSONA_RECALL_CURSOR_TTL", parse=parse_int(1, 86_400))
+    session_dedup: bool = setting(False, "CPERSONA_SESSION_DEDUP", parse=parse_bool)
+    session_dedup_ttl: int = setting(3600, "CPERSONA_SESSION_DEDUP_TTL", parse=parse_int(1, 86_400))
     max_content_length: int = setting(
         16_000, "CPERSONA_MAX_CONTENT_LENGTH", parse=parse_int(1, 1_000_000)
     )

@@ -11,13 +11,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from service.cli import health, operating_context, portability, queue, serve, tenants
+from service.cli import health, operating_context, portability, queue, serve, tenants, usage
 from service.cli.runtime import CliError
 from service.config import load_settings
 from service.errors import ServiceError
 from service.logs import configure_logging
 
-COMMAND_MODULES = (serve, tenants, operating_context, queue, health, portability)
+COMMAND_MODULES = (serve, tenants, operating_context, queue, health, portability, usage)
 
 
 def build_parser() -> argparse.ArgumentParser:

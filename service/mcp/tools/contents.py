@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID
 from service.mcp.shaping import contents as shaping
@@ -29,10 +30,15 @@ REFS: JsonObject = {
 
 
 async def _get_contents(env: ToolEnv, args: JsonObject) -> JsonObject:
-    """Resolve every ref whole in the library, then spend the batch budget here."""
+    """Resolve every ref whole in the library, then spend the batch budget here; in a
+    deduplicated session the rows sent count as delivered (recall stubs them later)."""
     agent_id, refs = contents.checked_request(args["agent_id"], args["refs"])
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
-    return shaping.budget_contents(found)
+    answer = shaping.budget_contents(found)
+    items = answer["items"]
+    if isinstance(items, list):
+        await delivery.record_whole(env, [str(item["ref"]) for item in items])
+    return answer
 
 
 GET_CONTENTS = ToolSpec(

@@ -1,10 +1,11 @@
-"""recall and recall_with_context: the library's full rows, shaped to previews here."""
+"""recall and recall_with_context: the library's full rows, shaped and delivered here."""
 
 from __future__ import annotations
 
+from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
-from service.mcp.shaping import recall as shaping
+from service.memory.cursor import MAX_CURSOR_CHARS
 from service.memory.recall import pipeline, with_context
 from service.models import JsonObject
 
@@ -40,20 +41,43 @@ _COMMON: JsonObject = {
         "description": "Return rows whole (within a 200,000-character budget) instead of "
         "500-character previews.",
     },
+    "max_tokens": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1_000_000,
+        "description": "Token budget (chars/4) of the answer: best rows first; the rest via "
+        "next_cursor.",
+    },
+    "cursor": {
+        "type": "string",
+        "maxLength": MAX_CURSOR_CHARS,
+        "description": "next_cursor of your last call (same agent_id and query): resumes "
+        "exactly there.",
+    },
+    "novel_only": {
+        "type": "boolean",
+        "description": "Rows this session already got whole come back as {ref, seen: true}.",
+    },
 }
 
 RECALL_DESCRIPTION = """Search long-term memory (memories and archived episodes) by meaning and
 words.
 
 Returns {messages: [...]} in ascending relevance: the LAST element is the best match.
-Each row: content, ref ("mem:<id>" or "ep:<id>"), source, timestamp?, id? (your msg_id),
-match_reason? The profile row ("[Profile] ...") may appear first. Content is a preview:
-rows longer than 500 characters carry the first 500 plus content_truncated: true and
-content_len; fetch full text for the rows you need with get_contents(agent_id, refs), or
-pass full_content: true (bounded by a 200,000-character budget: past it rows degrade to
-previews and full_content_budget_chars is set). Pass text you already hold in
-exclude_contents (previews work) to avoid getting it back. `advisory` means recall is
-degraded (e.g. word matching only) — tell the user when it asks you to."""
+Each row: content, ref ("mem:<id>" or "ep:<id>"), source?, timestamp?, id? (your msg_id),
+match_reason? (scores to 4 digits; empty fields are omitted). The profile row ("[Profile]
+...") may appear first. Content is a preview: rows longer than 500 characters carry the
+first 500 plus content_truncated: true and content_len, and, when the best match lies
+further on, excerpt (up to 240 characters around it) and excerpt_offset. Fetch full text
+with get_contents(agent_id, refs), or pass full_content: true (bounded by a
+200,000-character budget: past it rows degrade to previews and full_content_budget_chars
+is set). max_tokens bounds the answer: best rows first, and next_cursor when rows were
+left out — call again with the same arguments plus cursor: next_cursor for the next page
+(same ranking, no row twice, none skipped; valid 15 minutes by default). novel_only: true returns
+rows you already received whole in this session (X-CPersona-Session) as {ref, seen:
+true}. Pass text you already hold in exclude_contents (previews work) to avoid getting it
+back. `advisory` means recall is degraded (e.g. word matching only) — tell the user when
+it asks you to."""
 
 
 def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
@@ -72,14 +96,6 @@ def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
     )
 
 
-def _shape(env: ToolEnv, body: JsonObject, args: JsonObject) -> JsonObject:
-    return shaping.shape_recall(
-        body,
-        preview_chars=env.lib.settings.recall_preview_chars,
-        full_content=bool(args["full_content"]),
-    )
-
-
 def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     """Recall itself never writes unless confidence scoring bumps recall statistics,
     which a persistence pause suppresses (spec §10.5); only then is the pause read."""
@@ -87,9 +103,11 @@ def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
 
 
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = _request(env, args)
-    body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
-    return _shape(env, body, args)
+    opts = delivery.options("recall", args)
+    if args.get("cursor"):
+        return await delivery.resume(env, opts, args["cursor"])
+    body = await pipeline.recall(env.lib, env.caller.tenant_id, _request(env, args))
+    return await delivery.deliver(env, opts, body)
 
 
 RECALL = ToolSpec(
@@ -120,16 +138,20 @@ conversation you pass in `external_context`, sorted by timestamp (oldest first).
 
 Memories whose text matches any external_context entry are left out (you already hold
 them). User and assistant turns are echoed back as rows with context_type:
-"conversation" (no ref); entries with other roles only filter. Rows are previews like
-recall (echoes too); use get_contents or full_content: true for full text."""
+"conversation" (no ref); entries with other roles only filter. Rows are shaped like
+recall (previews, echoes too; excerpt; get_contents or full_content: true for full
+text). max_tokens, cursor and novel_only work as in recall; the budget keeps the newest
+rows, and echoes come only on the first page."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = _request(env, args)
+    opts = delivery.options("recall_with_context", args)
+    if args.get("cursor"):
+        return await delivery.resume(env, opts, args["cursor"])
     body = await with_context.recall_with_context(
-        env.lib, env.caller.tenant_id, request, args["external_context"]
+        env.lib, env.caller.tenant_id, _request(env, args), args["external_context"]
     )
-    return _shape(env, body, args)
+    return await delivery.deliver(env, opts, body)
 
 
 RECALL_WITH_CONTEXT = ToolSpec(
