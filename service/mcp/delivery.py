@@ -110,15 +110,15 @@ async def _page(
 
 
 async def record_whole(env: ToolEnv, refs: Sequence[str]) -> None:
-    """Record rows another tool (get_contents) delivered whole, in a deduplicated session
-    (``CPERSONA_SESSION_DEDUP`` and ``X-CPersona-Session``), so recall stubs them later."""
-    session = ledger_session(env, None)
+    """Record rows another tool (get_contents) delivered whole to the session the request
+    names (``X-CPersona-Session``), so a later ``novel_only`` or deduplicated recall of that
+    session sends them as stubs."""
     parsed = list(dict.fromkeys(ref for ref in map(parse_ref, refs) if ref is not None))
-    if session is None or not parsed:
+    if not env.session_key or not parsed:
         return
     offered = [ledger.Offered(kind, row_id, 0, 0, True) for kind, row_id in parsed]
     await ledger.deliver(
-        env.lib, env.caller.tenant_id, session[0], offered, budget=None, look_up=False
+        env.lib, env.caller.tenant_id, env.session_key, offered, budget=None, look_up=False
     )
 
 

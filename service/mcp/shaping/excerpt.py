@@ -211,17 +211,27 @@ def excerpt(
     width: int = EXCERPT_CHARS,
 ) -> Excerpt | None:
     """The excerpt of a row trimmed to ``preview_chars``; None when its best match lies
-    inside the preview or nothing matches."""
+    inside the preview or nothing matches. An excerpt never repeats the preview: one that
+    would start inside it starts at the word the preview cuts instead."""
     found = best_unit(text, hits, weights)
-    if found is None:
+    if found is None or max(hit.end for hit in found[2]) <= preview_chars:
         return None
     start, end, inside = found
-    if end <= preview_chars:
-        return None
+    if start < preview_chars:
+        return passage(text, _word_start(text, preview_chars), width)
     if end - start <= width:
         return passage(text, start, width)
     begin, finish = best_cluster(inside, weights, width)
-    return None if finish <= preview_chars else around(text, begin, finish, (start, end), width)
+    if finish <= preview_chars:
+        return None
+    return around(text, begin, finish, (start, end), width)
+
+
+def _word_start(text: str, at: int) -> int:
+    """The start of the word that contains position ``at``."""
+    while at > 0 and not _cuttable(text, at):
+        at -= 1
+    return at
 
 
 def excerpts(

@@ -30,8 +30,8 @@ REFS: JsonObject = {
 
 
 async def _get_contents(env: ToolEnv, args: JsonObject) -> JsonObject:
-    """Resolve every ref whole in the library, then spend the batch budget here; in a
-    deduplicated session the rows sent count as delivered (recall stubs them later)."""
+    """Resolve every ref whole in the library, then spend the batch budget here; the rows
+    sent count as delivered to the request's session, if it names one (the ledger)."""
     agent_id, refs = contents.checked_request(args["agent_id"], args["refs"])
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
     answer = shaping.budget_contents(found)

@@ -102,6 +102,19 @@ async def test_rows_fetched_with_get_contents_count_as_delivered_whole(
         assert _stubs(await _recall(client)) >= {f"mem:{long_id}"}
 
 
+async def test_get_contents_records_for_novel_only_sessions_without_dedup(
+    lib: Library, served: Served
+) -> None:
+    seed, key = await _tenant(lib)
+    _, long_id = await _otters(seed)
+    client = SessionAgent(served, key, "reader")
+    await client.call("get_contents", agent_id="a", refs=[f"mem:{long_id}", "mem:999999"])
+    assert _stubs(await _recall(client, novel_only=True)) == {f"mem:{long_id}"}
+    assert not _stubs(await _recall(client))  # dedup is off: only novel_only stubs
+    await Agent(served, key).call("get_contents", agent_id="a", refs=[f"mem:{long_id}"])
+    assert {session for session, _ in await _ledger(lib)} == {"reader"}  # no header: no record
+
+
 async def test_a_delivery_is_forgotten_when_it_expires(lib: Library, served: Served) -> None:
     seed, key = await _tenant(lib)
     await _otters(seed)
