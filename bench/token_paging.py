@@ -9,16 +9,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx2
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
-from bench.client import HTTP_TIMEOUT_S, Reply, call_json
+from bench.client import Reply, call_json, mcp_session
 from bench.locomo_data import Question
 from bench.token_estimates import tokens_chars4
 from bench.token_features import Features
@@ -69,19 +66,6 @@ async def budget_probe(
     )
 
 
-@contextlib.asynccontextmanager
-async def session_client(mcp_url: str, key: str, session: str) -> AsyncIterator[ClientSession]:
-    """An MCP session whose requests name ``session`` in ``X-CPersona-Session``."""
-    headers = {"Authorization": f"Bearer {key}", "X-CPersona-Session": session}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=HTTP_TIMEOUT_S) as http,
-        streamable_http_client(mcp_url, http_client=http) as (read, write),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        yield client
-
-
 def sessions_of(questions: Sequence[Question]) -> list[list[Question]]:
     """Consecutive questions of each conversation, :data:`SESSION_QUESTIONS` a session."""
     by_conversation: dict[str, list[Question]] = {}
@@ -108,7 +92,7 @@ async def session_probe(
     ``get_contents`` of its trimmed top two (the ledger records those too); compare with
     the same questions asked on their own."""
     tally = {"recall_novel": 0, "recall+fetch_novel": 0, "stubs": 0, "rows": 0}
-    async with session_client(mcp_url, key, name) as client:
+    async with mcp_session(mcp_url, key, name) as client:
         for q in asked:
             args = {"agent_id": q.sample_id, "query": q.text, "limit": 10, "novel_only": True}
             reply = await call_json(client, "recall", args)

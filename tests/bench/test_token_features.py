@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench import locomo_data as locomo, token_features as features, token_paging as paging
 from bench.client import Reply
 from bench.token_corpus import Span
 
 
 def test_content_and_excerpt_characters_of_an_answer() -> None:
-    rows = [{"content": "abc", "excerpt": "de"}, {"content": "fgh"}, {"ref": "mem:1", "seen": True}]
+    rows: list[dict[str, Any]] = [
+        {"content": "abc", "excerpt": "de"},
+        {"content": "fgh"},
+        {"ref": "mem:1", "seen": True},
+    ]
     assert features.text_chars(rows) == (6, 2)
     f = features.Features()
     features.record_answer(f, "x" * 40, rows)
@@ -47,8 +53,11 @@ def test_sessions_are_consecutive_questions_of_one_conversation() -> None:
 
 
 def test_the_careful_client_fetches_only_trimmed_rows_of_its_top_two() -> None:
-    rows = [{"ref": "mem:1", "content_truncated": True}, {"ref": "mem:2"},
-            {"ref": "mem:3", "content_truncated": True}]  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {"ref": "mem:1", "content_truncated": True},
+        {"ref": "mem:2"},
+        {"ref": "mem:3", "content_truncated": True},
+    ]
     assert paging.trimmed_top(rows) == ["mem:3"]
     assert paging.best_first_refs(rows) == ["mem:3", "mem:2", "mem:1"]
 

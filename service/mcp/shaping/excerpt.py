@@ -211,20 +211,22 @@ def excerpt(
     width: int = EXCERPT_CHARS,
 ) -> Excerpt | None:
     """The excerpt of a row trimmed to ``preview_chars``; None when its best match lies
-    inside the preview or nothing matches. An excerpt never repeats the preview: one that
-    would start inside it starts at the word the preview cuts instead."""
+    inside the preview or nothing matches. An excerpt never repeats the preview: in a unit
+    the preview cuts, it continues from the word the preview cuts, and only when the unit's
+    best cluster of terms lies beyond the preview."""
     found = best_unit(text, hits, weights)
-    if found is None or max(hit.end for hit in found[2]) <= preview_chars:
+    if found is None:
         return None
     start, end, inside = found
-    if start < preview_chars:
-        return passage(text, _word_start(text, preview_chars), width)
-    if end - start <= width:
+    if start >= preview_chars and end - start <= width:
         return passage(text, start, width)
     begin, finish = best_cluster(inside, weights, width)
     if finish <= preview_chars:
         return None
-    return around(text, begin, finish, (start, end), width)
+    low = max(start, _word_start(text, preview_chars))
+    if start < preview_chars and end - low <= width:
+        return passage(text, low, width)
+    return around(text, max(begin, low), finish, (low, end), width)
 
 
 def _word_start(text: str, at: int) -> int:

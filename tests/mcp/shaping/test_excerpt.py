@@ -16,6 +16,14 @@ def one(text: str, query: str, preview: int = 500) -> excerpt.Excerpt | None:
     return found
 
 
+def shows(text: str, query: str, needle: str) -> excerpt.Excerpt:
+    """The excerpt of ``text`` for ``query``, which must contain ``needle``."""
+    found = one(text, query)
+    assert found is not None
+    assert needle in found.text
+    return found
+
+
 def test_a_match_beyond_the_preview_gets_the_line_that_holds_it() -> None:
     line = "Bob: I adopted a greyhound called Pixel last spring."
     text = FILLER + line + "\n" + FILLER
@@ -29,6 +37,14 @@ def test_a_match_beyond_the_preview_gets_the_line_that_holds_it() -> None:
 def test_a_match_inside_the_preview_gets_no_excerpt() -> None:
     text = "Bob: the greyhound Pixel arrived.\n" + FILLER + "Bob: greyhound again.\n"
     assert one(text, "greyhound Pixel") is None
+
+
+def test_a_line_the_preview_cuts_gets_an_excerpt_only_for_a_better_match_beyond_it() -> None:
+    repeated = "Pixel is a greyhound " * 40  # one long line, the same match all along
+    assert one(repeated, "Pixel") is None
+    better = "Pixel naps. " * 10 + "x " * 200 + "Pixel won the greyhound derby. " + "y " * 100
+    found = shows(better, "Pixel greyhound derby", "derby")
+    assert found.offset >= 500 - len("x")  # continues the preview, never repeats it
 
 
 def test_no_match_and_no_usable_term_get_no_excerpt() -> None:
@@ -47,9 +63,7 @@ def test_a_row_that_is_not_trimmed_gets_no_excerpt() -> None:
 def test_a_term_on_every_line_locates_less_than_a_rare_one() -> None:
     """'Ann' opens every line; 'quartet' appears once, far beyond the preview."""
     text = FILLER + "Ann: the string quartet played at noon.\n" + FILLER
-    found = one(text, "What did Ann hear the quartet play?")
-    assert found is not None
-    assert "quartet" in found.text
+    shows(text, "What did Ann hear the quartet play?", "quartet")
 
 
 def test_terms_rarer_across_the_answer_weigh_more() -> None:
@@ -65,9 +79,7 @@ def test_terms_rarer_across_the_answer_weigh_more() -> None:
 def test_a_long_line_is_cut_around_its_best_cluster_at_word_boundaries() -> None:
     words = " ".join(f"word{i}" for i in range(400))
     text = FILLER + words.replace("word300", "kestrel nest") + "\n"
-    found = one(text, "kestrel nest")
-    assert found is not None
-    assert "kestrel nest" in found.text
+    found = shows(text, "kestrel nest", "kestrel nest")
     assert len(found.text) <= excerpt.EXCERPT_CHARS
     assert found.text.split()[0].startswith("word")
     assert found.text.split()[-1].startswith("word")
@@ -77,17 +89,13 @@ def test_a_long_line_is_cut_around_its_best_cluster_at_word_boundaries() -> None
 
 def test_cjk_text_is_matched_by_trigrams_and_cut_between_characters() -> None:
     text = "あいうえお" * 120 + "東京タワーに行きました。" + "かきくけこ" * 60
-    found = one(text, "東京タワー")
-    assert found is not None
-    assert "東京タワー" in found.text
+    found = shows(text, "東京タワー", "東京タワー")
     assert len(found.text) <= excerpt.EXCERPT_CHARS
 
 
 def test_identifiers_are_matched_literally() -> None:
     text = FILLER + "Ops: patched CVE-2024-3094 on the build hosts.\n" + FILLER
-    found = one(text, "CVE-2024-3094")
-    assert found is not None
-    assert "CVE-2024-3094" in found.text
+    shows(text, "CVE-2024-3094", "CVE-2024-3094")
 
 
 def test_shape_recall_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() -> None:

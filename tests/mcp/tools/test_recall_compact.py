@@ -54,10 +54,9 @@ async def test_the_answer_text_is_compact_json_that_any_parser_reads(client: Age
 async def test_a_row_matching_beyond_its_preview_gets_an_excerpt_of_the_full_text(
     lib: Library, served: Served
 ) -> None:
-    seed = await new_seed(lib, "excerpts")
-    client = Agent(served, await _key(lib, "excerpts"))
-    beyond = await seed.memory(BEYOND)
-    inside = await seed.memory(INSIDE)
+    client, beyond = await _with_chat(lib, served)
+    inside = await client.call("store", agent_id="a", message={"content": INSIDE})
+    inside = inside["id"]
     rows = {row["ref"]: row for row in await _recall(client, "When did Bob adopt Pixel?")}
     far, near = rows[f"mem:{beyond}"], rows[f"mem:{inside}"]
     assert far["content"] == BEYOND[:500]
@@ -76,9 +75,7 @@ async def test_a_row_matching_beyond_its_preview_gets_an_excerpt_of_the_full_tex
 async def test_a_preview_with_an_excerpt_fed_back_still_suppresses_its_row(
     lib: Library, served: Served
 ) -> None:
-    seed = await new_seed(lib, "excerpts")
-    client = Agent(served, await _key(lib, "excerpts"))
-    beyond = await seed.memory(BEYOND)
+    client, beyond = await _with_chat(lib, served)
     (row,) = [r for r in await _recall(client, "Pixel") if r["ref"] == f"mem:{beyond}"]
     assert "excerpt" in row
     again = await _recall(client, "Pixel", exclude_contents=[row["content"]])
@@ -90,9 +87,7 @@ async def test_a_preview_with_an_excerpt_fed_back_still_suppresses_its_row(
 async def test_recall_with_context_rows_are_compact_and_get_excerpts_too(
     lib: Library, served: Served
 ) -> None:
-    seed = await new_seed(lib, "excerpts")
-    client = Agent(served, await _key(lib, "excerpts"))
-    beyond = await seed.memory(BEYOND)
+    client, beyond = await _with_chat(lib, served)
     body = await client.call(
         "recall_with_context", agent_id="a", query="Pixel", deep=True,
         external_context=[{"role": "user", "content": "Pixel?"}],
@@ -109,5 +104,8 @@ async def test_other_tenants_stay_apart_with_compact_rows(lib: Library, served: 
     assert await _recall(theirs, "greyhound") == []
 
 
-async def _key(lib: Library, slug: str) -> str:
-    return await tenants.create_key(lib.db, slug, label="compact")
+async def _with_chat(lib: Library, served: Served) -> tuple[Agent, int]:
+    """A client of a fresh tenant whose agent holds BEYOND; and BEYOND's id."""
+    seed = await new_seed(lib, "excerpts")
+    client = Agent(served, await tenants.create_key(lib.db, "excerpts", label="compact"))
+    return client, await seed.memory(BEYOND)

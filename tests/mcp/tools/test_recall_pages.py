@@ -51,6 +51,15 @@ async def _pages(client: Agent, budget: int, **args: Any) -> list[dict[str, Any]
     return pages
 
 
+async def _first_page(client: Agent, agent: str = "a") -> dict[str, Any]:
+    """The first page of a 20-row recall in a budget that leaves rows out."""
+    page: dict[str, Any] = await client.call(
+        "recall", agent_id=agent, query="lantern", limit=20, deep=True, max_tokens=200
+    )
+    assert "next_cursor" in page
+    return page
+
+
 def _best_first(rows: list[dict[str, Any]]) -> list[str]:
     return [row["ref"] for row in reversed(rows)]
 
@@ -136,9 +145,7 @@ async def _refusal(client: Agent, **args: Any) -> str:
 async def test_a_tampered_or_truncated_cursor_is_refused(lib: Library, served: Served) -> None:
     client, seed = await _tenant(lib, served, "pages")
     await _fill(seed, 20)
-    first = await client.call(
-        "recall", agent_id="a", query="lantern", limit=20, deep=True, max_tokens=200
-    )
+    first = await _first_page(client)
     cursor = first["next_cursor"]
     flipped = cursor[:-3] + ("A" if cursor[-3] != "A" else "B") + cursor[-2:]
     for bad in (flipped, cursor[:-4], cursor + "A", "not-a-cursor", "%%%"):
@@ -152,9 +159,7 @@ async def test_a_cursor_is_bound_to_its_agent_query_key_and_tenant(
     owner, seed = await _tenant(lib, served, "pages")
     await _fill(seed, 20)
     await _fill(seed, 20, agent="b")
-    first = await owner.call(
-        "recall", agent_id="a", query="lantern", limit=20, deep=True, max_tokens=200
-    )
+    first = await _first_page(owner)
     cursor = first["next_cursor"]
     same_tenant = Agent(served, await tenants.create_key(lib.db, "pages", label="second"))
     other_tenant, other_seed = await _tenant(lib, served, "others")
@@ -178,9 +183,7 @@ async def test_an_expired_cursor_is_refused_with_its_reason(
     async with serve(instant, database_url) as served:
         client, seed = await _tenant(lib, served, "expiry")
         await _fill(seed, 20)
-        first = await client.call(
-            "recall", agent_id="a", query="lantern", limit=20, deep=True, max_tokens=200
-        )
+        first = await _first_page(client)
         error = await _refusal(client, agent_id="a", query="lantern", cursor=first["next_cursor"])
     assert error.startswith("cursor expired")
 
@@ -190,9 +193,7 @@ async def test_a_row_deleted_between_pages_is_reported_missing(
 ) -> None:
     client, seed = await _tenant(lib, served, "pages")
     await _fill(seed, 20)
-    first = await client.call(
-        "recall", agent_id="a", query="lantern", limit=20, deep=True, max_tokens=200
-    )
+    first = await _first_page(client)
     whole = await client.call("recall", agent_id="a", query="lantern", limit=20, deep=True)
     shown = {row["ref"] for row in first["messages"]}
     pending = [ref for ref in _best_first(whole["messages"]) if ref not in shown]
