@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,6 +63,7 @@ class Features:
     """Feature measurements of one mode, accumulated query by query."""
 
     chars: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    fields: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     visible: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     pages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     sessions: list[dict[str, int]] = dataclasses.field(default_factory=list)
@@ -71,8 +73,17 @@ class Features:
     counts: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
 
 
+def field_chars(key: str, value: object) -> int:
+    """Characters of ``"key":value,`` in the compact rendering."""
+    return len(json.dumps({key: value}, ensure_ascii=False, separators=(",", ":")))
+
+
 def record_answer(features: Features, text: str, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Fold one default answer's characters into the content share."""
+    """Fold one default answer's characters into the content share, and where the
+    characters that are not memory text go, field by field."""
+    for row in rows:
+        for key, value in row.items():
+            features.fields[key] += field_chars(key, value) - 1
     content, excerpt = text_chars(rows)
     features.chars["response"] += len(text)
     features.chars["content"] += content
@@ -94,6 +105,7 @@ def summarise_features(features: Features) -> dict[str, Any]:
         "content_share": share(c["content"], c["response"]),
         "memory_text_share": share(c["content"] + c["excerpt"], c["response"]),
         "chars": dict(c),
+        "field_chars": dict(features.fields),
         "evidence_visibility": dict(features.visible),
         "evidence_visible_wholly": share(features.visible["wholly"], seen),
         "evidence_visible_wholly_or_fills": share(

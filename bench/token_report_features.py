@@ -105,11 +105,29 @@ def usage_lines(mode: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def field_lines(mode: Mapping[str, Any]) -> list[str]:
+    """Where a default answer's characters go, per field (the 'content' field's
+    characters beyond its text are its key, quotes and JSON escapes)."""
+    f = mode["features"]
+    total, rows = f["chars"].get("response", 0), f["chars"].get("rows", 0)
+    if not total or not rows or "field_chars" not in f:
+        return []
+    cells = [
+        f"`{key}` {chars / rows:.0f} ({pct(chars / total)})"
+        for key, chars in sorted(f["field_chars"].items(), key=lambda kv: -kv[1])
+    ]
+    return [
+        f"- Characters per row of a default answer by field ({mode['mode']}; share of the"
+        f" answer text): {', '.join(cells)}; memory text is"
+        f" {(f['chars']['content'] + f['chars']['excerpt']) / rows:.0f} a row.",
+    ]
+
+
 def features_markdown(results: Mapping[str, Any]) -> list[str]:
     """Before/after tables, then budgets, sessions and the metered usage."""
     lines = ["", "## Response economy", "", *before_after(results)]
     for mode in results["modes"]:
-        lines += [*budget_lines(mode), *session_lines(mode)]
+        lines += [*field_lines(mode), *budget_lines(mode), *session_lines(mode)]
     lines.append("")
     for mode in results["modes"]:
         lines += usage_lines(mode)
