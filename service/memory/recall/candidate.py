@@ -62,6 +62,9 @@ class Candidate:
     LIKE fallback. ``timestamp`` is the caller's timestamp for a memory, ``start_time`` else
     ``created_at`` for an episode, ``""`` for the profile. ``resolved`` is only set on
     episodes; ``recall_count`` and ``last_recalled_at`` only mean something on memories.
+    ``vector_unseen`` marks a row matched lexically that the vector channel could not
+    score although embeddings are on (the row has no vector yet, or the query could not
+    be embedded): the gate keeps it (``gate.mark_vector_unseen``).
     """
 
     kind: Kind
@@ -78,6 +81,7 @@ class Candidate:
     resolved: bool = False
     recall_count: int = 0
     last_recalled_at: datetime | None = None
+    vector_unseen: bool = False
 
     @property
     def identity(self) -> Identity:

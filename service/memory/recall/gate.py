@@ -1,9 +1,20 @@
-"""The quality gate (spec §3.5) and the ``gate_fallback`` rescue (§3.6)."""
+"""The quality gate (spec §3.5) and the ``gate_fallback`` rescue (§3.6).
+
+One rule on top of the spec: a row matched lexically that the vector channel could
+not score while embeddings are on (``Candidate.vector_unseen``: it has no vector yet,
+e.g. stored during an embedder outage, or the query could not be embedded) is never
+dropped by the gate. The gate's thresholds assume every channel could vote for a row
+(rrf's scale is three channels, ``3/(K+1)``); such a row lost the vector channel's vote
+to a missing embedding, not to irrelevance, so in a small pool even an exact-content
+match would fall under the threshold. With embeddings off (mode ``none``) nothing is
+marked and the spec's gate applies unchanged (a lone FTS match in a tiny pool is
+dropped, §3.5).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from service.memory.recall.candidate import (
@@ -11,6 +22,7 @@ from service.memory.recall.candidate import (
     UNSCORED_MIN_POOL,
     CalibratedGate,
     Candidate,
+    Identity,
     Signal,
     confidence_of,
     sorted_desc,
@@ -63,6 +75,8 @@ def _passes_gate(
 ) -> bool:
     if row.is_profile:
         return n >= PROFILE_MIN_POOL
+    if row.vector_unseen:
+        return True
     scored = gate_score(row)
     if scored is None:
         return query_empty or n >= UNSCORED_MIN_POOL
@@ -81,7 +95,8 @@ def quality_gate(
 ) -> list[Candidate]:
     """Drop rows below the quality threshold (§3.5), first matching branch per row.
 
-    1. profile: kept iff ``n >= 50``; 2-5. scored rows by :func:`gate_score` precedence
+    1. profile: kept iff ``n >= 50``; then rows marked ``vector_unseen`` are kept (see the
+    module docstring); 2-5. scored rows by :func:`gate_score` precedence
     against :func:`gate_threshold`; 6. unscored rows: kept iff the query is empty (a pure
     recency listing) or ``n >= 100``. ``n`` is memories + episodes in scope; ``deep`` halves
     both the heuristic and a calibrated gate.
@@ -90,6 +105,11 @@ def quality_gate(
     if gate is not None and deep:
         gate = replace(gate, threshold=gate.threshold * 0.5)
     return [row for row in rows if _passes_gate(row, n, min_score, gate, k, query_empty)]
+
+
+def mark_vector_unseen(rows: Sequence[Candidate], unseen: Collection[Identity]) -> list[Candidate]:
+    """``rows`` with ``vector_unseen`` set on the identities in ``unseen``."""
+    return [replace(row, vector_unseen=True) if row.identity in unseen else row for row in rows]
 
 
 def gate_fallback(
