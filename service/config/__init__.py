@@ -3,11 +3,11 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``embeddings``, ``recall``, ``economy``, ``portability``).
+(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``portability``).
 ``load_settings(environ)`` is the only function that reads environment variables. A bad
 value raises :class:`ConfigError` whose message names the variable, so the CLI stops
-with one clear line instead of failing later in the middle of a request. The README's settings table documents every
-variable (a test keeps the two in step).
+with one clear line instead of failing later in the middle of a request. The README's
+settings table documents every variable (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from service.config.fields import (
     RecallPrecision as RecallPrecision,
     local_embeddings_installed as local_embeddings_installed,
 )
+from service.config.limits import LimitSettings
 from service.config.portability import PortabilitySettings
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
@@ -34,7 +35,12 @@ from service.errors import ConfigError
 
 @dataclasses.dataclass(frozen=True)
 class Settings(
-    PortabilitySettings, EconomySettings, RecallSettings, EmbeddingSettings, ServerSettings
+    PortabilitySettings,
+    EconomySettings,
+    RecallSettings,
+    EmbeddingSettings,
+    LimitSettings,
+    ServerSettings,
 ):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""

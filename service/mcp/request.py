@@ -32,6 +32,8 @@ class RequestInfo:
     chars_saved: int = 0  # characters previews and budgets left out of it
     tokens_delivered: int = 0  # estimated tokens of the answer text
     tokens_saved: dict[str, int] | None = None  # held back, by cause (see note_savings)
+    status: int | None = None  # HTTP status the edge must answer with instead of 200
+    retry_after: float | None = None  # seconds for the Retry-After header with ``status``
 
 
 current_request: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar(
