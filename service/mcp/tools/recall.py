@@ -51,8 +51,8 @@ _COMMON: JsonObject = {
     "cursor": {
         "type": "string",
         "maxLength": MAX_CURSOR_CHARS,
-        "description": "next_cursor of your last call (same agent_id and query): resumes "
-        "exactly there.",
+        "description": "next_cursor of your last answer (same agent_id and query): the next "
+        "page, no row twice.",
     },
     "novel_only": {
         "type": "boolean",
@@ -65,19 +65,15 @@ words.
 
 Returns {messages: [...]} in ascending relevance: the LAST element is the best match.
 Each row: content, ref ("mem:<id>" or "ep:<id>"), source?, timestamp?, id? (your msg_id),
-match_reason? (scores to 4 digits; empty fields are omitted). The profile row ("[Profile]
-...") may appear first. Content is a preview: rows longer than 500 characters carry the
-first 500 plus content_truncated: true and content_len, and, when the best match lies
-further on, excerpt (up to 240 characters around it) and excerpt_offset. Fetch full text
-with get_contents(agent_id, refs), or pass full_content: true (bounded by a
-200,000-character budget: past it rows degrade to previews and full_content_budget_chars
-is set). max_tokens bounds the answer: best rows first, and next_cursor when rows were
-left out — call again with the same arguments plus cursor: next_cursor for the next page
-(same ranking, no row twice, none skipped; valid 15 minutes by default). novel_only: true returns
-rows you already received whole in this session (X-CPersona-Session) as {ref, seen:
-true}. Pass text you already hold in exclude_contents (previews work) to avoid getting it
-back. `advisory` means recall is degraded (e.g. word matching only) — tell the user when
-it asks you to."""
+match_reason?; empty fields are omitted. The profile row ("[Profile] ...") may appear
+first. Content is a preview: rows longer than 500 characters carry the first 500 plus
+content_truncated: true and content_len, and excerpt (at excerpt_offset) when the best
+match lies further on. Fetch full text with get_contents(agent_id, refs), or pass
+full_content: true (bounded by a 200,000-character budget: past it rows degrade to
+previews and full_content_budget_chars is set). With max_tokens, pass next_cursor back as
+cursor for the next page. Pass text you already hold in exclude_contents (previews work)
+to avoid getting it back. `advisory` means recall is degraded (e.g. word matching only) —
+tell the user when it asks you to."""
 
 
 def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
@@ -138,10 +134,9 @@ conversation you pass in `external_context`, sorted by timestamp (oldest first).
 
 Memories whose text matches any external_context entry are left out (you already hold
 them). User and assistant turns are echoed back as rows with context_type:
-"conversation" (no ref); entries with other roles only filter. Rows are shaped like
-recall (previews, echoes too; excerpt; get_contents or full_content: true for full
-text). max_tokens, cursor and novel_only work as in recall; the budget keeps the newest
-rows, and echoes come only on the first page."""
+"conversation" (no ref); entries with other roles only filter. Rows are previews like
+recall (echoes too); use get_contents or full_content: true for full text. max_tokens and
+cursor page as in recall (newest rows first; echoes on the first page only)."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
