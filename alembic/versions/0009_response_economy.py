@@ -33,30 +33,23 @@ TOKEN_COLUMNS = {
     "tokens_saved_ledger": "Tokens of rows sent as {ref, seen: true} because the session already held them.",
 }
 
-OLD_VIEW = """
-CREATE VIEW ops.usage_daily WITH (security_invoker = false) AS
+USAGE_VIEW = """
+{create} VIEW ops.usage_daily WITH (security_invoker = false) AS
 SELECT t.slug AS tenant_slug, u.day, u.tool, u.calls, u.failures, u.bytes_out,
-       u.chars_returned, u.chars_saved
+       u.chars_returned, u.chars_saved{tokens}
 FROM public.usage_daily u
 JOIN public.tenants t ON t.id = u.tenant_id;
-COMMENT ON VIEW ops.usage_daily IS 'Tool calls per tenant, UTC day and tool: response bytes, content characters returned and saved by previews.';
-COMMENT ON COLUMN ops.usage_daily.day IS 'UTC day.';
-COMMENT ON COLUMN ops.usage_daily.failures IS 'Calls answered with a tool failure or an error.';
-COMMENT ON COLUMN ops.usage_daily.bytes_out IS 'Response body bytes sent.';
-COMMENT ON COLUMN ops.usage_daily.chars_returned IS 'Content characters returned in responses.';
-COMMENT ON COLUMN ops.usage_daily.chars_saved IS 'Content characters left out by previews (agents can fetch them with get_contents).';
 GRANT SELECT ON ops.usage_daily TO cpersona_ops;
 """
-
-NEW_VIEW = """
-CREATE OR REPLACE VIEW ops.usage_daily WITH (security_invoker = false) AS
-SELECT t.slug AS tenant_slug, u.day, u.tool, u.calls, u.failures, u.bytes_out,
-       u.chars_returned, u.chars_saved, u.tokens_delivered, u.tokens_saved_previews,
-       u.tokens_saved_excerpts, u.tokens_saved_budgets, u.tokens_saved_ledger
-FROM public.usage_daily u
-JOIN public.tenants t ON t.id = u.tenant_id;
-COMMENT ON VIEW ops.usage_daily IS 'Tool calls per tenant, UTC day and tool: response bytes and tokens, content characters returned, and what previews, excerpts, budgets and the session ledger held back.';
-"""
+KEPT_COMMENTS = {
+    "day": "UTC day.",
+    "failures": "Calls answered with a tool failure or an error.",
+    "bytes_out": "Response body bytes sent.",
+    "chars_returned": "Content characters returned in responses.",
+    "chars_saved": "Content characters left out by previews (agents can fetch them with get_contents).",
+}  # fmt: skip
+NEW_VIEW_COMMENT = "Tool calls per tenant, UTC day and tool: response bytes and tokens, content characters returned, and what previews, excerpts, budgets and the session ledger held back."
+OLD_VIEW_COMMENT = "Tool calls per tenant, UTC day and tool: response bytes, content characters returned and saved by previews."
 
 LEDGER = r"""
 CREATE TABLE recall_ledger (
@@ -88,6 +81,21 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _usage_view(*, with_tokens: bool) -> str:
+    """ops.usage_daily with or without the token columns; recreated (the downgrade), it
+    gets back the comments 0004 gave it."""
+    tokens = "".join(f", u.{name}" for name in TOKEN_COLUMNS) if with_tokens else ""
+    create = "CREATE OR REPLACE" if with_tokens else "CREATE"
+    comment = NEW_VIEW_COMMENT if with_tokens else OLD_VIEW_COMMENT
+    lines = [f"COMMENT ON VIEW ops.usage_daily IS {_quoted(comment)};"]
+    if not with_tokens:
+        lines += [
+            f"COMMENT ON COLUMN ops.usage_daily.{name} IS {_quoted(text)};"
+            for name, text in KEPT_COMMENTS.items()
+        ]
+    return USAGE_VIEW.format(create=create, tokens=tokens) + "\n".join(lines)
+
+
 def upgrade() -> None:
     op.execute(LEDGER)
     op.execute(
@@ -96,7 +104,7 @@ def upgrade() -> None:
             for name in TOKEN_COLUMNS
         )
     )
-    op.execute(NEW_VIEW)
+    op.execute(_usage_view(with_tokens=True))
     op.execute(
         "\n".join(
             f"COMMENT ON COLUMN {table}.{name} IS {_quoted(text)};"
@@ -114,7 +122,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute("DROP VIEW ops.usage_daily;")
     op.execute("\n".join(f"ALTER TABLE usage_daily DROP COLUMN {name};" for name in TOKEN_COLUMNS))
-    op.execute(OLD_VIEW)
+    op.execute(_usage_view(with_tokens=False))
     op.execute(
         "COMMENT ON TABLE usage_daily IS 'Tool calls per tenant and UTC day: response bytes, "
         "content characters returned and saved by previews.';"
