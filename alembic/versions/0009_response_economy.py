@@ -1,7 +1,7 @@
 """The session ledger of recall deliveries and token counts in the daily usage.
 
 Revision ID: 0009
-Revises: 0008
+Revises: 0011
 Create Date: 2026-12-04
 
 ``recall_ledger`` remembers, per tenant and session (``X-CPersona-Session``, or the key
@@ -21,7 +21,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0009"
-down_revision = "0008"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -48,7 +48,9 @@ async def deliver(
     held (the call only records, e.g. ``novel_only: false`` in a deduplicated session)."""
     if not offered:
         return Exchange(frozenset(), 0, 0)
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    # On the primary, also from a read-replica view: the statement writes, and it must
+    # see what every replica recorded for the session.
+    async with lib.write_db.tenant_tx(tenant_id) as conn:
         return await store.ledger_deliver(
             conn,
             tenant_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.config import Settings
 from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
@@ -98,6 +99,12 @@ def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     return env.lib.settings.confidence_enabled
 
 
+def _scores_confidence(settings: Settings) -> bool:
+    """Confidence scoring credits recall statistics and demotes rows recalled minutes
+    ago: such recalls write and read their own writes, on the primary."""
+    return settings.confidence_enabled
+
+
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
     opts = delivery.options("recall", args)
     if args.get("cursor"):
@@ -127,6 +134,7 @@ RECALL = ToolSpec(
     project_gate=True,
     refusal=refuse_with(messages=[]),
     pause=informing(_credits_statistics),
+    primary_when=_scores_confidence,
 )
 
 RECALL_WITH_CONTEXT_DESCRIPTION = """Recall memories relevant to `query`, merged with the
@@ -170,6 +178,7 @@ RECALL_WITH_CONTEXT = ToolSpec(
     project_gate=True,
     refusal=refuse_with(messages=[]),
     pause=informing(_credits_statistics),
+    primary_when=_scores_confidence,
 )
 
 TOOLS = [RECALL, RECALL_WITH_CONTEXT]
