@@ -139,6 +139,24 @@ class Agent:
             return [tool.name for tool in (await session.list_tools()).tools]
 
 
+class SessionAgent(Agent):
+    """An MCP client whose requests carry ``X-CPersona-Session: <session>``."""
+
+    def __init__(self, served: Served, key: str, session: str) -> None:
+        super().__init__(served, key)
+        self.session = session
+
+    async def raw(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        headers = {"Authorization": f"Bearer {self.key}", "X-CPersona-Session": self.session}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(self.served.mcp_url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(tool, arguments)
+
+
 def run_cli(
     database_url: str | None, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:

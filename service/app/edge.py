@@ -313,4 +313,6 @@ class Edge:
             bytes_out=sent,
             chars_returned=info.chars_returned,
             chars_saved=info.chars_saved,
+            tokens_delivered=info.tokens_delivered,
+            tokens_saved=info.tokens_saved or {},
         )

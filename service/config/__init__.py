@@ -3,12 +3,11 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``limits``, ``embeddings``, ``recall``,
-``portability``). ``load_settings(environ)`` is the only function
-that reads environment variables. A bad value raises :class:`ConfigError` whose
-message names the variable, so the CLI stops with one clear line instead of failing
-later in the middle of a request. The README's settings table documents every
-variable (a test keeps the two in step).
+(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``portability``).
+``load_settings(environ)`` is the only function that reads environment variables. A bad
+value raises :class:`ConfigError` whose message names the variable, so the CLI stops
+with one clear line instead of failing later in the middle of a request. The README's
+settings table documents every variable (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from service.config.economy import EconomySettings
 from service.config.embeddings import EmbeddingSettings
 from service.config.fields import (
     POOLERS as POOLERS,
@@ -37,7 +37,12 @@ from service.errors import ConfigError
 
 @dataclasses.dataclass(frozen=True)
 class Settings(
-    PortabilitySettings, RecallSettings, EmbeddingSettings, LimitSettings, ServerSettings
+    PortabilitySettings,
+    EconomySettings,
+    RecallSettings,
+    EmbeddingSettings,
+    LimitSettings,
+    ServerSettings,
 ):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""

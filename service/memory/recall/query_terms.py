@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _RUNS = re.compile(rf"[{_CJK}]+|[^\s{_CJK}]+")
@@ -164,9 +165,26 @@ def _trigrams(run: str) -> list[str]:
     return [run[i : i + 3] for i in range(len(run) - 2)]
 
 
+def word_lexeme(word: str) -> str | None:
+    """The lexeme one word becomes (lower-cased), or None for a stop word or a single letter.
+
+    The one rule that turns a word into a search term, for queries and for locating
+    matches in stored text (the MCP boundary's excerpts): a stemmer belongs here.
+    """
+    lexeme = word.lower()
+    return lexeme if len(lexeme) >= 2 and lexeme not in STOPWORDS else None
+
+
+def lexeme_spans(text: str) -> Iterator[tuple[str, int, int]]:
+    """``(lexeme, start, end)`` of every word of ``text`` that is a search term, in order."""
+    for match in _WORD.finditer(text):
+        lexeme = word_lexeme(match.group())
+        if lexeme is not None:
+            yield lexeme, match.start(), match.end()
+
+
 def _lexemes(run: str) -> list[str]:
-    words = [w.lower() for w in _WORD.findall(run)]
-    return [w for w in words if len(w) >= 2 and w not in STOPWORDS]
+    return [lexeme for lexeme, _, _ in lexeme_spans(run)]
 
 
 def build(query: str) -> Terms:
