@@ -181,16 +181,14 @@ def fuse_hybrid(
     and not on its rank, and ``limit`` plays no part. Sorted descending, stable; profile
     rows appended.
     """
-    known = cosines or {}
     first: dict[Identity, Candidate] = {}
     votes = _lexical_votes(lexical, first)
+    cos = dict(cosines or {})
     for row in _unique_rows(vector):
         first.setdefault(row.identity, row)
-    cos: dict[Identity, float] = {}
-    for key, row in first.items():
-        value = row.cosine if row.cosine is not None else known.get(key)
-        if value is not None:
-            cos[key] = value
+        if row.cosine is not None:
+            cos[row.identity] = row.cosine
+    cos = {key: cos[key] for key in first if key in cos}
     top = max(cos.values(), default=0.0)
     w = lexical_weight
     fused = {

@@ -26,6 +26,9 @@ _WORD = re.compile(r"\w+")
 _IDENTIFIER_PUNCT = re.compile(r"[^\w\s'\u2019]")
 _MIN_RUN = 3
 MAX_TERMS = 32
+MAX_LEXEME_BYTES = 2046
+"""Postgres drops longer words when it builds a tsvector (and refuses them in a tsquery),
+so such a word can never match and is left out of the query."""
 STOPWORDS = frozenset(
     {
         "a",
@@ -170,7 +173,11 @@ def _trigrams(run: str) -> list[str]:
 
 def _lexemes(run: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(run)]
-    return [w for w in words if len(w) >= 2 and w not in STOPWORDS]
+    return [
+        w
+        for w in words
+        if len(w) >= 2 and w not in STOPWORDS and len(w.encode()) <= MAX_LEXEME_BYTES
+    ]
 
 
 def build(query: str) -> Terms:
