@@ -15,6 +15,7 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import uvicorn
+from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -74,6 +75,18 @@ async def mcp_session(served: Served, key: str) -> AsyncIterator[ClientSession]:
     ):
         await session.initialize()
         yield session
+
+
+@contextlib.asynccontextmanager
+async def modern_client(served: Served, key: str, mode: str = "auto") -> AsyncIterator[Client]:
+    """The SDK's ``Client`` (``mode="auto"`` probes ``server/discover``, the 2026-07-28
+    revision; ``"legacy"`` runs the initialize handshake) authenticated with ``key``."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(served.mcp_url, http_client=http), mode=mode) as client,
+    ):
+        yield client
 
 
 def body(result: types.CallToolResult) -> Any:

@@ -1,5 +1,6 @@
-"""Work a serving process runs beside its requests: the embedding worker and the usage
-flusher, each an async context manager entered in the application lifespan."""
+"""Work a serving process runs beside its requests: the embedding worker, the usage
+flusher and the export-area sweeper, each an async context manager entered in the
+application lifespan."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 
 from service.logs import get_logger
 from service.memory.library import Library
+from service.memory.portability import export_area
 from service.memory.queue import worker
 from service.memory.usage import UsageCounter
 
@@ -53,6 +55,19 @@ async def embedding_worker(lib: Library, model_recorded: bool) -> AsyncIterator[
     stop = asyncio.Event()
     work = worker.run_worker(lib, stop, model_recorded=model_recorded)
     task = asyncio.create_task(work, name="embedding-worker")
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+@contextlib.asynccontextmanager
+async def export_area_sweeper(lib: Library) -> AsyncIterator[None]:
+    """Delete expired export-area files (CPERSONA_EXPORT_RETENTION_HOURS) every few
+    minutes while serving; every replica sweeps, and sweeps are idempotent."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(export_area.run_sweeper(lib, stop), name="export-area-sweeper")
     try:
         yield
     finally:

@@ -81,6 +81,7 @@ def create_app(
                 manager.run(),
                 background.embedding_worker(lib, recorded),
                 background.usage_flusher(lib, usage),
+                background.export_area_sweeper(lib),
             ):
                 yield
         finally:

@@ -8,12 +8,19 @@
   (200, or 422 when the file was inconsistent and everything was rolled back).
 - ``POST /v1/files/<name>``: upload a file into the caller's export area (for
   ``import_memories``). ``GET /v1/files/<token>``: download a file through the
-  signed URL an export returned; only for a key of the same tenant.
+  signed URL an export returned.
 
 Bodies above ``CPERSONA_MAX_IMPORT_BYTES`` get 413: at once from Content-Length,
 or as soon as the streamed count passes the limit (nothing is kept). Grants are
 the tools' (spec §9.2): export and import need read-write on the agent (``*``
-when none is named); an upload needs read-write on some agent.
+when none is named; a body's records go to the target, or with none to their own
+agents, which the ``*`` grant covers); an upload needs read-write on some agent.
+The export area's rule holds on top (``memory.portability.export_area``): a
+download needs read on every agent the file holds, checked against the
+downloader's own key when it asks (the signed URL alone is not enough); an upload
+to a name in use needs read-write on every agent the old file holds, and is
+recorded with the agents its records name. A refusal is 403 with the tools'
+``permission_denied`` body; a full area quota is 413 with the quota in the body.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from service.mcp.registry import ToolEnv
 from service.mcp.tools import portability as portability_tools
 from service.memory import text
 from service.memory.library import Library
-from service.memory.portability import export, files, import_, signing
+from service.memory.portability import export, export_area, files, hosted, import_, signing
+from service.memory.portability.access import AgentDenied
 from service.models import Permission
 
 log = get_logger("service.request")
@@ -168,17 +176,29 @@ async def _paused(call: Exchange, target: str) -> bool:
     return True
 
 
+async def _denied(call: Exchange, denied: AgentDenied) -> None:
+    where = {"endpoint": call.scope.get("path")}
+    await call.json(403, acl.denial(call.caller, denied.agent, denied.required, where))
+
+
 async def upload_endpoint(call: Exchange) -> None:
     name = call.scope["path_params"]["name"]
     if not any(level == "read-write" for level in call.caller.grants.values()):
         await call.json(403, acl.denial(call.caller, None, "read-write", {}))
         return
     limit = call.lib.settings.max_import_bytes
+    access = portability_tools.area_access(ToolEnv(call.lib, call.caller))
     try:
         async with contextlib.aclosing(_body(call)) as chunks:
-            size = await files.save_upload(call.lib.settings, call.caller.tenant_id, name, chunks)
+            size = await hosted.upload_to_area(
+                call.lib, call.caller.tenant_id, access, name, chunks
+            )
     except files.InputTooLarge:
         await call.json(413, too_large_body(limit))
+    except export_area.QuotaExceeded as exc:
+        await call.json(413, {"ok": False, "error": exc.message, **exc.details})
+    except AgentDenied as denied:
+        await _denied(call, denied)
     except InvalidInput as exc:
         await call.json(400, {"ok": False, "error": exc.message})
     except ClientGone:
@@ -196,10 +216,16 @@ async def download_endpoint(call: Exchange) -> None:
     if grant.expired:
         await call.json(410, {"error": "download link expired: export again for a new one"})
         return
+    access = portability_tools.area_access(ToolEnv(call.lib, call.caller))
     try:
-        handle, size = await files.open_download(settings, grant.tenant_id, grant.name)
+        handle, size = await export_area.open_file(
+            call.lib, grant.tenant_id, access, grant.name, limit=None, version=grant.storage
+        )
     except NotFound:
         await call.json(404, {"error": "not found"})
+        return
+    except AgentDenied as denied:
+        await _denied(call, denied)
         return
     filename = grant.name.rsplit("/", 1)[-1].replace('"', "")
     disposition = f'attachment; filename="{filename}"'.encode("latin-1", "replace")

@@ -42,8 +42,8 @@ class _Progress:
         self.printed_at = 0.0
 
     def update(self, backlog: Backlog) -> None:
-        done = max(self.total - backlog.pending - backlog.failed, 0)
-        line = f"re-embedding: {done}/{self.total} done, {backlog.failed} failed"
+        done = max(self.total - backlog.pending, 0)
+        line = f"re-embedding: {done}/{self.total} done, {backlog.retrying} retrying"
         if self.tty:
             print(f"\r{line}", end="" if backlog.pending else "\n", flush=True)
         elif backlog.pending == 0 or time.monotonic() - self.printed_at >= 5:
@@ -62,16 +62,12 @@ async def _reembed(settings: Settings, url: str, args: argparse.Namespace) -> No
         if args.no_wait:
             return
         progress = _Progress((await backlog.backlog(lib, tenant)).pending)
-        final = await worker.drain_until_empty(lib, tenant, progress.update)
-    if final.failed:
-        raise CliError(
-            f"{final.failed} rows are still without an embedding after "
-            f"{settings.task_max_retries} attempts (see embedding_jobs.last_error)"
-        )
+        await worker.drain_until_empty(lib, tenant, progress.update)
 
 
 def cmd_reembed(settings: Settings, args: argparse.Namespace) -> None:
-    """Queue rows for (re-)embedding and, unless --no-wait, drain until none is left."""
+    """Queue rows for (re-)embedding and, unless --no-wait, drain until none is left (a
+    provider that is down is waited for: interrupt to stop waiting, the rows stay queued)."""
     with database_url(settings) as url:
         asyncio.run(_reembed(settings, url, args))
 

@@ -25,12 +25,13 @@ def cmd_tenant_list(settings: Settings, args: argparse.Namespace) -> None:
 
 def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
     grants = tenants.parse_grants(args.grant or [])
+    days = tenants.expiry_days(args.expires_in)  # before the database is even started
     with database_url(settings) as url:
         key = run_db(
             settings,
             url,
             lambda db: tenants.create_key(
-                db, args.tenant, label=args.label, grants=grants, expires_in_days=args.expires_in
+                db, args.tenant, label=args.label, grants=grants, expires_in_days=days
             ),
         )
     print(key)
@@ -45,7 +46,7 @@ def cmd_key_list(settings: Settings, args: argparse.Namespace) -> None:
         rows = run_db(settings, url, lambda db: tenants.list_keys(db, args.tenant))
     print(f"{'KEY_ID':<17} {'STATE':<8} {'LABEL':<20} {'LAST USED':<33} GRANTS")
     for row in rows:
-        state = "revoked" if row.revoked_at else "active"
+        state = tenants.key_state(row)
         grants = ",".join(f"{agent}={level}" for agent, level in row.grants.items())
         print(f"{row.prefix:<17} {state:<8} {row.label:<20} {_when(row.last_used_at):<33} {grants}")
 
@@ -73,7 +74,7 @@ def _add_key_parser(commands: Commands) -> None:
     create.add_argument("--tenant", required=True)
     create.add_argument("--label", default="")
     create.add_argument("--grant", action="append", metavar="AGENT=none|read|read-write")
-    create.add_argument("--expires-in", type=float, metavar="DAYS")
+    create.add_argument("--expires-in", metavar="DAYS", help="days until the key expires")
     create.set_defaults(run=cmd_key_create)
     listing = sub.add_parser("list", help="list a tenant's keys")
     listing.add_argument("--tenant", required=True)

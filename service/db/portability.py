@@ -149,6 +149,8 @@ class ImportMemory:
     recall_count: int
     last_recalled_at: datetime | None
     embedding: Sequence[float] | None
+    embedding_model: str | None = None
+    """The model of ``embedding`` when it is known to be the configured one."""
 
 
 MEMORY_COLUMNS = (
@@ -165,8 +167,9 @@ MEMORY_COLUMNS = (
     "locked",
     "recall_count",
     "last_recalled_at",
+    "embedding_model",
 )
-"""The column arrays of ``import_memories`` ($2..$14), in the legend's order."""
+"""The column arrays of ``import_memories`` ($2..$15), in the legend's order."""
 EPISODE_COLUMNS = (
     "agent_id",
     "project_id",
@@ -177,8 +180,9 @@ EPISODE_COLUMNS = (
     "end_time",
     "resolved",
     "created_at",
+    "embedding_model",
 )
-"""The column arrays of ``import_episodes`` ($2..$10), in the legend's order."""
+"""The column arrays of ``import_episodes`` ($2..$11), in the legend's order."""
 
 
 async def _insert_rows(
@@ -190,7 +194,8 @@ async def _insert_rows(
     queue: bool,
 ) -> int:
     """Run an ``unnest``-based import statement: one array per column ``names`` (in the
-    legend's order), the vectors, and whether to queue rows without one; the count inserted."""
+    legend's order), the vectors, and whether to queue rows without a vector of the
+    configured model; the count inserted."""
     columns = [[getattr(row, name) for row in rows] for name in names]
     with _refusals():
         value = await conn.fetchval(

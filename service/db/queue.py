@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
+import asyncpg
+
 from service.db.pool import Connection
 from service.db.sql import QUERIES
 from service.models import TenantId
@@ -41,8 +43,11 @@ class ItemText:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Backlog:
+    """Jobs still to run (all of them: none is given up), those retrying after a failed
+    attempt, and the age of the oldest."""
+
     pending: int
-    failed: int
+    retrying: int
     oldest_pending_seconds: float | None = None
 
 
@@ -80,15 +85,9 @@ async def delete_agent_embedding_jobs(conn: Connection, tenant_id: TenantId, age
 
 
 async def claim_embedding_jobs(
-    conn: Connection,
-    limit: int,
-    max_attempts: int,
-    lease_seconds: float,
-    tenant_id: TenantId | None,
+    conn: Connection, limit: int, lease_seconds: float, tenant_id: TenantId | None
 ) -> list[Job]:
-    records = await conn.fetch(
-        QUERIES["claim_embedding_jobs"], limit, max_attempts, lease_seconds, tenant_id
-    )
+    records = await conn.fetch(QUERIES["claim_embedding_jobs"], limit, lease_seconds, tenant_id)
     return [
         Job(
             tenant_id=TenantId(r["tenant_id"]),
@@ -147,33 +146,44 @@ async def settle_embedding_jobs(
 
 
 async def fail_embedding_jobs(
-    conn: Connection, jobs: Sequence[Job], errors: Sequence[str], base_delay: float
+    conn: Connection,
+    jobs: Sequence[Job],
+    errors: Sequence[str],
+    delay: float,
+    doublings: int,
+    *,
+    attempted: bool = True,
 ) -> None:
+    """Back off ``jobs`` after a failed attempt (``delay * 2^min(attempts, doublings)``),
+    or, when not ``attempted``, hand them back uncounted, due in ``delay`` seconds."""
     await conn.execute(
         QUERIES["fail_embedding_jobs"],
         [job.tenant_id for job in jobs],
         [job.id for job in jobs],
         [job.token for job in jobs],
         list(errors),
-        base_delay,
+        delay,
+        doublings,
+        attempted,
     )
 
 
-async def queue_status(conn: Connection, tenant_id: TenantId, max_attempts: int) -> Backlog:
-    record = await conn.fetchrow(QUERIES["queue_status"], tenant_id, max_attempts)
-    assert record is not None
+def _backlog(record: object) -> Backlog:
+    assert isinstance(record, asyncpg.Record)
     oldest = record["oldest_pending_seconds"]
     return Backlog(
         pending=int(record["pending"]),
-        failed=int(record["failed"]),
+        retrying=int(record["retrying"]),
         oldest_pending_seconds=None if oldest is None else float(oldest),
     )
 
 
-async def queue_backlog(conn: Connection, tenant_id: TenantId | None, max_attempts: int) -> Backlog:
-    record = await conn.fetchrow(QUERIES["queue_backlog"], tenant_id, max_attempts)
-    assert record is not None
-    return Backlog(pending=int(record["pending"]), failed=int(record["failed"]))
+async def queue_status(conn: Connection, tenant_id: TenantId) -> Backlog:
+    return _backlog(await conn.fetchrow(QUERIES["queue_status"], tenant_id))
+
+
+async def queue_backlog(conn: Connection, tenant_id: TenantId | None) -> Backlog:
+    return _backlog(await conn.fetchrow(QUERIES["queue_backlog"], tenant_id))
 
 
 async def enqueue_unembedded(
@@ -191,11 +201,12 @@ async def enqueue_reembed(
     batch: int,
     *,
     model: str,
+    dimension: int,
     every_row: bool,
     reset: bool,
 ) -> EnqueueBatch:
     record = await conn.fetchrow(
-        QUERIES["enqueue_reembed"], tenant_id, after, batch, model, every_row, reset
+        QUERIES["enqueue_reembed"], tenant_id, after, batch, model, every_row, reset, dimension
     )
     assert record is not None
     return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))

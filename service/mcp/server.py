@@ -3,7 +3,8 @@
 Built with the SDK's low-level ``Server`` so the three failure layers of the
 spec (§1.2) are exact: a schema violation is an ``isError`` result whose text is
 ``Input validation error: <message>``; an unknown tool is the bare
-``{"error": "Unknown tool: <name>"}``; a handler's semantic failure is its own
+``{"error": "Unknown tool: <name>"}`` (flagged ``isError`` so clients that branch on it
+see a failure); a handler's semantic failure is its own
 ``{"ok": false, ...}`` object. Unexpected exceptions are logged and answered with
 a generic bare error carrying the request id, never a stack trace.
 """
@@ -18,6 +19,7 @@ from typing import Any
 import jsonschema
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from pydantic import BaseModel
 
@@ -33,6 +35,9 @@ from service.memory.operating_context import storage
 from service.models import Caller, JsonObject
 
 log = get_logger(__name__)
+CATALOGUE_TTL_MS = 300_000
+"""How long a client may cache tools/list (5 minutes): it changes only with a deployment."""
+INSTRUCTED_METHODS = frozenset({"initialize", "server/discover"})
 
 
 def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
@@ -104,7 +109,7 @@ class Dispatcher:
         spec = self._specs.get(name)
         if spec is None:
             request.note_tool(name[:100], "unknown_tool")
-            return _text_result({"error": f"Unknown tool: {name}"})
+            return _text_result({"error": f"Unknown tool: {name}"}, is_error=True)
         args = dict(arguments or {})
         error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
         if error is not None:
@@ -205,6 +210,8 @@ def build_mcp_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=lambda name: dispatcher_schema(specs, name),
+        # the catalogue changes only with a deployment; private: a key may see its own set
+        cache_hints={"tools/list": CacheHint(ttl_ms=CATALOGUE_TTL_MS, scope="private")},
     )
     server.middleware.append(TenantInstructions(lib, resolve_caller))
     return server
@@ -215,7 +222,8 @@ class TenantInstructions:
 
     One server serves every tenant, so the instructions cannot be fixed at
     construction: this middleware fills them into each ``initialize`` answer
-    from the tenant of the request's API key (nothing when none is set).
+    (the handshake era) and each ``server/discover`` answer (the 2026-07-28
+    revision) from the tenant of the request's credential (nothing when none is set).
     """
 
     def __init__(self, lib: Library, resolve_caller: Callable[[], Caller]) -> None:
@@ -224,7 +232,7 @@ class TenantInstructions:
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         result = await call_next(ctx)
-        if ctx.method != "initialize":
+        if ctx.method not in INSTRUCTED_METHODS:
             return result
         summary = await storage.instructions_for(self._lib, self._resolve_caller().tenant_id)
         if not summary:

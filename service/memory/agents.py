@@ -5,12 +5,15 @@ from __future__ import annotations
 from service.db import agents, episodes, memories, profiles, queue
 from service.errors import Refused
 from service.memory.library import Library
+from service.memory.portability import export_area
 from service.models import JsonObject, TenantId
 
 
 async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
-    """Delete every memory, profile and episode of one agent, and the embedding jobs
-    of those rows (``deleted_pending_tasks``), in one transaction.
+    """Delete every memory, profile and episode of one agent, the embedding jobs of
+    those rows (``deleted_pending_tasks``) and every file of the tenant's export area
+    that holds the agent's records, in one transaction (the files' bytes are removed
+    once it commits), so deleted data cannot come back through an old export.
 
     Locked memories go too (a lock protects single edits, not the agent's
     deletion). Nothing of another agent or tenant is touched.
@@ -19,6 +22,7 @@ async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) ->
         raise Refused("agent_id is required for bulk deletion")
     counts = {"memories": 0, "profiles": 0, "episodes": 0, "jobs": 0}
     async with lib.db.tenant_tx(tenant_id) as conn:
+        exported = await export_area.forget_agent_files(conn, tenant_id, agent_id)
         agent = await agents.agent_id_by_name(conn, tenant_id, agent_id)
         if agent is not None:
             counts["jobs"] = await queue.delete_agent_embedding_jobs(conn, tenant_id, agent)
@@ -26,6 +30,7 @@ async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) ->
             counts["profiles"] = await profiles.delete_agent_profiles(conn, tenant_id, agent)
             counts["episodes"] = await episodes.delete_agent_episodes(conn, tenant_id, agent)
             await agents.delete_agent(conn, tenant_id, agent)
+    await export_area.remove_files(lib, tenant_id, exported)
     return {
         "ok": True,
         "agent_id": agent_id,

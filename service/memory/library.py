@@ -3,7 +3,9 @@
 Built once by the application factory and passed down explicitly (no module
 state). The MCP boundary holds one but never reaches past it into storage.
 ``embedder`` is None when embeddings are off (lexical recall only);
-``query_cache`` holds recent query embeddings (spec §8 cache size and TTL).
+``query_cache`` holds recent query embeddings (spec §8 cache size and TTL);
+``breaker`` stops calling a failing provider for a while (queries, writes and
+the worker of this process share it).
 
 ``build_library`` is the one place that turns settings into a provider;
 ``Library(db, settings)`` stays constructible for callers (and tests) that
@@ -18,6 +20,7 @@ from service.config import Settings
 from service.db.pool import Database
 from service.errors import ConfigError
 from service.memory.embeddings.base import EmbeddingProvider
+from service.memory.embeddings.breaker import CircuitBreaker
 from service.memory.embeddings.cache import QueryEmbeddingCache
 from service.memory.embeddings.factory import build_provider
 
@@ -28,6 +31,7 @@ class Library:
     settings: Settings
     embedder: EmbeddingProvider | None = None
     query_cache: QueryEmbeddingCache = dataclasses.field(default_factory=QueryEmbeddingCache)
+    breaker: CircuitBreaker = dataclasses.field(default_factory=CircuitBreaker)
 
     @property
     def queue_enabled(self) -> bool:
@@ -53,9 +57,12 @@ def build_library(db: Database, settings: Settings) -> Library:
             api_key=settings.embedding_api_key,
             model=settings.embedding_model,
             timeout_seconds=settings.embedding_timeout_secs,
-            dimension=None,
+            dimension=settings.embedding_dimensions,
         )
     except ValueError as exc:
         raise ConfigError(f"CPERSONA_EMBEDDING_MODE={settings.embedding_mode}: {exc}") from exc
     cache = QueryEmbeddingCache(settings.embedding_cache_size, settings.embedding_cache_ttl)
-    return Library(db, settings, embedder, cache)
+    breaker = CircuitBreaker(
+        settings.embedding_breaker_failures, settings.embedding_breaker_cooldown_secs
+    )
+    return Library(db, settings, embedder, cache, breaker)

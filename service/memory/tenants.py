@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import re
 import secrets
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,8 @@ from service.models import PERMISSIONS, Caller, Permission, TenantId
 
 KEY_SCHEME = "cpk"
 PREFIX_LENGTH = 16
+MAX_EXPIRY_DAYS = 36_500
+"""The longest key lifetime accepted (100 years); longer means "never": omit it."""
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _KEY = re.compile(r"^cpk_[0-9a-f]{12}_[A-Za-z0-9_-]{20,100}$")
 
@@ -74,6 +77,35 @@ async def _tenant(conn: Connection, slug: str) -> store.TenantRow:
     return row
 
 
+def expiry_days(raw: str | float | None) -> float | None:
+    """A key lifetime in days, validated: a finite number in (0, 36500]; None = never.
+
+    Raises InvalidInput with a one-line reason for anything else (text, ``nan``,
+    ``inf``, zero, negative, or more than 100 years, which no date could hold).
+    """
+    if raw is None:
+        return None
+    try:
+        days = float(raw)
+    except ValueError:
+        days = math.nan
+    if not (math.isfinite(days) and 0 < days <= MAX_EXPIRY_DAYS):
+        raise InvalidInput(
+            f"--expires-in: expected a number of days above 0 and at most {MAX_EXPIRY_DAYS} "
+            f"(omit it for a key that never expires), got {raw!r}"
+        )
+    return days
+
+
+def key_state(row: store.KeyRow, now: datetime | None = None) -> str:
+    """``revoked``, ``expired`` or ``active``: what authentication would decide now."""
+    if row.revoked_at is not None:
+        return "revoked"
+    if row.expires_at is not None and row.expires_at <= (now or datetime.now(UTC)):
+        return "expired"
+    return "active"
+
+
 async def create_key(
     db: Database,
     slug: str,
@@ -83,8 +115,7 @@ async def create_key(
     expires_in_days: float | None = None,
 ) -> str:
     """Create a key for tenant ``slug`` and return it (the only time it is visible)."""
-    if expires_in_days is not None and expires_in_days <= 0:
-        raise InvalidInput("--expires-in must be a positive number of days")
+    expires_in_days = expiry_days(expires_in_days)
     expires_at = (
         None if expires_in_days is None else datetime.now(UTC) + timedelta(days=expires_in_days)
     )

@@ -178,7 +178,11 @@ async def test_uploaded_files_import_with_the_tool_and_downloads_expire(
         assert (await http.get(tampered, headers=auth(client.key))).status_code == 404
         tenant = next(row for row in await tenants.list_tenants(lib.db) if row.slug == "acme")
         key = signing.signing_key(settings)
-        old, _ = signing.issue(key, TenantId(tenant.id), "out.jsonl", ttl=timedelta(seconds=-1))
+        storage = signing.verify(key, exported["download_url"].rsplit("/", 1)[1])
+        assert storage is not None
+        old, _ = signing.issue(
+            key, TenantId(tenant.id), "out.jsonl", storage.storage, ttl=timedelta(seconds=-1)
+        )
         expired = await http.get(f"/v1/files/{old}", headers=auth(client.key))
         assert expired.status_code == 410
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from tests.support import run_cli
 
 KEY_PATTERN = r"^cpk_[0-9a-f]{12}_[A-Za-z0-9_-]+$"
@@ -75,3 +77,40 @@ def test_serve_refuses_to_start_without_any_key(database_url: str) -> None:
     result = run_cli(database_url, "serve", "--port", "1")
     assert result.returncode == 1
     assert "no API key exists" in result.stderr
+
+
+def test_key_expiry_is_validated_in_one_line(database_url: str) -> None:
+    """Issue 10 (11): ``--expires-in 1e9`` (or ``inf``) printed a traceback."""
+    assert run_cli(database_url, "tenant", "create", "acme").returncode == 0
+    for bad in ("1e9", "inf", "nan", "-5", "soon"):
+        result = run_cli(database_url, "key", "create", "--tenant", "acme", "--expires-in", bad)
+        assert result.returncode == 1, (bad, result.stderr)
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "--expires-in: expected a number of days" in result.stderr
+    longest = run_cli(database_url, "key", "create", "--tenant", "acme", "--expires-in", "36500")
+    assert longest.returncode == 0, longest.stderr
+
+
+def test_key_list_shows_an_expired_key_as_expired(database_url: str) -> None:
+    """Issue 10 (11): an expired key was listed as ``active``."""
+    assert run_cli(database_url, "tenant", "create", "acme").returncode == 0
+    brief = run_cli(
+        database_url, "key", "create", "--tenant", "acme", "--label", "brief", "--expires-in",
+        "0.00001",  # under a second
+    )  # fmt: skip
+    lasting = run_cli(database_url, "key", "create", "--tenant", "acme", "--label", "lasting")
+    assert brief.returncode == lasting.returncode == 0
+    deadline = time.monotonic() + 20
+    while True:
+        states = {
+            line.split()[2]: line.split()[1]
+            for line in run_cli(
+                database_url, "key", "list", "--tenant", "acme"
+            ).stdout.splitlines()[1:]
+        }
+        if states.get("brief") == "expired" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert states == {"brief": "expired", "lasting": "active"}

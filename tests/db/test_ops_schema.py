@@ -14,7 +14,15 @@ from service.memory.library import Library
 from tests.seeds import new_seed
 from tests.support import new_tenant
 
-VIEWS = ("agents", "embedding_backlog", "largest_rows", "paused_scopes", "tenants", "usage_daily")
+VIEWS = (
+    "agents",
+    "embedding_backlog",
+    "export_files",
+    "largest_rows",
+    "paused_scopes",
+    "tenants",
+    "usage_daily",
+)
 SECRET_OR_CONTENT = frozenset(
     {
         "key_hash",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from service.config import Settings
+from service.mcp.server import CATALOGUE_TTL_MS
 from service.memory.library import Library
-from tests.support import body, mcp_session, new_tenant, serve, text
+from tests.support import body, mcp_session, modern_client, new_tenant, serve, text
 
 
 async def test_client_initializes_lists_tools_and_round_trips_a_memory(
@@ -82,7 +83,7 @@ async def test_unknown_tool_and_schema_errors_have_the_spec_shapes(
         unknown = await session.call_tool("no_such_tool", {})
         missing = await session.call_tool("store", {"message": {"content": "x"}})
         nul = await session.call_tool("store", {"agent_id": "a", "message": {"content": "a\x00b"}})
-    assert not unknown.is_error
+    assert unknown.is_error  # CPersona's bare body, flagged so clients see a failure
     assert body(unknown) == {"error": "Unknown tool: no_such_tool"}
     assert missing.is_error
     assert text(missing) == "Input validation error: 'agent_id' is a required property"
@@ -90,3 +91,13 @@ async def test_unknown_tool_and_schema_errors_have_the_spec_shapes(
     assert refused["ok"] is False
     assert refused["result"] == "rejected"
     assert "NUL" in refused["reason"]
+
+
+async def test_tools_list_carries_a_real_cache_lifetime(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "ttl")
+    async with serve(settings, database_url) as served, modern_client(served, key) as client:
+        listed = await client.list_tools(cache_mode="refresh")
+    assert listed.ttl_ms == CATALOGUE_TTL_MS > 0
+    assert listed.cache_scope == "private"

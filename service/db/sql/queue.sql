@@ -41,18 +41,19 @@ SELECT count(*) FROM gone
 -- Claim due jobs across tenants (admin transaction; several workers never take the
 -- same job thanks to SKIP LOCKED). The claim is a lease: run_after moves past the
 -- embedding time, and that new run_after is the claim token the worker must match
--- when it finishes, so a job re-queued or re-claimed meanwhile is not touched.
--- $1 limit int, $2 max attempts int, $3 lease seconds float8, $4 tenant_id uuid (NULL = all)
+-- when it finishes, so a job re-queued or re-claimed meanwhile is not touched. No job
+-- is ever given up: however often it failed, it is claimed again once due.
+-- $1 limit int, $2 lease seconds float8, $3 tenant_id uuid (NULL = all)
 WITH due AS (
     SELECT tenant_id, id FROM embedding_jobs
-    WHERE run_after <= clock_timestamp() AND attempts < $2
-      AND ($4::uuid IS NULL OR tenant_id = $4)
+    WHERE run_after <= clock_timestamp()
+      AND ($3::uuid IS NULL OR tenant_id = $3)
     ORDER BY run_after, id
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 )
 UPDATE embedding_jobs j
-SET run_after = clock_timestamp() + make_interval(secs => $3)
+SET run_after = clock_timestamp() + make_interval(secs => $2)
 FROM due
 WHERE j.tenant_id = due.tenant_id AND j.id = due.id
 RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
@@ -121,32 +122,38 @@ SELECT (SELECT count(*) FROM gone) AS finished, (SELECT count(*) FROM again) AS 
 
 -- fail_embedding_jobs --
 -- Record a failed attempt of claimed jobs (admin transaction, across tenants): one more
--- attempt, the error, and exponential backoff delay * 2^attempts (before this one).
+-- attempt, the error, and capped exponential backoff: delay * 2^attempts (before this
+-- one), the exponent capped at $6, so a job is retried at least every delay * 2^$6
+-- seconds for as long as the provider fails. When not $7 (the provider was not called:
+-- its circuit breaker is open) the jobs are handed back uncounted, due again in $5
+-- seconds, keeping their last error.
 -- $1 tenant_ids uuid[], $2 job ids bigint[], $3 claim tokens timestamptz[],
--- $4 errors text[], $5 base delay seconds float8
+-- $4 errors text[], $5 base delay seconds float8, $6 most doublings int,
+-- $7 attempted boolean
 UPDATE embedding_jobs j
-SET attempts = j.attempts + 1,
-    run_after = clock_timestamp() + make_interval(secs => $5 * power(2, least(j.attempts, 20))),
-    last_error = f.error
+SET attempts = j.attempts + CASE WHEN $7 THEN 1 ELSE 0 END,
+    run_after = clock_timestamp() + make_interval(
+        secs => CASE WHEN $7 THEN $5 * power(2, least(j.attempts, $6, 20)) ELSE $5 END),
+    last_error = CASE WHEN $7 THEN f.error ELSE j.last_error END
 FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::text[]) AS f (tenant_id, id, token, error)
 WHERE j.tenant_id = f.tenant_id AND j.id = f.id AND j.run_after = f.token
 
 -- queue_status --
--- One tenant's backlog: jobs still to run, jobs that reached the retry limit, and the
--- age of the oldest job still to run (seconds, NULL when none).
--- $1 tenant_id uuid, $2 max attempts int
-SELECT count(*) FILTER (WHERE attempts < $2) AS pending,
-       count(*) FILTER (WHERE attempts >= $2) AS failed,
-       extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE attempts < $2))
-           AS oldest_pending_seconds
+-- One tenant's backlog: every job still to run, those retrying after a failed attempt,
+-- and the age of the oldest (seconds, NULL when none).
+-- $1 tenant_id uuid
+SELECT count(*) AS pending,
+       count(*) FILTER (WHERE attempts > 0) AS retrying,
+       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds
 FROM embedding_jobs
 WHERE tenant_id = $1
 
 -- queue_backlog --
 -- The backlog of every tenant or of one (admin transaction; re-embed progress).
--- $1 tenant_id uuid (NULL = all tenants), $2 max attempts int
-SELECT count(*) FILTER (WHERE attempts < $2) AS pending,
-       count(*) FILTER (WHERE attempts >= $2) AS failed
+-- $1 tenant_id uuid (NULL = all tenants)
+SELECT count(*) AS pending,
+       count(*) FILTER (WHERE attempts > 0) AS retrying,
+       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds
 FROM embedding_jobs
 WHERE $1::uuid IS NULL OR tenant_id = $1
 
@@ -174,22 +181,24 @@ WITH picked AS (
 SELECT (SELECT max(id) FROM picked) AS cursor, (SELECT count(*) FROM added) AS added
 
 -- enqueue_reembed --
--- Queue the next batch of one tenant's rows whose vector is missing or from another
--- model (or every row when $5). With $6 existing jobs are reset (due now, attempts 0),
--- which retries jobs that reached the retry limit. Returns the cursor (NULL at the end)
--- and how many jobs were added or reset.
+-- Queue the next batch of one tenant's rows whose vector is missing, from another model
+-- or of another width (or every row when $5). With $6 existing jobs are reset (due
+-- now, attempts 0). Returns the cursor (NULL at the end) and how many jobs were added
+-- or reset.
 -- $1 tenant_id uuid, $2 after id bigint, $3 batch size int, $4 embedding_model text,
--- $5 every row boolean, $6 reset existing jobs boolean
+-- $5 every row boolean, $6 reset existing jobs boolean, $7 embedding width int
 WITH picked AS (
     SELECT kind, id FROM (
         (SELECT 'mem' AS kind, id FROM memories
          WHERE tenant_id = $1 AND id > $2
-           AND ($5 OR embedding IS NULL OR embedding_model IS DISTINCT FROM $4)
+           AND ($5 OR embedding IS NULL OR embedding_model IS DISTINCT FROM $4
+                OR embedding_dim IS DISTINCT FROM $7)
          ORDER BY id LIMIT $3)
         UNION ALL
         (SELECT 'ep', id FROM episodes
          WHERE tenant_id = $1 AND id > $2
-           AND ($5 OR embedding IS NULL OR embedding_model IS DISTINCT FROM $4)
+           AND ($5 OR embedding IS NULL OR embedding_model IS DISTINCT FROM $4
+                OR embedding_dim IS DISTINCT FROM $7)
          ORDER BY id LIMIT $3)
     ) both_kinds
     ORDER BY id LIMIT $3

@@ -27,7 +27,8 @@ async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:
 DELETE_AGENT_DATA = ToolSpec(
     name="delete_agent_data",
     description="""Permanently delete everything one agent stored: memories (locked ones
-included), episodes and its profile, in every project and channel. Irreversible.
+included), episodes and its profile, in every project and channel, and every file in
+your export area that holds its records (exports and uploads). Irreversible.
 
 Returns {ok: true, agent_id, deleted_memories, deleted_profiles, deleted_episodes,
 deleted_pending_tasks}.""",

@@ -6,14 +6,18 @@ paths), exports come back with a short-lived signed ``download_url``, and
 files to import are uploaded with ``POST /v1/files/<name>``. Grants follow spec
 §9.2 with the export directory always configured: read-write on ``agent_id`` /
 ``target_agent_id`` (a sweep ``*`` when empty); merge copy needs read on the
-source and read-write on the target, move read-write on both.
+source and read-write on the target, move read-write on both. On top of that the
+export area's own rule holds (``memory.portability.export_area``): importing a
+file needs read on every agent it holds, replacing one read-write on each; a
+refusal is the spec's ``permission_denied`` shape naming that agent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
+from service.mcp import acl
 from service.mcp.registry import (
     Demand,
     PausePolicy,
@@ -25,6 +29,7 @@ from service.mcp.registry import (
     unless_dry_run,
 )
 from service.memory.portability import export, hosted, import_, merge
+from service.memory.portability.access import Access, AgentDenied
 from service.models import JsonObject, Permission
 
 EXPORT_DESCRIPTION = """Back up memories, episodes and profiles as a JSONL file
@@ -33,14 +38,17 @@ EXPORT_DESCRIPTION = """Back up memories, episodes and profiles as a JSONL file
 `agent_id` picks one agent ("" exports every agent of your tenant). `output_path` is a
 file name inside your export area, e.g. "backup-2026-11-30.jsonl" (relative; sub-folders
 allowed; `..` and absolute paths are rejected); an existing file of that name is replaced
-atomically. Embeddings are included only with `include_embeddings: true`.
-Returns {ok, path, memories, episodes, profiles, download_url, expires_at}: fetch the file
-with GET download_url (same API key; valid 15 minutes), or restore it later with
-import_memories(input_path=path)."""
+atomically (you need read-write on every agent it holds). Embeddings are included only
+with `include_embeddings: true`. Files are deleted after CPERSONA_EXPORT_RETENTION_HOURS
+(24 h by default) and when an agent they hold is deleted; your tenant's files share a size
+quota. Returns {ok, path, memories, episodes, profiles, download_url, expires_at}: fetch the
+file with GET download_url (with an API key that may read every agent in it; valid 15
+minutes), or restore it later with import_memories(input_path=path)."""
 
 IMPORT_DESCRIPTION = """Restore a JSONL export (CPersona `cpersona-export/1.0`/`1.1`) from a
 file in your tenant's export area: one written by export_memories, or uploaded with
-`POST /v1/files/<name>` (same API key). For very large files stream them to
+`POST /v1/files/<name>` (any key of your tenant). You need read on every agent whose
+records the file holds, whoever wrote it. For very large files stream them to
 `POST /v1/import` instead.
 
 Records keep their own agent unless `target_agent_id` is given. Memories already present
@@ -63,9 +71,26 @@ Returns {ok, dry_run, merged_memories, skipped_memories, merged_episodes,
 skipped_episodes, profile_copied, skipped_profile, source_deleted?, left_at_source?}."""
 
 
+def area_access(env: ToolEnv) -> Access:
+    """The caller as the export area sees it: its KEY_ID and its grants."""
+    grants = env.caller.grants
+    return Access(env.caller.key_id, lambda agent, level: acl.allows(grants, agent, level))
+
+
+async def _denied_as(tool: str, env: ToolEnv, work: Awaitable[JsonObject]) -> JsonObject:
+    """``work``'s answer, or the permission_denied shape for an agent a file holds."""
+    try:
+        return await work
+    except AgentDenied as denied:
+        return acl.denial(env.caller, denied.agent, denied.required, {"tool": tool})
+
+
 async def _export(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = export.ExportRequest(args["agent_id"], args["include_embeddings"])
-    return await hosted.export_to_area(env.lib, env.caller.tenant_id, args["output_path"], request)
+    work = hosted.export_to_area(
+        env.lib, env.caller.tenant_id, area_access(env), args["output_path"], request
+    )
+    return await _denied_as("export_memories", env, work)
 
 
 EXPORT_MEMORIES = ToolSpec(
@@ -97,7 +122,10 @@ EXPORT_MEMORIES = ToolSpec(
 
 async def _import(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = import_.ImportRequest(args["target_agent_id"], args["dry_run"])
-    return await hosted.import_from_area(env.lib, env.caller.tenant_id, args["input_path"], request)
+    work = hosted.import_from_area(
+        env.lib, env.caller.tenant_id, area_access(env), args["input_path"], request
+    )
+    return await _denied_as("import_memories", env, work)
 
 
 def _import_skipped(env: ToolEnv, args: JsonObject) -> JsonObject:

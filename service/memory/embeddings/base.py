@@ -27,6 +27,13 @@ class ModelIntegrityError(EmbeddingError):
     """A bundled model file does not match its pinned sha256; it is never loaded."""
 
 
+class ProviderUnavailable(EmbeddingError):
+    """The provider was not called: its circuit breaker is open after repeated failures.
+
+    Nothing was attempted, so a queued row's retry count does not grow.
+    """
+
+
 class EmbeddingProvider(Protocol):
     """Turns texts into unit-length float vectors of one fixed dimension.
 
@@ -41,7 +48,7 @@ class EmbeddingProvider(Protocol):
 
     @property
     def dimension(self) -> int:
-        """Vector length; 0 while a provider that learns it has not yet seen a response."""
+        """The declared vector length, known before any answer (never learned from one)."""
         ...
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

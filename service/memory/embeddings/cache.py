@@ -12,7 +12,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, embed_queries
+from service.memory.embeddings.base import EmbeddingProvider
+from service.memory.embeddings.breaker import CircuitBreaker, embed_guarded
 
 Clock = Callable[[], float]
 
@@ -74,18 +75,20 @@ class QueryEmbeddingCache:
 
 
 async def embed_query(
-    provider: EmbeddingProvider, cache: QueryEmbeddingCache, text: str
+    provider: EmbeddingProvider,
+    breaker: CircuitBreaker,
+    cache: QueryEmbeddingCache,
+    text: str,
+    within: float,
 ) -> list[float]:
-    """The vector for one query text, from `cache` when fresh; raises `EmbeddingError`.
+    """The vector for one query text, from `cache` when fresh, else from the provider
+    through `breaker` within `within` seconds; raises `EmbeddingError`.
 
     Concurrent misses for the same text each call the provider; the last result is kept.
     """
     cached = cache.get(provider.name, text)
     if cached is not None:
         return cached
-    vectors = await embed_queries(provider, [text])
-    if len(vectors) != 1:
-        raise EmbeddingError(f"expected 1 vector, got {len(vectors)}")
-    vector = vectors[0]
+    [vector] = await embed_guarded(provider, breaker, [text], within, query=True)
     cache.put(provider.name, text, vector)
     return vector

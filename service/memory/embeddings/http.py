@@ -7,8 +7,9 @@ Wire formats:
   `{"data": [{"embedding": [...], "index": i}, ...]}` (Bearer key when given; sorted by index).
 
 The server is not trusted: transport errors, timeouts, non-2xx answers, bodies that are not
-JSON, wrong shapes or counts, non-numbers, NaN/infinity, zero vectors and dimension changes all
-become `EmbeddingError`. Vectors are L2-normalised here whatever the server claims.
+JSON, wrong shapes or counts, non-numbers, NaN/infinity, zero vectors and vectors of any width
+but the declared one all become `EmbeddingError`. Vectors are L2-normalised here whatever the
+server claims.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import httpx
 from service.memory.embeddings.base import EmbeddingError, unit_vectors
 
 WireFormat = Literal["cpersona", "openai"]
+MAX_DIMENSION = 16_000  # pgvector's limit for a stored vector
 
 
 def _as_vector(value: object, position: int) -> list[float]:
@@ -69,9 +71,11 @@ def parse_openai(body: object) -> list[list[float]]:
 class HttpEmbeddingProvider:
     """Embedding client for one URL and wire format; owns its `httpx.AsyncClient`.
 
-    `dimension=None` learns the dimension from the first valid response and then holds the
-    server to it. `name` is `model`, or `"http"` when no model is configured (a URL change
-    alone must not look like a model change). Texts are sent in chunks of `batch_size`.
+    `dimension` is the declared width: every answer is held to it (it is never learned
+    from an answer). `request_dimension` also asks an OpenAI-format server for that width
+    (the `dimensions` parameter of its newer models). `name` is `model`, or `"http"` when no
+    model is configured (a URL change alone must not look like a model change). Texts are
+    sent in chunks of `batch_size`.
     """
 
     def __init__(
@@ -82,7 +86,8 @@ class HttpEmbeddingProvider:
         model: str = "",
         api_key: str = "",
         timeout_seconds: float = 30.0,
-        dimension: int | None = None,
+        dimension: int,
+        request_dimension: bool = False,
         batch_size: int = 64,
     ) -> None:
         _check_settings(url, wire_format, model, timeout_seconds, dimension, batch_size)
@@ -90,6 +95,7 @@ class HttpEmbeddingProvider:
         self._wire_format: WireFormat = wire_format
         self._model = model
         self._dimension = dimension
+        self._request_dimension = request_dimension and wire_format == "openai"
         self._batch_size = batch_size
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
@@ -103,8 +109,8 @@ class HttpEmbeddingProvider:
 
     @property
     def dimension(self) -> int:
-        """The configured or learned dimension; 0 before the first response when not set."""
-        return self._dimension or 0
+        """The declared width."""
+        return self._dimension
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit vectors in input order; raises `EmbeddingError` on any failure."""
@@ -121,12 +127,11 @@ class HttpEmbeddingProvider:
     async def _embed_chunk(self, texts: list[str]) -> list[list[float]]:
         body = await self._post(self._payload(texts))
         raw = parse_openai(body) if self._wire_format == "openai" else parse_cpersona(body)
-        dimension = self._dimension or (len(raw[0]) if raw else 0)
-        vectors = unit_vectors(raw, count=len(texts), dimension=dimension)
-        self._dimension = dimension
-        return vectors
+        return unit_vectors(raw, count=len(texts), dimension=self._dimension)
 
     def _payload(self, texts: list[str]) -> dict[str, object]:
+        if self._wire_format == "openai" and self._request_dimension:
+            return {"model": self._model, "input": texts, "dimensions": self._dimension}
         if self._wire_format == "openai":
             return {"model": self._model, "input": texts}
         return {"texts": texts}
@@ -155,7 +160,7 @@ def _check_settings(
     wire_format: WireFormat,
     model: str,
     timeout_seconds: float,
-    dimension: int | None,
+    dimension: int,
     batch_size: int,
 ) -> None:
     """Reject configurations that could never work, at construction rather than per call."""
@@ -165,7 +170,7 @@ def _check_settings(
         raise ValueError("the openai wire format needs a model name")
     if timeout_seconds <= 0:
         raise ValueError("timeout_seconds must be positive")
-    if dimension is not None and dimension < 1:
-        raise ValueError("dimension must be positive")
+    if not 0 < dimension <= MAX_DIMENSION:
+        raise ValueError(f"dimension must be between 1 and {MAX_DIMENSION}")
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")

@@ -37,9 +37,11 @@ class _Writer:
     sink: Sink
     total: int
     progress: Progress | None
+    agents: set[str]
     written: int = 0
 
     async def lines(self, records: list[JsonObject]) -> None:
+        self.agents.update(record["agent_id"] for record in records)
         await self.sink(b"".join(jsonl.dump_line(record) for record in records))
         self.written += len(records)
         if self.progress is not None:
@@ -56,10 +58,12 @@ async def export_jsonl(
     request: ExportRequest,
     sink: Sink,
     progress: Progress | None = None,
+    seen: set[str] | None = None,
 ) -> store.ItemCounts:
     """Write the header and every record to ``sink``; the counts written.
 
     An unknown agent exports a header with zero counts (nothing is created).
+    ``seen``, when given, receives the agent_id of every record written.
     """
     embeddings = request.include_embeddings
     async with lib.db.tenant_tx(tenant_id, snapshot=True) as conn:
@@ -72,7 +76,7 @@ async def export_jsonl(
             counts = await store.item_counts(conn, tenant_id, agent)
         now = datetime.now(UTC)
         await sink(jsonl.dump_line(jsonl.header_record(request.agent_id, counts, now)))
-        out = _Writer(sink, _total(counts), progress)
+        out = _Writer(sink, _total(counts), progress, set() if seen is None else seen)
         if request.agent_id and agent is None:
             return counts
         async for memories in store.export_batches(

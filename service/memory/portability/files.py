@@ -1,14 +1,14 @@
-"""Each tenant's export area on the server: confined paths, atomic writes, bounded reads.
+"""Files on disk: each tenant's export-area directory, and bounded streaming helpers.
 
-CPersona's export/import tools take server paths. A hosted service cannot hand
-its filesystem to remote callers, so every tenant gets one directory,
-``<CPERSONA_EXPORT_DIR or <data_dir>/exports>/<tenant uuid>/``, and tool paths
-are names relative to it. A name with a ``..`` segment, an absolute path, NUL,
-or one that resolves (through symlinks) outside the area is rejected; the tenant
-id comes from the API key, so one tenant can never name another's files. Files
-are written to a temporary name and renamed into place, so a reader never sees a
-half-written export; reads require a regular file (no FIFOs or devices) and are
+A tenant's area is ``<CPERSONA_EXPORT_DIR or <data_dir>/exports>/<tenant uuid>/``. Files
+in it are stored under random names (``f<32 hex>.jsonl``), one per version of a file,
+and reached only through the catalogue (``export_area``), never by the names callers
+use: a caller's name is a key, not a path, so no name, ``..`` segment or symlink can
+reach outside the area or another version. Names are still checked (CPersona's
+path-traversal refusal) so they stay portable file names. A new version is written
+and fsynced before the catalogue points at it; reads require a regular file and are
 bounded by ``CPERSONA_MAX_IMPORT_BYTES`` even if the file grows while read.
+``atomic_file`` writes a local file for the command line.
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Sequence,
+)
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,7 +49,7 @@ class InputTooLarge(Refused):
 
 
 class PathRejected(InvalidInput):
-    """A name that is not a file inside the caller's area."""
+    """A name that is not a relative file name."""
 
 
 def export_root(settings: Settings) -> Path:
@@ -55,60 +63,123 @@ def tenant_area(settings: Settings, tenant_id: TenantId) -> Path:
     return area
 
 
-def _inside(area: Path, candidate: Path) -> bool:
-    root = os.path.realpath(area)
-    real = os.path.realpath(candidate)
-    return real.startswith(root + os.sep)
-
-
-def confine(area: Path, name: str) -> Path | None:
-    """``area / name`` when ``name`` is a relative path that stays inside the area.
-
-    Rejected (None): empty, too long, NUL, absolute, a directory name (trailing
-    ``/``), any ``..`` segment, the area itself, or a path whose real location
-    (symlinks resolved) is outside.
-    """
+def name_is_valid(name: str) -> bool:
+    """Whether ``name`` is a relative file name: not empty, not too long, no NUL, not
+    absolute, not a directory (trailing ``/``, ``.``), no ``..`` segment."""
     if not name or len(name) > MAX_NAME_CHARS or "\x00" in name or name.endswith("/"):
-        return None
+        return False
     if os.path.isabs(name) or ".." in name.replace(os.sep, "/").split("/"):
-        return None
-    candidate = area / name
-    if not _inside(area, candidate):
-        return None
-    return candidate
+        return False
+    return os.path.normpath(name) != "."
 
 
-def confine_or_raise(area: Path, name: str, what: str) -> Path:
-    path = confine(area, name)
-    if path is None:
+def check_name(name: str, what: str) -> None:
+    if not name_is_valid(name):
         raise PathRejected(f"{what} rejected (path traversal or outside export dir): {name}")
-    return path
 
 
-def _open_regular(path: Path, name: str, limit: int) -> tuple[BinaryIO, int]:
-    """Open without following a final symlink; refuse non-regular and oversized files."""
+Write = Callable[[bytes], Awaitable[None]]
+
+
+class StoredFile:
+    """A new file in an area under a fresh random name, written through :meth:`write`."""
+
+    def __init__(self, area: Path) -> None:
+        self.storage = f"f{secrets.token_hex(16)}.jsonl"
+        self.path = area / self.storage
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW
+        self._handle: BinaryIO = os.fdopen(os.open(self.path, flags, 0o600), "wb")
+        self.size = 0
+
+    async def write(self, data: bytes) -> None:
+        await asyncio.to_thread(self._handle.write, data)
+        self.size += len(data)
+
+    async def finish(self) -> None:
+        """Flush and fsync: the bytes are on disk before anything points at them."""
+
+        def done() -> None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+
+        await asyncio.to_thread(done)
+
+    def discard(self) -> None:
+        self._handle.close()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+@contextlib.asynccontextmanager
+async def new_stored_file(area: Path) -> AsyncIterator[StoredFile]:
+    """A new stored file; removed again when the block raises (before or after finish)."""
+    stored = await asyncio.to_thread(StoredFile, area)
+    try:
+        yield stored
+    except BaseException:
+        await asyncio.to_thread(stored.discard)
+        raise
+
+
+def _open_regular(path: Path, name: str, limit: int | None) -> tuple[BinaryIO, int]:
+    """Open without following a symlink; refuse non-regular and oversized files."""
     try:
         fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
-    except FileNotFoundError:
+    except OSError:
         raise NotFound(f"File not found: {name}") from None
-    except OSError as exc:
-        raise InvalidInput(f"could not read {name}: {exc.strerror}") from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise InvalidInput(f"input_path is not a regular file: {name}")
-    if info.st_size > limit:
+        raise NotFound(f"File not found: {name}")
+    if limit is not None and info.st_size > limit:
         os.close(fd)
         raise InputTooLarge(limit, name)
     return os.fdopen(fd, "rb"), info.st_size
 
 
-async def open_for_import(
-    settings: Settings, tenant_id: TenantId, name: str
+async def open_stored(
+    area: Path, storage: str, name: str, limit: int | None
 ) -> tuple[BinaryIO, int]:
-    """The tenant's file ``name`` opened for reading, and its size."""
-    path = confine_or_raise(tenant_area(settings, tenant_id), name, "input_path")
-    return await asyncio.to_thread(_open_regular, path, name, settings.max_import_bytes)
+    """The stored file opened for reading and its size; NotFound when it is gone,
+    InputTooLarge above ``limit`` (None: no limit)."""
+    return await asyncio.to_thread(_open_regular, area / storage, name, limit)
+
+
+def _unlink(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+async def remove_stored(area: Path, storages: Sequence[str]) -> None:
+    """Remove stored files (already gone is fine)."""
+    if storages:
+        await asyncio.to_thread(_unlink, [area / name for name in storages])
+
+
+def _strays(area: Path, known: set[str], cutoff: float) -> int:
+    """Remove files (and then empty folders) below ``area`` that no catalogue row names
+    and that were last modified before ``cutoff``; how many files went."""
+    removed = 0
+    for folder, dirs, names in os.walk(area, topdown=False):
+        for name in names:
+            path = Path(folder) / name
+            relative = str(path.relative_to(area))
+            with contextlib.suppress(FileNotFoundError):
+                if relative not in known and path.lstat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                (Path(folder) / name).rmdir()  # only when empty
+    return removed
+
+
+async def remove_strays(area: Path, known: set[str], grace_seconds: float) -> int:
+    """Remove what no row names (a writer that died, files of earlier versions), once it
+    is ``grace_seconds`` old: a file being written now is younger than that."""
+    return await asyncio.to_thread(_strays, area, known, time.time() - grace_seconds)
 
 
 async def read_chunks(
@@ -134,9 +205,6 @@ async def bounded(chunks: AsyncIterable[bytes], limit: int) -> AsyncGenerator[by
         if total > limit:
             raise InputTooLarge(limit)
         yield chunk
-
-
-Write = Callable[[bytes], Awaitable[None]]
 
 
 def _create_temporary(target: Path) -> tuple[Path, BinaryIO]:
@@ -167,7 +235,7 @@ async def atomic_file(target: Path) -> AsyncIterator[Write]:
 
     Written to a temporary sibling and renamed into place (replacing the old
     file atomically); on error the temporary file is removed and the previous
-    file, if any, is untouched.
+    file, if any, is untouched. (The command line's local files.)
     """
     temporary, handle = await asyncio.to_thread(_create_temporary, target)
 
@@ -180,40 +248,3 @@ async def atomic_file(target: Path) -> AsyncIterator[Write]:
         await asyncio.to_thread(_discard, handle, temporary)
         raise
     await asyncio.to_thread(_commit, handle, temporary, target)
-
-
-async def save_upload(
-    settings: Settings, tenant_id: TenantId, name: str, chunks: AsyncIterable[bytes]
-) -> int:
-    """Store an uploaded file as ``name`` in the tenant's area; the byte count.
-
-    Bounded by CPERSONA_MAX_IMPORT_BYTES while streaming (InputTooLarge leaves
-    nothing behind), written atomically.
-    """
-    target = confine_or_raise(tenant_area(settings, tenant_id), name, "file name")
-    total = 0
-    async with atomic_file(target) as write:
-        async for chunk in bounded(chunks, settings.max_import_bytes):
-            total += len(chunk)
-            await write(chunk)
-    return total
-
-
-def _open_download(path: Path, name: str) -> tuple[BinaryIO, int]:
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
-    except OSError:
-        raise NotFound(f"File not found: {name}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise NotFound(f"File not found: {name}")
-    return os.fdopen(fd, "rb"), info.st_size
-
-
-async def open_download(settings: Settings, tenant_id: TenantId, name: str) -> tuple[BinaryIO, int]:
-    """The tenant's file ``name`` for a download, and its size (NotFound otherwise)."""
-    path = confine(tenant_area(settings, tenant_id), name)
-    if path is None:
-        raise NotFound(f"File not found: {name}")
-    return await asyncio.to_thread(_open_download, path, name)

@@ -12,6 +12,12 @@ A dry run executes exactly the same statements in the same transaction and
 then rolls it back, so its counts are the real run's counts (within-file
 duplicates included) and nothing is written. Re-importing a file is
 idempotent: everything is skipped the second time.
+
+A vector in the file is taken for the configured model's when it has that model's
+declared width (the format does not name the model), so it keeps the model's name
+and is not recomputed; a vector of another width is kept but queued for re-embedding.
+Reading a file of the export area passes ``readable``: every record's own agent must
+be readable by the caller, or the import is refused whole (:class:`AgentDenied`).
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable, Sequence
 
 from service.db import agents, portability as store
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability import batches, jsonl, records
+from service.memory.portability.access import AgentDenied
 from service.models import JsonObject, TenantId
 
 MAX_LINE_BYTES = 4 << 20
@@ -41,6 +48,8 @@ class ImportRequest:
     target_agent_id: str = ""
     """Write every record to this agent; '' keeps each record's own agent_id."""
     dry_run: bool = False
+    readable: Callable[[str], bool] | None = None
+    """When set, each record's own agent_id must satisfy it (see the module docstring)."""
 
 
 class Inconsistent(Exception):
@@ -114,6 +123,8 @@ class _Run:
         self.agents: dict[str, int] = {}
         self.writer = batches.BatchWriter(conn, tenant_id, queue_embeddings(lib))
         self.scan = True
+        provider = lib.embedder
+        self.model = None if provider is None else (provider.name, provider.dimension)
 
     async def agent(self, name: str) -> int:
         if name not in self.agents:
@@ -167,7 +178,20 @@ class _Run:
             return name
         return None
 
+    def model_of(self, embedding: Sequence[float] | None) -> str | None:
+        """The configured model's name for a vector of its declared width, else None."""
+        if self.model is None or embedding is None:
+            return None
+        return self.model[0] if len(embedding) == self.model[1] else None
+
+    def check_readable(self, record: JsonObject) -> None:
+        source = record.get("agent_id")
+        readable = self.request.readable
+        if readable is not None and isinstance(source, str) and source and not readable(source):
+            raise AgentDenied(source, "read")
+
     async def item(self, kind: str, record: JsonObject, number: int, size: int) -> None:
+        self.check_readable(record)
         name = self.agent_name(kind, record, number)
         if name is None:
             return
@@ -185,7 +209,9 @@ class _Run:
             self.tally.skipped_memories += 1
             return
         agent = await self.agent(name)
-        await self.writer.add_memory(dataclasses.replace(prepared.row, agent_id=agent), size)
+        model = self.model_of(prepared.row.embedding)
+        row = dataclasses.replace(prepared.row, agent_id=agent, embedding_model=model)
+        await self.writer.add_memory(row, size)
 
     async def episode(self, name: str, record: JsonObject, number: int, size: int) -> None:
         prepared = records.prepare_episode(record, number, self.lib.settings, self.scan)
@@ -194,7 +220,9 @@ class _Run:
             self.tally.skipped_episodes += int(prepared.counted)
             return
         agent = await self.agent(name)
-        await self.writer.add_episode(dataclasses.replace(prepared.row, agent_id=agent), size)
+        model = self.model_of(prepared.row.embedding)
+        row = dataclasses.replace(prepared.row, agent_id=agent, embedding_model=model)
+        await self.writer.add_episode(row, size)
 
     async def profile(self, name: str, record: JsonObject, number: int) -> None:
         prepared = records.prepare_profile(record, number, self.lib.settings, self.scan)
@@ -316,3 +344,32 @@ async def _consume(run: _Run, chunks: AsyncIterable[bytes]) -> None:
             await run.line(number, raw)
     for number, raw in splitter.finish():
         await run.line(number, raw)
+
+
+class AgentScanner:
+    """The agents whose records a JSONL stream holds, read the way an import reads them
+    (same line splitting and parsing): what an upload to the export area records."""
+
+    def __init__(self) -> None:
+        self._splitter = jsonl.LineSplitter(MAX_LINE_BYTES)
+        self.agents: set[str] = set()
+
+    def feed(self, chunk: bytes) -> None:
+        for _, raw in self._splitter.feed(chunk):
+            self._line(raw)
+
+    def finish(self) -> set[str]:
+        for _, raw in self._splitter.finish():
+            self._line(raw)
+        return self.agents
+
+    def _line(self, raw: bytes | None) -> None:
+        if raw is None or not raw.strip():
+            return
+        parsed = _parse(raw, 0)
+        if isinstance(parsed, str):
+            return
+        record = parsed[0]
+        kind, agent = record.get("_type"), record.get("agent_id")
+        if isinstance(kind, str) and kind in COUNTED and isinstance(agent, str) and agent:
+            self.agents.add(agent)

@@ -1,12 +1,15 @@
 """Short-lived signed download tokens for files in a tenant's export area.
 
 A token is ``<base64url payload>.<base64url HMAC-SHA256>`` where the payload
-names the tenant, the file (relative to the tenant's area) and the expiry. The
-HMAC key is ``CPERSONA_SIGNING_KEY`` or, when unset, a random secret created
+names the tenant, the file, the version of it (its storage name) and the expiry.
+The HMAC key is ``CPERSONA_SIGNING_KEY`` or, when unset, a random secret created
 once in the data directory (``signing.key``, owner-only); replicas that serve
 the same downloads must share one key. A token is only honoured for a caller
-authenticated as the same tenant (checked by the HTTP layer), so a leaked URL
-alone gives nothing, and a tenant cannot edit a token to reach another file.
+authenticated as the same tenant whose key may read every agent the file holds
+(checked at download time by the HTTP layer against the downloader's own key), so a
+leaked URL alone gives nothing, another key's URL gives nothing its own grants do
+not, a tenant cannot edit a token to reach another file, and a token stops working
+once its file is replaced or deleted.
 """
 
 from __future__ import annotations
@@ -81,10 +84,12 @@ def signing_key(settings: Settings) -> bytes:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Grant:
-    """What a valid token allows: one file of one tenant, until ``expires_at``."""
+    """What a valid token names: one version (``storage``) of one file of one tenant,
+    until ``expires_at``."""
 
     tenant_id: TenantId
     name: str
+    storage: str
     expires_at: datetime
 
     @property
@@ -96,11 +101,14 @@ def _mac(key: bytes, payload: bytes) -> bytes:
     return hmac.new(key, payload, hashlib.sha256).digest()
 
 
-def issue(key: bytes, tenant_id: TenantId, name: str, ttl: timedelta = TTL) -> tuple[str, datetime]:
-    """A token for ``name`` of ``tenant_id`` and its expiry (now + ``ttl``, 15 minutes)."""
+def issue(
+    key: bytes, tenant_id: TenantId, name: str, storage: str, ttl: timedelta = TTL
+) -> tuple[str, datetime]:
+    """A token for version ``storage`` of file ``name`` of ``tenant_id`` and its expiry
+    (now + ``ttl``, 15 minutes)."""
     expires_at = (datetime.now(UTC) + ttl).replace(microsecond=0)
     payload = json.dumps(
-        {"t": str(tenant_id), "f": name, "e": int(expires_at.timestamp())},
+        {"t": str(tenant_id), "f": name, "s": storage, "e": int(expires_at.timestamp())},
         separators=(",", ":"),
     ).encode("utf-8")
     return f"{_b64(payload)}.{_b64(_mac(key, payload))}", expires_at
@@ -122,6 +130,7 @@ def verify(key: bytes, token: str) -> Grant | None:
         return Grant(
             TenantId(uuid.UUID(fields["t"])),
             str(fields["f"]),
+            str(fields["s"]),
             datetime.fromtimestamp(int(fields["e"]), UTC),
         )
     except (ValueError, KeyError, TypeError):

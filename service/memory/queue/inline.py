@@ -8,17 +8,15 @@ transaction opens, and a row that misses it is stored unembedded with a job in
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Sequence
 
 from service.logs import get_logger
-from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, unit_vectors
+from service.memory.embeddings.base import EmbeddingError
+from service.memory.embeddings.breaker import embed_guarded
 from service.memory.library import Library
 
 log = get_logger("service.embeddings")
-
-MAX_DIMENSION = 16_000  # pgvector's limit for a stored vector
 
 
 def episode_text(summary: str, keywords: str) -> str:
@@ -26,27 +24,11 @@ def episode_text(summary: str, keywords: str) -> str:
     return f"{summary} {keywords}" if keywords else summary
 
 
-def checked(
-    provider: EmbeddingProvider, vectors: Sequence[Sequence[float]], count: int
-) -> list[list[float]]:
-    """Unit vectors, or EmbeddingError for anything a row must not store (wrong count or
-    width, NaN, zero, wider than pgvector allows); providers check too, this is the wall."""
-    width = provider.dimension or (len(vectors[0]) if vectors else 0)
-    if not 0 < width <= MAX_DIMENSION:
-        raise EmbeddingError(f"embedding width {width} is outside 1..{MAX_DIMENSION}")
-    return unit_vectors(vectors, count=count, dimension=width)
-
-
-async def embed_checked(
-    provider: EmbeddingProvider, texts: Sequence[str], within: float
-) -> list[list[float]]:
-    """Checked unit vectors for ``texts`` within ``within`` seconds, else EmbeddingError."""
-    try:
-        async with asyncio.timeout(within):
-            vectors = await provider.embed(texts)
-    except TimeoutError:
-        raise EmbeddingError(f"embedding timed out after {within:g} s") from None
-    return checked(provider, vectors, len(texts))
+async def embed_checked(lib: Library, texts: Sequence[str], within: float) -> list[list[float]]:
+    """Unit vectors of the declared width for ``texts`` within ``within`` seconds, through
+    the library's circuit breaker; EmbeddingError otherwise."""
+    assert lib.embedder is not None
+    return await embed_guarded(lib.embedder, lib.breaker, texts, within)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,7 +41,8 @@ class InlineEmbedding:
 
 
 async def embed_inline(lib: Library, text: str) -> InlineEmbedding:
-    """Embed one row's text for the write path; never raises for provider trouble.
+    """Embed one row's text for the write path; never raises for provider trouble and
+    never waits longer than the inline timeout (at once when the breaker is open).
 
     No vector (and no error) when embeddings are off or the inline timeout is 0.
     """
@@ -68,8 +51,8 @@ async def embed_inline(lib: Library, text: str) -> InlineEmbedding:
     if provider is None or within == 0:  # 0: every write goes through the queue
         return InlineEmbedding()
     try:
-        vectors = await embed_checked(provider, [text], within)
+        vectors = await embed_checked(lib, [text], within)
     except EmbeddingError as exc:
-        log.warning("inline embedding failed", error=str(exc), queued=lib.queue_enabled)
+        log.debug("inline embedding failed", error=str(exc), queued=lib.queue_enabled)
         return InlineEmbedding(error=str(exc)[:500])
     return InlineEmbedding(vector=vectors[0], model=provider.name)

@@ -5,9 +5,12 @@ lease, read the rows' text per tenant, embed the batch outside any transaction, 
 write the vectors and delete the jobs in one transaction per tenant. A vector is written
 only if the row's text still hashes to what was embedded, and a job is settled only if
 its claim token (the leased ``run_after``) still matches, so an edit or a re-claim in the
-meantime is never overwritten with stale data. Failures back off exponentially
-(``CPERSONA_TASK_RETRY_DELAY * 2^attempts``); jobs at ``CPERSONA_TASK_MAX_RETRIES``
-stay in the table for inspection and are no longer claimed."""
+meantime is never overwritten with stale data. Failures back off exponentially, capped
+(``CPERSONA_TASK_RETRY_DELAY * 2^min(attempts, CPERSONA_TASK_MAX_RETRIES)``), and a job
+is retried for as long as the provider fails: no row is ever given up, so every row is
+embedded once the provider is back. While the provider's circuit breaker is open the
+worker does not call it (nor claim jobs); a job it could not even try is handed back
+without counting an attempt."""
 
 from __future__ import annotations
 
@@ -20,7 +23,11 @@ from service.db import queue as store
 from service.db.queue import ItemKind, ItemText, Job
 from service.errors import ConfigError
 from service.logs import get_logger
-from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, ModelIntegrityError
+from service.memory.embeddings.base import (
+    EmbeddingError,
+    ModelIntegrityError,
+    ProviderUnavailable,
+)
 from service.memory.library import Library
 from service.memory.queue import backlog
 from service.memory.queue.inline import embed_checked
@@ -32,7 +39,19 @@ log = get_logger("service.embeddings")
 LEASE_MARGIN_SECS = 30.0
 
 
-Outcome = list[float] | str  # a unit vector, or why there is none
+@dataclasses.dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a text has no vector; ``attempted`` is False when the provider was not called."""
+
+    error: str
+    attempted: bool = True
+
+    @classmethod
+    def of(cls, exc: EmbeddingError) -> Failure:
+        return cls(str(exc)[:500], not isinstance(exc, ProviderUnavailable))
+
+
+Outcome = list[float] | Failure
 
 
 ItemKey = tuple[TenantId, ItemKind, int]
@@ -47,6 +66,7 @@ class DrainResult:
     dropped: int = 0
     requeued: int = 0
     failed: int = 0
+    """Jobs whose attempt failed or that could not be attempted (they stay queued)."""
 
 
 def _lease_seconds(lib: Library) -> float:
@@ -54,11 +74,8 @@ def _lease_seconds(lib: Library) -> float:
 
 
 async def _claim(lib: Library, tenant_id: TenantId | None, limit: int) -> list[Job]:
-    settings = lib.settings
     async with lib.db.admin_tx() as conn:
-        return await store.claim_embedding_jobs(
-            conn, limit, settings.task_max_retries, _lease_seconds(lib), tenant_id
-        )
+        return await store.claim_embedding_jobs(conn, limit, _lease_seconds(lib), tenant_id)
 
 
 def _by_tenant(jobs: Sequence[Job]) -> dict[TenantId, list[Job]]:
@@ -80,27 +97,28 @@ async def _load_texts(lib: Library, jobs: Sequence[Job]) -> dict[ItemKey, ItemTe
     return texts
 
 
-async def _embed_outcomes(
-    lib: Library, provider: EmbeddingProvider, texts: list[str]
-) -> list[Outcome]:
+async def _embed_outcomes(lib: Library, texts: list[str]) -> list[Outcome]:
     """One outcome per text. A failed batch is retried text by text only when a single
-    text embeds (the provider is up, so one bad text must not fail its neighbours)."""
+    text embeds (the provider is up, so one bad text must not fail its neighbours);
+    otherwise every text carries the batch's failure (an attempt, unless the breaker
+    did not let the batch through)."""
     if not texts:
         return []
     timeout = lib.settings.embedding_timeout_secs + 5.0
     try:
-        return list(await embed_checked(provider, texts, timeout))
+        return list(await embed_checked(lib, texts, timeout))
     except EmbeddingError as exc:
-        if len(texts) == 1:
-            return [str(exc)]
+        batch = Failure.of(exc)
+    if len(texts) == 1 or not batch.attempted or lib.breaker.retry_in() > 0:
+        return [batch] * len(texts)
     outcomes: list[Outcome] = []
     for position, text in enumerate(texts):
         try:
-            outcomes.append((await embed_checked(provider, [text], timeout))[0])
+            outcomes.append((await embed_checked(lib, [text], timeout))[0])
         except EmbeddingError as exc:
             if position == 0:  # even one text fails: the provider is down
-                return [str(exc)] * len(texts)
-            outcomes.append(str(exc))
+                return [batch] * len(texts)
+            outcomes.append(Failure.of(exc))
     return outcomes
 
 
@@ -134,14 +152,25 @@ def _keys(jobs: Sequence[Job]) -> list[ItemKey]:
     return [_key(job) for job in jobs]
 
 
-async def _fail(lib: Library, jobs: Sequence[Job], errors: Sequence[str]) -> None:
+async def _fail(lib: Library, failed: Sequence[tuple[Job, Failure]]) -> None:
+    """Back off the jobs whose attempt failed; hand back, uncounted, those not attempted."""
     settings = lib.settings
+    tried = [(job, failure.error) for job, failure in failed if failure.attempted]
+    untried = [(job, failure.error) for job, failure in failed if not failure.attempted]
+    delay = float(settings.task_retry_delay)
+    retry_in = max(lib.breaker.retry_in(), settings.worker_poll_secs)
     async with lib.db.admin_tx() as conn:
-        await store.fail_embedding_jobs(conn, jobs, errors, float(settings.task_retry_delay))
-    for job, error in zip(jobs, errors, strict=True):
-        if job.attempts + 1 >= settings.task_max_retries:
+        for group, wait, attempted in ((tried, delay, True), (untried, retry_in, False)):
+            if group:
+                jobs, errors = [job for job, _ in group], [error for _, error in group]
+                await store.fail_embedding_jobs(
+                    conn, jobs, errors, wait, settings.task_max_retries, attempted=attempted
+                )
+    for job, error in tried:
+        if job.attempts + 1 == settings.task_max_retries:  # once per job, not every retry
             log.warning(
-                "embedding job gave up",
+                "embedding job keeps failing; retried every "
+                f"{settings.task_retry_delay * 2**settings.task_max_retries} s",
                 tenant=str(job.tenant_id),
                 ref=f"{job.item_kind}:{job.item_id}",
                 attempts=job.attempts + 1,
@@ -161,12 +190,12 @@ async def drain_once(
         return DrainResult()
     texts = await _load_texts(lib, jobs)
     present = [job for job in jobs if _key(job) in texts]
-    outcomes = await _embed_outcomes(lib, provider, [texts[_key(job)].text for job in present])
+    outcomes = await _embed_outcomes(lib, [texts[_key(job)].text for job in present])
     vectors: dict[ItemKey, tuple[ItemText, list[float]]] = {}
-    failed: list[tuple[Job, str]] = []
+    failed: list[tuple[Job, Failure]] = []
     for job, outcome in zip(present, outcomes, strict=True):
-        if isinstance(outcome, str):
-            failed.append((job, outcome[:500]))
+        if isinstance(outcome, Failure):
+            failed.append((job, outcome))
         else:
             vectors[_key(job)] = (texts[_key(job)], outcome)
     failed_ids = {job.id for job, _ in failed}
@@ -177,7 +206,7 @@ async def drain_once(
             counts = await _settle_tenant(lib, group_tenant, settled, vectors, provider.name)
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
     if failed:
-        await _fail(lib, [job for job, _ in failed], [error for _, error in failed])
+        await _fail(lib, failed)
     return DrainResult(len(jobs), totals[0], totals[1], totals[2], len(failed))
 
 
@@ -203,25 +232,27 @@ async def run_worker(lib: Library, stop: asyncio.Event, *, model_recorded: bool 
 
     First queues rows stored without a vector while embeddings or the queue were
     off. Polls every ``CPERSONA_WORKER_POLL_SECS`` while idle and goes straight on
-    while batches come back full. Unless ``model_recorded`` (``start_up`` did it), the
-    model is recorded as soon as its width is known, which for an HTTP provider
-    unreachable at start-up is after its first successful batch.
+    while batches come back full; while the provider's breaker is open it waits for
+    the breaker instead of claiming jobs it could not embed. Unless ``model_recorded``
+    (``start_up`` did it), the model is recorded first, retried every round until the
+    database takes it.
     """
-    provider = lib.embedder
-    if provider is None:
+    if lib.embedder is None:
         log.info("embeddings are off (CPERSONA_EMBEDDING_MODE=none); the worker idles")
         await stop.wait()
         return
     synced = model_recorded
     await _sweep_logged(lib)
+    poll = lib.settings.worker_poll_secs
     while not stop.is_set():
-        if not synced and provider.dimension:
+        if not synced:
             synced = await _sync_logged(lib)
+        if lib.breaker.retry_in() > 0:
+            await _pause(stop, min(max(lib.breaker.retry_in(), 0.01), max(poll, 1.0)))
+            continue
         result = await _drain_logged(lib)
-        if not synced and provider.dimension:
-            synced = await _sync_logged(lib)
-        if result.claimed < lib.settings.worker_batch:
-            await _pause(stop, lib.settings.worker_poll_secs)
+        if result.claimed < lib.settings.worker_batch or result.failed:
+            await _pause(stop, poll)
 
 
 async def _sweep_logged(lib: Library) -> None:
@@ -249,8 +280,8 @@ async def start_up(lib: Library) -> bool:
     """Load the local model (so the first write does not pay for it) and record the
     model, queueing re-embeds on a change. Returns whether the model is recorded.
 
-    A provider that is down only logs (the worker records the model later); a
-    local model that fails its integrity check stops the start (ConfigError).
+    A local model that fails its integrity check stops the start (ConfigError); a
+    database error while recording only logs (the worker records the model later).
     """
     provider = lib.embedder
     if provider is None:
@@ -271,13 +302,14 @@ async def drain_until_empty(
     tenant_id: TenantId | None,
     on_progress: Callable[[store.Backlog], None],
 ) -> store.Backlog:
-    """Drain (alongside any other worker) until no job of the scope is left to run;
-    returns the final backlog (its ``failed`` jobs reached the retry limit)."""
+    """Drain (alongside any other worker) until no job of the scope is left; a provider
+    that is down is waited for (jobs are retried with their backoff, never given up).
+    Returns the final backlog."""
     while True:
         result = await drain_once(lib, tenant_id=tenant_id)
         remaining = await backlog.backlog(lib, tenant_id)
         on_progress(remaining)
         if remaining.pending == 0:
             return remaining
-        if result.claimed == 0:
-            await asyncio.sleep(lib.settings.worker_poll_secs)
+        if result.claimed == 0 or result.failed:
+            await asyncio.sleep(max(lib.settings.worker_poll_secs, lib.breaker.retry_in()))

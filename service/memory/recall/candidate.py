@@ -64,7 +64,10 @@ class Candidate:
     episodes; ``recall_count`` and ``last_recalled_at`` only mean something on memories.
     ``hybrid`` is the weighted score of the default fusion (plus the second stage's text
     features); ``matched`` says the row shares a word (or stem, or substring pattern) with
-    the query, which is what keeps it through the hybrid gate.
+    the query, which is what keeps it through the hybrid gate. ``vector_unseen`` marks a
+    row matched lexically that the vector channel could not score although embeddings are
+    on (the row has no vector yet, or the query could not be embedded): the gate keeps it
+    (``gate.mark_vector_unseen``).
     """
 
     kind: Kind
@@ -83,6 +86,7 @@ class Candidate:
     resolved: bool = False
     recall_count: int = 0
     last_recalled_at: datetime | None = None
+    vector_unseen: bool = False
 
     @property
     def identity(self) -> Identity:

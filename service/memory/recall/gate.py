@@ -6,13 +6,22 @@ a row found by meaning alone passes when its raw cosine reaches the vector thres
 calibrated one, else ``CPERSONA_VECTOR_MIN_SIMILARITY``; halved by ``deep``). So an answer
 is never emptied while it holds a lexical or an above-threshold vector match, whatever the
 pool size (the spec's pool-size heuristic dropped a lone exact match in a small pool and a
-paraphrase at cosine 0.37). The spec's modes keep the spec's gate.
+paraphrase at cosine 0.37). The spec's modes keep the spec's gate, with one rule on top:
+a row matched lexically that the vector channel could
+not score while embeddings are on (``Candidate.vector_unseen``: it has no vector yet,
+e.g. stored during an embedder outage, or the query could not be embedded) is never
+dropped by the gate. The gate's thresholds assume every channel could vote for a row
+(rrf's scale is three channels, ``3/(K+1)``); such a row lost the vector channel's vote
+to a missing embedding, not to irrelevance, so in a small pool even an exact-content
+match would fall under the threshold. With embeddings off (mode ``none``) nothing is
+marked and the spec's gate applies unchanged (a lone FTS match in a tiny pool is
+dropped, §3.5).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from service.memory.recall.candidate import (
@@ -20,6 +29,7 @@ from service.memory.recall.candidate import (
     UNSCORED_MIN_POOL,
     CalibratedGate,
     Candidate,
+    Identity,
     Signal,
     confidence_of,
     sorted_desc,
@@ -80,6 +90,8 @@ def _passes_gate(
 ) -> bool:
     if row.is_profile:
         return n >= PROFILE_MIN_POOL
+    if row.vector_unseen:
+        return True
     if vector_floor is not None and row.hybrid is not None and row.confidence is None:
         return passes_hybrid_gate(row, vector_floor)
     scored = gate_score(row)
@@ -101,8 +113,9 @@ def quality_gate(
 ) -> list[Candidate]:
     """Drop rows below the quality threshold (§3.5), first matching branch per row.
 
-    1. profile: kept iff ``n >= 50``; hybrid rows (``vector_floor`` given): the hybrid
-    rule (module docstring); 2-5. scored rows by :func:`gate_score` precedence against
+    1. profile: kept iff ``n >= 50``; then rows marked ``vector_unseen`` are kept (see the
+    module docstring); hybrid rows (``vector_floor`` given): the hybrid rule (module
+    docstring); 2-5. scored rows by :func:`gate_score` precedence against
     :func:`gate_threshold`; 6. unscored rows: kept iff the query is empty (a pure recency
     listing) or ``n >= 100``. ``n`` is memories + episodes in scope; ``deep`` halves the
     heuristic, a calibrated gate and the hybrid vector floor.
@@ -112,6 +125,11 @@ def quality_gate(
         gate = replace(gate, threshold=gate.threshold * 0.5)
     floor = None if vector_floor is None else vector_floor * (0.5 if deep else 1.0)
     return [row for row in rows if _passes_gate(row, n, min_score, gate, k, query_empty, floor)]
+
+
+def mark_vector_unseen(rows: Sequence[Candidate], unseen: Collection[Identity]) -> list[Candidate]:
+    """``rows`` with ``vector_unseen`` set on the identities in ``unseen``."""
+    return [replace(row, vector_unseen=True) if row.identity in unseen else row for row in rows]
 
 
 def gate_fallback(

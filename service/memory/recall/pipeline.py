@@ -18,6 +18,7 @@ from typing import Any
 
 from service.db import recall as store
 from service.db.pool import Connection
+from service.db.sql import VECTOR_DIMS
 from service.memory.embeddings.base import EmbeddingError
 from service.memory.embeddings.cache import embed_query
 from service.memory.library import Library
@@ -28,6 +29,7 @@ from service.memory.recall import (
     confidence,
     exclusion,
     fusion,
+    gate,
     query_terms,
     rank,
     rerank,
@@ -87,12 +89,17 @@ def tunables(lib: Library) -> candidate.Tunables:
 
 
 async def _embed(lib: Library, query: str, mode: candidate.Mode) -> _Embedded:
+    """The query's vector within CPERSONA_EMBEDDING_QUERY_TIMEOUT_SECS (1 s), through the
+    provider's circuit breaker; a failure (or an open breaker) means lexical-only recall
+    with the ``fault`` advisory, never a slow answer."""
     if lib.embedder is None or not query.strip():
         return _Embedded(None, False)
+    within = lib.settings.embedding_query_timeout_secs
     try:
-        return _Embedded(await embed_query(lib.embedder, lib.query_cache, query), False)
+        vector = await embed_query(lib.embedder, lib.breaker, lib.query_cache, query, within)
     except EmbeddingError:
         return _Embedded(None, True)
+    return _Embedded(vector, False)
 
 
 def _scope(req: RecallRequest) -> store.Scope:
@@ -215,6 +222,24 @@ def fuse(
     return fusion.cascade(pool.vector, pool.episode_text, profiles, pool.keyword, limit)
 
 
+def _vector_unseen(
+    lib: Library, hits: Sequence[store.Hit], vector: list[float] | None
+) -> set[candidate.Identity]:
+    """Rows matched lexically that the vector channel could not score although embeddings
+    are on: no vector of the query's width (the retrieval reports no cosine for them),
+    or no usable query vector at all. The LIKE fallback reports no cosine, so its rows
+    count only when the query has no usable vector."""
+    if lib.embedder is None:
+        return set()
+    searched = vector is not None and len(vector) in VECTOR_DIMS
+    unseen: set[candidate.Identity] = set()
+    for hit in hits:
+        text_hit = hit.channel in ("memory_text", "episode_text") and hit.cosine is None
+        if text_hit or (hit.channel == "keyword" and not searched):
+            unseen.add(("ep" if hit.kind == "ep" else "mem", hit.id))
+    return unseen
+
+
 def _boundary(meta: JsonObject) -> datetime | None:
     value = meta.get("boundary")
     return time.parse_timestamp(value) if isinstance(value, str) else None
@@ -240,7 +265,8 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
         notice = await _advisory(lib, conn, tenant_id, found.meta, embedded)
     body: JsonObject = {"messages": []}
     if limit:
-        body, credited = _ranked_body(lib, req, found.meta, hits, mode, limit)
+        unseen = _vector_unseen(lib, hits, embedded.vector)
+        body, credited = _ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
         if credited:
             async with lib.db.tenant_tx(tenant_id) as conn:
                 await store.bump_recall_stats(conn, tenant_id, credited)
@@ -311,6 +337,7 @@ def _ranked_body(
     hits: list[store.Hit],
     mode: candidate.Mode,
     limit: int,
+    unseen: set[candidate.Identity],
 ) -> tuple[JsonObject, list[int]]:
     s = lib.settings
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
@@ -326,6 +353,7 @@ def _ranked_body(
         fused = rerank.rerank(fused, text_features(hits), req.query, depth=s.rerank_depth)
     else:
         fused = fuse(mode, pool, profiles, s.rrf_k, limit, s.rsf_lexical_weight)
+    fused = gate.mark_vector_unseen(fused, unseen)
     if lib.settings.confidence_enabled:
         fused = confidence.backfill_cosines(fused, stored_cosines(hits))
     context = scoring_context(

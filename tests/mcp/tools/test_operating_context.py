@@ -15,7 +15,15 @@ from service.memory import tenants
 from service.memory.library import Library
 from service.memory.operating_context import parse, storage
 from service.models import Caller, JsonObject, TenantId
-from tests.support import Served, body, mcp_session, new_tenant, run_cli, serve
+from tests.support import (
+    Served,
+    body,
+    mcp_session,
+    modern_client,
+    new_tenant,
+    run_cli,
+    serve,
+)
 
 CONTEXT = """\
 version = 1
@@ -213,3 +221,18 @@ async def test_initialize_serves_the_tenants_summary_as_instructions(
     async with mcp_session(served, key_b) as session:
         assert session.initialize_result is not None
         assert session.initialize_result.instructions is None
+
+
+async def test_server_discover_serves_the_same_instructions(lib: Library, served: Served) -> None:
+    key_a = await new_tenant(lib, "disc-a")
+    key_b = await new_tenant(lib, "disc-b")
+    await storage.set_context(
+        lib.db, "disc-a", 'version = 1\n[instructions]\nsummary = "Be brief."\n'
+    )
+    for mode in ("auto", "legacy"):
+        async with modern_client(served, key_a, mode) as client:
+            assert client.instructions == "Be brief.", mode
+        async with modern_client(served, key_b, mode) as client:
+            assert client.instructions is None, mode
+    async with modern_client(served, key_a) as client:
+        assert client.protocol_version == "2026-07-28"

@@ -4,8 +4,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.memory.embeddings.base import EmbeddingError
+from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, l2_normalise
+from service.memory.embeddings.breaker import CircuitBreaker
 from service.memory.embeddings.cache import QueryEmbeddingCache, embed_query
+
+
+async def _query(provider: EmbeddingProvider, cache: QueryEmbeddingCache, text: str) -> list[float]:
+    return await embed_query(provider, CircuitBreaker(failures=0), cache, text, 5.0)
 
 
 class FakeClock:
@@ -109,20 +114,20 @@ async def test_embed_query_calls_the_provider_once_per_fresh_text() -> None:
     clock = FakeClock()
     cache = QueryEmbeddingCache(ttl_seconds=300, clock=clock)
     provider = CountingProvider()
-    first = await embed_query(provider, cache, "hello")
-    second = await embed_query(provider, cache, "hello")
-    assert first == second == [5.0, 1.0]
+    first = await _query(provider, cache, "hello")
+    second = await _query(provider, cache, "hello")
+    assert first == second == pytest.approx(l2_normalise([5.0, 1.0]))
     assert provider.calls == [["hello"]]
     clock.now += 300
-    await embed_query(provider, cache, "hello")
+    await _query(provider, cache, "hello")
     assert provider.calls == [["hello"], ["hello"]]
 
 
 async def test_embed_query_separates_providers_by_model_name() -> None:
     cache = QueryEmbeddingCache(clock=FakeClock())
     first, second = CountingProvider("one"), CountingProvider("two")
-    await embed_query(first, cache, "q")
-    await embed_query(second, cache, "q")
+    await _query(first, cache, "q")
+    await _query(second, cache, "q")
     assert first.calls == second.calls == [["q"]]
 
 
@@ -131,6 +136,6 @@ async def test_embed_query_does_not_cache_failures() -> None:
     provider = CountingProvider(fail=True)
     for _ in range(2):
         with pytest.raises(EmbeddingError):
-            await embed_query(provider, cache, "q")
+            await _query(provider, cache, "q")
     assert len(provider.calls) == 2
     assert len(cache) == 0

@@ -66,7 +66,7 @@ async def test_local_e5_is_a_mode_of_384_dimensions() -> None:
     settings = load_settings({"CPERSONA_EMBEDDING_MODE": "local-e5"})
     assert settings.embedding_mode == "local-e5"
     provider = build_provider(
-        "local-e5", url="", api_key="", model="", timeout_seconds=1.0, dimension=None
+        "local-e5", url="", api_key="", model="", timeout_seconds=1.0, dimension=0
     )
     assert provider is not None
     assert provider.dimension == 384

@@ -19,7 +19,7 @@ def _build(
     api_key: str = "",
     model: str = "",
     timeout_seconds: float = 5.0,
-    dimension: int | None = None,
+    dimension: int = 0,
 ) -> EmbeddingProvider | None:
     return build_provider(
         mode,
@@ -43,19 +43,35 @@ async def test_http_mode_builds_a_cpersona_client_named_after_the_model() -> Non
 
 
 async def test_http_mode_without_a_model_is_named_http() -> None:
-    provider = _build("http")
+    provider = _build("http", dimension=384)
     assert isinstance(provider, HttpEmbeddingProvider)
-    assert (provider.name, provider.dimension) == ("http", 0)
+    assert (provider.name, provider.dimension) == ("http", 384)
     await provider.aclose()
+
+
+async def test_every_provider_declares_its_width_before_any_answer() -> None:
+    """Issue 10 (6): the width comes from the configuration, never from an answer."""
+    known = _build("openai", model="text-embedding-3-large")
+    configured = _build("openai", model="my-own-model", dimension=768)
+    assert known is not None
+    assert configured is not None
+    assert (known.dimension, configured.dimension) == (3072, 768)
+    for provider in (known, configured):
+        await provider.aclose()
+    with pytest.raises(ValueError, match="CPERSONA_EMBEDDING_DIMENSIONS"):
+        _build("http")  # CPersona's wire format names no model: the width must be given
+    with pytest.raises(ValueError, match=r"CPERSONA_EMBEDDING_DIMENSIONS.*'unknown-model'"):
+        _build("openai", model="unknown-model")
 
 
 @pytest.mark.parametrize(
     ("mode", "overrides", "message"),
     [
-        ("openai", {"model": ""}, "model"),
-        ("http", {"url": ""}, "URL"),
-        ("http", {"timeout_seconds": 0.0}, "timeout"),
-        ("openai", {"model": "m", "dimension": 0}, "dimension"),
+        ("openai", {"model": "", "dimension": 8}, "model"),
+        ("http", {"url": "", "dimension": 8}, "URL"),
+        ("http", {"timeout_seconds": 0.0, "dimension": 8}, "timeout"),
+        ("openai", {"model": "m", "dimension": 0}, "DIMENSIONS"),
+        ("openai", {"model": "m", "dimension": 20_000}, "dimension"),
         ("local", {"dimension": 256}, "384"),
     ],
 )

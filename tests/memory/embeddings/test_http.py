@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -16,6 +13,7 @@ from starlette.routing import Route
 
 from service.memory.embeddings.base import EmbeddingError, l2_normalise
 from service.memory.embeddings.http import HttpEmbeddingProvider
+from tests.embedding_server import serve_in_thread, stop_thread
 
 API_KEY = "sk-test-key"
 MODEL = "test-embedder"
@@ -68,7 +66,8 @@ async def openai_endpoint(request: Request) -> Response:
         return JSONResponse({"error": "bad request"}, status_code=400)
     texts: list[str] = body["input"]
     broken = garbage(texts[0]) if texts else None
-    data = [{"embedding": fake_vector(text), "index": i} for i, text in enumerate(texts)]
+    width = body.get("dimensions")  # the API's shortened embeddings
+    data = [{"embedding": fake_vector(text)[:width], "index": i} for i, text in enumerate(texts)]
     return broken or JSONResponse({"data": data[::-1], "model": MODEL})
 
 
@@ -83,34 +82,15 @@ def make_app() -> Starlette:
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    """A real uvicorn server on an ephemeral 127.0.0.1 port, in its own thread and loop.
-
-    The socket listens before the thread starts, so no readiness wait is needed.
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(
-        make_app(),
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        ws="none",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
-    assert not thread.is_alive()
+    """A real uvicorn server on an ephemeral 127.0.0.1 port, in its own thread and loop."""
+    server, thread, port = serve_in_thread(make_app())
+    yield f"http://127.0.0.1:{port}"
+    stop_thread(server, thread)
 
 
 @pytest.fixture
 async def cpersona(server_url: str) -> AsyncIterator[HttpEmbeddingProvider]:
-    provider = HttpEmbeddingProvider(f"{server_url}/embed", timeout_seconds=5)
+    provider = HttpEmbeddingProvider(f"{server_url}/embed", timeout_seconds=5, dimension=8)
     yield provider
     await provider.aclose()
 
@@ -123,6 +103,7 @@ async def openai(server_url: str) -> AsyncIterator[HttpEmbeddingProvider]:
         model=MODEL,
         api_key=API_KEY,
         timeout_seconds=5,
+        dimension=8,
     )
     yield provider
     await provider.aclose()
@@ -157,7 +138,11 @@ async def test_openai_format_sends_model_and_key_and_sorts_by_index(
 
 async def test_openai_format_with_a_wrong_key_is_an_embedding_error(server_url: str) -> None:
     provider = HttpEmbeddingProvider(
-        f"{server_url}/v1/embeddings", wire_format="openai", model=MODEL, api_key="sk-wrong"
+        f"{server_url}/v1/embeddings",
+        wire_format="openai",
+        model=MODEL,
+        api_key="sk-wrong",
+        dimension=8,
     )
     with pytest.raises(EmbeddingError, match="HTTP 401"):
         await provider.embed(["hello"])
@@ -165,7 +150,7 @@ async def test_openai_format_with_a_wrong_key_is_an_embedding_error(server_url: 
 
 
 async def test_large_inputs_are_sent_in_batches_and_keep_their_order(server_url: str) -> None:
-    provider = HttpEmbeddingProvider(f"{server_url}/embed", batch_size=2)
+    provider = HttpEmbeddingProvider(f"{server_url}/embed", batch_size=2, dimension=8)
     texts = [f"text {index}" for index in range(5)]
     assert_close(await provider.embed(texts), expected(texts))
     await provider.aclose()
@@ -173,17 +158,34 @@ async def test_large_inputs_are_sent_in_batches_and_keep_their_order(server_url:
 
 async def test_empty_input_sends_nothing(cpersona: HttpEmbeddingProvider) -> None:
     assert await cpersona.embed([]) == []
-    assert cpersona.dimension == 0
+    assert cpersona.dimension == 8
 
 
-async def test_the_learned_dimension_is_then_enforced(cpersona: HttpEmbeddingProvider) -> None:
-    with pytest.raises(EmbeddingError, match="dimension"):
-        await cpersona.embed(["hello", "dim:7 ragged"])
-    assert cpersona.dimension == 0  # nothing is learned from a rejected answer
-    await cpersona.embed(["dim:9 first"])
-    assert cpersona.dimension == 9
-    with pytest.raises(EmbeddingError, match="dimension 8, expected 9"):
-        await cpersona.embed(["hello"])
+async def test_a_wrong_width_first_answer_does_not_pin_the_width(
+    cpersona: HttpEmbeddingProvider,
+) -> None:
+    """Issue 10 (6): a provider whose first answer had 17 components pinned 17, and every
+    later correct answer failed. The declared width holds whatever the server says."""
+    with pytest.raises(EmbeddingError, match="dimension 17, expected 8"):
+        await cpersona.embed(["dim:17 first answer"])
+    assert cpersona.dimension == 8
+    assert_close(await cpersona.embed(["hello"]), expected(["hello"]))
+
+
+async def test_openai_format_asks_for_a_configured_width(server_url: str) -> None:
+    provider = HttpEmbeddingProvider(
+        f"{server_url}/v1/embeddings",
+        wire_format="openai",
+        model=MODEL,
+        api_key=API_KEY,
+        dimension=4,
+        request_dimension=True,
+    )
+    try:
+        [vector] = await provider.embed(["short"])
+    finally:
+        await provider.aclose()
+    assert vector == pytest.approx(l2_normalise(fake_vector("short")[:4]))
 
 
 async def test_a_configured_dimension_is_enforced(server_url: str) -> None:
@@ -214,7 +216,7 @@ async def test_cpersona_garbage_is_an_embedding_error(
 ) -> None:
     with pytest.raises(EmbeddingError, match=message):
         await cpersona.embed([trigger, "second"])
-    assert cpersona.dimension == 0
+    assert cpersona.dimension == 8
 
 
 @pytest.mark.parametrize(
@@ -234,7 +236,7 @@ async def test_openai_garbage_is_an_embedding_error(
 
 
 async def test_a_slow_server_times_out_as_an_embedding_error(server_url: str) -> None:
-    provider = HttpEmbeddingProvider(f"{server_url}/embed", timeout_seconds=0.3)
+    provider = HttpEmbeddingProvider(f"{server_url}/embed", timeout_seconds=0.3, dimension=8)
     with pytest.raises(EmbeddingError, match="timed out"):
         await provider.embed(["!hang"])
     await provider.aclose()
@@ -244,7 +246,9 @@ async def test_an_unreachable_server_is_an_embedding_error() -> None:
     with socket.socket() as sock:  # a port that was free a moment ago
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    provider = HttpEmbeddingProvider(f"http://127.0.0.1:{port}/embed", timeout_seconds=2)
+    provider = HttpEmbeddingProvider(
+        f"http://127.0.0.1:{port}/embed", timeout_seconds=2, dimension=8
+    )
     with pytest.raises(EmbeddingError, match="ConnectError"):
         await provider.embed(["hello"])
     await provider.aclose()

@@ -1,5 +1,5 @@
-"""Pure pieces of portability: the record encodings, line splitting, path confinement,
-signed download tokens (no database)."""
+"""Pure pieces of portability: the record encodings, line splitting, file names, signed
+download tokens (no database)."""
 
 from __future__ import annotations
 
@@ -86,33 +86,34 @@ def test_any_chunking_gives_the_same_lines(data: bytes, cut: int) -> None:
     assert [number for number, _ in expected] == list(range(1, len(parts) + 1))
 
 
-def test_confinement_rejects_everything_outside_the_area(tmp_path: Path) -> None:
-    area = tmp_path / "area"
-    area.mkdir()
-    (tmp_path / "elsewhere").mkdir()
-    (area / "out").symlink_to(tmp_path / "elsewhere")
+def test_names_must_be_relative_file_names() -> None:
+    """Names are keys of the area's catalogue, never paths on disk (files are stored
+    under random names), so a symlink in the area cannot redirect one; they are still
+    held to CPersona's path-traversal refusal so they stay portable file names."""
     for bad in (
         "",
         ".",
+        "./",
         "..",
         "../x",
         "a/../../x",
         "/etc/passwd",
         "x\x00y",
-        "out/x",
         "a" * 1025,
         "d/",
     ):
-        assert files.confine(area, bad) is None, bad
-    for good in ("x.jsonl", "sub/dir/x.jsonl", "a..b.jsonl", "..hidden"):
-        assert files.confine(area, good) == area / good
+        assert not files.name_is_valid(bad), bad
+        with pytest.raises(files.PathRejected, match="path traversal"):
+            files.check_name(bad, "output_path")
+    for good in ("x.jsonl", "sub/dir/x.jsonl", "a..b.jsonl", "..hidden", "./x.jsonl"):
+        assert files.name_is_valid(good), good
 
 
-def test_tokens_are_bound_to_tenant_file_and_key() -> None:
+def test_tokens_are_bound_to_tenant_file_version_and_key() -> None:
     tenant = TenantId(uuid.uuid4())
-    token, expires_at = signing.issue(b"k" * 32, tenant, "dir/f.jsonl")
+    token, expires_at = signing.issue(b"k" * 32, tenant, "dir/f.jsonl", "fabc.jsonl")
     grant = signing.verify(b"k" * 32, token)
-    assert grant == signing.Grant(tenant, "dir/f.jsonl", expires_at)
+    assert grant == signing.Grant(tenant, "dir/f.jsonl", "fabc.jsonl", expires_at)
     assert not grant.expired
     assert signing.verify(b"x" * 32, token) is None
     head, tail = token.split(".")
@@ -120,7 +121,7 @@ def test_tokens_are_bound_to_tenant_file_and_key() -> None:
     assert signing.verify(b"k" * 32, forged.decode().rstrip("=") + "." + tail) is None
     for junk in ("", "nodot", "a.b", "!!.??", head + "."):
         assert signing.verify(b"k" * 32, junk) is None
-    old, _ = signing.issue(b"k" * 32, tenant, "f", ttl=timedelta(seconds=-1))
+    old, _ = signing.issue(b"k" * 32, tenant, "f", "s", ttl=timedelta(seconds=-1))
     old_grant = signing.verify(b"k" * 32, old)
     assert old_grant is not None
     assert old_grant.expired

@@ -7,6 +7,7 @@ include_embeddings — the vectors bit for bit.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from typing import Any
@@ -14,7 +15,11 @@ from typing import Any
 import httpx
 from pgvector import Vector
 
+from service.memory import tenants
 from service.memory.library import Library
+from service.memory.portability import import_, jsonl
+from service.models import TenantId
+from tests.seeds import WidthOnly
 from tests.support import Agent, Served, new_tenant
 
 MEMORY_ROWS = """
@@ -144,3 +149,52 @@ async def test_export_then_import_into_another_tenant_is_lossless(
 
 def _auth(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
+
+
+async def _import_lines(lib: Library, tenant: str, *records: dict[str, Any]) -> None:
+    row = await tenants.create_tenant(lib.db, tenant)
+
+    async def chunks() -> Any:
+        yield b"".join(json.dumps(record).encode() + b"\n" for record in records)
+
+    await import_.import_jsonl(lib, TenantId(row.id), chunks(), import_.ImportRequest())
+
+
+async def test_import_keeps_the_model_of_vectors_of_the_configured_width(
+    lib: Library,
+) -> None:
+    """Issue 10 (11): imported rows got embedding_model NULL, so a later reembed recomputed
+    vectors the file already carried. A vector of the configured model's declared width
+    now keeps the model's name and is not queued; one of another width is kept but
+    queued, so the worker replaces it."""
+    configured = Library(
+        lib.db, dataclasses.replace(lib.settings, embedding_mode="http"), WidthOnly(4)
+    )
+    await _import_lines(
+        configured,
+        "vectors",
+        {"_type": "memory", "agent_id": "v", "content": "right width",
+         "embedding_b64": jsonl.encode_embedding([0.5, 0.5, 0.5, 0.5])},
+        {"_type": "memory", "agent_id": "v", "content": "other width",
+         "embedding_b64": jsonl.encode_embedding([0.6, 0.8])},
+        {"_type": "memory", "agent_id": "v", "content": "no vector"},
+        {"_type": "episode", "agent_id": "v", "summary": "an episode",
+         "embedding_b64": jsonl.encode_embedding([0.5, 0.5, 0.5, 0.5])},
+    )  # fmt: skip
+    async with lib.db.admin_tx() as conn:
+        rows = await conn.fetch(
+            "SELECT content, embedding_model, embedding_dim FROM memories ORDER BY id"
+        )
+        episode = await conn.fetchrow("SELECT embedding_model FROM episodes")
+        jobs = await conn.fetch(
+            "SELECT m.content FROM embedding_jobs j JOIN memories m ON m.id = j.item_id "
+            "ORDER BY m.id"
+        )
+    assert [(r["content"], r["embedding_model"], r["embedding_dim"]) for r in rows] == [
+        ("right width", "width-only", 4),
+        ("other width", None, 2),
+        ("no vector", None, None),
+    ]
+    assert episode is not None
+    assert episode["embedding_model"] == "width-only"
+    assert [j["content"] for j in jobs] == ["other width", "no vector"]

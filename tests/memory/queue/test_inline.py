@@ -118,7 +118,7 @@ async def test_store_embeds_inline_and_reports_it(local_lib: Library) -> None:
         "pending": 0,
         "max_retries": 3,
         "retry_delay": 30,
-        "failed": 0,
+        "retrying": 0,
         "oldest_pending_seconds": None,
     }
 

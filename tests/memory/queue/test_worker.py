@@ -1,10 +1,11 @@
 """The durable embedding queue and its worker, against a real HTTP embedding server.
 
-The server (uvicorn on 127.0.0.1, its own thread) can be switched to answer 500, to
-answer slowly, or to refuse single "poison" texts, so the provider really is down,
-slow or picky; the database is real. Covered: inline failures queue the row in the
-write transaction, the worker embeds it once the server recovers, retries back off
-and give up, concurrent drainers never share a job, deleted rows and rows edited
+The server (``tests/embedding_server.py``: uvicorn on 127.0.0.1, its own thread) can be
+switched to answer 500, to answer slowly, or to refuse single "poison" texts, so the
+provider really is down, slow or picky; the database is real. Covered: inline failures
+queue the row in the write transaction, the worker embeds it once the server recovers,
+retries back off (capped) and are never given up, concurrent drainers never share a
+job, deleted rows and rows edited
 while their embedding was in flight are never given a stale vector, get_queue_status
 per tenant, delete_agent_data's job count, model recording and change, and the
 ``worker`` / ``reembed`` commands.
@@ -14,24 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import asyncpg
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from service.config import Settings
 from service.db.pool import Database
@@ -41,83 +34,38 @@ from service.memory.library import Library, build_library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog, worker
 from service.models import TenantId
+from tests.embedding_server import EmbeddingServer, fake_vector, running_server
 from tests.support import run_cli
 
 
-@dataclasses.dataclass
-class FakeEmbedder:
-    """What the fake server does now, and what it saw."""
-
-    failing: bool = False
-    delay: float = 0.0
-    received: list[str] = dataclasses.field(default_factory=list)
-    answered: list[str] = dataclasses.field(default_factory=list)
-
-    def reset(self, *, failing: bool = False, delay: float = 0.0) -> None:
-        self.failing, self.delay = failing, delay
-        self.received.clear()
-        self.answered.clear()
-
-
-FAKE = FakeEmbedder()
-
-
-def fake_vector(text: str) -> list[float]:
-    digest = hashlib.sha256(text.encode()).digest()
-    return [float(digest[i]) - 127.5 for i in range(8)]
-
-
-async def embed_endpoint(request: Request) -> Response:
-    texts: list[str] = (await request.json())["texts"]
-    FAKE.received.extend(texts)
-    if FAKE.failing:
-        return Response("embedding backend down", status_code=500)
-    if FAKE.delay:
-        await asyncio.sleep(FAKE.delay)
-    if any(text.startswith("!poison") for text in texts):
-        return Response("cannot embed that", status_code=400)
-    FAKE.answered.extend(texts)
-    return JSONResponse({"embeddings": [fake_vector(text) for text in texts]})
-
-
 @pytest.fixture(scope="module")
-def embed_url() -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    app = Starlette(routes=[Route("/embed", embed_endpoint, methods=["POST"])])
-    config = uvicorn.Config(
-        app,
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        ws="none",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/embed"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+def server() -> Iterator[EmbeddingServer]:
+    yield from running_server(dimension=8)
 
 
 @pytest.fixture(autouse=True)
-def fake() -> FakeEmbedder:
-    FAKE.reset()
-    return FAKE
+def fake(server: EmbeddingServer) -> EmbeddingServer:
+    server.reset()
+    return server
+
+
+@pytest.fixture
+def embed_url(server: EmbeddingServer) -> str:
+    return server.url
 
 
 @pytest.fixture
 def http_settings(settings: Settings, embed_url: str) -> Settings:
+    """The queue's own retry rules, without the circuit breaker (tested on its own)."""
     return dataclasses.replace(
         settings,
         embedding_mode="http",
         embedding_url=embed_url,
         embedding_model="fake-8d",
+        embedding_dimensions=8,
         embedding_timeout_secs=2.0,
         embedding_inline_timeout_secs=0.5,
+        embedding_breaker_failures=0,
         worker_poll_secs=0.05,
     )
 
@@ -167,7 +115,7 @@ def _assert_vector_of(row: asyncpg.Record, text: str, model: str = "fake-8d") ->
 
 
 async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
@@ -190,7 +138,9 @@ async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
     assert (await backlog.queue_status(http_lib, tenant))["pending"] == 0
 
 
-async def test_slow_provider_does_not_hold_the_write(http_lib: Library, fake: FakeEmbedder) -> None:
+async def test_slow_provider_does_not_hold_the_write(
+    http_lib: Library, fake: EmbeddingServer
+) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(delay=3.0)
     started = time.perf_counter()
@@ -202,7 +152,7 @@ async def test_slow_provider_does_not_hold_the_write(http_lib: Library, fake: Fa
 
 
 async def test_archive_and_update_queue_when_down_and_drain_later(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     memory = await _store(http_lib, tenant, "first version")
@@ -224,15 +174,19 @@ async def test_archive_and_update_queue_when_down_and_drain_later(
     _assert_vector_of(await _memory(http_lib.db, memory), "second version")
 
 
-async def test_failures_back_off_exponentially_and_give_up_at_the_limit(
-    db: Database, http_settings: Settings, fake: FakeEmbedder
+async def test_failures_back_off_exponentially_up_to_a_cap_and_are_never_given_up(
+    db: Database, http_settings: Settings, fake: EmbeddingServer
 ) -> None:
+    """Issue 10 (4): rows that failed more often than CPERSONA_TASK_MAX_RETRIES stayed
+    queued as ``failed`` until an operator ran ``reembed``; now they keep being retried
+    (the delay doubles MAX_RETRIES times, then stays) and are embedded once the provider
+    answers again, with no operator step."""
     lib = build_library(db, dataclasses.replace(http_settings, task_retry_delay=10))
     try:
         tenant = await _tenant(lib)
         fake.reset(failing=True)
         memory = await _store(lib, tenant, "stubborn")
-        for attempt, wait in ((1, 10), (2, 20), (3, 40)):
+        for attempt, wait in ((1, 10), (2, 20), (3, 40), (4, 80), (5, 80), (6, 80)):
             result = await worker.drain_once(lib)
             assert (result.claimed, result.failed) == (1, 1)
             [job] = await _jobs(db)
@@ -240,18 +194,19 @@ async def test_failures_back_off_exponentially_and_give_up_at_the_limit(
             assert wait - 1.5 < job["wait"] <= wait
             assert "HTTP 500" in job["last_error"]
             await _fetch(db, "UPDATE embedding_jobs SET run_after = clock_timestamp()")
-        assert (await worker.drain_once(lib)).claimed == 0  # given up, kept
         status = await backlog.queue_status(lib, tenant)
-        assert (status["pending"], status["failed"]) == (0, 1)
-        assert await backlog.enqueue_reembed(lib, tenant, every_row=False, reset=True) == 1
+        assert (status["pending"], status["retrying"]) == (1, 1)
         fake.reset()
         assert (await worker.drain_once(lib)).embedded == 1
         _assert_vector_of(await _memory(db, memory), "stubborn")
+        assert (await backlog.queue_status(lib, tenant))["pending"] == 0
     finally:
         await lib.aclose()
 
 
-async def test_one_bad_text_does_not_fail_its_batch(http_lib: Library, fake: FakeEmbedder) -> None:
+async def test_one_bad_text_does_not_fail_its_batch(
+    http_lib: Library, fake: EmbeddingServer
+) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
     ids = [await _store(http_lib, tenant, text) for text in ("good one", "!poison", "good two")]
@@ -264,7 +219,7 @@ async def test_one_bad_text_does_not_fail_its_batch(http_lib: Library, fake: Fak
 
 
 async def test_two_concurrent_drainers_never_embed_the_same_job(
-    database_url: str, http_lib: Library, http_settings: Settings, fake: FakeEmbedder
+    database_url: str, http_lib: Library, http_settings: Settings, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
@@ -293,7 +248,7 @@ async def test_two_concurrent_drainers_never_embed_the_same_job(
 
 
 async def test_fresh_writes_are_embedded_before_a_bulk_re_embed(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     await _store(http_lib, tenant, "embedded long ago")
@@ -306,7 +261,7 @@ async def test_fresh_writes_are_embedded_before_a_bulk_re_embed(
     assert (await _memory(http_lib.db, fresh))["embedding"] is not None
 
 
-async def test_jobs_of_deleted_rows_are_dropped(http_lib: Library, fake: FakeEmbedder) -> None:
+async def test_jobs_of_deleted_rows_are_dropped(http_lib: Library, fake: EmbeddingServer) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
     deleted_by_tool = await _store(http_lib, tenant, "deleted through the tool")
@@ -336,7 +291,7 @@ async def _wait_for(condition: Any, seconds: float = 5.0) -> None:
 
 
 async def test_an_edit_during_embedding_is_never_overwritten_by_the_stale_vector(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
@@ -359,7 +314,7 @@ async def test_an_edit_during_embedding_is_never_overwritten_by_the_stale_vector
 
 
 async def test_content_changed_behind_the_queue_is_requeued_not_overwritten(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
@@ -376,7 +331,7 @@ async def test_content_changed_behind_the_queue_is_requeued_not_overwritten(
     _assert_vector_of(await _memory(http_lib.db, memory), "rewritten")
 
 
-async def test_queue_status_is_per_tenant(http_lib: Library, fake: FakeEmbedder) -> None:
+async def test_queue_status_is_per_tenant(http_lib: Library, fake: EmbeddingServer) -> None:
     alpha, beta = await _tenant(http_lib, "alpha"), await _tenant(http_lib, "beta")
     fake.reset(failing=True)
     await _store(http_lib, alpha, "alpha's backlog")
@@ -387,14 +342,14 @@ async def test_queue_status_is_per_tenant(http_lib: Library, fake: FakeEmbedder)
         "pending": 0,
         "max_retries": 3,
         "retry_delay": 30,
-        "failed": 0,
+        "retrying": 0,
         "oldest_pending_seconds": None,
     }
     assert (await worker.drain_once(http_lib, tenant_id=beta)).claimed == 0
 
 
 async def test_queue_disabled_stores_without_jobs(
-    db: Database, http_settings: Settings, fake: FakeEmbedder
+    db: Database, http_settings: Settings, fake: EmbeddingServer
 ) -> None:
     lib = build_library(db, dataclasses.replace(http_settings, task_queue_enabled=False))
     try:
@@ -408,7 +363,7 @@ async def test_queue_disabled_stores_without_jobs(
 
 
 async def test_delete_agent_data_counts_the_agents_jobs(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
@@ -429,7 +384,7 @@ async def _settings_row(db: Database) -> tuple[str, int] | None:
 
 
 async def test_model_is_recorded_and_a_change_queues_re_embeds(
-    db: Database, settings: Settings, http_settings: Settings, fake: FakeEmbedder
+    db: Database, settings: Settings, http_settings: Settings, fake: EmbeddingServer
 ) -> None:
     lexical = Library(db, settings)
     tenant = await _tenant(lexical)
@@ -437,8 +392,9 @@ async def test_model_is_recorded_and_a_change_queues_re_embeds(
     first = build_library(db, http_settings)
     second = build_library(db, dataclasses.replace(http_settings, embedding_model="fake-v2"))
     try:
-        await worker.start_up(first)  # learns the width from one probe
+        await worker.start_up(first)  # the declared width: the provider is not asked
         assert await _settings_row(db) == ("fake-8d", 8)
+        assert fake.received == []
         assert [job["item_id"] for job in await _jobs(db)] == [old_row]
         assert (await worker.drain_once(first)).embedded == 1
         await worker.start_up(first)  # same model: nothing to do
@@ -461,8 +417,34 @@ async def test_model_is_recorded_and_a_change_queues_re_embeds(
         await second.aclose()
 
 
+async def test_a_width_change_of_the_same_model_re_queues_the_rows_of_the_old_width(
+    db: Database, http_settings: Settings, fake: EmbeddingServer
+) -> None:
+    """Issue 10 (6): only model names were compared, so rows of the old width stayed
+    unusable after a width change; they are queued and re-embedded at the new width."""
+    narrow = build_library(db, http_settings)
+    wide = build_library(db, dataclasses.replace(http_settings, embedding_dimensions=16))
+    try:
+        tenant = await _tenant(narrow)
+        await worker.start_up(narrow)
+        memory = await _store(narrow, tenant, "embedded at width 8")
+        assert await _jobs(db) == []
+        await worker.start_up(wide)
+        assert await _settings_row(db) == ("fake-8d", 16)
+        assert [job["item_id"] for job in await _jobs(db)] == [memory]
+        fake.dimension = 16
+        assert (await worker.drain_once(wide)).embedded == 1
+        async with db.admin_tx() as conn:
+            width = await conn.fetchval("SELECT embedding_dim FROM memories WHERE id = $1", memory)
+        assert width == 16
+    finally:
+        fake.dimension = 8
+        await narrow.aclose()
+        await wide.aclose()
+
+
 async def test_the_worker_loop_drains_and_stops_gracefully(
-    http_lib: Library, fake: FakeEmbedder
+    http_lib: Library, fake: EmbeddingServer
 ) -> None:
     tenant = await _tenant(http_lib)
     fake.reset(failing=True)
@@ -505,7 +487,7 @@ async def test_reembed_command_queues_waits_and_reports(lib: Library, database_u
     assert await _count_embedded(lib.db) == 0
     done = await asyncio.to_thread(_cli, database_url, "reembed", "--tenant", "acme", "--all")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "re-embedding: 3/3 done, 0 failed"
+    assert done.stdout.splitlines()[-1] == "re-embedding: 3/3 done, 0 retrying"
     assert await _count_embedded(lib.db) == 3
     missing = await asyncio.to_thread(_cli, database_url, "reembed", "--tenant", "nope")
     assert missing.returncode == 1

@@ -377,6 +377,26 @@ def test_gate_drops_a_lone_rank_zero_fts_hit_in_a_two_row_pool_unless_deep() -> 
     assert gate.quality_gate([row], 2, deep=True) == [row]
 
 
+def test_gate_keeps_a_lexical_match_the_vector_channel_could_not_see() -> None:
+    """Issue 10 (4): rows stored while the embedder was down have no vector, so their
+    rrf can come from full text only and a small pool's gate dropped even an exact
+    match. Marked rows pass whatever their score; unmarked ones keep the spec's gate."""
+    fused = fusion.fuse_rrf([[mem(1, cosine=0.9)], [], [mem(2), mem(3)]])
+    marked = gate.mark_vector_unseen(fused, {("mem", 3)})
+    assert [(row.id, row.vector_unseen) for row in marked] == [(1, False), (2, False), (3, True)]
+    assert [row.id for row in gate.quality_gate(marked, 2)] == [1, 3]
+    assert [row.id for row in gate.quality_gate(fused, 2)] == [1]
+    episode = fusion.fuse_rrf([[ep(7)]])
+    lone = gate.mark_vector_unseen(episode, {("ep", 7)})
+    assert gate.quality_gate(lone, 2) == lone
+    assert gate.mark_vector_unseen(episode, {("mem", 7)}) == episode  # kinds never mix
+
+
+def test_marking_never_lets_the_profile_skip_its_pool_rule() -> None:
+    row = profile()
+    assert gate.quality_gate(gate.mark_vector_unseen([row], {row.identity}), 49) == []
+
+
 def test_gate_at_pool_61_keeps_single_channel_rows_down_to_rank_six() -> None:
     fused = fusion.fuse_rrf([[mem(i) for i in range(10)]])
     assert [row.id for row in gate.quality_gate(fused, 61)] == list(range(7))

@@ -1,0 +1,139 @@
+"""How a setting is declared and parsed: the field helpers and the value parsers.
+
+A setting is a dataclass field made with :func:`setting`: its default, the environment
+variables that set it (the first one present wins) and the parser that validates them.
+A parser takes the variable's name and raw text and returns the value, or raises
+ConfigError naming the variable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from service.errors import ConfigError
+from service.extras import local_embeddings_installed
+
+LogFormat = Literal["json", "console"]
+RecallMode = Literal["hybrid", "rrf", "rsf", "cascade"]
+CalibrateMethod = Literal["separation", "percentile", "zscore"]
+RecallPrecision = Literal["strict", "balanced", "lenient"]
+EmbeddingMode = Literal["local", "local-e5", "http", "openai", "none"]
+Parser = Callable[[str, str], Any]
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+def default_embedding_mode() -> EmbeddingMode:
+    """``local`` when the local extra is installed, else ``none`` (lexical-only recall).
+
+    CPersona's default is ``none``; a hosted service that ships its own model
+    embeds by default so vector recall works out of the box.
+    """
+    return "local" if local_embeddings_installed() else "none"
+
+
+# -- parsers: (variable name, raw text) -> value, or ConfigError naming the variable ---------
+
+
+def parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}: expected true or false, got {raw!r}")
+
+
+def parse_int(minimum: int, maximum: int) -> Parser:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def parse_float(minimum: float, maximum: float) -> Parser:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: expected a number, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ConfigError(f"{name}: must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def parse_choice(*choices: str) -> Parser:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def parse_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def parse_str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def parse_path(name: str, raw: str) -> Path:
+    if not raw.strip():
+        raise ConfigError(f"{name}: must not be empty")
+    return Path(raw.strip()).expanduser()
+
+
+def parse_log_level(name: str, raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ConfigError(f"{name}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}")
+    return value
+
+
+def parse_signing_key(name: str, raw: str) -> str:
+    if len(raw.strip()) < 32:
+        raise ConfigError(f"{name}: must be at least 32 characters (a random secret)")
+    return raw.strip()
+
+
+def parse_origin(name: str, raw: str) -> str:
+    value = raw.strip().rstrip("/")
+    if not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
+    return value
+
+
+UNIT = parse_float(0.0, 1.0)
+
+
+def setting(
+    default: Any, *env: str, parse: Parser, factory: Callable[[], Any] | None = None
+) -> Any:
+    """A field of :class:`Settings` set by the environment variables ``env``.
+
+    ``factory`` computes the default at construction instead (``default`` is then unused).
+    """
+    metadata = {"env": env, "parse": parse}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def fixed(default: Any) -> Any:
+    """A field with no environment variable (a bound the operator cannot change)."""
+    return dataclasses.field(default=default, metadata={"env": ()})

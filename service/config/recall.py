@@ -1,0 +1,93 @@
+"""Settings of recall ranking and of its calibration."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from service.config.fields import (
+    UNIT,
+    CalibrateMethod,
+    RecallMode,
+    RecallPrecision,
+    parse_bool,
+    parse_choice,
+    parse_float,
+    parse_int,
+    setting,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecallSettings:
+    # -- recall ranking
+    recall_mode: RecallMode = setting(
+        "hybrid", "CPERSONA_RECALL_MODE", parse=parse_choice("hybrid", "rrf", "rsf", "cascade")
+    )
+    rrf_k: int = setting(60, "CPERSONA_RRF_K", parse=parse_int(1, 100_000))
+    max_memories: int = setting(10_000, "CPERSONA_MAX_MEMORIES", parse=parse_int(1, 1_000_000))
+    vector_min_similarity: float = setting(0.3, "CPERSONA_VECTOR_MIN_SIMILARITY", parse=UNIT)
+    rrf_threshold_factor: float = setting(
+        0.5, "CPERSONA_RRF_THRESHOLD_FACTOR", parse=parse_float(0.0, 10.0)
+    )
+    fts_enabled: bool = setting(True, "CPERSONA_FTS_ENABLED", parse=parse_bool)
+    autocut_enabled: bool = setting(True, "CPERSONA_AUTOCUT_ENABLED", parse=parse_bool)
+    autocut_min_gap_ratio: float = setting(0.15, "CPERSONA_AUTOCUT_MIN_GAP_RATIO", parse=UNIT)
+    autocut_min_results: int = setting(3, "CPERSONA_AUTOCUT_MIN_RESULTS", parse=parse_int(2, 1000))
+    episode_penalty_enabled: bool = setting(
+        True, "CPERSONA_EPISODE_PENALTY_ENABLED", parse=parse_bool
+    )
+    episode_decay_rate: float = setting(
+        0.01, "CPERSONA_EPISODE_DECAY_RATE", parse=parse_float(0.0, 100.0)
+    )
+    episode_decay_floor: float = setting(0.5, "CPERSONA_EPISODE_DECAY_FLOOR", parse=UNIT)
+    fused_gate_enabled: bool = setting(True, "CPERSONA_FUSED_GATE_ENABLED", parse=parse_bool)
+    confidence_enabled: bool = setting(False, "CPERSONA_CONFIDENCE_ENABLED", parse=parse_bool)
+    degraded_advisory: bool = setting(True, "CPERSONA_DEGRADED_ADVISORY", parse=parse_bool)
+    rsf_lexical_weight: float = setting(0.5, "CPERSONA_RSF_LEXICAL_WEIGHT", parse=UNIT)
+    recall_depth: int = setting(0, "CPERSONA_RECALL_DEPTH", parse=parse_int(0, 1000))
+    """Candidates per retriever; 0: the mode's own (hybrid 100, the spec's modes ``limit``)."""
+    recall_vector_depth: int = setting(20, "CPERSONA_RECALL_VECTOR_DEPTH", parse=parse_int(1, 1000))
+    hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
+    lexical_english_weight: float = setting(
+        1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)
+    )
+    rerank_depth: int = setting(50, "CPERSONA_RERANK_DEPTH", parse=parse_int(0, 1000))
+
+    # -- calibration
+    calibrate_sample_size: int = setting(
+        200, "CPERSONA_CALIBRATE_SAMPLE_SIZE", parse=parse_int(1, 5000)
+    )
+    calibrate_max_sample: int = setting(
+        2000, "CPERSONA_CALIBRATE_MAX_SAMPLE", parse=parse_int(10, 5000)
+    )
+    """Upper clamp of calibrate_threshold's sample: the null distribution is all pairs."""
+    calibrate_z_factor: float = setting(
+        1.0, "CPERSONA_CALIBRATE_Z_FACTOR", parse=parse_float(-10.0, 10.0)
+    )
+    calibrate_floor: float = setting(0.05, "CPERSONA_CALIBRATE_FLOOR", parse=UNIT)
+    calibrate_method: CalibrateMethod = setting(
+        "separation",
+        "CPERSONA_CALIBRATE_METHOD",
+        parse=parse_choice("separation", "percentile", "zscore"),
+    )
+    calibrate_percentile: float = setting(
+        0.95, "CPERSONA_CALIBRATE_PERCENTILE", parse=parse_float(0.001, 1.0)
+    )
+    calibrate_temporal_window_min: float = setting(
+        30.0, "CPERSONA_CALIBRATE_TEMPORAL_WINDOW_MIN", parse=parse_float(0.0, 10_080.0)
+    )
+    fused_gate_sample_queries: int = setting(
+        40, "CPERSONA_FUSED_GATE_SAMPLE_QUERIES", parse=parse_int(1, 1000)
+    )
+    fused_gate_calibration_draws: int = setting(
+        5, "CPERSONA_FUSED_GATE_CALIBRATION_DRAWS", parse=parse_int(1, 51)
+    )
+    recall_precision: RecallPrecision = setting(
+        "balanced",
+        "CPERSONA_RECALL_PRECISION",
+        parse=parse_choice("strict", "balanced", "lenient"),
+    )
+    fused_gate_beta: float | None = setting(
+        None, "CPERSONA_FUSED_GATE_BETA", parse=parse_float(0.001, 1000.0)
+    )
+    """The global gate beta; None: the beta of ``recall_precision`` (2.0 / 1.0 / 0.5)."""
