@@ -23,7 +23,7 @@ from service.app.factory import create_app
 from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
-from service.models import Permission
+from service.models import Caller, Permission
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,9 +38,13 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serve(settings: Settings, database_url: str) -> AsyncIterator[Served]:
-    """Run the real application on an ephemeral loopback port until the block ends."""
-    app = create_app(settings, database_url)
+async def serve(
+    settings: Settings, database_url: str, anonymous: Caller | None = None
+) -> AsyncIterator[Served]:
+    """Run the real application on an ephemeral loopback port until the block ends
+    (``anonymous``: the caller of requests without a key, as with
+    CPERSONA_ALLOW_UNAUTHENTICATED_HTTP)."""
+    app = create_app(settings, database_url, anonymous)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

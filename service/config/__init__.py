@@ -3,8 +3,9 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``embeddings``, ``recall``, ``portability``). ``load_settings(environ)`` is
-the only function that reads environment variables. A bad value raises :class:`ConfigError` whose
+(``server``, ``limits``, ``embeddings``, ``recall``,
+``portability``). ``load_settings(environ)`` is the only function
+that reads environment variables. A bad value raises :class:`ConfigError` whose
 message names the variable, so the CLI stops with one clear line instead of failing
 later in the middle of a request. The README's settings table documents every
 variable (a test keeps the two in step).
@@ -24,6 +25,7 @@ from service.config.fields import (
     RecallMode as RecallMode,
     RecallPrecision as RecallPrecision,
 )
+from service.config.limits import LimitSettings
 from service.config.portability import PortabilitySettings
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
@@ -35,7 +37,9 @@ from service.extras import (
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(PortabilitySettings, RecallSettings, EmbeddingSettings, ServerSettings):
+class Settings(
+    PortabilitySettings, RecallSettings, EmbeddingSettings, LimitSettings, ServerSettings
+):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""
 
