@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
 
@@ -97,6 +97,27 @@ class Candidate:
     def is_profile(self) -> bool:
         """Whether this is the injected profile sentinel."""
         return self.kind == "profile"
+
+
+_FIELDS: Final = tuple(f.name for f in fields(Candidate))
+_FIELD_SET: Final = frozenset(_FIELDS)
+
+
+def evolve(row: Candidate, **changes: object) -> Candidate:
+    """``row`` with ``changes``: ``dataclasses.replace`` for the hot path.
+
+    A hybrid recall copies every candidate once or twice (fusion, the second stage), about
+    150 copies per call; ``replace`` inspects the fields and runs ``__init__`` each time,
+    this copies the slots directly (about 2.5 times cheaper). Like ``replace``, an unknown
+    field name raises TypeError; values are not validated (neither does ``__init__``).
+    """
+    unknown = changes.keys() - _FIELD_SET
+    if unknown:
+        raise TypeError(f"Candidate has no field(s) {sorted(unknown)}")
+    new = object.__new__(Candidate)
+    for name in _FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(row, name))
+    return new
 
 
 Channel: TypeAlias = Sequence[Candidate | None]

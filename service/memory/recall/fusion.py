@@ -5,7 +5,6 @@ cascade."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 
 from service.memory.recall.candidate import (
     Candidate,
@@ -13,6 +12,7 @@ from service.memory.recall.candidate import (
     Identity,
     Mode,
     cosine_of,
+    evolve,
     lexical_of,
 )
 
@@ -74,7 +74,7 @@ def fuse_rrf(
             first.setdefault(row.identity, row)
             scores[row.identity] = scores.get(row.identity, 0.0) + 1.0 / (k + rank + 1)
     order = sorted(scores, key=scores.__getitem__, reverse=True)
-    return [replace(first[key], rrf=scores[key]) for key in order] + list(profiles)
+    return [evolve(first[key], rrf=scores[key]) for key in order] + list(profiles)
 
 
 def normalise_channel(raw: Sequence[float | None]) -> list[float]:
@@ -137,7 +137,7 @@ def fuse_rsf(
             fused[row.identity] = fused.get(row.identity, 0.0) + weight * norm
     divisor = active or 1.0
     order = sorted(fused, key=fused.__getitem__, reverse=True)
-    return [replace(first[key], rsf=fused[key] / divisor) for key in order] + list(profiles)
+    return [evolve(first[key], rsf=fused[key] / divisor) for key in order] + list(profiles)
 
 
 def _share(value: float, best: float) -> float:
@@ -195,7 +195,7 @@ def fuse_hybrid(
         key: w * votes.get(key, 0.0) + (1 - w) * _share(cos.get(key, 0.0), top) for key in first
     }
     order = sorted(fused, key=fused.__getitem__, reverse=True)
-    return [replace(first[key], hybrid=fused[key], cosine=cos.get(key)) for key in order] + list(
+    return [evolve(first[key], hybrid=fused[key], cosine=cos.get(key)) for key in order] + list(
         profiles
     )
 

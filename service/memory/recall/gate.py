@@ -32,6 +32,7 @@ from service.memory.recall.candidate import (
     Identity,
     Signal,
     confidence_of,
+    evolve,
     sorted_desc,
 )
 from service.memory.recall.fusion import rrf_max_scale
@@ -129,7 +130,7 @@ def quality_gate(
 
 def mark_vector_unseen(rows: Sequence[Candidate], unseen: Collection[Identity]) -> list[Candidate]:
     """``rows`` with ``vector_unseen`` set on the identities in ``unseen``."""
-    return [replace(row, vector_unseen=True) if row.identity in unseen else row for row in rows]
+    return [evolve(row, vector_unseen=True) if row.identity in unseen else row for row in rows]
 
 
 def gate_fallback(

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from service.memory.recall.candidate import Candidate, Identity, hybrid_of, sorted_desc
+from service.memory.recall.candidate import Candidate, Identity, evolve, hybrid_of, sorted_desc
 from service.memory.recall.time import parse_timestamp
 
 DATE_SLACK_DAYS: Final = 7.0
@@ -204,7 +204,7 @@ def rerank(
         bonus = extra + weights.coverage * (found.coverage or 0.0)
         bonus += weights.phrase * (found.phrase or 0.0)
         if bonus:
-            row = dataclasses.replace(row, hybrid=(row.hybrid or 0.0) + bonus)
+            row = evolve(row, hybrid=(row.hybrid or 0.0) + bonus)
         changed.append(row)
     ordered = sorted_desc(changed, hybrid_of) + scored[len(head) :]
     return ordered + [row for row in rows if row.is_profile]
