@@ -104,7 +104,7 @@ def tuning_table(results: dict[str, Any]) -> list[str]:
         *("MRR@10", "<10 rows", "short w/ ≥10 sharing", "0 rows", "mean rows"),
         *("rows w/ cosine", "rel. rows w/ cosine", "p50 ms", "p95 ms"),
     ]
-    return table(columns, "lll" + "r" * 15, _tuning_rows(results))
+    return table(columns, "lll" + "r" * (len(columns) - 3), _tuning_rows(results))
 
 
 def store_table(results: dict[str, Any]) -> list[str]:
