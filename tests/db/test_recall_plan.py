@@ -20,6 +20,7 @@ from service.db import sql
 from service.db.pool import APP_ROLE, Database
 from service.memory.recall import query_terms
 
+LOAD_TIMEOUT_SECONDS = 600.0
 LOAD = """
 INSERT INTO memories (tenant_id, agent_id, content, embedding, embedding_model, created_at)
 SELECT a.tenant_id, a.id,
@@ -50,9 +51,11 @@ async def _load(db: Database) -> str:
         )
         for index in hnsw:
             await conn.execute(f'DROP INDEX "{index["indexname"]}"')
-        await conn.execute(LOAD)
+        # the bulk load and the HNSW builds may take longer than the pool's 30 s statement
+        # timeout on a loaded machine; the test's own time limit bounds them
+        await conn.execute(LOAD, timeout=LOAD_TIMEOUT_SECONDS)
         for index in hnsw:
-            await conn.execute(index["indexdef"])
+            await conn.execute(index["indexdef"], timeout=LOAD_TIMEOUT_SECONDS)
     async with db.pool.acquire() as conn:
         await conn.execute("ANALYZE")
     return str(tenant)
