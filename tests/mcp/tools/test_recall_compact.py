@@ -28,7 +28,7 @@ async def test_a_default_row_carries_no_empty_field_and_no_score_twice(client: A
     (row,) = await _recall(client, "greyhound")
     assert set(row) == {"ref", "content", "timestamp", "match_reason"}
     assert row["ref"] == f"mem:{stored['id']}"
-    assert row["match_reason"]["signal"] == "rrf"
+    assert row["match_reason"]["signal"] == "hybrid"
     assert set(row["match_reason"]) == {"signal", "score"}
     assert len(repr(row["match_reason"]["score"])) <= len("0.01639")
 
