@@ -3,8 +3,10 @@
 :class:`Edge` wraps a route's handler and does, in this order, what every request
 needs: a request id (and the per-request :class:`~service.mcp.request.RequestInfo`
 the dispatcher fills in), the Host/Origin checks (DNS-rebinding protection), the
-bearer credential (401 ``{"error": "unauthorized"}`` with ``WWW-Authenticate:
-Bearer``), the declared body size (413), then the handler; afterwards one structured
+bearer credential (an API key or an OAuth access token, resolved by
+:class:`~service.app.oauth.bearer.BearerAuth`: 401 ``{"error": "unauthorized"}`` with
+``WWW-Authenticate: Bearer resource_metadata="..."``, 403 for a token of an unknown
+tenant), the declared body size (413), then the handler; afterwards one structured
 log line per request, and for ``/mcp`` the metrics and usage counts. The handler
 sees an :class:`Exchange`: the ASGI triple with a counting ``send``, the caller and
 the library.
@@ -28,10 +30,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.app.ceiling import RESPONSE_TOO_LARGE, RequestTee, ResponseGuard, oversized_reply
 from service.app.metrics import EdgeMetrics, request_outcome
+from service.app.oauth.bearer import BearerAuth, Denial
 from service.config import Settings
 from service.logs import get_logger
 from service.mcp import request as mcp_request
-from service.memory import tenants
 from service.memory.library import Library
 from service.memory.usage import UsageCounter
 from service.models import Caller, JsonObject
@@ -71,17 +73,6 @@ def too_large_body(limit: int) -> JsonObject:
     return {"error": f"request body too large (max {limit} bytes)"}
 
 
-def bearer_credential(scope: Scope) -> str | None:
-    """The credential of ``Authorization: Bearer <credential>`` (scheme case-insensitive)."""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, credential = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and credential.strip():
-                return str(credential.strip())
-            return None
-    return None
-
-
 def declared_length(scope: Scope) -> int | None:
     """The request's Content-Length, None when absent or not a number."""
     for name, value in scope.get("headers", []):
@@ -95,7 +86,7 @@ class EdgeDeps:
     """What every :class:`Edge` of one application shares."""
 
     lib: Library
-    anonymous: Caller | None
+    bearer: BearerAuth
     security: TransportSecurityMiddleware
     metrics: EdgeMetrics | None = None
     usage: UsageCounter | None = None
@@ -184,26 +175,20 @@ class Edge:
         if exchange.scope.get("method") == "OPTIONS":
             await self._handler(exchange)
             return
-        exchange.info.caller = await self._authenticate(exchange.scope)
+        resolved = await self._deps.bearer.resolve(exchange.scope)
         exchange.info.session_key = mcp_request.session_key_from_headers(
             exchange.scope.get("headers", [])
         )
-        if exchange.info.caller is None:
-            await exchange.json(401, {"error": "unauthorized"}, {"www-authenticate": "Bearer"})
+        if isinstance(resolved, Denial):
+            challenge = self._deps.bearer.challenge(exchange.scope, resolved)
+            await exchange.json(resolved.status, resolved.body, challenge)
             return
+        exchange.info.caller = resolved
         length = declared_length(exchange.scope)
         if length is not None and length > self._max_body:
             await exchange.json(413, too_large_body(self._max_body))
             return
         await self._handler(exchange)
-
-    async def _authenticate(self, scope: Scope) -> Caller | None:
-        """The key's caller (None: unknown key); without a bearer credential, the
-        anonymous caller when unauthenticated HTTP is allowed."""
-        credential = bearer_credential(scope)
-        if credential is not None:
-            return await tenants.authenticate(self._deps.lib.db, credential)
-        return self._deps.anonymous
 
     def _refuse(self, info: mcp_request.RequestInfo, tee: RequestTee, size: int) -> bytes:
         """Log a response over the ceiling and build the small answer sent instead."""

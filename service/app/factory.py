@@ -16,9 +16,10 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from service.app import background, portability, probes
+from service.app import background, oauth, portability, probes
 from service.app.edge import Edge, EdgeDeps, asgi_handler, transport_security
 from service.app.metrics import EdgeMetrics
+from service.app.oauth.bearer import BearerAuth
 from service.config import Settings
 from service.db.pool import Database
 from service.mcp import tools
@@ -63,7 +64,7 @@ def create_app(
     )
     usage = UsageCounter()
     security = TransportSecurityMiddleware(transport_security(settings))
-    deps = EdgeDeps(lib, anonymous, security, metrics, usage)
+    deps = EdgeDeps(lib, BearerAuth(lib, anonymous), security, metrics, usage)
     mcp_edge = Edge(
         deps,
         asgi_handler(StreamableHTTPASGIApp(manager)),
@@ -95,6 +96,7 @@ def create_app(
             *probes.routes(db, metrics),
             Route("/mcp", mcp_edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
             *portability.routes(deps),
+            *oauth.routes(lib),
         ],
         lifespan=lifespan,
     )

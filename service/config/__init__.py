@@ -3,11 +3,11 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``embeddings``, ``recall``, ``portability``). ``load_settings(environ)`` is the only function
-that reads environment variables. A bad value raises :class:`ConfigError` whose
-message names the variable, so the CLI stops with one clear line instead of failing
-later in the middle of a request. The README's settings table documents every
-variable (a test keeps the two in step).
+(``server``, ``embeddings``, ``recall``, ``portability``, ``oauth``).
+``load_settings(environ)`` is the only function that reads environment variables. A bad
+value raises :class:`ConfigError` whose message names the variable, so the CLI stops
+with one clear line instead of failing later in the middle of a request. The README's
+settings table documents every variable (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from service.config.fields import (
     RecallPrecision as RecallPrecision,
     local_embeddings_installed as local_embeddings_installed,
 )
-from service.config.portability import PortabilitySettings
+from service.config.oauth import OAuthMode as OAuthMode, OAuthSettings, check_oauth
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
 from service.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(PortabilitySettings, RecallSettings, EmbeddingSettings, ServerSettings):
+class Settings(OAuthSettings, RecallSettings, EmbeddingSettings, ServerSettings):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""
 
@@ -89,4 +89,5 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
             values[field.name] = value
     settings = Settings(**values)
     _check_consistency(settings)
+    check_oauth(settings)
     return settings

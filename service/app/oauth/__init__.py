@@ -1,0 +1,66 @@
+"""OAuth 2.1 routes for the MCP endpoint (the MCP authorization spec).
+
+Always: the protected-resource metadata (RFC 9728). With the built-in authorization
+server (``CPERSONA_PUBLIC_URL`` set, no external issuer): its metadata (RFC 8414),
+``/authorize`` with the consent page, ``/token`` and ``/register`` (RFC 7591). The
+documents and the token and registration endpoints answer browser clients from any
+origin (they carry no cookie credential); the consent page does not.
+How a bearer token is checked on ``/mcp`` is :mod:`service.app.oauth.bearer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from service.app.oauth import metadata
+from service.app.oauth.authorize import AuthorizeEndpoint
+from service.app.oauth.bearer import PRM_PATH
+from service.app.oauth.token import RegisterEndpoint, TokenEndpoint
+from service.memory.library import Library
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+CORS = {
+    "access-control-allow-origin": "*",
+    "access-control-allow-methods": "GET, POST, OPTIONS",
+    "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
+    "access-control-max-age": "600",
+}
+
+
+def open_to_browsers(endpoint: Endpoint) -> Endpoint:
+    """Answer CORS preflights and mark every answer readable from any origin."""
+
+    async def handle(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers=CORS)
+        response = await endpoint(request)
+        response.headers["access-control-allow-origin"] = "*"
+        return response
+
+    return handle
+
+
+def routes(lib: Library) -> list[Route]:
+    settings = lib.settings
+    resource = open_to_browsers(metadata.protected_resource_endpoint(settings))
+    found = [
+        Route(PRM_PATH, resource, methods=["GET", "OPTIONS"]),
+        Route(f"{PRM_PATH}/mcp", resource, methods=["GET", "OPTIONS"]),
+    ]
+    if settings.oauth_mode != "builtin":
+        return found
+    return [
+        *found,
+        Route(
+            "/.well-known/oauth-authorization-server",
+            open_to_browsers(metadata.authorization_server_endpoint(settings)),
+            methods=["GET", "OPTIONS"],
+        ),
+        Route("/authorize", AuthorizeEndpoint(lib), methods=["GET", "POST"]),
+        Route("/token", open_to_browsers(TokenEndpoint(lib)), methods=["POST", "OPTIONS"]),
+        Route("/register", open_to_browsers(RegisterEndpoint(lib)), methods=["POST", "OPTIONS"]),
+    ]
