@@ -60,7 +60,7 @@ def routes(lib: Library) -> list[Route]:
             open_to_browsers(metadata.authorization_server_endpoint(settings)),
             methods=["GET", "OPTIONS"],
         ),
-        Route("/authorize", AuthorizeEndpoint(lib), methods=["GET", "POST"]),
-        Route("/token", open_to_browsers(TokenEndpoint(lib)), methods=["POST", "OPTIONS"]),
-        Route("/register", open_to_browsers(RegisterEndpoint(lib)), methods=["POST", "OPTIONS"]),
+        Route("/authorize", AuthorizeEndpoint(lib).handle, methods=["GET", "POST"]),
+        Route("/token", open_to_browsers(TokenEndpoint(lib).handle), methods=["POST", "OPTIONS"]),
+        Route("/register", open_to_browsers(RegisterEndpoint(lib).handle), methods=["POST", "OPTIONS"]),
     ]

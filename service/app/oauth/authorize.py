@@ -60,7 +60,7 @@ class AuthorizeEndpoint:
         self.issuer = lib.settings.oauth_public_base
         self.resource = f"{self.issuer}/mcp"
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         if request.method == "POST":
             form = await request.form()
             raw = {name: str(value) for name, value in form.items() if isinstance(value, str)}

@@ -57,7 +57,7 @@ class TokenEndpoint:
             refresh_seconds=settings.oauth_refresh_token_days * 86_400,
         )
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         form = {k: str(v) for k, v in (await request.form()).items() if isinstance(v, str)}
         basic = basic_credentials(request)
         client_id = basic[0] if basic else form.get("client_id", "")
@@ -136,7 +136,7 @@ class RegisterEndpoint:
     def __init__(self, lib: Library) -> None:
         self._lib = lib
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         body = await request.body()
         if len(body) > MAX_REGISTRATION_BYTES:
             return refusal("invalid_client_metadata", "client metadata too large")
