@@ -62,5 +62,7 @@ def routes(lib: Library) -> list[Route]:
         ),
         Route("/authorize", AuthorizeEndpoint(lib).handle, methods=["GET", "POST"]),
         Route("/token", open_to_browsers(TokenEndpoint(lib).handle), methods=["POST", "OPTIONS"]),
-        Route("/register", open_to_browsers(RegisterEndpoint(lib).handle), methods=["POST", "OPTIONS"]),
+        Route(
+            "/register", open_to_browsers(RegisterEndpoint(lib).handle), methods=["POST", "OPTIONS"]
+        ),
     ]

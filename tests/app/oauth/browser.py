@@ -8,6 +8,7 @@ browser (``.ci/run`` installs it). Every wait is bounded by ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -49,10 +50,10 @@ class Browser:
             os.dup2(child_in, 3)
             os.dup2(child_out, 4)
 
-        self.process = subprocess.Popen(  # noqa: S603 - a fixed local binary
+        self.process = subprocess.Popen(
             args,
             pass_fds=(3, 4),
-            preexec_fn=wire_pipes,  # noqa: PLW1509 - no threads touch the fds meanwhile
+            preexec_fn=wire_pipes,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -148,10 +149,8 @@ class Browser:
             self._events.append(message)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
             self.command("Browser.close")
-        except (RuntimeError, TimeoutError, OSError):
-            pass
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:

@@ -62,4 +62,5 @@ async def test_a_person_authorizes_a_connector_in_headless_chromium_and_it_recal
         "That API key is not valid (unknown, revoked or expired).",
     ]
     assert [m["content"] for m in found["messages"]] == ["the lighthouse keeper feeds the cat"]
-    assert consent.result is not None and consent.result.iss == served.base_url
+    assert consent.result is not None
+    assert consent.result.iss == served.base_url

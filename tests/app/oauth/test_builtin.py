@@ -129,8 +129,10 @@ async def test_a_refresh_rotates_the_tokens_and_the_old_refresh_token_is_dead(
                 json=PING,
                 headers={**JSON_HEADERS, "authorization": f"Bearer {first.access_token}"},
             )
-    assert "POST /token" in session.requests and "POST /register" not in session.requests
-    assert second is not None and second.refresh_token != first.refresh_token
+    assert "POST /token" in session.requests
+    assert "POST /register" not in session.requests
+    assert second is not None
+    assert second.refresh_token != first.refresh_token
     assert second.access_token != first.access_token
     assert len(consent.pages) == 1  # the refresh needed no person
     assert replay.status_code == 400
@@ -148,7 +150,8 @@ async def test_revoking_the_key_ends_its_tokens_on_the_next_request(
         session = OAuthSession(served, consent.open, consent.code)
         await session.call("list_memories", agent_id="a")
         token, tokens = session.access_token, session.storage.tokens
-        assert tokens is not None and session.storage.client is not None
+        assert tokens is not None
+        assert session.storage.client is not None
         await tenants.revoke_key(lib.db, key[:16])
         async with httpx.AsyncClient() as http:
             refused = await http.post(
@@ -169,7 +172,8 @@ async def test_revoking_the_key_ends_its_tokens_on_the_next_request(
         f'Bearer resource_metadata="{served.base_url}/.well-known/oauth-protected-resource/mcp"'
     )
     assert 'error="invalid_token"' in challenge
-    assert refresh.status_code == 400 and refresh.json()["error"] == "invalid_grant"
+    assert refresh.status_code == 400
+    assert refresh.json()["error"] == "invalid_grant"
 
 
 async def test_a_token_has_the_grants_of_the_key_it_was_issued_from_never_more(
@@ -189,7 +193,8 @@ async def test_a_token_has_the_grants_of_the_key_it_was_issued_from_never_more(
         private = await session.call("list_memories", agent_id="private")
         store = await session.call("store", agent_id="shared", message={"content": "x"})
     assert [m["content"] for m in shared["memories"]] == ["hello"]
-    assert private["ok"] is False and private["error"] == "permission_denied"
+    assert private["ok"] is False
+    assert private["error"] == "permission_denied"
     assert store == {
         "ok": False,
         "error": "permission_denied",
@@ -250,8 +255,10 @@ async def test_without_a_public_url_oauth_is_off_and_api_keys_still_work(
         "bearer_methods_supported": ["header"],
         "resource_name": "CPersona memory",
     }
-    assert server.status_code == 404 and register.status_code == 404
-    assert token.status_code == 401 and 'error="invalid_token"' in token.headers["www-authenticate"]
+    assert server.status_code == 404
+    assert register.status_code == 404
+    assert token.status_code == 401
+    assert 'error="invalid_token"' in token.headers["www-authenticate"]
     assert keyed.status_code == 200
 
 
@@ -306,7 +313,8 @@ async def test_a_code_is_single_use_and_bound_to_its_verifier_client_and_redirec
     assert good.status_code == 200, good.text
     assert good.json()["token_type"] == "Bearer"
     assert good.json()["expires_in"] == 3600
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_grant"
 
 
 async def test_authorize_refuses_unregistered_redirects_plain_pkce_and_forged_posts(
@@ -333,8 +341,10 @@ async def test_authorize_refuses_unregistered_redirects_plain_pkce_and_forged_po
             url, data={**hidden_fields(page.text), "api_key": key + "x", "decision": "approve"}
         )
         denied = await http.post(url, data={**hidden_fields(page.text), "decision": "deny"})
-    assert unknown_client.status_code == 400 and "not registered" in unknown_client.text
-    assert near_miss.status_code == 400 and "redirect URI" in near_miss.text
+    assert unknown_client.status_code == 400
+    assert "not registered" in unknown_client.text
+    assert near_miss.status_code == 400
+    assert "redirect URI" in near_miss.text
     assert plain.status_code == 302
     assert httpx.URL(plain.headers["location"]).params["error"] == "invalid_request"
     assert page.status_code == 200
@@ -344,12 +354,13 @@ async def test_authorize_refuses_unregistered_redirects_plain_pkce_and_forged_po
     assert "form-action 'self' http://127.0.0.1:9" in headers["content-security-policy"]
     assert headers["referrer-policy"] == "no-referrer"
     assert headers["cache-control"] == "no-store"
-    assert (
-        "httponly" in headers["set-cookie"].lower()
-        and "samesite=strict" in headers["set-cookie"].lower()
-    )
-    assert forged.status_code == 400 and no_cookie.status_code == 400
-    assert bad_key.status_code == 401 and "not valid" in bad_key.text
+    cookie = headers["set-cookie"].lower()
+    assert "httponly" in cookie
+    assert "samesite=strict" in cookie
+    assert forged.status_code == 400
+    assert no_cookie.status_code == 400
+    assert bad_key.status_code == 401
+    assert "not valid" in bad_key.text
     assert denied.status_code == 302
     assert httpx.URL(denied.headers["location"]).params["error"] == "access_denied"
 
@@ -368,7 +379,8 @@ async def test_registration_checks_redirect_uris_and_hashes_confidential_secrets
         native = await _register(http, served, redirect_uris=["cursor://anysphere/oauth"])
     assert [r.status_code for r in (remote_http, script, garbage)] == [400, 400, 400]
     assert remote_http.json()["error"] == "invalid_client_metadata"
-    assert confidential["client_secret"] and confidential["client_secret_expires_at"] == 0
+    assert confidential["client_secret"]
+    assert confidential["client_secret_expires_at"] == 0
     assert "client_secret" not in native
     async with lib.db.admin_conn() as conn:
         stored = await conn.fetchval(
@@ -394,5 +406,23 @@ async def test_a_confidential_client_must_present_its_secret_at_the_token_endpoi
             data={**form, "code": code},
             auth=(client["client_id"], client["client_secret"]),
         )
-    assert anonymous.status_code == 401 and anonymous.json()["error"] == "invalid_client"
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error"] == "invalid_client"
     assert basic.status_code == 200, basic.text
+
+
+async def test_a_token_reaches_only_the_tenant_of_the_key_that_authorized_it(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key_a = await new_tenant(lib, "tenant-a")
+    key_b = await new_tenant(lib, "tenant-b")
+    async with serve(settings, database_url, public=True) as served:
+        await Agent(served, key_a).call("store", agent_id="x", message={"content": "a's secret"})
+        consent_b = FormConsent(key_b)
+        session_b = OAuthSession(served, consent_b.open, consent_b.code)
+        seen_by_b = await session_b.call("list_memories", agent_id="x")
+        consent_a = FormConsent(key_a)
+        session_a = OAuthSession(served, consent_a.open, consent_a.code)
+        seen_by_a = await session_a.call("list_memories", agent_id="x")
+    assert seen_by_b == {"memories": [], "count": 0}
+    assert [m["content"] for m in seen_by_a["memories"]] == ["a's secret"]
