@@ -3,15 +3,28 @@
 Migrations never import the application. The database URL comes from
 ``config.attributes["database_url"]`` (set by ``cpersona-service migrate``) or the
 ``DATABASE_URL`` environment variable, with the scheme switched to psycopg.
+
+Online runs hold a Postgres advisory lock for their whole duration, so two
+``migrate`` runs (two hosts, two pods, a release job and an embedded start) never
+race: the second waits, then finds the database at head and does nothing. A
+database already at a revision these scripts do not know (a newer release migrated
+it) is left alone: its migrations are additive, so this code still works with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
 from alembic import context
-from sqlalchemy import create_engine, pool
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import Connection, create_engine, pool
+
+MIGRATION_LOCK_SQL = "SELECT pg_advisory_lock(7165064448493977185)"  # "cpersona" as a bigint
+MIGRATION_UNLOCK_SQL = "SELECT pg_advisory_unlock(7165064448493977185)"
 
 
 def _database_url() -> str:
@@ -27,14 +40,35 @@ def run_migrations_offline() -> None:
         context.run_migrations()
 
 
+def _ahead_of_these_scripts(connection: Connection) -> bool:
+    """Whether the database is at a revision these scripts do not know."""
+    current = MigrationContext.configure(connection).get_current_revision()
+    connection.commit()
+    if current is None:
+        return False
+    try:
+        ScriptDirectory.from_config(context.config).get_revision(current)
+    except CommandError:
+        return True
+    return False
+
+
 def run_migrations_online() -> None:
     engine = create_engine(_database_url(), poolclass=pool.NullPool)
     with engine.connect() as connection:
-        context.configure(
-            connection=connection, target_metadata=None, transaction_per_migration=True
-        )
-        with context.begin_transaction():
-            context.run_migrations()
+        connection.exec_driver_sql(MIGRATION_LOCK_SQL)
+        connection.commit()  # the session lock outlives it; alembic opens its own transactions
+        try:
+            if not _ahead_of_these_scripts(connection):
+                context.configure(
+                    connection=connection, target_metadata=None, transaction_per_migration=True
+                )
+                with context.begin_transaction():
+                    context.run_migrations()
+        finally:
+            with contextlib.suppress(Exception):  # closing the connection releases it too
+                connection.exec_driver_sql(MIGRATION_UNLOCK_SQL)
+                connection.commit()
     engine.dispose()
 
 

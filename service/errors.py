@@ -54,5 +54,28 @@ class DatabaseNotOpen(ServiceError):
     """The database pool is not open yet (or already closed)."""
 
 
-class DatabaseUnavailable(ServiceError):
-    """The database cannot be reached."""
+class Unavailable(ServiceError):
+    """The service cannot do this right now; the same request can succeed later.
+
+    Every layer lets it pass: the HTTP edge answers ``503`` with ``Retry-After:
+    retry_after`` (a JSON-RPC error on ``/mcp``), never a 500 or a success-shaped
+    error. ``reason`` names the failure class in the answer, the logs and the metrics.
+    """
+
+    reason = "unavailable"
+
+    def __init__(self, message: str | None = None, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DatabaseUnavailable(Unavailable):
+    """The database cannot be reached; the service reconnects on its own."""
+
+    reason = "database_unavailable"
+
+
+class DatabaseBusy(Unavailable):
+    """Every database connection is in use; try again shortly."""
+
+    reason = "database_busy"

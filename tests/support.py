@@ -24,7 +24,7 @@ from service.app.factory import create_app
 from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
-from service.models import Permission
+from service.models import Caller, Permission
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +40,15 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serve(
-    settings: Settings, database_url: str, *, public: bool = False
+    settings: Settings,
+    database_url: str,
+    anonymous: Caller | None = None,
+    *,
+    public: bool = False,
 ) -> AsyncIterator[Served]:
-    """Run the real application on an ephemeral loopback port until the block ends.
+    """Run the real application on an ephemeral loopback port until the block ends
+    (``anonymous``: the caller of requests without a key, as with
+    CPERSONA_ALLOW_UNAUTHENTICATED_HTTP).
 
     ``public`` sets CPERSONA_PUBLIC_URL to the served origin (the port is bound first so
     the URL is known before the app is built), which turns the built-in OAuth server on.
@@ -54,7 +60,7 @@ async def serve(
         sockets = [listener]
         origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
         settings = dataclasses.replace(settings, public_url=origin)
-    app = create_app(settings, database_url)
+    app = create_app(settings, database_url, anonymous)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=sockets))

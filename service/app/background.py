@@ -1,14 +1,17 @@
 """Work a serving process runs beside its requests: the embedding worker, the usage
-flusher and the export-area sweeper, each an async context manager entered in the
-application lifespan."""
+flusher, the export-area sweeper and the embedded Postgres supervisor, each an async
+context manager entered in the application lifespan."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
-from service.logs import get_logger
+from service.db.embedded import EmbeddedPostgres, RestartFailed
+from service.db.pool import Database
+from service.logs import get_logger, throttled
 from service.memory.library import Library
 from service.memory.portability import export_area
 from service.memory.queue import worker
@@ -16,6 +19,9 @@ from service.memory.usage import UsageCounter
 
 log = get_logger("service.app")
 USAGE_FLUSH_SECONDS = 5.0
+SUPERVISE_SECONDS = 0.5
+"""How often the supervisor checks that the embedded postmaster is alive."""
+RESTART_BACKOFF_MAX = 5.0
 
 
 @contextlib.asynccontextmanager
@@ -31,17 +37,67 @@ async def usage_flusher(lib: Library, usage: UsageCounter) -> AsyncIterator[None
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _cancelled(task)
         await _flush(lib, usage)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _flush(lib: Library, usage: UsageCounter) -> None:
     try:
         await usage.flush(lib)
     except Exception:  # counting must never take the service down; the loss is logged
-        log.exception("usage_flush_failed")
+        log.exception("usage_flush_failed")  # an outage: one line per interval, no traceback
+
+
+@contextlib.asynccontextmanager
+async def postgres_supervisor(
+    embedded: EmbeddedPostgres | None, db: Database
+) -> AsyncIterator[None]:
+    """Restart the embedded Postgres whenever its postmaster dies, for as long as the
+    service runs, and have the pool reconnect at once (nothing to do with an external
+    database: the pool reconnects with backoff on its own)."""
+    if embedded is None:
+        yield
+        return
+    task = asyncio.create_task(_supervise(embedded, db), name="postgres-supervisor")
+    try:
+        yield
+    finally:
+        await _cancelled(task)
+
+
+async def _supervise(embedded: EmbeddedPostgres, db: Database) -> None:
+    while True:
+        await asyncio.sleep(SUPERVISE_SECONDS)
+        if not embedded.running():
+            await _restart(embedded)
+            db.availability.retry_now()
+
+
+async def _restart(embedded: EmbeddedPostgres) -> None:
+    """Start Postgres again (it recovers from its write-ahead log), retrying with backoff."""
+    died = time.monotonic()
+    log.warning("embedded_postgres_died", pgdata=str(embedded.pgdata))
+    delay = SUPERVISE_SECONDS
+    while True:
+        try:
+            killed = await asyncio.to_thread(embedded.restart)
+        except RestartFailed as exc:
+            if (suppressed := throttled("embedded_postgres_restart_failed")) is not None:
+                log.warning(
+                    "embedded_postgres_restart_failed", error=str(exc)[:300], suppressed=suppressed
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RESTART_BACKOFF_MAX)
+            continue
+        seconds = round(time.monotonic() - died, 2)
+        log.info("embedded_postgres_restarted", seconds=seconds, killed_orphans=killed)
+        return
 
 
 @contextlib.asynccontextmanager

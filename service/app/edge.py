@@ -3,13 +3,20 @@
 :class:`Edge` wraps a route's handler and does, in this order, what every request
 needs: a request id (and the per-request :class:`~service.mcp.request.RequestInfo`
 the dispatcher fills in), the Host/Origin checks (DNS-rebinding protection), the
-bearer credential (an API key or an OAuth access token, resolved by
-:class:`~service.app.oauth.bearer.BearerAuth`: 401 ``{"error": "unauthorized"}`` with
-``WWW-Authenticate: Bearer resource_metadata="..."``, 403 for a token of an unknown
-tenant), the declared body size (413), then the handler; afterwards one structured
-log line per request, and for ``/mcp`` the metrics and usage counts. The handler
-sees an :class:`Exchange`: the ASGI triple with a counting ``send``, the caller and
-the library.
+methods the route refuses (``GET /mcp``: 405), the bearer credential (an API
+key or an OAuth access token, resolved by :class:`~service.app.oauth.bearer.BearerAuth`:
+401 ``{"error": "unauthorized"}`` with ``WWW-Authenticate: Bearer
+resource_metadata="..."``, 403 for a token of an unknown tenant), the key's limits
+(429), the declared body size (413), the body itself under a read timeout and a
+minimum rate (408; ``/mcp`` reads it whole here), a place in the request's lane
+(503), then the handler; afterwards one structured log line per request, and for
+``/mcp`` the metrics and usage counts. The handler sees an :class:`Exchange`: the
+ASGI triple with a counting ``send``, the caller and the library.
+
+Every refusal and every temporary failure (:class:`~service.errors.Unavailable`:
+the database is down or busy) is a clear JSON answer with ``Retry-After`` (a
+JSON-RPC error on ``/mcp``), never a plain-text 500; a client that disconnects or
+stops reading ends its request with one log line, never a traceback.
 
 The tenant comes from the credential only, never from arguments, headers other
 than ``Authorization`` or the URL.
@@ -20,57 +27,50 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Final
+from collections.abc import Callable
+from typing import Final, Literal
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from starlette.requests import Request
+from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
+from service.app import answers, bodies
+from service.app.admission import KeyLimits, Lane, LaneName, Refusal
+from service.app.answers import too_large_body
 from service.app.ceiling import RESPONSE_TOO_LARGE, RequestTee, ResponseGuard, oversized_reply
+from service.app.exchange import Exchange, Handler, asgi_handler
+from service.app.hosts import transport_security
 from service.app.metrics import EdgeMetrics, request_outcome
 from service.app.oauth.bearer import BearerAuth, Denial
-from service.config import Settings
-from service.logs import get_logger
+from service.errors import Unavailable
+from service.logs import get_logger, throttled
 from service.mcp import request as mcp_request
 from service.memory.library import Library
 from service.memory.usage import UsageCounter
-from service.models import Caller, JsonObject
+
+__all__ = [
+    "Edge",
+    "EdgeDeps",
+    "Exchange",
+    "Handler",
+    "asgi_handler",
+    "too_large_body",
+    "transport_security",
+]
 
 log = get_logger("service.request")
-LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 FAILED_OUTCOMES: Final = frozenset(
-    {"failed", "invalid_input", "unknown_tool", "response_too_large", "server_error"}
+    {
+        "failed",
+        "invalid_input",
+        "unknown_tool",
+        "response_too_large",
+        "server_error",
+        "database_unavailable",
+        "database_busy",
+    }
 )
-
-
-def transport_security(settings: Settings) -> TransportSecuritySettings:
-    """Host/Origin checks (DNS-rebinding protection).
-
-    Explicit ``CPERSONA_ALLOWED_HOSTS`` win; a loopback bind defaults to the
-    loopback names; any other bind without a list leaves the check off (behind a
-    proxy the operator names the public host).
-    """
-    if settings.allowed_hosts:
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=list(settings.allowed_hosts),
-            allowed_origins=list(settings.allowed_origins),
-        )
-    if settings.http_host in LOOPBACK:
-        loopback_origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-            allowed_origins=[*loopback_origins, *settings.allowed_origins],
-        )
-    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-
-def too_large_body(limit: int) -> JsonObject:
-    """The 413 answer of every route that bounds its request body."""
-    return {"error": f"request body too large (max {limit} bytes)"}
+BodyMode = Literal["whole", "stream"]
 
 
 def declared_length(scope: Scope) -> int | None:
@@ -83,96 +83,104 @@ def declared_length(scope: Scope) -> int | None:
 
 @dataclasses.dataclass(frozen=True)
 class EdgeDeps:
-    """What every :class:`Edge` of one application shares."""
+    """What every :class:`Edge` of one application shares.
+
+    ``lanes`` and ``limits`` are the process's admission control; ``lane_of`` picks
+    the lane of an MCP request from its body (read-only tools read, others write).
+    """
 
     lib: Library
     bearer: BearerAuth
     security: TransportSecurityMiddleware
     metrics: EdgeMetrics | None = None
     usage: UsageCounter | None = None
-
-
-class Exchange:
-    """One authenticated request as a handler sees it."""
-
-    def __init__(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: ResponseGuard,
-        lib: Library,
-        info: mcp_request.RequestInfo,
-    ) -> None:
-        self.scope, self.receive, self.send = scope, receive, send
-        self.lib, self.info = lib, info
-        self.request = Request(scope, receive)
-
-    @property
-    def caller(self) -> Caller:
-        assert self.info.caller is not None
-        return self.info.caller
-
-    async def json(
-        self, status: int, body: JsonObject, headers: dict[str, str] | None = None
-    ) -> None:
-        await JSONResponse(body, status, headers)(self.scope, self.receive, self.send)
-
-    async def start_stream(self, headers: list[tuple[bytes, bytes]], status: int = 200) -> None:
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
-
-    async def chunk(self, data: bytes, more: bool = True) -> None:
-        await self.send({"type": "http.response.body", "body": data, "more_body": more})
-
-
-Handler = Callable[[Exchange], Awaitable[None]]
-
-
-def asgi_handler(app: ASGIApp) -> Handler:
-    """A handler that passes the request on to an ASGI app (the MCP transport)."""
-
-    async def handle(exchange: Exchange) -> None:
-        await app(exchange.scope, exchange.receive, exchange.send)
-
-    return handle
+    lanes: dict[LaneName, Lane] | None = None
+    limits: KeyLimits | None = None
+    lane_of: Callable[[bytes], LaneName] = lambda body: "read"
 
 
 class Edge:
-    """ASGI app of one route: checks, credential, size, handler, log line, accounting.
+    """ASGI app of one route: checks, credential, limits, body, lane, handler, log line.
 
-    ``max_body`` bounds the declared request size (413). ``ceiling`` (the MCP
-    endpoint) holds JSON answers and replaces one over CPERSONA_MAX_RESPONSE_BYTES
-    with a small JSON-RPC error; it also turns on metrics and usage counting.
-    ``route`` is what the log line names (never a token or a file name).
+    ``max_body`` bounds the request size (413). ``body="whole"`` reads the body here
+    (under the read timeout) before the request takes a place in its lane, and picks
+    the lane from it; ``"stream"`` leaves it to the handler, through the same guard.
+    ``lane`` fixes the lane (``bulk`` also moves the handler's transactions to the
+    bulk pool). ``ceiling`` (the MCP endpoint) holds JSON answers and replaces one
+    over CPERSONA_MAX_RESPONSE_BYTES; it also turns on metrics and usage counting and
+    JSON-RPC refusals. ``refuse_methods`` answer 405 with ``Allow: POST``. ``route``
+    is what the log line names (never a token or a file name).
     """
 
     def __init__(
-        self, deps: EdgeDeps, handler: Handler, *, route: str, max_body: int, ceiling: bool
+        self,
+        deps: EdgeDeps,
+        handler: Handler,
+        *,
+        route: str,
+        max_body: int,
+        ceiling: bool,
+        body: BodyMode = "stream",
+        lane: LaneName | None = None,
+        refuse_methods: frozenset[str] = frozenset(),
     ) -> None:
         self._deps, self._handler, self._route = deps, handler, route
         self._max_body, self._ceiling = max_body, ceiling
+        self._body, self._lane, self._refuse_methods = body, lane, refuse_methods
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         info = mcp_request.RequestInfo(request_id=uuid.uuid4().hex[:16])
         token = mcp_request.current_request.set(info)
         started = time.perf_counter()
-        tee = RequestTee(receive)
-        limit = self._deps.lib.settings.max_response_bytes if self._ceiling else None
+        settings = self._deps.lib.settings
+        guarded = bodies.BodyGuard(
+            receive, timeout=settings.body_read_timeout, min_rate=settings.body_min_rate
+        )
+        tee = RequestTee(guarded)
+        limit = settings.max_response_bytes if self._ceiling else None
         guard = ResponseGuard(
             send, info.request_id, limit, lambda size: self._refuse(info, tee, size)
         )
+        # only the MCP endpoint keeps its body for an oversized answer's id
+        exchange = Exchange(scope, tee if self._ceiling else guarded, guard, self._deps.lib, info)
         try:
-            await self._serve(Exchange(scope, tee, guard, self._deps.lib, info))
+            await self._served(exchange, tee)
         finally:
             mcp_request.current_request.reset(token)
             self._finish(scope, info, guard, time.perf_counter() - started)
 
-    async def _serve(self, exchange: Exchange) -> None:
+    async def _served(self, exchange: Exchange, tee: RequestTee) -> None:
+        """:meth:`_serve`, with every way a request can end early answered or logged."""
+        try:
+            await self._serve(exchange, tee)
+        except bodies.ClientGone as gone:
+            exchange.info.outcome = gone.outcome
+        except bodies.BodyTimedOut as exc:
+            exchange.info.outcome = "body_timeout"
+            await exchange.answer(answers.body_timeout_response(str(exc)))
+        except bodies.BodyTooLarge:
+            await exchange.answer(JSONResponse(too_large_body(self._max_body), 413))
+        except Refusal as refusal:
+            await self._refuse_request(exchange, tee, refusal)
+        except Unavailable as exc:
+            await self._refuse_request(exchange, tee, answers.unavailable_refusal(exc))
+        except Exception:
+            exchange.info.outcome = "server_error"
+            if (suppressed := throttled("edge_failed", self._route)) is not None:
+                log.exception("edge_failed", route=self._route, suppressed=suppressed)
+            await exchange.answer(answers.internal_error(exchange.info.request_id))
+
+    async def _serve(self, exchange: Exchange, tee: RequestTee) -> None:
         # Host and Origin only: each handler checks its own content type.
         refusal = await self._deps.security.validate_request(exchange.request, is_post=False)
         if refusal is not None:
-            await refusal(exchange.scope, exchange.receive, exchange.send)
+            await exchange.respond(refusal)
             return
-        if exchange.scope.get("method") == "OPTIONS":
+        method = exchange.scope.get("method", "")
+        if method in self._refuse_methods:
+            await exchange.respond(answers.method_not_allowed("POST"))
+            return
+        if method == "OPTIONS":
             await self._handler(exchange)
             return
         resolved = await self._deps.bearer.resolve(exchange.scope)
@@ -184,11 +192,50 @@ class Edge:
             await exchange.json(resolved.status, resolved.body, challenge)
             return
         exchange.info.caller = resolved
+        if self._deps.limits is None:
+            await self._admitted(exchange)
+            return
+        with self._deps.limits.hold(exchange.info.caller.key_id):
+            await self._admitted(exchange)
+
+    async def _admitted(self, exchange: Exchange) -> None:
+        """Size, body and lane of a request its key may send; then the handler."""
         length = declared_length(exchange.scope)
         if length is not None and length > self._max_body:
             await exchange.json(413, too_large_body(self._max_body))
             return
-        await self._handler(exchange)
+        lane = self._lane or "read"
+        if self._body == "whole":
+            body = await bodies.read_body(exchange.receive, self._max_body)
+            exchange.use_body(body)
+            lane = self._lane or self._deps.lane_of(body)
+        if self._deps.lanes is None:
+            await self._run(exchange, lane)
+            return
+        async with self._deps.lanes[lane].slot():
+            await self._run(exchange, lane)
+
+    async def _run(self, exchange: Exchange, lane: LaneName) -> None:
+        if lane != "bulk":
+            await self._handler(exchange)
+            return
+        with exchange.lib.db.bulk_lane():
+            await self._handler(exchange)
+
+    async def _refuse_request(self, exchange: Exchange, tee: RequestTee, refusal: Refusal) -> None:
+        """Answer a refusal (once per class per interval in the log), unless too late."""
+        exchange.info.outcome = refusal.reason
+        if (suppressed := throttled("request_refused", refusal.reason, self._route)) is not None:
+            log.warning(
+                "request_refused",
+                reason=refusal.reason,
+                status=refusal.status,
+                path=self._route,
+                detail=refusal.message,
+                suppressed=suppressed,
+            )
+        rpc_id = tee.rpc_call()[0] if self._ceiling else None
+        await exchange.answer(answers.refusal_response(refusal, rpc_id, jsonrpc=self._ceiling))
 
     def _refuse(self, info: mcp_request.RequestInfo, tee: RequestTee, size: int) -> bytes:
         """Log a response over the ceiling and build the small answer sent instead."""

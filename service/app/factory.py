@@ -3,7 +3,8 @@
 ``create_app`` is a factory (no module-level state). The MCP endpoint is the SDK's
 stateless streamable-HTTP handler mounted as a plain route (no ``/mcp`` → ``/mcp/``
 redirect); it and the ``/v1/*`` routes sit behind the one :class:`~service.app.edge.Edge`
-(credential, Host/Origin, sizes, the response ceiling, the log line, metrics).
+(credential, Host/Origin, limits, lanes, sizes and body timeouts, the response
+ceiling, the log line, metrics); the probes have the Host/Origin check too.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from service.app import background, oauth, portability, probes
-from service.app.edge import Edge, EdgeDeps, asgi_handler, transport_security
+from service.app.admission import KeyLimits, build_lanes, lane_of_tools
+from service.app.edge import Edge, EdgeDeps, asgi_handler
+from service.app.hosts import ProbeGuard, probe_security, transport_security
 from service.app.metrics import EdgeMetrics
 from service.app.oauth.bearer import BearerAuth
 from service.config import Settings
+from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
 from service.mcp import tools
 from service.mcp.server import build_mcp_server
@@ -35,6 +39,7 @@ def create_app(
     database_url: str,
     anonymous: Caller | None = None,
     on_shutdown: Callable[[], None] | None = None,
+    embedded: EmbeddedPostgres | None = None,
 ) -> Starlette:
     """Build the application for ``database_url``; the pool opens in the lifespan.
 
@@ -42,12 +47,16 @@ def create_app(
     operator set CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true. ``on_shutdown`` runs
     last in the lifespan (the embedded server is stopped there, because uvicorn
     re-raises SIGTERM once the lifespan is done and nothing after it runs).
+    ``embedded`` is the embedded Postgres serving ``database_url``, which a
+    supervisor restarts whenever it dies.
     """
     db = Database(
         database_url,
         min_size=settings.db_pool_min,
         max_size=settings.db_pool_max,
         command_timeout=settings.db_command_timeout,
+        acquire_timeout=settings.db_acquire_timeout,
+        bulk_size=settings.db_bulk_pool_max,
     )
     lib = build_library(db, settings)
     server = build_mcp_server(lib)
@@ -64,14 +73,29 @@ def create_app(
     )
     usage = UsageCounter()
     security = TransportSecurityMiddleware(transport_security(settings))
-    deps = EdgeDeps(lib, BearerAuth(lib, anonymous), security, metrics, usage)
+    read_only = frozenset(spec.name for spec in tools.all_tools() if spec.read_only)
+    deps = EdgeDeps(
+        lib,
+        BearerAuth(lib, anonymous),
+        security,
+        metrics,
+        usage,
+        lanes=build_lanes(settings),
+        limits=KeyLimits(settings),
+        lane_of=lane_of_tools(read_only),
+    )
     mcp_edge = Edge(
         deps,
         asgi_handler(StreamableHTTPASGIApp(manager)),
         route="/mcp",
         max_body=settings.max_request_bytes,
         ceiling=True,
+        body="whole",
+        refuse_methods=frozenset({"GET", "DELETE"}),
     )
+    probe_checks = probe_security(settings)
+    guard = ProbeGuard(probe_checks)
+    metrics_guard = ProbeGuard(probe_checks, check=settings.metrics_host_check)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -79,6 +103,7 @@ def create_app(
         try:
             recorded = await worker.start_up(lib)
             async with (
+                background.postgres_supervisor(embedded, db),
                 manager.run(),
                 background.embedding_worker(lib, recorded),
                 background.usage_flusher(lib, usage),
@@ -93,7 +118,7 @@ def create_app(
 
     app = Starlette(
         routes=[
-            *probes.routes(db, metrics),
+            *probes.routes(db, metrics, guard, metrics_guard),
             Route("/mcp", mcp_edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
             *portability.routes(deps),
             *oauth.routes(lib),

@@ -11,7 +11,12 @@
   signed URL an export returned.
 
 Bodies above ``CPERSONA_MAX_IMPORT_BYTES`` get 413: at once from Content-Length,
-or as soon as the streamed count passes the limit (nothing is kept). Grants are
+or as soon as the streamed count passes the limit (nothing is kept). A body that
+stalls or trickles gets 408 (the edge's read timeout and minimum rate) and rolls
+the import back; a streamed answer whose client stops reading is abandoned after
+``CPERSONA_STREAM_STALL_TIMEOUT``. These routes run in the ``bulk`` lane, with their
+transactions on the bulk pool, so slow clients never hold the tools' connections.
+Grants are
 the tools' (spec §9.2): export and import need read-write on the agent (``*``
 when none is named; a body's records go to the target, or with none to their own
 agents, which the ``*`` grant covers); an upload needs read-write on some agent.
@@ -31,6 +36,7 @@ from collections.abc import AsyncGenerator
 
 from starlette.routing import Route
 
+from service.app.bodies import ClientGone
 from service.app.edge import Edge, EdgeDeps, Exchange, Handler, too_large_body
 from service.errors import InvalidInput, NotFound, Refused
 from service.logs import get_logger
@@ -46,10 +52,6 @@ from service.models import Permission
 log = get_logger("service.request")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
 JSONL = b"application/x-ndjson"
-
-
-class ClientGone(Exception):
-    """The client disconnected; stop working for it."""
 
 
 def _flag(value: str | None) -> bool | None:
@@ -121,8 +123,8 @@ async def _stream_export(
     try:
         await export.export_jsonl(call.lib, call.caller.tenant_id, request, sink)
         await call.chunk(b"", more=False)
-    except ClientGone:
-        call.info.outcome = "client_gone"
+    except ClientGone as gone:  # went away, or stopped reading (ClientStalled)
+        call.info.outcome = gone.outcome
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -154,8 +156,8 @@ async def import_endpoint(call: Exchange) -> None:
     except files.InputTooLarge:
         await call.json(413, too_large_body(limit))
         return
-    except ClientGone:
-        call.info.outcome = "client_gone"
+    except ClientGone as gone:
+        call.info.outcome = gone.outcome
         return
     except Refused as exc:  # inconsistent file: everything was rolled back
         call.info.outcome = "failed"
@@ -201,8 +203,8 @@ async def upload_endpoint(call: Exchange) -> None:
         await _denied(call, denied)
     except InvalidInput as exc:
         await call.json(400, {"ok": False, "error": exc.message})
-    except ClientGone:
-        call.info.outcome = "client_gone"
+    except ClientGone as gone:
+        call.info.outcome = gone.outcome
     else:
         await call.json(201, {"ok": True, "path": name, "bytes": size})
 
@@ -236,8 +238,9 @@ async def download_endpoint(call: Exchange) -> None:
             (b"content-disposition", disposition),
         ]
     )
-    async for data in files.read_chunks(handle, None):
-        await call.chunk(data)
+    async with contextlib.aclosing(files.read_chunks(handle, None)) as chunks:
+        async for data in chunks:
+            await call.chunk(data)  # ClientStalled: the edge logs it, the file is closed
     await call.chunk(b"", more=False)
 
 
@@ -246,7 +249,7 @@ def routes(deps: EdgeDeps) -> list[Route]:
     settings = deps.lib.settings
 
     def edge(handler: Handler, route: str, max_body: int) -> Edge:
-        return Edge(deps, handler, route=route, max_body=max_body, ceiling=False)
+        return Edge(deps, handler, route=route, max_body=max_body, ceiling=False, lane="bulk")
 
     upload = settings.max_import_bytes
     small = settings.max_request_bytes

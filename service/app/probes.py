@@ -1,18 +1,45 @@
-"""Unauthenticated probes: ``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics``."""
+"""Unauthenticated probes: ``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics``.
+
+Every probe passes the Host/Origin check (:class:`~service.app.hosts.ProbeGuard`),
+so a DNS-rebinding page cannot read them; ``/metrics`` skips it only when the
+operator says so (``CPERSONA_METRICS_HOST_CHECK=false``).
+
+- ``/healthz`` says the process answers, nothing about the database: a liveness
+  probe must not restart a process whose database is down (it heals on its own).
+- ``/readyz`` is 200 while the database answers within :data:`PROBE_SECONDS` and is
+  at or ahead of this code's head revision (during a rolling deploy the new
+  release migrates first; its migrations are additive, so old replicas stay
+  ready); 503 with the reason otherwise.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from service.app.hosts import ProbeGuard
 from service.app.metrics import METRICS_CONTENT_TYPE, EdgeMetrics
-from service.db.migrate import current_revision, head_revision
+from service.db.migrate import current_revision, head_revision, revision_state
 from service.db.pool import Database
+from service.errors import Unavailable
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+PROBE_SECONDS = 2.0
+"""How long ``/readyz`` waits for the database (orchestrators time probes out at 3 s)."""
+
+
+def guarded(guard: ProbeGuard, endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` behind the Host/Origin check."""
+
+    async def checked(request: Request) -> Response:
+        refusal = await guard.refusal(request)
+        return refusal if refusal is not None else await endpoint(request)
+
+    return checked
 
 
 async def healthz(request: Request) -> Response:
@@ -21,17 +48,22 @@ async def healthz(request: Request) -> Response:
 
 
 def readyz(db: Database, head: str) -> Endpoint:
-    """Ready when the database answers and is migrated to ``head``; 503 otherwise."""
+    """Ready when the database answers and is migrated to ``head`` or beyond."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            revision = await current_revision(db)
+            revision = await asyncio.wait_for(current_revision(db), PROBE_SECONDS)
+        except Unavailable as exc:
+            retry = {"retry-after": str(max(1, round(exc.retry_after)))}
+            return JSONResponse({"status": "unavailable", "error": exc.reason}, 503, retry)
         except Exception as exc:  # any failure to reach the database means not ready
             return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, 503)
-        if revision != head:
-            body = {"status": "migrations pending", "revision": revision, "head": head}
-            return JSONResponse(body, 503)
-        return JSONResponse({"status": "ready", "revision": revision})
+        state = revision_state(revision)
+        if state in ("unmigrated", "behind"):
+            pending = {"status": "migrations pending", "revision": revision, "head": head}
+            return JSONResponse(pending, 503)
+        ready: dict[str, object] = {"status": "ready", "revision": revision}
+        return JSONResponse(ready if state == "head" else {**ready, "head": head, "ahead": True})
 
     return endpoint
 
@@ -45,12 +77,15 @@ def metrics_endpoint(metrics: EdgeMetrics) -> Endpoint:
     return endpoint
 
 
-def routes(db: Database, metrics: EdgeMetrics | None) -> list[Route]:
+def routes(
+    db: Database, metrics: EdgeMetrics | None, guard: ProbeGuard, metrics_guard: ProbeGuard
+) -> list[Route]:
     """The probe routes (``/metrics`` only while CPERSONA_METRICS_ENABLED)."""
     probes = [
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz(db, head_revision()), methods=["GET"]),
+        Route("/healthz", guarded(guard, healthz), methods=["GET"]),
+        Route("/readyz", guarded(guard, readyz(db, head_revision())), methods=["GET"]),
     ]
     if metrics is not None:
-        probes.append(Route("/metrics", metrics_endpoint(metrics), methods=["GET"]))
+        endpoint = guarded(metrics_guard, metrics_endpoint(metrics))
+        probes.append(Route("/metrics", endpoint, methods=["GET"]))
     return probes

@@ -71,9 +71,12 @@ def run_db(settings: Settings, url: str, work: Callable[[Database], Awaitable[T]
 
 
 async def check_head(db: Database) -> None:
+    """Refuse a database behind this code (one ahead of it is fine: migrations are additive)."""
     revision = await migrate.current_revision(db)
-    if revision != migrate.head_revision():
+    if not migrate.servable(revision):
         raise CliError(f"database is at {revision}, not head: run `cpersona-service migrate`")
+    if migrate.revision_state(revision) == "ahead":
+        log.info("database is ahead of this code", revision=revision, head=migrate.head_revision())
 
 
 @contextlib.asynccontextmanager

@@ -8,7 +8,15 @@ import dataclasses
 import uvicorn
 
 from service.app.factory import create_app
-from service.cli.runtime import CliError, Commands, database_url, embedded_server, log, run_db
+from service.cli.runtime import (
+    CliError,
+    Commands,
+    check_head,
+    database_url,
+    embedded_server,
+    log,
+    run_db,
+)
 from service.config import Settings
 from service.db import migrate
 from service.db.pool import Database
@@ -37,9 +45,7 @@ async def _anonymous_caller(db: Database) -> Caller:
 
 
 async def _prepare_serve(db: Database, settings: Settings) -> Caller | None:
-    revision = await migrate.current_revision(db)
-    if revision != migrate.head_revision():
-        raise CliError(f"database is at {revision}, not head: run `cpersona-service migrate`")
+    await check_head(db)
     key = await _bootstrap(db, settings)
     if key is not None:
         print("Created tenant 'default'. Its API key (shown once):")
@@ -65,16 +71,26 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     with embedded_server(settings) as embedded:
         url = str(settings.database_url) if embedded is None else embedded.url()
         anonymous = run_db(settings, url, lambda db: _prepare_serve(db, settings))
-        app = create_app(settings, url, anonymous, None if embedded is None else embedded.stop)
+        stop = None if embedded is None else embedded.stop
+        app = create_app(settings, url, anonymous, stop, embedded)
         log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
         uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
+    """Migrate to head under an advisory lock (concurrent runs wait for each other); a
+    database a newer release already migrated is left as it is."""
     with database_url(settings) as url:
         if not settings.uses_embedded_postgres:
             migrate.upgrade(url)
-        print(f"database at migration {migrate.head_revision()} (head)")
+        revision = run_db(settings, url, migrate.current_revision)
+        if migrate.revision_state(revision) == "ahead":
+            print(
+                f"database at migration {revision}, ahead of this code's head "
+                f"{migrate.head_revision()}: nothing to do"
+            )
+        else:
+            print(f"database at migration {migrate.head_revision()} (head)")
 
 
 def cmd_db_url(settings: Settings, args: argparse.Namespace) -> None:

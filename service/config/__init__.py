@@ -3,7 +3,7 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``embeddings``, ``recall``, ``portability``, ``oauth``).
+(``server``, ``limits``, ``embeddings``, ``recall``, ``portability``, ``oauth``).
 ``load_settings(environ)`` is the only function that reads environment variables. A bad
 value raises :class:`ConfigError` whose message names the variable, so the CLI stops
 with one clear line instead of failing later in the middle of a request. The README's
@@ -25,6 +25,7 @@ from service.config.fields import (
     RecallPrecision as RecallPrecision,
     local_embeddings_installed as local_embeddings_installed,
 )
+from service.config.limits import LimitSettings
 from service.config.oauth import OAuthMode as OAuthMode, OAuthSettings, check_oauth
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
@@ -32,7 +33,7 @@ from service.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(OAuthSettings, RecallSettings, EmbeddingSettings, ServerSettings):
+class Settings(OAuthSettings, RecallSettings, EmbeddingSettings, LimitSettings, ServerSettings):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""
 

@@ -136,6 +136,9 @@ def parse_origin(name: str, raw: str) -> str:
 
 
 UNIT = parse_float(0.0, 1.0)
+SECONDS = parse_float(0.1, 3600.0)
+RATE = parse_float(0.0, 1_000_000.0)
+COUNT = parse_int(0, 1_000_000_000)
 
 
 def setting(

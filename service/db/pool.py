@@ -11,26 +11,44 @@ rows. Both settings are transaction-local (``set_config(..., true)``), which
 keeps pooled connections clean and works behind PgBouncer in transaction mode.
 An *admin* transaction (tenants, API keys, migrations checks) runs as the
 connecting role.
+
+Every acquire is bounded: a request waits at most ``acquire_timeout`` seconds for a
+connection and then gets :class:`~service.errors.DatabaseBusy` (the edge answers 503
+with Retry-After), and while the database is down (:mod:`service.db.availability`)
+it fails at once with :class:`~service.errors.DatabaseUnavailable`. Driver errors
+that mean the server is gone are translated into the latter, never leaked.
+
+Two pools share the server: the main one for tools and control-plane reads, and a
+small *bulk* pool for work paced by a client (a streamed export or import), used
+inside :meth:`Database.bulk_lane`. A client that reads or writes slowly can then
+hold at most the bulk pool's connections, never the ones the tools need.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Literal, TypeAlias
 
 import asyncpg
 from pgvector.asyncpg import register_vector
 
 from service.db import sql
-from service.errors import DatabaseNotOpen, DatabaseUnavailable
+from service.db.availability import Availability, is_connection_error
+from service.errors import DatabaseBusy, DatabaseNotOpen, DatabaseUnavailable
 from service.models import TenantId
 
 Connection: TypeAlias = (
     "asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
 )
 APP_ROLE = "cpersona_app"
+CONNECT_TIMEOUT = 5.0
+"""Seconds to open one connection (asyncpg's default of 60 would hold a request
+that long against a server that does not answer)."""
+
+_bulk: contextvars.ContextVar[bool] = contextvars.ContextVar("cpersona_bulk_lane", default=False)
 
 
 async def _init_connection(conn: asyncpg.Connection[asyncpg.Record]) -> None:
@@ -53,16 +71,27 @@ class _PooledConnection(asyncpg.Connection):
 
 
 class Database:
-    """Owns the pool; hands out tenant-scoped and admin transactions."""
+    """Owns the pools; hands out tenant-scoped and admin transactions."""
 
     def __init__(
-        self, dsn: str, *, min_size: int = 1, max_size: int = 10, command_timeout: float = 30.0
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        command_timeout: float = 30.0,
+        acquire_timeout: float = 5.0,
+        bulk_size: int = 2,
     ) -> None:
         self.dsn = dsn
         self._min_size = min_size
         self._max_size = max_size
+        self._bulk_size = bulk_size
         self._command_timeout = command_timeout
+        self._acquire_timeout = acquire_timeout
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
+        self._bulk_pool: asyncpg.Pool[asyncpg.Record] | None = None
+        self.availability = Availability(self._probe)
 
     @property
     def pool(self) -> asyncpg.Pool[asyncpg.Record]:
@@ -70,24 +99,78 @@ class Database:
             raise DatabaseNotOpen()
         return self._pool
 
+    async def _create_pool(self, min_size: int, max_size: int) -> asyncpg.Pool[asyncpg.Record]:
+        return await asyncpg.create_pool(
+            self.dsn,
+            min_size=min_size,
+            max_size=max_size,
+            command_timeout=self._command_timeout,
+            timeout=min(CONNECT_TIMEOUT, self._acquire_timeout),
+            init=_init_connection,
+            connection_class=_PooledConnection,
+        )
+
     async def open(self) -> Database:
         try:
-            self._pool = await asyncpg.create_pool(
-                self.dsn,
-                min_size=self._min_size,
-                max_size=self._max_size,
-                command_timeout=self._command_timeout,
-                init=_init_connection,
-                connection_class=_PooledConnection,
-            )
+            self._pool = await self._create_pool(self._min_size, self._max_size)
+            self._bulk_pool = await self._create_pool(0, self._bulk_size)
         except (OSError, asyncpg.PostgresError) as exc:
+            await self.close()
             raise DatabaseUnavailable(f"cannot connect to the database: {exc}") from exc
         return self
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        await self.availability.close()
+        for pool in (self._bulk_pool, self._pool):
+            if pool is not None:
+                await pool.close()
+        self._pool = self._bulk_pool = None
+
+    @contextmanager
+    def bulk_lane(self) -> Iterator[None]:
+        """Inside this block (one task and what it awaits), transactions use the bulk pool."""
+        token = _bulk.set(True)
+        try:
+            yield
+        finally:
+            _bulk.reset(token)
+
+    def _lane_pool(self) -> asyncpg.Pool[asyncpg.Record]:
+        if _bulk.get() and self._bulk_pool is not None:
+            return self._bulk_pool
+        return self.pool
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection, bounded in time, with driver failures translated."""
+        pool = self._lane_pool()
+        self.availability.check()
+        try:
+            conn = await pool.acquire(timeout=self._acquire_timeout)
+        except TimeoutError:
+            raise DatabaseBusy(
+                f"no database connection became free within {self._acquire_timeout:g} s"
+            ) from None
+        except Exception as exc:
+            if is_connection_error(exc):
+                raise self.availability.connect_failed(exc) from exc
+            raise
+        try:
+            yield conn
+        except Exception as exc:
+            if _lost(exc, conn):
+                raise self.availability.connection_lost(exc) from exc
+            raise
+        finally:
+            await _release(pool, conn)
+
+    async def _probe(self) -> None:
+        """Reconnect check: expire every pooled connection, then open one and ping."""
+        for pool in (self._pool, self._bulk_pool):
+            if pool is not None:
+                await pool.expire_connections()
+        async with self.pool.acquire(timeout=self._acquire_timeout) as conn:
+            await _ping(conn)
 
     @asynccontextmanager
     async def tenant_tx(
@@ -101,7 +184,7 @@ class Database:
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
         async with (
-            self.pool.acquire() as conn,
+            self._connection() as conn,
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
             await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, str(tenant_id))
@@ -111,16 +194,54 @@ class Database:
     async def admin_conn(self) -> AsyncIterator[Connection]:
         """A connection as the owner role without an explicit transaction: each
         statement commits on its own (single-statement control-plane reads)."""
-        async with self.pool.acquire() as conn:
+        async with self._connection() as conn:
             yield conn
 
     @asynccontextmanager
     async def admin_tx(self) -> AsyncIterator[Connection]:
         """One transaction as the connecting (owner) role, for control-plane work."""
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             yield conn
 
     async def ping(self) -> bool:
         """Whether the database answers a trivial query."""
-        async with self.pool.acquire() as conn:
-            return bool(await conn.fetchval(sql.QUERIES["ping"]))
+        async with self._connection() as conn:
+            return await _ping(conn)
+
+
+async def _ping(conn: Connection) -> bool:
+    return bool(await conn.fetchval(sql.QUERIES["ping"]))
+
+
+def _lost(exc: BaseException, conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> bool:
+    """Whether an error raised inside a transaction means its connection died.
+
+    Any error on a connection that is now closed does (the rollback of a transaction
+    whose server died raises asyncpg's InternalClientError, not a connection error),
+    and so does a connection error anywhere in the chain. An ``OSError`` on an open
+    connection does not: it may be the caller's own file.
+    """
+    try:
+        if conn.is_closed():
+            return True
+    except asyncpg.InterfaceError:  # a closed connection detaches from its proxy
+        return True
+    chained: BaseException | None = exc
+    for _ in range(8):  # a chain is short; a cycle must not loop forever
+        if chained is None:
+            break
+        if is_connection_error(chained) and not isinstance(chained, OSError):
+            return True
+        chained = chained.__cause__ or chained.__context__
+    return False
+
+
+async def _release(
+    pool: asyncpg.Pool[asyncpg.Record], conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]
+) -> None:
+    """Give a connection back; one that died with its server is simply dropped."""
+    try:
+        await pool.release(conn)
+    except Exception as exc:
+        if not is_connection_error(exc):
+            raise

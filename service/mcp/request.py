@@ -29,6 +29,8 @@ class RequestInfo:
     session_key: str = ""  # X-CPersona-Session: selects a session pause, never an identity
     chars_returned: int = 0  # content characters in the tool's answer
     chars_saved: int = 0  # characters previews and budgets left out of it
+    status: int | None = None  # HTTP status the edge must answer with instead of 200
+    retry_after: float | None = None  # seconds for the Retry-After header with ``status``
 
 
 current_request: contextvars.ContextVar[RequestInfo | None] = contextvars.ContextVar(

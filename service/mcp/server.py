@@ -6,7 +6,9 @@ spec (§1.2) are exact: a schema violation is an ``isError`` result whose text i
 ``{"error": "Unknown tool: <name>"}`` (flagged ``isError`` so clients that branch on it
 see a failure); a handler's semantic failure is its own
 ``{"ok": false, ...}`` object. Unexpected exceptions are logged and answered with
-a generic bare error carrying the request id, never a stack trace.
+a generic bare error carrying the request id, never a stack trace. A temporary
+unavailability (database down or busy) is none of these: it becomes a JSON-RPC
+error answered with 503 and Retry-After (:mod:`service.mcp.refusals`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from mcp.server.context import ServerRequestContext
 from pydantic import BaseModel
 
 from service import __version__
-from service.errors import Refused, ServiceError
+from service.errors import Refused, ServiceError, Unavailable
 from service.logs import get_logger
-from service.mcp import acl, pausing, project_gate, request, tools
+from service.mcp import acl, pausing, project_gate, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting
 from service.memory import text
@@ -115,7 +117,11 @@ class Dispatcher:
         if error is not None:
             request.note_tool(name, "invalid_input")
             return _validation_error(error.message)
-        body = await self._run(spec, with_defaults(spec.input_schema, args))
+        try:
+            body = await self._run(spec, with_defaults(spec.input_schema, args))
+        except Unavailable as exc:  # a JSON-RPC error with 503, by refusals.UnavailableAsError
+            request.note_tool(name, exc.reason)
+            raise
         request.note_tool(name, _outcome(body))
         request.note_chars(*accounting.char_accounting(body))
         return _text_result(body)
@@ -131,6 +137,8 @@ class Dispatcher:
         env = ToolEnv(self._lib, caller, request.current_session_key())
         try:
             return await self._gated(spec, env, args)
+        except Unavailable:
+            raise
         except Refused as exc:  # the tool's own failure shape
             return {**spec.refusal(exc.message), **exc.details}
         except ServiceError as exc:  # CPersona's dispatch-level bare error
@@ -213,6 +221,7 @@ def build_mcp_server(
         # the catalogue changes only with a deployment; private: a key may see its own set
         cache_hints={"tools/list": CacheHint(ttl_ms=CATALOGUE_TTL_MS, scope="private")},
     )
+    server.middleware.append(refusals.UnavailableAsError())  # outside TenantInstructions
     server.middleware.append(TenantInstructions(lib, resolve_caller))
     return server
 

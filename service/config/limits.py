@@ -1,0 +1,28 @@
+"""Settings of the bounded edge: pool waits, lanes, per-key limits, body and stream
+timeouts (docs/reliability.md explains each bound and why it has its default)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from service.config.fields import COUNT, RATE, SECONDS, parse_bool, parse_int, setting
+
+
+@dataclasses.dataclass(frozen=True)
+class LimitSettings:
+    # -- bounded resources, admission and rate limits (docs/reliability.md)
+    db_acquire_timeout: float = setting(5.0, "CPERSONA_DB_ACQUIRE_TIMEOUT", parse=SECONDS)
+    db_bulk_pool_max: int = setting(2, "CPERSONA_DB_BULK_POOL_MAX", parse=parse_int(1, 1000))
+    lane_read: int = setting(32, "CPERSONA_LANE_READ", parse=parse_int(1, 100_000))
+    lane_write: int = setting(16, "CPERSONA_LANE_WRITE", parse=parse_int(1, 100_000))
+    lane_bulk: int = setting(4, "CPERSONA_LANE_BULK", parse=parse_int(1, 100_000))
+    lane_queue: int = setting(64, "CPERSONA_LANE_QUEUE", parse=parse_int(0, 1_000_000))
+    lane_queue_timeout: float = setting(2.0, "CPERSONA_LANE_QUEUE_TIMEOUT", parse=SECONDS)
+    max_concurrent_per_key: int = setting(16, "CPERSONA_MAX_CONCURRENT_PER_KEY", parse=COUNT)
+    rate_limit_per_key: float = setting(0.0, "CPERSONA_RATE_LIMIT_PER_KEY", parse=RATE)
+    rate_limit_burst: float = setting(0.0, "CPERSONA_RATE_LIMIT_BURST", parse=RATE)
+    replicas: int = setting(1, "CPERSONA_REPLICAS", parse=parse_int(1, 100_000))
+    body_read_timeout: float = setting(10.0, "CPERSONA_BODY_READ_TIMEOUT", parse=SECONDS)
+    body_min_rate: int = setting(1024, "CPERSONA_BODY_MIN_RATE", parse=COUNT)
+    stream_stall_timeout: float = setting(30.0, "CPERSONA_STREAM_STALL_TIMEOUT", parse=SECONDS)
+    metrics_host_check: bool = setting(True, "CPERSONA_METRICS_HOST_CHECK", parse=parse_bool)
