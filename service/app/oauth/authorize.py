@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from service.app.oauth import consent
+from service.app.oauth import consent, forms
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.oauth import server
@@ -61,11 +61,11 @@ class AuthorizeEndpoint:
         self.resource = f"{self.issuer}/mcp"
 
     async def handle(self, request: Request) -> Response:
-        if request.method == "POST":
-            form = await request.form()
-            raw = {name: str(value) for name, value in form.items() if isinstance(value, str)}
-        else:
-            raw = dict(request.query_params)
+        try:
+            post = request.method == "POST"
+            raw = await forms.form_fields(request) if post else dict(request.query_params)
+        except forms.Unreadable as unreadable:
+            return unreadable.response
         fields = {name: raw[name] for name in FIELDS if raw.get(name)}
         try:
             checked = await self._check_client(fields)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from service.app.oauth import forms
 from service.app.oauth.authorize import same_resource
 from service.memory.library import Library
 from service.memory.oauth import OAuthRefusal, server
@@ -27,7 +28,6 @@ from service.memory.oauth import OAuthRefusal, server
 NO_STORE: Final = {"cache-control": "no-store", "pragma": "no-cache"}
 AUTH_METHODS: Final = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES: Final = frozenset({"authorization_code", "refresh_token"})
-MAX_REGISTRATION_BYTES: Final = 16_384
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
@@ -58,7 +58,10 @@ class TokenEndpoint:
         )
 
     async def handle(self, request: Request) -> Response:
-        form = {k: str(v) for k, v in (await request.form()).items() if isinstance(v, str)}
+        try:
+            form = await forms.form_fields(request)
+        except forms.Unreadable as unreadable:
+            return unreadable.response
         basic = basic_credentials(request)
         client_id = basic[0] if basic else form.get("client_id", "")
         client = await server.find_client(self._lib.db, client_id)
@@ -137,12 +140,11 @@ class RegisterEndpoint:
         self._lib = lib
 
     async def handle(self, request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_REGISTRATION_BYTES:
-            return refusal("invalid_client_metadata", "client metadata too large")
         try:
-            raw = json.loads(body)
+            raw = json.loads(await forms.small_body(request))
             metadata = OAuthClientMetadata.model_validate(raw)
+        except forms.Unreadable as unreadable:
+            return unreadable.response
         except (ValueError, ValidationError) as error:
             message = str(error).splitlines()[0]
             return refusal("invalid_client_metadata", f"not valid client metadata: {message}")

@@ -373,12 +373,15 @@ async def test_registration_checks_redirect_uris_and_hashes_confidential_secrets
         remote_http = await http.post(url, json={"redirect_uris": ["http://evil.example/cb"]})
         script = await http.post(url, json={"redirect_uris": ["javascript:alert(1)"]})
         garbage = await http.post(url, content=b"{not json")
+        huge = await http.post(url, content=b"x" * 100_000)
+        huge_token = await http.post(f"{served.base_url}/token", content=b"a=" + b"x" * 100_000)
         confidential = await _register(
             http, served, token_endpoint_auth_method="client_secret_post"
         )
         native = await _register(http, served, redirect_uris=["cursor://anysphere/oauth"])
     assert [r.status_code for r in (remote_http, script, garbage)] == [400, 400, 400]
     assert remote_http.json()["error"] == "invalid_client_metadata"
+    assert (huge.status_code, huge_token.status_code) == (413, 413)
     assert confidential["client_secret"]
     assert confidential["client_secret_expires_at"] == 0
     assert "client_secret" not in native
