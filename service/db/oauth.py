@@ -1,18 +1,25 @@
 """Storage of the built-in OAuth server: one function per query of ``sql/oauth.sql``.
 
 Control plane (admin connections, like API keys): a presented code or token is looked
-up by its hash before the tenant is known. Codes and refresh tokens are taken with
-``DELETE ... RETURNING``, so two concurrent requests can never both use one.
+up by its hash before the tenant is known. The ``New*`` records list their fields in
+the order of their query's ``$n`` legend; the row records are the queries' columns.
+Codes and refresh tokens are taken with ``DELETE ... RETURNING``, so two concurrent
+requests can never both use one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from service.db.pool import Connection
 from service.db.sql import QUERIES
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+RowT = TypeVar("RowT", bound="DataclassInstance")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -26,8 +33,8 @@ class ClientRow:
 class NewCode:
     tenant_id: uuid.UUID
     code_hash: bytes
-    key_prefix: str
     client_id: str
+    key_prefix: str
     redirect_uri: str
     code_challenge: str
     resource: str
@@ -104,78 +111,35 @@ async def oauth_client(conn: Connection, client_id: str) -> ClientRow | None:
     )
 
 
+def _row(cls: type[RowT], record: Any, **renamed: str) -> RowT:
+    """A row dataclass from a record, field by field (``renamed``: field -> column)."""
+    values = {
+        field.name: record[renamed.get(field.name, field.name)] for field in dataclasses.fields(cls)
+    }
+    return cls(**values)
+
+
 async def insert_oauth_code(conn: Connection, code: NewCode) -> None:
-    await conn.execute(
-        QUERIES["insert_oauth_code"],
-        code.tenant_id,
-        code.code_hash,
-        code.key_prefix,
-        code.client_id,
-        code.redirect_uri,
-        code.code_challenge,
-        code.resource,
-        code.scope,
-        code.lifetime_seconds,
-    )
+    await conn.execute(QUERIES["insert_oauth_code"], *dataclasses.astuple(code))
 
 
 async def take_oauth_code(conn: Connection, code_hash: bytes) -> CodeRow | None:
     record = await conn.fetchrow(QUERIES["take_oauth_code"], code_hash)
-    if record is None:
-        return None
-    return CodeRow(
-        tenant_id=record["tenant_id"],
-        key_prefix=record["key_prefix"],
-        client_id=record["client_id"],
-        redirect_uri=record["redirect_uri"],
-        code_challenge=record["code_challenge"],
-        resource=record["resource"],
-        scope=record["scope"],
-        usable=bool(record["usable"]),
-    )
+    return None if record is None else _row(CodeRow, record)
 
 
 async def insert_oauth_token(conn: Connection, token: NewToken) -> None:
-    await conn.execute(
-        QUERIES["insert_oauth_token"],
-        token.tenant_id,
-        token.token_hash,
-        token.kind,
-        token.key_prefix,
-        token.client_id,
-        token.resource,
-        token.scope,
-        token.lifetime_seconds,
-    )
+    await conn.execute(QUERIES["insert_oauth_token"], *dataclasses.astuple(token))
 
 
 async def take_refresh_token(conn: Connection, token_hash: bytes) -> RefreshRow | None:
     record = await conn.fetchrow(QUERIES["take_refresh_token"], token_hash)
-    if record is None:
-        return None
-    return RefreshRow(
-        tenant_id=record["tenant_id"],
-        key_prefix=record["key_prefix"],
-        client_id=record["client_id"],
-        resource=record["resource"],
-        scope=record["scope"],
-        usable=bool(record["usable"]),
-    )
+    return None if record is None else _row(RefreshRow, record)
 
 
 async def access_token_for_auth(conn: Connection, token_hash: bytes) -> AccessRow | None:
     record = await conn.fetchrow(QUERIES["access_token_for_auth"], token_hash)
-    if record is None:
-        return None
-    return AccessRow(
-        resource=record["resource"],
-        key_prefix=record["prefix"],
-        label=record["label"],
-        grants=dict(record["grants"]),
-        tenant_id=record["tenant_id"],
-        tenant_slug=record["tenant_slug"],
-        usable=bool(record["usable"]),
-    )
+    return None if record is None else _row(AccessRow, record, key_prefix="prefix")
 
 
 async def delete_expired_oauth(conn: Connection) -> None:

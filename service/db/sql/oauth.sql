@@ -10,10 +10,10 @@ SELECT client_id, secret_hash, metadata FROM oauth_clients WHERE client_id = $1
 
 -- insert_oauth_code --
 -- Store an authorization code's hash with what the token request must match.
--- $1 tenant_id uuid, $2 code_hash bytea, $3 key_prefix text, $4 client_id text,
+-- $1 tenant_id uuid, $2 code_hash bytea, $3 client_id text, $4 key_prefix text,
 -- $5 redirect_uri text, $6 code_challenge text, $7 resource text, $8 scope text,
 -- $9 lifetime_seconds float8
-INSERT INTO oauth_codes (tenant_id, code_hash, key_prefix, client_id, redirect_uri,
+INSERT INTO oauth_codes (tenant_id, code_hash, client_id, key_prefix, redirect_uri,
                          code_challenge, resource, scope, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
 
