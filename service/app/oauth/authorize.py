@@ -18,10 +18,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from service.app.oauth import consent, forms
+from service.logs import get_logger
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.oauth import server
 
+log = get_logger("service.oauth")
 FIELDS = ("response_type", "client_id", "redirect_uri", "code_challenge",
           "code_challenge_method", "state", "scope", "resource")  # fmt: skip
 
@@ -126,5 +128,12 @@ class AuthorizeEndpoint:
                 resource=self.resource,
                 scope=checked.fields.get("scope", ""),
             ),
+        )
+        log.info(
+            "oauth_authorized",
+            tenant=caller.tenant_slug,
+            key_id=caller.key_id,
+            client_id=checked.client.client_id,
+            client_name=checked.client.name[:100],
         )
         return redirect(checked, self.issuer, code=code)

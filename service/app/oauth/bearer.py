@@ -15,7 +15,7 @@ import dataclasses
 
 from starlette.types import Scope
 
-from service.logs import get_logger
+from service.logs import get_logger, throttled
 from service.memory import tenants
 from service.memory.library import Library
 from service.memory.oauth import TenantUnknown, TokenRejected, server
@@ -99,7 +99,8 @@ class BearerAuth:
         try:
             return await self._oauth_caller(scope, credential) or INVALID
         except TokenRejected as reason:
-            log.info("token_rejected", reason=str(reason))
+            if (suppressed := throttled("token_rejected", str(reason)[:60])) is not None:
+                log.info("token_rejected", reason=str(reason), suppressed=suppressed)
             return INVALID
         except TenantUnknown as reason:
             return Denial(403, {"error": "unknown_tenant", "message": str(reason)})
