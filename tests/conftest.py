@@ -5,6 +5,11 @@ Postgres 15+ with pgvector and pg_trgm) when set, otherwise the same embedded
 Postgres the service uses by default, started once per session in a temporary
 directory. The template is migrated through Alembic, so every run exercises
 the migrations; each test gets ``CREATE DATABASE … TEMPLATE`` and a drop.
+
+``CPERSONA_TEST_POOLER=pgbouncer`` puts a real PgBouncer (transaction mode) in
+front of that server for the session: ``database_url`` then goes through it, while
+the template, the drops and ``direct_database_url`` stay direct
+(:mod:`tests.servers.pooling`).
 """
 
 from __future__ import annotations
@@ -12,22 +17,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 
+from bench.proxies import PgBouncer, pgbouncer
 from service.config import Settings, local_embeddings_installed
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
+from tests.servers import pooling
+from tests.servers.postgres import admin_execute, database_of, with_database
 from tests.support import Agent, Served, new_tenant, serve
 
 FAST_SETTINGS = (
@@ -36,20 +42,6 @@ FAST_SETTINGS = (
     "ALTER SYSTEM SET full_page_writes = off",
     "SELECT pg_reload_conf()",
 )
-
-
-def with_database(url: str, name: str) -> str:
-    """``url`` pointing at database ``name`` (socket and TCP URL forms)."""
-    return re.sub(r"(postgres(?:ql)?://[^/]*/)([^?]*)", lambda m: m.group(1) + name, url, count=1)
-
-
-async def _admin(url: str, *statements: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if {"database_url", "db", "lib", "served", "client"} & set(
+        if {"database_url", "direct_database_url", "db", "lib", "served", "client"} & set(
             getattr(item, "fixturenames", ())
         ):
             item.add_marker(pytest.mark.postgres)
@@ -77,7 +69,7 @@ def admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     server = EmbeddedPostgres(Path(tmp_path_factory.mktemp("embedded-pg")))
     url = server.start()
-    asyncio.run(_admin(url, *FAST_SETTINGS))
+    asyncio.run(admin_execute(url, *FAST_SETTINGS))
     try:
         yield url
     finally:
@@ -87,22 +79,48 @@ def admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def template_db(admin_url: str) -> Iterator[str]:
     name = f"cpt_tpl_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_admin(admin_url, f'CREATE DATABASE "{name}"'))
+    asyncio.run(admin_execute(admin_url, f'CREATE DATABASE "{name}"'))
     migrate.upgrade(with_database(admin_url, name))
     try:
         yield name
     finally:
-        asyncio.run(_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def pooler(admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgBouncer | None]:
+    """The session's PgBouncer under CPERSONA_TEST_POOLER=pgbouncer, else None."""
+    pooling.check_mode()
+    if pooling.MODE == "none":
+        yield None
+        return
+    with pgbouncer(admin_url, tmp_path_factory.mktemp("pgbouncer")) as bouncer:
+        yield bouncer
 
 
 @pytest.fixture
-async def database_url(admin_url: str, template_db: str) -> AsyncIterator[str]:
+async def direct_database_url(admin_url: str, template_db: str) -> AsyncIterator[str]:
+    """A fresh migrated database, straight to the server (catalogue reads, migrations)."""
     name = f"cpt_{uuid.uuid4().hex[:12]}"
-    await _admin(admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    await admin_execute(admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
     try:
         yield with_database(admin_url, name)
     finally:
-        await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(direct_database_url: str, pooler: PgBouncer | None) -> Iterator[str]:
+    """The test's database as the service reaches it: through the pooler when there is one."""
+    if pooler is None:
+        yield direct_database_url
+        return
+    pooled = pooler.url(database_of(direct_database_url))
+    pooling.register(pooled, direct_database_url)
+    try:
+        yield pooled
+    finally:
+        pooling.forget(pooled)
 
 
 @pytest.fixture
@@ -117,6 +135,7 @@ def settings(tmp_path: Path) -> Settings:
         db_pool_max=4,
         embedding_mode="none",
         data_dir=tmp_path / "data",
+        db_pooler=pooling.db_pooler(),
     )
 
 
@@ -146,7 +165,9 @@ def local_lib(db: Database, local_settings: Settings, local_embedder: EmbeddingP
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    database = await Database(database_url, min_size=1, max_size=4).open()
+    database = await Database(
+        database_url, min_size=1, max_size=4, pooler=pooling.db_pooler()
+    ).open()
     try:
         yield database
     finally:

@@ -25,6 +25,7 @@ from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import Caller, Permission
+from tests.servers import pooling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +61,7 @@ async def serve(
         sockets = [listener]
         origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
         settings = dataclasses.replace(settings, public_url=origin)
-    app = create_app(settings, database_url, anonymous)
+    app = create_app(pooling.apply(settings), database_url, anonymous)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=sockets))
@@ -160,6 +161,7 @@ def run_cli(
     environ.pop("DATABASE_URL", None)
     if database_url:
         environ["DATABASE_URL"] = database_url
+    environ.update(pooling.cli_env(database_url))
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "service", *args],

@@ -26,6 +26,7 @@ from service.app.oauth.bearer import BearerAuth
 from service.config import Settings
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
+from service.db.read_routing import read_replica
 from service.mcp import tools
 from service.mcp.server import build_mcp_server
 from service.memory.library import build_library
@@ -57,8 +58,13 @@ def create_app(
         command_timeout=settings.db_command_timeout,
         acquire_timeout=settings.db_acquire_timeout,
         bulk_size=settings.db_bulk_pool_max,
+        pooler=settings.db_pooler,
     )
-    lib = build_library(db, settings)
+    metrics = (
+        EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None
+    )
+    replica = read_replica(settings, db, metrics)
+    lib = build_library(db, settings, replica)
     server = build_mcp_server(lib)
     server.streamable_http_app(
         stateless_http=True,
@@ -68,9 +74,6 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
     manager = server.session_manager
-    metrics = (
-        EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None
-    )
     usage = UsageCounter()
     security = TransportSecurityMiddleware(transport_security(settings))
     read_only = frozenset(spec.name for spec in tools.all_tools() if spec.read_only)
@@ -104,6 +107,7 @@ def create_app(
             recorded = await worker.start_up(lib)
             async with (
                 background.postgres_supervisor(embedded, db),
+                replica.running() if replica is not None else contextlib.nullcontext(),
                 manager.run(),
                 background.embedding_worker(lib, recorded),
                 background.usage_flusher(lib, usage),

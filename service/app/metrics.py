@@ -24,6 +24,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     ProcessCollector,
     generate_latest,
@@ -92,6 +93,19 @@ class EdgeMetrics:
             ("tenant",),
             registry=self.registry,
         )
+        self.read_routes = Counter(
+            "cpersona_read_routes",
+            "Read-only tool calls by the database that answered (replica or primary) and "
+            "why (in_sync; lagging, unavailable, unchecked: replica bypassed; failed: the "
+            "replica failed mid-call and the primary answered; wrote).",
+            ("database", "reason"),
+            registry=self.registry,
+        )
+        self.read_lag = Gauge(
+            "cpersona_read_replica_lag_seconds",
+            "Lag of the read replica at its last check (-1: unknown or unreachable).",
+            registry=self.registry,
+        )
         ProcessCollector(registry=self.registry)
 
     def tool_label(self, tool: str | None) -> str:
@@ -110,6 +124,13 @@ class EdgeMetrics:
         self.response_bytes.labels(label, outcome).observe(sent)
         if tenant is not None:
             self.tenant_bytes.labels(tenant).inc(sent)
+
+    def routed(self, database: str, reason: str) -> None:
+        """One read-only call routed (:class:`service.db.read_routing.RouteObserver`)."""
+        self.read_routes.labels(database, reason).inc()
+
+    def replica_lag(self, seconds: float | None) -> None:
+        self.read_lag.set(-1.0 if seconds is None else seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this application's registry."""

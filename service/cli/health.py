@@ -7,9 +7,8 @@ import asyncio
 import json
 from typing import Any
 
-from service.cli.runtime import CliError, Commands, database_url
+from service.cli.runtime import CliError, Commands, database_url, short_lived
 from service.config import Settings
-from service.db.pool import Database
 from service.mcp import pausing
 from service.memory import health, tenants
 from service.memory.library import Library, build_library
@@ -57,7 +56,7 @@ async def _checkup_tenants(lib: Library, slug: str | None) -> list[tuple[str, Te
 
 async def _checkup(settings: Settings, url: str, args: argparse.Namespace) -> int:
     """check_health over one tenant or all; the worst gate code (see health.exit_code)."""
-    db = await Database(url, min_size=1, max_size=2).open()
+    db = await short_lived(settings, url, max_size=2).open()
     lib = build_library(db, settings)
     worst = 0
     try:

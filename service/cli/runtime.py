@@ -47,21 +47,36 @@ def embedded_server(
 
 
 @contextlib.contextmanager
-def database_url(settings: Settings, *, keep_running: bool = False) -> Iterator[str]:
+def database_url(
+    settings: Settings, *, keep_running: bool = False, direct: bool = False
+) -> Iterator[str]:
     """The configured database URL, starting the embedded server when needed.
 
     The embedded database is migrated on every start (it belongs to this
     service); an external one is migrated only by ``cpersona-service migrate``.
+    ``direct`` asks for CPERSONA_MIGRATION_DATABASE_URL when it is set: migrations,
+    ``db url`` and start-up checks go straight to Postgres, past a transaction-mode
+    pooler (which cannot hold a migration's session or a psql session's settings).
     """
     with embedded_server(settings, keep_running=keep_running) as embedded:
-        yield str(settings.database_url) if embedded is None else embedded.url()
+        if embedded is not None:
+            yield embedded.url()
+        else:
+            yield str(settings.direct_database_url if direct else settings.database_url)
+
+
+def short_lived(settings: Settings, url: str, *, max_size: int) -> Database:
+    """A small pool for a command, told about the pooler unless ``url`` is the direct
+    migration URL (CPERSONA_DB_POOLER concerns DATABASE_URL only)."""
+    pooler = "none" if url == settings.migration_database_url else settings.db_pooler
+    return Database(url, min_size=1, max_size=max_size, pooler=pooler)
 
 
 def run_db(settings: Settings, url: str, work: Callable[[Database], Awaitable[T]]) -> T:
     """Run ``work`` against a short-lived pool (admin commands)."""
 
     async def main() -> T:
-        db = await Database(url, min_size=1, max_size=2).open()
+        db = await short_lived(settings, url, max_size=2).open()
         try:
             return await work(db)
         finally:
@@ -82,7 +97,7 @@ async def check_head(db: Database) -> None:
 @contextlib.asynccontextmanager
 async def open_library(settings: Settings, url: str) -> AsyncIterator[Library]:
     """A migrated database's library with the configured embedder (background commands)."""
-    db = await Database(url, min_size=1, max_size=4).open()
+    db = await short_lived(settings, url, max_size=4).open()
     lib: Library | None = None
     try:
         await check_head(db)

@@ -70,7 +70,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     settings = dataclasses.replace(settings, http_host=host, http_port=port)
     with embedded_server(settings) as embedded:
         url = str(settings.database_url) if embedded is None else embedded.url()
-        anonymous = run_db(settings, url, lambda db: _prepare_serve(db, settings))
+        direct = str(settings.direct_database_url) if embedded is None else url
+        anonymous = run_db(settings, direct, lambda db: _prepare_serve(db, settings))
         stop = None if embedded is None else embedded.stop
         app = create_app(settings, url, anonymous, stop, embedded)
         log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
@@ -80,7 +81,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
     """Migrate to head under an advisory lock (concurrent runs wait for each other); a
     database a newer release already migrated is left as it is."""
-    with database_url(settings) as url:
+    with database_url(settings, direct=True) as url:
         if not settings.uses_embedded_postgres:
             migrate.upgrade(url)
         revision = run_db(settings, url, migrate.current_revision)
@@ -94,8 +95,9 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def cmd_db_url(settings: Settings, args: argparse.Namespace) -> None:
-    """Print the URL; an embedded server is left running so psql can connect."""
-    with database_url(settings, keep_running=True) as url:
+    """Print the URL (the direct one when CPERSONA_MIGRATION_DATABASE_URL is set); an
+    embedded server is left running so psql can connect."""
+    with database_url(settings, keep_running=True, direct=True) as url:
         print(url)
 
 

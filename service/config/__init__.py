@@ -18,7 +18,9 @@ from typing import Any
 
 from service.config.embeddings import EmbeddingSettings
 from service.config.fields import (
+    POOLERS as POOLERS,
     CalibrateMethod as CalibrateMethod,
+    DbPooler as DbPooler,
     EmbeddingMode as EmbeddingMode,
     LogFormat as LogFormat,
     RecallMode as RecallMode,
@@ -40,6 +42,12 @@ class Settings(OAuthSettings, RecallSettings, EmbeddingSettings, LimitSettings, 
     @property
     def uses_embedded_postgres(self) -> bool:
         return self.database_url is None
+
+    @property
+    def direct_database_url(self) -> str | None:
+        """The URL for migrations and start-up checks: CPERSONA_MIGRATION_DATABASE_URL
+        (straight to Postgres, past a transaction-mode pooler), else DATABASE_URL."""
+        return self.migration_database_url or self.database_url
 
     @property
     def runs_worker_in_serve(self) -> bool:

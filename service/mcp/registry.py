@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from service.config import Settings
 from service.memory.library import Library
 from service.models import Caller, JsonObject, Permission
 
@@ -96,6 +97,10 @@ def unless_dry_run(env: ToolEnv, args: JsonObject) -> bool:
     return args.get("dry_run") is not True
 
 
+def never(settings: Settings) -> bool:
+    return False
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
@@ -109,6 +114,14 @@ class ToolSpec:
     refusal: Callable[[str], JsonObject] = refuse
     project_gate: bool = False
     pause: PausePolicy | None = None  # None: the pause never matters to this tool
+    primary_when: Callable[[Settings], bool] = never
+    """For a read-only tool: the settings under which it writes or must see its own
+    writes, so it runs on the primary instead of a read replica (recall with confidence
+    scoring on credits recall statistics)."""
+
+    def reads_replica(self, settings: Settings) -> bool:
+        """Whether a call may run on the read replica (CPERSONA_READ_DATABASE_URL)."""
+        return self.read_only and not self.primary_when(settings)
 
 
 def agent_of(args: Mapping[str, Any], key: str) -> str:

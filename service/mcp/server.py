@@ -14,8 +14,9 @@ error answered with 503 and Retry-After (:mod:`service.mcp.refusals`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import jsonschema
@@ -31,7 +32,7 @@ from service.logs import get_logger
 from service.mcp import acl, pausing, project_gate, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting
-from service.memory import text
+from service.memory import reads, text
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import Caller, JsonObject
@@ -136,7 +137,7 @@ class Dispatcher:
             return denial
         env = ToolEnv(self._lib, caller, request.current_session_key())
         try:
-            return await self._gated(spec, env, args)
+            return await self._routed(spec, env, args)
         except Unavailable:
             raise
         except Refused as exc:  # the tool's own failure shape
@@ -148,6 +149,17 @@ class Dispatcher:
             request_id = info.request_id if info else "-"
             log.exception("tool_failed", tool=spec.name)
             return {"error": f"internal error while running {spec.name} (request {request_id})"}
+
+    async def _routed(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
+        """A read-only call on the read replica when there is one (``reads.on_replica``
+        falls back to the primary); everything else on the primary."""
+        if not spec.reads_replica(self._lib.settings):
+            return await self._gated(spec, env, args)
+
+        def gated(lib: Library) -> Awaitable[JsonObject]:
+            return self._gated(spec, dataclasses.replace(env, lib=lib), args)
+
+        return await reads.on_replica(self._lib, gated)
 
     async def _gated(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
         """The operating-context project gate (spec §9.4), the pause step (§10.5), the handler.

@@ -10,6 +10,10 @@ the worker of this process share it).
 ``build_library`` is the one place that turns settings into a provider;
 ``Library(db, settings)`` stays constructible for callers (and tests) that
 want embeddings off.
+
+``replica`` is the read replica (CPERSONA_READ_DATABASE_URL) that read-only calls
+may use (:mod:`service.memory.reads`); such a call gets a view of the library whose
+``db`` is the replica and whose ``primary`` is the database writes go to.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import dataclasses
 
 from service.config import Settings
 from service.db.pool import Database
+from service.db.read_routing import ReadReplica
 from service.errors import ConfigError
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.breaker import CircuitBreaker
@@ -32,6 +37,18 @@ class Library:
     embedder: EmbeddingProvider | None = None
     query_cache: QueryEmbeddingCache = dataclasses.field(default_factory=QueryEmbeddingCache)
     breaker: CircuitBreaker = dataclasses.field(default_factory=CircuitBreaker)
+    replica: ReadReplica | None = None
+    primary: Database | None = None
+    """Set on a read-replica view only: the primary, for the few writes a read makes."""
+
+    @property
+    def write_db(self) -> Database:
+        """Where writes go: the primary, also from a read-replica view."""
+        return self.primary or self.db
+
+    def reading_from(self, replica: Database) -> Library:
+        """A view of this library that reads from ``replica`` and writes to ``db``."""
+        return dataclasses.replace(self, db=replica, primary=self.db, replica=None)
 
     @property
     def queue_enabled(self) -> bool:
@@ -44,7 +61,7 @@ class Library:
             await self.embedder.aclose()
 
 
-def build_library(db: Database, settings: Settings) -> Library:
+def build_library(db: Database, settings: Settings, replica: ReadReplica | None = None) -> Library:
     """The library with the configured embedding provider and query cache.
 
     The caller owns the result and must ``aclose()`` it. A provider setting that
@@ -65,4 +82,4 @@ def build_library(db: Database, settings: Settings) -> Library:
     breaker = CircuitBreaker(
         settings.embedding_breaker_failures, settings.embedding_breaker_cooldown_secs
     )
-    return Library(db, settings, embedder, cache, breaker)
+    return Library(db, settings, embedder, cache, breaker, replica)

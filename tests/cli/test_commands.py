@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tests.servers import pooling
 from tests.support import run_cli
 
 KEY_PATTERN = r"^cpk_[0-9a-f]{12}_[A-Za-z0-9_-]+$"
@@ -62,7 +63,20 @@ def test_bad_setting_stops_with_a_message_naming_it(database_url: str) -> None:
 
 def test_db_url_prints_the_configured_url(database_url: str) -> None:
     result = run_cli(database_url, "db", "url")
-    assert result.stdout.strip() == database_url
+    assert result.stdout.strip() == pooling.direct_url(database_url)  # past a pooler
+
+
+def test_migrate_and_db_url_go_to_the_migration_url_and_the_rest_to_database_url(
+    direct_database_url: str,
+) -> None:
+    unreachable = "postgresql://nobody@127.0.0.1:1/nowhere"
+    direct = {"CPERSONA_MIGRATION_DATABASE_URL": direct_database_url}
+    migrated = run_cli(unreachable, "migrate", env=direct)
+    assert migrated.returncode == 0, migrated.stderr
+    assert run_cli(unreachable, "db", "url", env=direct).stdout.strip() == direct_database_url
+    listed = run_cli(unreachable, "tenant", "list", env=direct)
+    assert listed.returncode == 1
+    assert "cannot connect" in listed.stderr
 
 
 def test_migrate_reports_head(database_url: str) -> None:

@@ -87,9 +87,9 @@ async def _keys(conn: asyncpg.Connection[asyncpg.Record]) -> list[asyncpg.Record
 
 
 async def test_every_tenant_table_carries_tenant_id_and_row_level_security(
-    database_url: str,
+    direct_database_url: str,
 ) -> None:
-    conn = await asyncpg.connect(database_url)
+    conn = await asyncpg.connect(direct_database_url)
     try:
         tables = await _tenant_tables(conn)
     finally:
@@ -102,9 +102,9 @@ async def test_every_tenant_table_carries_tenant_id_and_row_level_security(
 
 
 async def test_every_key_and_foreign_key_of_a_tenant_table_includes_tenant_id(
-    database_url: str,
+    direct_database_url: str,
 ) -> None:
-    conn = await asyncpg.connect(database_url)
+    conn = await asyncpg.connect(direct_database_url)
     try:
         tables = await _tenant_tables(conn)
         keys = await _keys(conn)
@@ -139,8 +139,10 @@ def _scoped(statement: str) -> bool:
     return bool(insert and re.search(r"(VALUES\s*\(\s*\$1\b|SELECT\s+\$1\b)", statement))
 
 
-async def test_every_query_of_a_tenant_table_is_scoped_by_the_tenant(database_url: str) -> None:
-    conn = await asyncpg.connect(database_url)
+async def test_every_query_of_a_tenant_table_is_scoped_by_the_tenant(
+    direct_database_url: str,
+) -> None:
+    conn = await asyncpg.connect(direct_database_url)
     try:
         tables = frozenset(await _tenant_tables(conn))
     finally:

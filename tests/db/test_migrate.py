@@ -15,18 +15,18 @@ import asyncpg
 import pytest
 
 from service.db import migrate
-from tests.conftest import _admin, with_database
+from tests.servers.postgres import admin_execute, with_database
 from tests.support import run_cli
 
 
 @pytest.fixture
 async def empty_url(admin_url: str) -> AsyncIterator[str]:
     name = f"cpt_empty_{uuid.uuid4().hex[:12]}"
-    await _admin(admin_url, f'CREATE DATABASE "{name}"')
+    await admin_execute(admin_url, f'CREATE DATABASE "{name}"')
     try:
         yield with_database(admin_url, name)
     finally:
-        await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin_execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def _revision(url: str) -> str:

@@ -24,8 +24,10 @@ def revisions() -> list[str]:
     return [script.revision for script in reversed(list(scripts.walk_revisions()))]
 
 
-async def test_the_migrated_schema_is_the_catalogue_the_code_expects(database_url: str) -> None:
-    actual = await catalogue(database_url)
+async def test_the_migrated_schema_is_the_catalogue_the_code_expects(
+    direct_database_url: str,
+) -> None:
+    actual = await catalogue(direct_database_url)
     if os.environ.get(REWRITE) == "1":
         write_snapshot(actual)
     diff = differences(load_snapshot(), actual)
@@ -34,21 +36,21 @@ async def test_the_migrated_schema_is_the_catalogue_the_code_expects(database_ur
 
 
 async def test_every_downgrade_restores_the_catalogue_before_its_upgrade(
-    database_url: str,
+    direct_database_url: str,
 ) -> None:
     steps = revisions()
     assert migrate.head_revision() == steps[-1]
-    migrate.downgrade(database_url, "base")
-    before = {"base": await catalogue(database_url)}
+    migrate.downgrade(direct_database_url, "base")
+    before = {"base": await catalogue(direct_database_url)}
     previous = "base"
     for revision in steps:
-        migrate.upgrade(database_url, revision)
-        before[revision] = await catalogue(database_url)
+        migrate.upgrade(direct_database_url, revision)
+        before[revision] = await catalogue(direct_database_url)
         assert before[revision] != before[previous], f"{revision} changed nothing"
         previous = revision
     for revision, down_to in zip(reversed(steps), reversed(["base", *steps[:-1]]), strict=True):
-        migrate.downgrade(database_url, down_to)
-        diff = differences(before[down_to], await catalogue(database_url))
+        migrate.downgrade(direct_database_url, down_to)
+        diff = differences(before[down_to], await catalogue(direct_database_url))
         assert not diff, f"downgrade of {revision}:\n" + "\n".join(diff)
-    migrate.upgrade(database_url)
-    assert not differences(before[steps[-1]], await catalogue(database_url))
+    migrate.upgrade(direct_database_url)
+    assert not differences(before[steps[-1]], await catalogue(direct_database_url))

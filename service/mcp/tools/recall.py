@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.config import Settings
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
 from service.mcp.shaping import recall as shaping
@@ -86,6 +87,12 @@ def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     return env.lib.settings.confidence_enabled
 
 
+def _scores_confidence(settings: Settings) -> bool:
+    """Confidence scoring credits recall statistics and demotes rows recalled minutes
+    ago: such recalls write and read their own writes, on the primary."""
+    return settings.confidence_enabled
+
+
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
     request = _request(env, args)
     body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
@@ -113,6 +120,7 @@ RECALL = ToolSpec(
     project_gate=True,
     refusal=refuse_with(messages=[]),
     pause=informing(_credits_statistics),
+    primary_when=_scores_confidence,
 )
 
 RECALL_WITH_CONTEXT_DESCRIPTION = """Recall memories relevant to `query`, merged with the
@@ -153,6 +161,7 @@ RECALL_WITH_CONTEXT = ToolSpec(
     project_gate=True,
     refusal=refuse_with(messages=[]),
     pause=informing(_credits_statistics),
+    primary_when=_scores_confidence,
 )
 
 TOOLS = [RECALL, RECALL_WITH_CONTEXT]

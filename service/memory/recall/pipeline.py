@@ -140,14 +140,25 @@ async def _advisory(
         severity = "fault"
     if severity is None:
         if meta.get("advisory_state") not in (None, "healthy"):
-            await store.note_advisory(conn, tenant_id, "healthy", False)
+            await _note_advisory(lib, conn, tenant_id, "healthy", False)
         return None
     if not lib.settings.degraded_advisory:
         return None
     first = not meta.get("advisory_long_sent") or meta.get("advisory_state") == "healthy"
     if first or meta.get("advisory_state") != severity:
-        first = not await store.note_advisory(conn, tenant_id, severity, True) or first
+        first = not await _note_advisory(lib, conn, tenant_id, severity, True) or first
     return advisory.advisory(severity, long_form=first)
+
+
+async def _note_advisory(
+    lib: Library, conn: Connection, tenant_id: TenantId, state: str, long_form: bool
+) -> bool:
+    """Record a change of advisory state: in the recall's own transaction, or, when the
+    recall reads a replica (which takes no writes), in a transaction on the primary."""
+    if lib.primary is None:
+        return await store.note_advisory(conn, tenant_id, state, long_form)
+    async with lib.write_db.tenant_tx(tenant_id) as primary:
+        return await store.note_advisory(primary, tenant_id, state, long_form)
 
 
 def _gate(lib: Library, meta: JsonObject, mode: candidate.Mode) -> candidate.CalibratedGate | None:
