@@ -10,6 +10,9 @@ TenantId = NewType("TenantId", uuid.UUID)
 AgentName = NewType("AgentName", str)
 Permission = Literal["none", "read", "read-write"]
 PERMISSIONS: tuple[Permission, ...] = ("none", "read", "read-write")
+ToolSet = Literal["all", "everyday"]
+TOOL_SETS: tuple[ToolSet, ...] = ("all", "everyday")
+"""A key's tool set: every tool, or the memory tools of a session (docs/tools.md)."""
 JsonObject = dict[str, Any]
 """A JSON object as the library returns it and a tool answers it."""
 
@@ -23,3 +26,4 @@ class Caller:
     key_id: str
     label: str
     grants: dict[str, Permission]
+    tool_set: ToolSet = "all"  # which tools the key lists and may call

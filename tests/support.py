@@ -81,10 +81,14 @@ async def serve(
             listener.close()
 
 
-async def new_tenant(lib: Library, slug: str, grants: dict[str, Permission] | None = None) -> str:
-    """Create tenant ``slug`` and return a key for it."""
+async def new_tenant(
+    lib: Library, slug: str, grants: dict[str, Permission] | None = None, tool_set: str = "all"
+) -> str:
+    """Create tenant ``slug`` and return a key for it (of tool set ``tool_set``)."""
     await tenants.create_tenant(lib.db, slug)
-    return await tenants.create_key(lib.db, slug, label=f"{slug}-key", grants=grants)
+    return await tenants.create_key(
+        lib.db, slug, label=f"{slug}-key", grants=grants, tool_set=tool_set
+    )
 
 
 @contextlib.asynccontextmanager

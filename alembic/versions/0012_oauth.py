@@ -1,7 +1,7 @@
 """The built-in OAuth 2.1 authorization server: clients, authorization codes, tokens.
 
 Revision ID: 0012
-Revises: 0011
+Revises: 0013
 Create Date: 2026-12-01
 
 A remote connector (Claude Desktop, claude.ai, ChatGPT) cannot send a static API key;
@@ -25,7 +25,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0012"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

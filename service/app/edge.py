@@ -64,6 +64,7 @@ FAILED_OUTCOMES: Final = frozenset(
         "failed",
         "invalid_input",
         "unknown_tool",
+        "not_in_tool_set",
         "response_too_large",
         "server_error",
         "database_unavailable",

@@ -4,7 +4,8 @@
 stateless streamable-HTTP handler mounted as a plain route (no ``/mcp`` → ``/mcp/``
 redirect); it and the ``/v1/*`` routes sit behind the one :class:`~service.app.edge.Edge`
 (credential, Host/Origin, limits, lanes, sizes and body timeouts, the response
-ceiling, the log line, metrics); the probes have the Host/Origin check too.
+ceiling, the log line, metrics); the probes have the Host/Origin check too. CORS for
+the allowed browser origins wraps them all (:mod:`service.app.cors`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from collections.abc import AsyncIterator, Callable
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from service.app import background, oauth, portability, probes
 from service.app.admission import KeyLimits, build_lanes, lane_of_tools
+from service.app.cors import Cors
 from service.app.edge import Edge, EdgeDeps, asgi_handler
 from service.app.hosts import ProbeGuard, probe_security, transport_security
 from service.app.metrics import EdgeMetrics
@@ -127,6 +130,7 @@ def create_app(
             *portability.routes(deps),
             *oauth.routes(lib),
         ],
+        middleware=[Middleware(Cors, allowed_origins=settings.allowed_origins)],
         lifespan=lifespan,
     )
     app.state.library = lib

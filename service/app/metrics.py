@@ -7,8 +7,8 @@ bounded, because a label value is a time series for as long as the process lives
   (initialize, tools/list, a refused request); ``"unknown"`` for a name that is not
   registered, since the caller chooses that string and must not be able to mint series.
 * ``outcome``: the dispatcher's outcome (``ok``, ``failed``, ``invalid_input``,
-  ``unknown_tool``, store's ``stored``/``skipped``/``rejected``), ``response_too_large``,
-  or one derived from the HTTP status (:func:`request_outcome`).
+  ``unknown_tool``, ``not_in_tool_set``, store's ``stored``/``skipped``/``rejected``),
+  ``response_too_large``, or one derived from the HTTP status (:func:`request_outcome`).
 * ``tenant``: the tenant's slug, on authenticated requests only. One series per tenant:
   fine for hundreds or a few thousand tenants; a deployment with far more should read
   per-tenant volume from the usage tables and drop this counter.

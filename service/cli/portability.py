@@ -155,13 +155,15 @@ def add_parsers(commands: Commands) -> None:
     exporter = commands.add_parser(
         "export", help="write a tenant's memory as cpersona-export/1.0 JSONL"
     )
-    exporter.add_argument("--tenant", required=True, metavar="SLUG")
+    exporter.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
     exporter.add_argument("--agent", metavar="AGENT", help="only this agent (default: all)")
     exporter.add_argument("--output", metavar="FILE", help="write here (default: stdout)")
-    exporter.add_argument("--include-embeddings", action="store_true")
+    exporter.add_argument(
+        "--include-embeddings", action="store_true", help="also write each row's embedding"
+    )
     exporter.set_defaults(run=cmd_export)
     importer = commands.add_parser("import", help="read cpersona-export JSONL into a tenant")
-    importer.add_argument("--tenant", required=True, metavar="SLUG")
+    importer.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
     importer.add_argument("file", metavar="FILE", help="the JSONL file ('-' = stdin)")
     importer.add_argument("--target-agent", metavar="AGENT", help="import everything into AGENT")
     importer.add_argument("--dry-run", action="store_true", help="report, write nothing")

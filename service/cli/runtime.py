@@ -37,6 +37,11 @@ def embedded_server(
     if not settings.uses_embedded_postgres:
         yield None
         return
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a bad setting: one line naming it, not a traceback
+        reason = exc.strerror or str(exc)
+        raise CliError(f"CPERSONA_DATA_DIR: cannot use {settings.data_dir}: {reason}") from None
     embedded = EmbeddedPostgres(settings.data_dir)
     migrate.upgrade(embedded.start(keep_running=keep_running))
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import socket
 
 import uvicorn
 
@@ -31,7 +32,12 @@ def client_line(settings: Settings, key: str) -> str:
 
 
 async def _bootstrap(db: Database, settings: Settings) -> str | None:
-    """First start of an empty embedded database: tenant ``default`` and one key."""
+    """First start of an empty embedded database: tenant ``default`` and one key.
+
+    Not when authentication is off: that instance takes no key, so none is made or shown.
+    """
+    if settings.allow_unauthenticated_http:
+        return None
     if not settings.uses_embedded_postgres or await tenants.count_tenants(db) > 0:
         return None
     await tenants.create_tenant(db, "default", "Default tenant")
@@ -64,18 +70,47 @@ async def _prepare_serve(db: Database, settings: Settings) -> Caller | None:
     return None
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The bound, listening socket ``serve`` will accept on, or a one-line CliError.
+
+    Bound before anything else happens, so a port in use (or a host this machine
+    does not have) stops ``serve`` before it starts a database, creates a tenant or
+    prints a key and a connect line that would point at another process.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise CliError(
+            f"cannot listen on {host}:{port}: {reason} (pick another with --port or PORT)"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
     host = args.host or settings.http_host
     port = args.port or settings.http_port
     settings = dataclasses.replace(settings, http_host=host, http_port=port)
-    with embedded_server(settings) as embedded:
+    with listening_socket(host, port) as sock, embedded_server(settings) as embedded:
         url = str(settings.database_url) if embedded is None else embedded.url()
         direct = str(settings.direct_database_url) if embedded is None else url
         anonymous = run_db(settings, direct, lambda db: _prepare_serve(db, settings))
         stop = None if embedded is None else embedded.stop
         app = create_app(settings, url, anonymous, stop, embedded)
         log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
+        uvicorn.Server(config).run(sockets=[sock])
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:
@@ -107,11 +142,36 @@ def add_parsers(commands: Commands) -> None:
         help="run the HTTP service",
         description="Serve MCP at /mcp (plus /healthz, /readyz, /metrics, /v1/*). Without "
         "DATABASE_URL an embedded Postgres is started in CPERSONA_DATA_DIR. Every setting is an "
-        "environment variable: see the README's settings table.",
+        "environment variable: see the Configuration table in README.md.",
     )
-    serve.add_argument("--host", help="address to bind (default: CPERSONA_HTTP_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default: PORT, CPERSONA_HTTP_PORT or 8402)")
+    serve.add_argument(
+        "--host",
+        help="address to listen on (default: CPERSONA_HTTP_HOST, else 127.0.0.1; 0.0.0.0 "
+        "for every interface, then set CPERSONA_ALLOWED_HOSTS)",
+    )
+    serve.add_argument(
+        "--port",
+        type=port_number,
+        help="TCP port to listen on, 1-65535 (default: PORT, else CPERSONA_HTTP_PORT, else 8402)",
+    )
     serve.set_defaults(run=cmd_serve)
-    commands.add_parser("migrate", help="apply migrations").set_defaults(run=cmd_migrate)
+    commands.add_parser(
+        "migrate",
+        help="apply migrations to DATABASE_URL",
+        description="Migrate the external database named by DATABASE_URL to this release "
+        "(the embedded one is migrated on every start).",
+    ).set_defaults(run=cmd_migrate)
     db = commands.add_parser("db", help="database helpers").add_subparsers(dest="db", required=True)
-    db.add_parser("url", help="print the connection URL for psql").set_defaults(run=cmd_db_url)
+    db.add_parser(
+        "url",
+        help="print the connection URL for psql",
+        description="Print the database URL (DATABASE_URL, or the embedded server's, which "
+        "is left running so psql can connect).",
+    ).set_defaults(run=cmd_db_url)
+
+
+def port_number(raw: str) -> int:
+    """``--port``: a TCP port, 1..65535 (argparse prints the one-line usage error)."""
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got {raw!r}")
+    return int(raw)

@@ -7,6 +7,7 @@ import argparse
 from service.cli.runtime import Commands, database_url, run_db
 from service.config import Settings
 from service.memory import tenants
+from service.models import TOOL_SETS
 
 
 def cmd_tenant_create(settings: Settings, args: argparse.Namespace) -> None:
@@ -26,12 +27,18 @@ def cmd_tenant_list(settings: Settings, args: argparse.Namespace) -> None:
 def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
     grants = tenants.parse_grants(args.grant or [])
     days = tenants.expiry_days(args.expires_in)  # before the database is even started
+    tool_set = tenants.parse_tool_set(args.tools)
     with database_url(settings) as url:
         key = run_db(
             settings,
             url,
             lambda db: tenants.create_key(
-                db, args.tenant, label=args.label, grants=grants, expires_in_days=days
+                db,
+                args.tenant,
+                label=args.label,
+                grants=grants,
+                expires_in_days=days,
+                tool_set=tool_set,
             ),
         )
     print(key)
@@ -44,11 +51,12 @@ def _when(value: object) -> str:
 def cmd_key_list(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
         rows = run_db(settings, url, lambda db: tenants.list_keys(db, args.tenant))
-    print(f"{'KEY_ID':<17} {'STATE':<8} {'LABEL':<20} {'LAST USED':<33} GRANTS")
+    print(f"{'KEY_ID':<17} {'STATE':<8} {'TOOLS':<9} {'LABEL':<20} {'LAST USED':<33} GRANTS")
     for row in rows:
         state = tenants.key_state(row)
         grants = ",".join(f"{agent}={level}" for agent, level in row.grants.items())
-        print(f"{row.prefix:<17} {state:<8} {row.label:<20} {_when(row.last_used_at):<33} {grants}")
+        used = _when(row.last_used_at)
+        print(f"{row.prefix:<17} {state:<8} {row.tool_set:<9} {row.label:<20} {used:<33} {grants}")
 
 
 def cmd_key_revoke(settings: Settings, args: argparse.Namespace) -> None:
@@ -61,8 +69,10 @@ def _add_tenant_parser(commands: Commands) -> None:
     tenant = commands.add_parser("tenant", help="manage tenants")
     sub = tenant.add_subparsers(dest="tenant_command", required=True)
     create = sub.add_parser("create", help="create a tenant")
-    create.add_argument("slug")
-    create.add_argument("--name", default="")
+    create.add_argument(
+        "slug", help="1-63 lower-case letters, digits and dashes (the --tenant of other commands)"
+    )
+    create.add_argument("--name", default="", help="a display name")
     create.set_defaults(run=cmd_tenant_create)
     sub.add_parser("list", help="list tenants").set_defaults(run=cmd_tenant_list)
 
@@ -71,16 +81,28 @@ def _add_key_parser(commands: Commands) -> None:
     key = commands.add_parser("key", help="manage API keys")
     sub = key.add_subparsers(dest="key_command", required=True)
     create = sub.add_parser("create", help="create a key (prints only the key)")
-    create.add_argument("--tenant", required=True)
-    create.add_argument("--label", default="")
-    create.add_argument("--grant", action="append", metavar="AGENT=none|read|read-write")
+    create.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
+    create.add_argument("--label", default="", help="what the key is for (shown by key list)")
+    create.add_argument(
+        "--grant",
+        action="append",
+        metavar="AGENT=none|read|read-write",
+        help="a permission per agent, repeatable; * is every other agent (default: *=read-write)",
+    )
     create.add_argument("--expires-in", metavar="DAYS", help="days until the key expires")
+    create.add_argument(
+        "--tools",
+        default="all",
+        metavar="|".join(TOOL_SETS),
+        help="the tools the key lists and may call: all (default) or everyday (the memory "
+        "tools of a session, see docs/tools.md)",
+    )
     create.set_defaults(run=cmd_key_create)
     listing = sub.add_parser("list", help="list a tenant's keys")
-    listing.add_argument("--tenant", required=True)
+    listing.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
     listing.set_defaults(run=cmd_key_list)
     revoke = sub.add_parser("revoke", help="revoke a key by its KEY_ID")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", metavar="KEY_ID", help="the cpk_<12 hex> prefix key list shows")
     revoke.set_defaults(run=cmd_key_revoke)
 
 

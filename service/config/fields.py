@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import importlib.util
+import re
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -135,6 +137,46 @@ def parse_origin(name: str, raw: str) -> str:
     if not value.startswith(("http://", "https://")):
         raise ConfigError(f"{name}: expected an http:// or https:// origin, got {raw!r}")
     return value
+
+
+def _url_problem(raw: str) -> str | None:
+    """Why ``raw`` is no PostgreSQL URL (None when it is one asyncpg and Alembic accept)."""
+    try:
+        parts = urllib.parse.urlsplit(raw)
+        parts.port  # noqa: B018 - parsing the port is the check (a ValueError when bad)
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("postgresql", "postgres"):
+        return f"the scheme is {parts.scheme or 'missing'!r}, not postgresql"
+    return None
+
+
+def parse_database_url(name: str, raw: str) -> str | None:
+    """A PostgreSQL URL, or None when empty (the embedded server then runs).
+
+    The error never repeats the value: a URL carries a password.
+    """
+    value = raw.strip()
+    if not value:
+        return None
+    problem = _url_problem(value)
+    if problem is not None:
+        raise ConfigError(
+            f"{name}: expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE ({problem})"
+        )
+    return value
+
+
+def parse_origins(name: str, raw: str) -> tuple[str, ...]:
+    """Comma-separated browser origins (``scheme://host[:port]``, ``:*`` for any port)."""
+    origins = parse_list(name, raw)
+    for origin in origins:
+        if not re.fullmatch(r"https?://[^/\s,]+", origin):
+            raise ConfigError(
+                f"{name}: expected origins like https://app.example.com or "
+                f"http://localhost:*, got {origin!r}"
+            )
+    return origins
 
 
 UNIT = parse_float(0.0, 1.0)

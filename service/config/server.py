@@ -14,10 +14,12 @@ from service.config.fields import (
     fixed,
     parse_bool,
     parse_choice,
+    parse_database_url,
     parse_float,
     parse_int,
     parse_list,
     parse_log_level,
+    parse_origins,
     parse_path,
     parse_str,
     setting,
@@ -27,7 +29,7 @@ from service.config.fields import (
 @dataclasses.dataclass(frozen=True)
 class ServerSettings:
     # -- server and database
-    database_url: str | None = setting(None, "DATABASE_URL", parse=parse_str)
+    database_url: str | None = setting(None, "DATABASE_URL", parse=parse_database_url)
     data_dir: Path = setting(
         None,
         "CPERSONA_DATA_DIR",
@@ -40,7 +42,7 @@ class ServerSettings:
         False, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", parse=parse_bool
     )
     allowed_hosts: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_HOSTS", parse=parse_list)
-    allowed_origins: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_ORIGINS", parse=parse_list)
+    allowed_origins: tuple[str, ...] = setting((), "CPERSONA_ALLOWED_ORIGINS", parse=parse_origins)
     log_format: LogFormat = setting(
         "console", "CPERSONA_LOG_FORMAT", parse=parse_choice("json", "console")
     )
@@ -53,9 +55,11 @@ class ServerSettings:
     # -- scale-out (docs/scale-out.md): a pooler, a direct URL for migrations, a read replica
     db_pooler: DbPooler = setting("none", "CPERSONA_DB_POOLER", parse=parse_choice(*POOLERS))
     migration_database_url: str | None = setting(
-        None, "CPERSONA_MIGRATION_DATABASE_URL", parse=parse_str
+        None, "CPERSONA_MIGRATION_DATABASE_URL", parse=parse_database_url
     )
-    read_database_url: str | None = setting(None, "CPERSONA_READ_DATABASE_URL", parse=parse_str)
+    read_database_url: str | None = setting(
+        None, "CPERSONA_READ_DATABASE_URL", parse=parse_database_url
+    )
     read_max_lag_secs: float = setting(
         5.0, "CPERSONA_READ_MAX_LAG_SECS", parse=parse_float(0.0, 86_400)
     )

@@ -88,6 +88,7 @@ class AccessRow:
     key_prefix: str
     label: str
     grants: dict[str, str]
+    tool_set: str
     tenant_id: uuid.UUID
     tenant_slug: str
     usable: bool

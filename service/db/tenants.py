@@ -25,6 +25,7 @@ class KeyRow:
     prefix: str
     label: str
     grants: dict[str, str]
+    tool_set: str
     created_at: datetime
     last_used_at: datetime | None
     expires_at: datetime | None
@@ -37,6 +38,7 @@ class AuthRow:
     key_hash: bytes
     label: str
     grants: dict[str, str]
+    tool_set: str
     expired: bool
     revoked: bool
     touch_due: bool
@@ -80,9 +82,10 @@ async def insert_api_key(
     label: str,
     grants: dict[str, str],
     expires_at: datetime | None,
+    tool_set: str,
 ) -> None:
     await conn.execute(
-        QUERIES["insert_api_key"], tenant_id, prefix, key_hash, label, grants, expires_at
+        QUERIES["insert_api_key"], tenant_id, prefix, key_hash, label, grants, expires_at, tool_set
     )
 
 
@@ -95,6 +98,7 @@ async def api_key_for_auth(conn: Connection, prefix: str) -> AuthRow | None:
         key_hash=bytes(record["key_hash"]),
         label=record["label"],
         grants=dict(record["grants"]),
+        tool_set=record["tool_set"],
         expired=bool(record["expired"]),
         revoked=record["revoked_at"] is not None,
         touch_due=bool(record["touch_due"]),
@@ -114,6 +118,7 @@ async def list_api_keys(conn: Connection, tenant_id: uuid.UUID) -> list[KeyRow]:
             prefix=r["prefix"],
             label=r["label"],
             grants=dict(r["grants"]),
+            tool_set=r["tool_set"],
             created_at=r["created_at"],
             last_used_at=r["last_used_at"],
             expires_at=r["expires_at"],

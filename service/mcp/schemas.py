@@ -1,38 +1,33 @@
-"""Parameter schemas shared by several tools, with descriptions written for the model."""
+"""Parameter schemas shared by several tools, with descriptions written for the model.
+
+Descriptions stay short (the whole catalogue is budgeted, see docs/tools.md): a
+parameter whose name says it all has none; the types, bounds and defaults say the rest.
+"""
 
 from __future__ import annotations
 
 from service.models import JsonObject
 
-AGENT_ID: JsonObject = {
-    "type": "string",
-    "description": "Agent whose memory this is. Memories of different agents never mix.",
-}
+AGENT_ID: JsonObject = {"type": "string"}
 OWNER_AGENT_ID: JsonObject = {
     "type": "string",
     "default": "",
-    "description": (
-        "Your agent id: when given, the row must belong to this agent. Empty acts on any "
-        "agent's row of your tenant."
-    ),
+    "description": "must own the row",
 }
-LIST_AGENT_ID: JsonObject = {
-    "type": "string",
-    "default": "",
-    "description": "Agent to list; empty lists every agent of your tenant.",
-}
+LIST_AGENT_ID: JsonObject = {"type": "string", "default": "", "description": "'' = every agent"}
 PROJECT_ID: JsonObject = {
     "type": "string",
-    "description": (
-        "Project bucket. Writes go to this bucket ('' = the global pool). Reads see the "
-        "bucket plus the global pool; '' reads the global pool only; omit to read all projects."
-    ),
+    "description": "reads add project ''; omit = all",
 }
-WRITE_PROJECT_ID: JsonObject = {**PROJECT_ID, "default": ""}
+WRITE_PROJECT_ID: JsonObject = {
+    "type": "string",
+    "default": "",
+    "description": "'' = shared pool",
+}
 CHANNEL: JsonObject = {
     "type": "string",
     "default": "",
-    "description": "Channel (e.g. a chat room). Reads see this channel plus channel-less rows.",
+    "description": "reads add channel ''",
 }
-MEMORY_ID: JsonObject = {"type": "integer", "description": "Memory id (the N of ref mem:N)."}
-EPISODE_ID: JsonObject = {"type": "integer", "description": "Episode id (the N of ref ep:N)."}
+MEMORY_ID: JsonObject = {"type": "integer", "description": "mem:N"}
+EPISODE_ID: JsonObject = {"type": "integer", "description": "ep:N"}

@@ -44,11 +44,11 @@ INSTRUCTED_METHODS = frozenset({"initialize", "server/discover"})
 
 
 def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
-    return types.ToolAnnotations(
-        read_only_hint=spec.read_only,
-        destructive_hint=spec.destructive,
-        idempotent_hint=spec.idempotent,
-    )
+    """The hints, each sent only where it differs from the MCP default (read-only false,
+    destructive true, idempotent false): a read-only tool needs no destructive hint."""
+    if spec.read_only:
+        return types.ToolAnnotations(read_only_hint=True)
+    return types.ToolAnnotations(destructive_hint=spec.destructive, idempotent_hint=spec.idempotent)
 
 
 def tool_definition(spec: ToolSpec) -> types.Tool:
@@ -95,6 +95,29 @@ def with_defaults(schema: JsonObject, args: JsonObject) -> JsonObject:
     return {**args, **defaults}
 
 
+def without_null_defaults(schema: JsonObject, args: JsonObject) -> JsonObject:
+    """``args`` without the top-level nulls of properties that declare a default: a null
+    there means "not given" (archive_episode's ``resolved: null`` is false, spec §2), so
+    the schemas stay single-typed (no ``["boolean", "null"]`` unions that strict
+    validators flag) and clients that send null keep working."""
+    properties = schema.get("properties", {})
+    return {
+        name: value
+        for name, value in args.items()
+        if not (value is None and "default" in properties.get(name, {}))
+    }
+
+
+def _outside_tool_set(name: str, caller: Caller) -> JsonObject:
+    """The refusal of a listed-elsewhere tool: a key sees and calls only its tool set."""
+    return {
+        "error": f"{name} is not in this key's tool set ({caller.tool_set}); "
+        "ask the operator for a key created with --tools all",
+        "tool": name,
+        "tool_set": caller.tool_set,
+    }
+
+
 class Dispatcher:
     """Validates and runs one tool call for the current caller."""
 
@@ -113,7 +136,11 @@ class Dispatcher:
         if spec is None:
             request.note_tool(name[:100], "unknown_tool")
             return _text_result({"error": f"Unknown tool: {name}"}, is_error=True)
-        args = dict(arguments or {})
+        caller = self._resolve_caller()
+        if not tools.in_tool_set(caller.tool_set, name):
+            request.note_tool(name, "not_in_tool_set")
+            return _text_result(_outside_tool_set(name, caller), is_error=True)
+        args = without_null_defaults(spec.input_schema, dict(arguments or {}))
         error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
         if error is not None:
             request.note_tool(name, "invalid_input")
@@ -217,7 +244,9 @@ def build_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=definitions)
+        tool_set = resolve_caller().tool_set
+        listed = [tool for tool in definitions if tools.in_tool_set(tool_set, tool.name)]
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -19,7 +19,7 @@ from typing import cast
 from service.db import tenants as store
 from service.db.pool import Connection, Database
 from service.errors import Conflict, InvalidInput, NotFound
-from service.models import PERMISSIONS, Caller, Permission, TenantId
+from service.models import PERMISSIONS, TOOL_SETS, Caller, Permission, TenantId, ToolSet
 
 KEY_SCHEME = "cpk"
 PREFIX_LENGTH = 16
@@ -48,6 +48,13 @@ def parse_grants(items: list[str]) -> dict[str, Permission]:
             raise InvalidInput(f"grant {item!r}: expected AGENT=none|read|read-write")
         grants[agent] = level
     return grants or {"*": "read-write"}
+
+
+def parse_tool_set(raw: str) -> ToolSet:
+    """A tool set name, validated (InvalidInput naming the choices otherwise)."""
+    if raw not in TOOL_SETS:
+        raise InvalidInput(f"--tools: expected one of {', '.join(TOOL_SETS)}, got {raw!r}")
+    return raw  # narrowed to ToolSet by the membership test
 
 
 async def create_tenant(db: Database, slug: str, name: str = "") -> store.TenantRow:
@@ -113,9 +120,14 @@ async def create_key(
     label: str = "",
     grants: dict[str, Permission] | None = None,
     expires_in_days: float | None = None,
+    tool_set: str = "all",
 ) -> str:
-    """Create a key for tenant ``slug`` and return it (the only time it is visible)."""
+    """Create a key for tenant ``slug`` and return it (the only time it is visible).
+
+    ``tool_set`` is which tools the key lists and may call (:data:`TOOL_SETS`).
+    """
     expires_in_days = expiry_days(expires_in_days)
+    checked_set = parse_tool_set(tool_set)
     expires_at = (
         None if expires_in_days is None else datetime.now(UTC) + timedelta(days=expires_in_days)
     )
@@ -130,6 +142,7 @@ async def create_key(
             label,
             dict(grants or {"*": "read-write"}),
             expires_at,
+            checked_set,
         )
     return key
 
@@ -167,4 +180,5 @@ async def authenticate(db: Database, key: str) -> Caller | None:
         key_id=row.prefix,
         label=row.label,
         grants=grants,
+        tool_set=parse_tool_set(row.tool_set),
     )

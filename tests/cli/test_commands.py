@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+from service import __version__
+from service.cli.main import build_parser
 from tests.servers import pooling
 from tests.support import run_cli
 
@@ -119,7 +125,7 @@ def test_key_list_shows_an_expired_key_as_expired(database_url: str) -> None:
     deadline = time.monotonic() + 20
     while True:
         states = {
-            line.split()[2]: line.split()[1]
+            line.split()[3]: line.split()[1]  # KEY_ID STATE TOOLS LABEL ...
             for line in run_cli(
                 database_url, "key", "list", "--tenant", "acme"
             ).stdout.splitlines()[1:]
@@ -128,3 +134,73 @@ def test_key_list_shows_an_expired_key_as_expired(database_url: str) -> None:
             break
         time.sleep(0.2)
     assert states == {"brief": "expired", "lasting": "active"}
+
+
+def test_key_create_takes_a_tool_set_that_key_list_shows(database_url: str) -> None:
+    assert run_cli(database_url, "tenant", "create", "sets").returncode == 0
+    everyday = run_cli(database_url, "key", "create", "--tenant", "sets", "--tools", "everyday")
+    default = run_cli(database_url, "key", "create", "--tenant", "sets")
+    assert everyday.returncode == default.returncode == 0, everyday.stderr
+    listed = run_cli(database_url, "key", "list", "--tenant", "sets").stdout.splitlines()
+    assert listed[0].split()[:3] == ["KEY_ID", "STATE", "TOOLS"]
+    tool_sets = {line.split()[0]: line.split()[2] for line in listed[1:]}
+    assert tool_sets == {
+        everyday.stdout.strip()[:16]: "everyday",
+        default.stdout.strip()[:16]: "all",
+    }
+
+
+def test_an_unknown_tool_set_is_refused_in_one_line(database_url: str) -> None:
+    assert run_cli(database_url, "tenant", "create", "sets").returncode == 0
+    bad = run_cli(database_url, "key", "create", "--tenant", "sets", "--tools", "admin")
+    assert bad.returncode == 1
+    assert bad.stderr.strip().count("\n") == 0
+    assert "--tools" in bad.stderr
+    assert "everyday" in bad.stderr
+    assert "sets" not in run_cli(database_url, "key", "list", "--tenant", "sets").stdout.split()
+
+
+def test_a_malformed_database_url_is_one_line_naming_it_without_the_password() -> None:
+    for url in ("notaurl", "postgresql://u:hunter2@db:54x2/app", "postgres://[::1/app"):
+        done = run_cli(url, "tenant", "list")
+        assert done.returncode == 1, url
+        assert done.stderr.strip().count("\n") == 0, done.stderr
+        assert done.stderr.startswith("cpersona-service: DATABASE_URL: expected postgresql://")
+        assert "hunter2" not in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_an_unusable_data_dir_is_one_line_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    done = run_cli(None, "tenant", "list", env={"CPERSONA_DATA_DIR": str(blocker / "data")})
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert done.stderr.startswith("cpersona-service: CPERSONA_DATA_DIR: cannot use ")
+
+
+def test_version_prints_the_release() -> None:
+    done = run_cli(None, "--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"cpersona-service {__version__}"
+
+
+def test_every_option_is_described_and_every_help_points_to_the_settings_table() -> None:
+    def walk(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, Any]]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    assert "Configuration table in README.md" in (sub.epilog or "")
+                    yield from walk(sub, f"{path} {name}")
+            else:
+                yield path, action
+
+    undescribed = [
+        (path, action.dest) for path, action in walk(build_parser(), "") if not action.help
+    ]
+    assert undescribed == []
+    serve_help = run_cli(None, "serve", "--help").stdout
+    assert "--host" in serve_help
+    assert "--port" in serve_help
+    assert "Configuration table in README.md" in serve_help
+    assert "design" not in run_cli(None, "--help").stdout

@@ -20,6 +20,7 @@ import httpx
 import psutil
 
 from service.db.embedded import HANDLE_FILE, prune_dead_handles
+from tests.support import run_cli
 
 
 def _free_port() -> int:
@@ -28,10 +29,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(data_dir: Path, port: int) -> subprocess.Popen[str]:
+def _start(
+    data_dir: Path, port: int, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
     env.pop("DATABASE_URL", None)
     env["CPERSONA_DATA_DIR"] = str(data_dir)
+    env.update(extra_env or {})
     return subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
@@ -70,7 +74,7 @@ def _postmaster_running(data_dir: Path) -> bool:
     return bool(psutil.pid_exists(int(pid_file.read_text().split()[0])))
 
 
-def _call_store(port: int, key: str) -> dict[str, object]:
+def _call_store(port: int, key: str | None) -> dict[str, object]:
     request = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -78,10 +82,11 @@ def _call_store(port: int, key: str) -> dict[str, object]:
         "params": {"name": "store", "arguments": {"agent_id": "a", "message": {"content": "hi"}}},
     }
     headers = {
-        "authorization": f"Bearer {key}",
         "accept": "application/json, text/event-stream",
         "mcp-protocol-version": "2025-11-25",
     }
+    if key is not None:
+        headers["authorization"] = f"Bearer {key}"
     response = httpx.post(f"http://127.0.0.1:{port}/mcp", json=request, headers=headers)
     return dict(json.loads(response.json()["result"]["content"][0]["text"]))
 
@@ -159,3 +164,35 @@ def test_db_url_leaves_the_embedded_server_running_for_psql(tmp_path: Path) -> N
         pid = int((tmp_path / "pgdata" / "postmaster.pid").read_text().split()[0])
         os.kill(pid, signal.SIGTERM)
         psutil.Process(pid).wait(timeout=30)
+
+
+def test_a_port_in_use_stops_serve_in_one_line_before_anything_is_created(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: a first start on a taken port created the tenant, printed a key and a
+    connect line for the other process, logged ``serving``, then failed to bind."""
+    data_dir = tmp_path / "data"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = run_cli(None, "serve", "--port", str(port), env={"CPERSONA_DATA_DIR": str(data_dir)})
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "cpk_" not in done.stdout + done.stderr
+    assert done.stdout == ""
+    assert not (data_dir / "pgdata").exists()
+
+
+def test_an_instance_without_authentication_prints_no_key(tmp_path: Path) -> None:
+    port = _free_port()
+    process = _start(tmp_path, port, {"CPERSONA_ALLOW_UNAUTHENTICATED_HTTP": "true"})
+    try:
+        _wait_ready(port)
+        assert _call_store(port, None)["result"] == "stored"  # no key needed
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+    assert "cpk_" not in out
+    assert "API key" not in out

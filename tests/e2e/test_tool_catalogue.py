@@ -1,8 +1,19 @@
-"""tools/list over MCP: the 29 tools of the spec, in order, with their axes and hints."""
+"""tools/list over MCP: the 29 tools of the spec, in order, with their axes and hints,
+in a catalogue lean enough for every session's context and portable schemas."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+
 from tests.support import Agent, mcp_session
+
+CATALOGUE_BUDGET_CHARS = 14_000
+"""The whole tools/list answer, as served, in characters (about 3,500 tokens)."""
+DESCRIPTION_BUDGET_CHARS = 400
 
 SPEC_ORDER = [
     "pause_persistence",
@@ -79,3 +90,48 @@ async def test_tools_list_is_the_spec_catalogue(client: Agent) -> None:
     assert (limits["minimum"], limits["maximum"]) == (0, 100)
     refs = next(t for t in tools if t.name == "get_contents").input_schema["properties"]["refs"]
     assert refs["maxItems"] == 20
+
+
+async def _raw_tools_list(client: Agent) -> str:
+    """The body of a tools/list answer exactly as the server sends it."""
+    headers = {
+        "authorization": f"Bearer {client.key}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        reply = await http.post(client.served.mcp_url, json=request, headers=headers)
+    assert reply.status_code == 200, reply.text
+    return reply.text
+
+
+def _schema_nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object inside a JSON Schema (properties, items, nested objects)."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _schema_nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schema_nodes(value)
+
+
+async def test_the_whole_tools_list_answer_fits_the_catalogue_budget(client: Agent) -> None:
+    raw = await _raw_tools_list(client)
+    tools = json.loads(raw)["result"]["tools"]
+    assert [tool["name"] for tool in tools] == SPEC_ORDER
+    assert len(raw) <= CATALOGUE_BUDGET_CHARS, f"{len(raw)} characters"
+    for tool in tools:
+        assert len(tool["description"]) <= DESCRIPTION_BUDGET_CHARS, tool["name"]
+
+
+async def test_no_schema_declares_a_type_union(client: Agent) -> None:
+    tools = json.loads(await _raw_tools_list(client))["result"]["tools"]
+    for tool in tools:
+        for node in _schema_nodes(tool["inputSchema"]):
+            declared = node.get("type")
+            if declared is not None and not isinstance(declared, dict):
+                assert isinstance(declared, str), (tool["name"], node)
+    resolved = next(t for t in tools if t["name"] == "archive_episode")["inputSchema"]
+    assert resolved["properties"]["resolved"] == {"type": "boolean", "default": False}

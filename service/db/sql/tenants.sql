@@ -25,15 +25,15 @@ SELECT count(*) FROM tenants
 -- insert_api_key --
 -- Store a new key's hash and metadata.
 -- $1 tenant_id uuid, $2 prefix text, $3 key_hash bytea, $4 label text, $5 grants jsonb,
--- $6 expires_at timestamptz (NULL = never)
-INSERT INTO api_keys (tenant_id, prefix, key_hash, label, grants, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- $6 expires_at timestamptz (NULL = never), $7 tool_set text (all|everyday)
+INSERT INTO api_keys (tenant_id, prefix, key_hash, label, grants, expires_at, tool_set)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING prefix, created_at
 
 -- api_key_for_auth --
 -- The key row and its tenant for a presented key's prefix.
 -- $1 prefix text
-SELECT k.prefix, k.key_hash, k.label, k.grants, k.expires_at, k.revoked_at,
+SELECT k.prefix, k.key_hash, k.label, k.grants, k.tool_set, k.expires_at, k.revoked_at,
        k.last_used_at, k.expires_at <= now() AS expired,
        k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' AS touch_due,
        t.id AS tenant_id, t.slug AS tenant_slug
@@ -49,7 +49,7 @@ UPDATE api_keys SET last_used_at = now() WHERE prefix = $1
 -- list_api_keys --
 -- A tenant's keys, newest first (never the hash).
 -- $1 tenant_id uuid
-SELECT prefix, label, grants, created_at, last_used_at, expires_at, revoked_at
+SELECT prefix, label, grants, tool_set, created_at, last_used_at, expires_at, revoked_at
 FROM api_keys
 WHERE tenant_id = $1
 ORDER BY created_at DESC, prefix

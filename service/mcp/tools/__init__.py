@@ -22,6 +22,7 @@ from service.mcp.tools import (
     queue,
     recall,
 )
+from service.models import ToolSet
 
 TOOL_ORDER = (
     "pause_persistence",
@@ -54,6 +55,36 @@ TOOL_ORDER = (
     "deep_check",
     "migrate_channel_axis",
 )
+EVERYDAY = frozenset(
+    {
+        "archive_episode",
+        "delete_episode",
+        "delete_memory",
+        "get_contents",
+        "get_operating_context",
+        "get_profile",
+        "list_episodes",
+        "list_memories",
+        "lock_memory",
+        "recall",
+        "recall_with_context",
+        "store",
+        "unlock_memory",
+        "update_memory",
+        "update_profile",
+    }
+)
+"""The ``everyday`` tool set: what an agent uses in a session (read the house rules,
+remember, recall, expand previews, keep its profile, archive the session, correct or
+forget one row). The pause controls, calibration, the queue, export/import/merge,
+the health checks and ``delete_agent_data`` are the operator's (docs/tools.md)."""
+
+
+def in_tool_set(tool_set: ToolSet, name: str) -> bool:
+    """Whether a key of ``tool_set`` lists and may call tool ``name``."""
+    return tool_set == "all" or name in EVERYDAY
+
+
 FEATURES = (
     pauses,
     operating_context,

@@ -26,12 +26,9 @@ async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 DELETE_AGENT_DATA = ToolSpec(
     name="delete_agent_data",
-    description="""Permanently delete everything one agent stored: memories (locked ones
-included), episodes and its profile, in every project and channel, and every file in
-your export area that holds its records (exports and uploads). Irreversible.
-
-Returns {ok: true, agent_id, deleted_memories, deleted_profiles, deleted_episodes,
-deleted_pending_tasks}.""",
+    description="""Irreversibly delete all of one agent's data (memories, locked too,
+episodes, profile, export files). Returns {ok, deleted_memories,
+...}.""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
     handler=_delete_agent_data,
     demands=on_agent("agent_id", "read-write"),

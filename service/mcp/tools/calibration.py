@@ -39,41 +39,27 @@ def _calibrate_problem(args: JsonObject) -> str | None:
 
 CALIBRATE_THRESHOLD = ToolSpec(
     name="calibrate_threshold",
-    description="""Re-derive how similar a memory must be to a query to be recalled, from
-the stored memories themselves, and store it for every later recall.
-
-Samples embedded memories of the agent (agent_id "" = all agents of your tenant, giving
-the tenant-wide default) and compares random pairs (unrelated) with same-session
-neighbours (related). For an agent it also calibrates the quality gate of fused recall
-at the agent's precision (see set_recall_precision). Needs at least 10 embedded
-memories. Usually leave every other argument at its default. Returns {ok, scope,
-sampled_embeddings, old_threshold, new_threshold, distribution, fused_gate?, ...}.""",
+    description="""Re-derive an agent's recall similarity threshold from its embedded
+memories (needs 10); keep the other defaults. Returns {ok,
+new_threshold}.""",
     input_schema=obj(
         {
-            "agent_id": {
-                **AGENT_ID,
-                "description": 'Agent to calibrate; "" calibrates your tenant\'s default.',
-            },
+            "agent_id": {**AGENT_ID, "description": "'' = tenant default"},
             "sample_size": {
                 "type": "integer",
                 "default": 0,
-                "description": "Memories to sample (0 = 200; clamped to 1..2000).",
             },
             "z_factor": {
                 "type": "number",
                 "default": 0,
-                "description": "zscore method: threshold = mean + z*std (0 = 1.0; -10..10).",
             },
             "method": {
                 "type": "string",
                 "enum": METHODS,
-                "description": "separation (default), percentile or zscore. Omit for the default.",
             },
             "percentile": {
                 "type": "number",
                 "default": 0,
-                "description": "percentile method: quantile in (0, 1] or a percent 1-100 "
-                "(0 = 0.95).",
             },
         },
         ["agent_id"],
@@ -107,26 +93,21 @@ def _precision_problem(args: JsonObject) -> str | None:
 
 SET_RECALL_PRECISION = ToolSpec(
     name="set_recall_precision",
-    description="""Choose how picky recall is for one agent, then recalibrate it.
-
-precision: "strict" (fewer but surer matches), "balanced" (the default) or "lenient"
-(more matches, more noise); or a raw beta > 0 (strict = 2.0, balanced = 1.0,
-lenient = 0.5). Empty precision with beta 0 clears the agent's choice (back to the
-deployment default). Needs at least 10 embedded memories of the agent; on failure
-nothing changes. Returns {ok, agent_id, precision, beta, cleared, fused_gate,
-calibrate: {ok, scope, new_threshold}}.""",
+    description="""Set how picky recall is for an agent (precision or beta > 0; ""
+and 0 clear), then recalibrate (needs 10 embedded memories).
+Returns {ok, precision, beta}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,
             "precision": {
                 "type": "string",
                 "default": "",
-                "description": 'strict, balanced or lenient; "" with beta 0 clears.',
+                "description": "strict, balanced or lenient",
             },
             "beta": {
                 "type": "number",
                 "default": 0,
-                "description": "Raw precision weight; > 0 overrides precision.",
+                "description": "> 0 overrides precision",
             },
         },
         ["agent_id"],
@@ -143,9 +124,7 @@ async def _get_precision(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 GET_RECALL_PRECISION = ToolSpec(
     name="get_recall_precision",
-    description="""Read an agent's recall precision: {ok, agent_id, precision, beta,
-overridden, global_precision, global_beta}. overridden: false means the agent uses the
-deployment default (global_*).""",
+    description="""An agent's recall precision: {ok, precision, beta, overridden}.""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
     handler=_get_precision,
     demands=on_agent("agent_id", "read"),

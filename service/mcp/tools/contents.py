@@ -8,23 +8,15 @@ from service.mcp.shaping import contents as shaping
 from service.memory import contents
 from service.models import JsonObject
 
-DESCRIPTION = """Fetch the full text of rows that recall (or a list tool) showed you trimmed.
-
-Pass the `ref` values ("mem:<id>" / "ep:<id>") of the rows you actually need to read
-in full, up to 20 per call, with the same agent_id you recalled with. Only rows of
-that agent resolve. Returns {items, missing, count}: `items` are whole rows in request
-order ({ref, content, source, timestamp?, id?}; episodes {ref, content: "[Episode] …",
-source, timestamp, resolved}); `missing` lists refs that are malformed, not found or
-not this agent's. One call returns at most 40,000 characters: when the next row would
-exceed that, it and every later ref are listed in `deferred` (with `budget_chars`);
-call again with exactly the `deferred` refs to get the rest. The first row always comes
-whole, however long."""
+DESCRIPTION = """Full text of preview rows: pass their refs (at most 20) and the
+same agent_id. Returns {items, missing}; past 40,000 characters
+the rest is in deferred: call again with those."""
 
 REFS: JsonObject = {
     "type": "array",
     "items": {"type": "string"},
     "maxItems": contents.MAX_REFS,
-    "description": 'Refs from recall/list results, e.g. ["mem:12", "ep:40"] (1..20).',
+    "description": 'e.g. ["mem:12", "ep:40"]',
 }
 
 

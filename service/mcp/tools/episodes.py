@@ -25,7 +25,7 @@ async def _delete_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 DELETE_EPISODE = ToolSpec(
     name="delete_episode",
-    description="""Delete one archived episode by id. Returns {ok: true, deleted_id}.""",
+    description="""Delete one episode. Returns {ok, deleted_id}.""",
     input_schema=obj({"episode_id": EPISODE_ID, "agent_id": OWNER_AGENT_ID}, ["episode_id"]),
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
@@ -40,7 +40,7 @@ async def _archive_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
         summary=args["summary"],
         history=args["history"],
         keywords=args["keywords"],
-        resolved=args.get("resolved"),
+        resolved=args["resolved"],
         project_id=args["project_id"],
         channel=args["channel"],
     )
@@ -53,25 +53,21 @@ def _refuse_episode(message: str) -> JsonObject:
 
 ARCHIVE_EPISODE = ToolSpec(
     name="archive_episode",
-    description="""Archive a summary of a finished session (an episode) for later recall.
-
-Compute the summary (and keywords) yourself before calling: the server does not
-summarise. `history` is the session's messages; their earliest and latest
-`timestamp` become the episode's start_time and end_time. Mark `resolved: true` when
-the session's problem was solved. Every call creates a new episode (no dedup).
-Returns {ok: true, episode_id, truncated?}.""",
+    description="""Archive a session summary (episode) you wrote, for later recall;
+history's timestamps set its span, resolved: true if solved.
+Returns {ok, episode_id}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,
-            "summary": {"type": "string", "description": "What happened in the session."},
+            "summary": {"type": "string"},
             "history": {
                 "type": "array",
                 "items": {"type": "object"},
                 "default": [],
-                "description": "Session messages, e.g. [{role, content, timestamp}].",
+                "description": "[{role, content, timestamp}]",
             },
-            "keywords": {"type": "string", "default": "", "description": "Search keywords."},
-            "resolved": {"type": ["boolean", "null"], "description": "Problem solved?"},
+            "keywords": {"type": "string", "default": ""},
+            "resolved": {"type": "boolean", "default": False},
             "project_id": WRITE_PROJECT_ID,
             "channel": CHANNEL,
         },
@@ -99,17 +95,12 @@ async def _list_episodes(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 LIST_EPISODES = ToolSpec(
     name="list_episodes",
-    description="""List archived episodes, newest first.
-
-Omit `agent_id` (or pass "") to list every agent of your tenant; `limit` is clamped to
-0..200. Rows are {id, agent_id, project_id, summary, keywords, start_time, end_time,
-created_at}. Past 800,000 characters of summary+keywords, later rows carry 500-character
-prefixes with `summary_truncated`/`summary_len` (and the same for keywords) plus a `ref`
-to expand with get_contents; `budget_chars` then says so.""",
+    description="""Browse episodes newest first; limit clamped to 0..200. Returns
+{episodes, count}.""",
     input_schema=obj(
         {
             "agent_id": LIST_AGENT_ID,
-            "limit": {"type": "integer", "default": 50, "description": "Rows (0..200)."},
+            "limit": {"type": "integer", "default": 50},
             "project_id": PROJECT_ID,
         }
     ),

@@ -30,12 +30,11 @@ from service.models import JsonObject
 AGENT_SWEEP: JsonObject = {
     "type": "string",
     "default": "",
-    "description": "Agent to check; '' covers every agent of your tenant.",
+    "description": "'' = every agent",
 }
 FIX: JsonObject = {
     "type": "boolean",
     "default": False,
-    "description": "Repair what can be repaired (needs read-write). Locked rows are never touched.",
 }
 
 
@@ -74,23 +73,9 @@ def _runs(check: Callable[..., Awaitable[JsonObject]]) -> Handler:
     return handler
 
 
-CHECK_HEALTH_DESCRIPTION = f"""Check your tenant's memory for problems; fix=true repairs them.
-
-Runs a registry of deterministic checks: content hygiene (recall annotations, Discord
-mentions, oversized/empty content, duplicates across channels, oversized profiles),
-embeddings (wrong width, missing vectors, stuck queue jobs), record shapes (JSON,
-timestamps, sources), project/channel spelling drift, the operating context, and the
-database itself (migrations, indexes, row-level security). Pass `checks` to run some:
-{", ".join(health.CHECK_NAMES)}.
-
-Returns {{total_memories, issues: [{{type, severity: critical|warn|info, check, ...counts,
-repairable?, needs_human_review?, hint?}}], severity_summary: {{critical, warn, info}},
-status: healthy|degraded|unhealthy, fixed, checks_run, stats: {{db_size_bytes, memories,
-episodes, profiles, pending_tasks, axes}}}}. `repairable` is how many rows a fix would
-write now. With fix=true, `issues` show what each repair wrote while `status` and
-`severity_summary` describe what is left. Repairs run in one transaction, never touch
-locked memories, and are skipped (`repairs_skipped`) while persistence is paused.
-An unknown check name fails with `unknown_checks` and `valid_checks`."""
+CHECK_HEALTH_DESCRIPTION = """Check your tenant's memory for problems (fix: true repairs); an
+unknown check answers valid_checks. Returns {status, issues,
+fixed}."""
 
 CHECK_HEALTH = ToolSpec(
     name="check_health",
@@ -99,7 +84,7 @@ CHECK_HEALTH = ToolSpec(
         {
             "agent_id": AGENT_SWEEP,
             "fix": FIX,
-            "checks": _checks("Check names to run; empty runs all."),
+            "checks": _checks("[] = all"),
         }
     ),
     handler=_runs(health.check_health),
@@ -110,21 +95,14 @@ CHECK_HEALTH = ToolSpec(
 
 DEEP_CHECK = ToolSpec(
     name="deep_check",
-    description=f"""Heuristic data-quality review of one agent's memory.
-
-Checks ({", ".join(health.DEEP_CHECKS)}): anonymous_source (User-sentinel sources whose
-content starts with "[name] "; fix fills the name), short_content (5 characters or
-fewer; fix deletes them), stale_profile (not updated for 30 days), orphaned_episodes
-(no memory inside the episode's time range), calibration_staleness, near_duplicate
-(cosine above 0.97 among the newest 1000 embedded memories, exact copies excluded:
-merge candidates for you to judge). Only the first two act on fix=true, and never on
-locked memories. Returns {{agent_id, checks_run, results: {{name: {{...}}}}, fixed,
-repairs_skipped?}}; unknown names are skipped, a failing check reports {{error}}.""",
+    description="""Heuristic review of one agent's memory (anonymous sources, short
+content, stale profile, near duplicates); fix repairs the first
+two. Returns {results, fixed}.""",
     input_schema=obj(
         {
-            "agent_id": {"type": "string", "description": "The agent to review (exact)."},
+            "agent_id": {"type": "string"},
             "fix": FIX,
-            "checks": _checks("Deep check names to run; empty runs all."),
+            "checks": _checks("[] = all"),
         },
         ["agent_id"],
     ),
@@ -148,29 +126,21 @@ async def _migrate_channel_axis(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 MIGRATE_CHANNEL_AXIS = ToolSpec(
     name="migrate_channel_axis",
-    description="""Move memories filed under channel "discord" to their real channel.
-
-A Discord bridge's metadata.session_id "<channel_id>:<user>:<chunk>" names the
-channel: such rows are recoverable and move to "<channel_id>". Rows without one are
-unrecoverable; with globalize_unrecoverable=true they move to the channel-less pool
-('', visible from every channel). Only the channel changes; a move that would
-duplicate content already there is skipped, locked rows stay. dry_run (default true)
-only reports. Returns {agent_id, dry_run, recoverable_total, recoverable_by_channel:
-[{channel, count}], unrecoverable_total, invalid_metadata_total, invalid_metadata_ids,
-globalize_unrecoverable, migrated, globalized, samples}. Forced to a dry run while
-persistence is paused (repairs_skipped).""",
+    description="""Move memories of channel "discord" to the channel their metadata
+names; dry_run (default) only reports. Returns {recoverable_total,
+migrated}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_SWEEP,
             "dry_run": {
                 "type": "boolean",
                 "default": True,
-                "description": "Report only (default); false applies the migration.",
+                "description": "false applies it",
             },
             "globalize_unrecoverable": {
                 "type": "boolean",
                 "default": False,
-                "description": "Also move unrecoverable rows to the channel-less pool.",
+                "description": "Move the rest to channel ''",
             },
         }
     ),

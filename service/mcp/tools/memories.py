@@ -17,17 +17,10 @@ from service.mcp.shaping import listing as shaping
 from service.memory.memories import edits, listing, store
 from service.models import JsonObject
 
-STORE_DESCRIPTION = """Store one fact in long-term memory.
-
-Use for durable facts worth recalling later (preferences, decisions, names, results).
-Content is cleaned ([Memory from …] annotations removed, trimmed) and capped at 16,000
-characters (`truncated: true` when cut). There is no upsert: a message whose `id`
-(msg_id) or identical content already exists in the same agent/project scope is
-skipped and the existing id returned; correct a memory with update_memory instead.
-
-Returns {ok, result: "stored"|"skipped"|"rejected", id?, embedded, truncated?, reason?}.
-`rejected` means nothing was written (empty content, source/metadata over 8,000
-serialised characters)."""
+STORE_DESCRIPTION = """Save one durable fact (preference, decision, name, result) to
+recall later; at most 16,000 characters. A repeated message.id or
+identical content is skipped. Returns {ok, result:
+stored|skipped|rejected, id, reason?}."""
 
 
 def _refuse_store(message: str) -> JsonObject:
@@ -53,17 +46,14 @@ STORE = ToolSpec(
             "agent_id": AGENT_ID,
             "message": obj(
                 {
-                    "id": {"type": "string", "description": "Your message id (dedup key)."},
-                    "content": {"type": "string", "description": "The fact to remember."},
+                    "id": {"type": "string", "description": "msg_id (dedup key)"},
+                    "content": {"type": "string"},
                     "source": {
                         "type": "object",
-                        "description": "Who said it: {type: User|Agent|System, id, name}.",
+                        "description": "{type: User|Agent|System, id, name}",
                     },
-                    "timestamp": {
-                        "type": "string",
-                        "description": "ISO-8601 time of the fact (default: now, UTC).",
-                    },
-                    "metadata": {"type": "object", "description": "Free-form JSON."},
+                    "timestamp": {"type": "string"},
+                    "metadata": {"type": "object"},
                 }
             ),
             "channel": CHANNEL,
@@ -79,14 +69,8 @@ STORE = ToolSpec(
 )
 
 
-LIST_MEMORIES_DESCRIPTION = """List stored memories, newest first.
-
-Use to browse or audit what is remembered; use recall to search. Omit `agent_id` (or
-pass "") to list every agent of your tenant. `limit` is clamped to 0..500. Rows are
-{id, agent_id, project_id, content, source, timestamp, created_at, locked, channel}.
-Past 1,000,000 characters of content in one response, later rows carry a 500-character
-prefix plus `content_truncated`, `content_len` and `ref` (expand with get_contents);
-`budget_chars` then says so."""
+LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); limit clamped to
+0..500. Returns {memories, count}."""
 
 
 async def _list_memories(env: ToolEnv, args: JsonObject) -> JsonObject:
@@ -106,7 +90,7 @@ LIST_MEMORIES = ToolSpec(
     input_schema=obj(
         {
             "agent_id": LIST_AGENT_ID,
-            "limit": {"type": "integer", "default": 100, "description": "Rows (0..500)."},
+            "limit": {"type": "integer", "default": 100},
             "project_id": PROJECT_ID,
         }
     ),
@@ -126,16 +110,12 @@ async def _update_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 UPDATE_MEMORY = ToolSpec(
     name="update_memory",
-    description="""Replace the content of one memory (a correction).
-
-Keeps its msg_id, timestamp, channel and project. Refused for locked memories
-("Memory N is locked and cannot be edited"), for another agent's memory when you pass
-agent_id, and for empty content. Content is cleaned and capped like store
-(`truncated: true` when cut). Returns {ok: true, updated_id}.""",
+    description="""Correct one memory's content (refused when locked). Returns {ok,
+updated_id}.""",
     input_schema=obj(
         {
             "memory_id": MEMORY_ID,
-            "content": {"type": "string", "description": "The new full content."},
+            "content": {"type": "string"},
             "agent_id": OWNER_AGENT_ID,
         },
         ["memory_id", "content"],
@@ -163,10 +143,8 @@ _LOCK_SCHEMA = obj({"memory_id": MEMORY_ID, "agent_id": OWNER_AGENT_ID}, ["memor
 
 LOCK_MEMORY = ToolSpec(
     name="lock_memory",
-    description="""Protect one memory from update_memory and delete_memory (and from repairs).
-
-Use for facts that must not drift. Locking is idempotent and does not change ranking;
-delete_agent_data still removes locked rows. Returns {ok: true, locked_id}.""",
+    description="""Protect one memory from edits, deletion and repairs. Returns {ok,
+locked_id}.""",
     input_schema=_LOCK_SCHEMA,
     handler=_lock,
     demands=on_agent("agent_id", "read-write"),
@@ -176,7 +154,7 @@ delete_agent_data still removes locked rows. Returns {ok: true, locked_id}.""",
 
 UNLOCK_MEMORY = ToolSpec(
     name="unlock_memory",
-    description="""Lift the protection set by lock_memory. Returns {ok: true, unlocked_id}.""",
+    description="""Undo lock_memory. Returns {ok, unlocked_id}.""",
     input_schema=_LOCK_SCHEMA,
     handler=_unlock,
     demands=on_agent("agent_id", "read-write"),
@@ -192,9 +170,7 @@ async def _delete_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 DELETE_MEMORY = ToolSpec(
     name="delete_memory",
-    description="""Delete one memory by id. Locked memories are refused (unlock first).
-
-Pass your agent_id so only your own memory can be deleted. Returns {ok: true, deleted_id}.""",
+    description="""Delete one memory (refused when locked). Returns {ok, deleted_id}.""",
     input_schema=obj({"memory_id": MEMORY_ID, "agent_id": OWNER_AGENT_ID}, ["memory_id"]),
     handler=_delete_memory,
     demands=on_agent("agent_id", "read-write"),

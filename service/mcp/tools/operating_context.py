@@ -9,26 +9,10 @@ from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
 from service.memory.operating_context import describe, storage
 from service.models import JsonObject
 
-DESCRIPTION = """Read the operating context your operator set for this tenant.
-
-Call once at the start of a session (or when a write is refused or warned about a
-project) to learn the house rules: which project_ids exist, which project each
-agent defaults to, and the doctrine sections the operator wrote for agents.
-
-Without `section`: {ok, context_revision, instructions_summary, registry:
-{project_ids, enforce: "off"|"warn"|"reject"}, defaults: {agent_id: project_id},
-doctrine_sections: [names]}. With `section: "<name>"`: {ok, context_revision,
-section, body} with that section's full text; an unknown name fails with the list
-of `doctrine_sections`. When the operator set no context the answer is
-{ok: false, enabled: false, error: "operating context is dormant — ..."}: nothing
-is enforced then.
-
-How the context affects the project tools (store, archive_episode, recall,
-recall_with_context, list_memories, list_episodes): pass `project_id: "@auto"` to
-use your agent's default project (the answer then carries `resolved_project_id`).
-A project_id outside the registry adds `operating_context_warning`; with
-`enforce: "reject"` writes to it are refused (reads are only warned). An omitted
-or empty project_id is never checked."""
+DESCRIPTION = """Your operator's house rules: project_ids, each agent's default
+project (project_id "@auto"), doctrine sections. Read at session
+start or when a write warns about a project. Returns {ok,
+instructions_summary, registry, defaults, doctrine_sections}."""
 
 
 async def _get_operating_context(env: ToolEnv, args: JsonObject) -> JsonObject:
@@ -45,7 +29,7 @@ GET_OPERATING_CONTEXT = ToolSpec(
             "section": {
                 "type": "string",
                 "default": "",
-                "description": "A doctrine section name to read in full; '' = the overview.",
+                "description": "'' = overview",
             }
         }
     ),

@@ -21,38 +21,18 @@ SESSION_KEY: JsonObject = {
     "type": "string",
     "default": "",
     "pattern": pauses.SESSION_KEY_PATTERN,
-    "description": (
-        "One session of your tenant: the value your host sends in the X-CPersona-Session "
-        "header of that session's requests (up to 128 visible ASCII characters). Omit or "
-        "'' to act on the whole tenant."
-    ),
+    "description": "X-CPersona-Session; '' = tenant",
 }
 
-PAUSE_DESCRIPTION = """Pause writes for a while ("no-persist mode"); reads keep working.
+PAUSE_DESCRIPTION = """Pause writes for ttl_seconds (e.g. for a test); writes then
+answer persisted: false. Returns {paused,
+expires_at, scope}."""
 
-Use before benchmarks, experiments or throwaway sessions whose results must not
-become memories. While paused, every write tool (store, archive_episode,
-update_profile, update_memory, delete_*, lock/unlock_memory, import/merge without
-dry_run, calibration) writes nothing and answers with its usual shape plus
-`persisted: false`, `dry_run: true` and a `reason` saying how long the pause lasts.
+RESUME_DESCRIPTION = """End a pause (same session_key). Returns {paused: false,
+was_active}."""
 
-Without `session_key` the pause covers every client of your tenant; with it, only
-requests whose X-CPersona-Session header carries that key. It ends after
-`ttl_seconds` (default 1800, allowed 1..86400) or at resume_persistence; pausing
-the same scope again replaces the time left. Returns {paused: true, expires_at,
-ttl_seconds, scope: "tenant"|"session", session_key?}."""
-
-RESUME_DESCRIPTION = """End a pause set by pause_persistence, so writes persist again.
-
-Pass the same `session_key` you paused with (omit it for a tenant-wide pause).
-Never fails. Returns {paused: false, was_active, scope, session_key?}; `was_active`
-is false when that scope was not paused."""
-
-STATUS_DESCRIPTION = """Tell whether writes are paused (see pause_persistence).
-
-Returns {paused, expires_at|null, ttl_remaining_seconds|null, scope: "tenant"|"session",
-session_key?}. With `session_key` it reports that session's own pause and adds
-`tenant_paused`: a tenant-wide pause silences the session's writes too."""
+STATUS_DESCRIPTION = """Whether writes are paused: {paused, expires_at, scope,
+tenant_paused?}."""
 
 
 def _whole_tenant(args: Mapping[str, Any]) -> list[Demand]:
@@ -88,7 +68,6 @@ PAUSE_PERSISTENCE = ToolSpec(
                 "default": pauses.DEFAULT_TTL_SECONDS,
                 "minimum": 1,
                 "maximum": pauses.MAX_TTL_SECONDS,
-                "description": "How long the pause lasts, in seconds (1..86400).",
             },
             "session_key": SESSION_KEY,
         }

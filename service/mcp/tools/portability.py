@@ -32,43 +32,16 @@ from service.memory.portability import export, hosted, import_, merge
 from service.memory.portability.access import Access, AgentDenied
 from service.models import JsonObject, Permission
 
-EXPORT_DESCRIPTION = """Back up memories, episodes and profiles as a JSONL file
-(CPersona's `cpersona-export/1.0` format) in your tenant's export area on the server.
+EXPORT_DESCRIPTION = """Back up an agent's (or every agent's) memories, episodes and
+profile as JSONL in your export area. Returns {ok, path,
+download_url, expires_at}."""
 
-`agent_id` picks one agent ("" exports every agent of your tenant). `output_path` is a
-file name inside your export area, e.g. "backup-2026-11-30.jsonl" (relative; sub-folders
-allowed; `..` and absolute paths are rejected); an existing file of that name is replaced
-atomically (you need read-write on every agent it holds). Embeddings are included only
-with `include_embeddings: true`. Files are deleted after CPERSONA_EXPORT_RETENTION_HOURS
-(24 h by default) and when an agent they hold is deleted; your tenant's files share a size
-quota. Returns {ok, path, memories, episodes, profiles, download_url, expires_at}: fetch the
-file with GET download_url (with an API key that may read every agent in it; valid 15
-minutes), or restore it later with import_memories(input_path=path)."""
+IMPORT_DESCRIPTION = """Restore a JSONL export from your export area; present rows are
+skipped, dry_run only reports. Returns {ok, imported_memories,
+...}."""
 
-IMPORT_DESCRIPTION = """Restore a JSONL export (CPersona `cpersona-export/1.0`/`1.1`) from a
-file in your tenant's export area: one written by export_memories, or uploaded with
-`POST /v1/files/<name>` (any key of your tenant). You need read on every agent whose
-records the file holds, whoever wrote it. For very large files stream them to
-`POST /v1/import` instead.
-
-Records keep their own agent unless `target_agent_id` is given. Memories already present
-(same msg_id, or same content in the same project and channel) are skipped, so importing
-the same file twice changes nothing. `dry_run: true` reports exactly what a real import
-would do and writes nothing. A file whose header counts disagree with its records is
-rejected whole ("import aborted and rolled back: ..."). Returns {ok, dry_run,
-imported_memories, skipped_memories, imported_episodes, skipped_episodes,
-profile_updated, errors?}."""
-
-MERGE_DESCRIPTION = """Copy (mode "copy") or move (mode "move") every memory, episode and
-profile of one agent into another agent of your tenant.
-
-Rows the target already has (same msg_id or same content in the same bucket; episodes
-with the same summary) are skipped; a profile is copied only if the target has none.
-"move" then deletes exactly the copied rows from the source and reports what was left
-there (`left_at_source`). Only strategy "skip" exists. Run with `dry_run: true` first:
-it reports exactly the counts the real merge will produce and writes nothing.
-Returns {ok, dry_run, merged_memories, skipped_memories, merged_episodes,
-skipped_episodes, profile_copied, skipped_profile, source_deleted?, left_at_source?}."""
+MERGE_DESCRIPTION = """Copy or move one agent's data into another, skipping what the
+target has; try dry_run first. Returns {ok, merged_memories, ...}."""
 
 
 def area_access(env: ToolEnv) -> Access:
@@ -100,16 +73,15 @@ EXPORT_MEMORIES = ToolSpec(
         {
             "agent_id": {
                 "type": "string",
-                "description": 'Agent to export; "" exports every agent of your tenant.',
+                "description": "'' = every agent",
             },
             "output_path": {
                 "type": "string",
-                "description": 'File name in your export area, e.g. "backup.jsonl".',
+                "description": 'e.g. "backup.jsonl"',
             },
             "include_embeddings": {
                 "type": "boolean",
                 "default": False,
-                "description": "Also write each row's embedding (much larger file).",
             },
         },
         ["agent_id", "output_path"],
@@ -147,17 +119,16 @@ IMPORT_MEMORIES = ToolSpec(
         {
             "input_path": {
                 "type": "string",
-                "description": "File name in your export area (an export or an upload).",
+                "description": "File name in your export area",
             },
             "target_agent_id": {
                 "type": "string",
                 "default": "",
-                "description": 'Import everything into this agent; "" keeps each record\'s.',
+                "description": "'' = each record's own",
             },
             "dry_run": {
                 "type": "boolean",
                 "default": False,
-                "description": "Report what would be imported without writing anything.",
             },
         },
         ["input_path"],
@@ -215,22 +186,20 @@ MERGE_MEMORIES = ToolSpec(
     description=MERGE_DESCRIPTION,
     input_schema=obj(
         {
-            "source_agent_id": {"type": "string", "description": "Agent to copy from."},
-            "target_agent_id": {"type": "string", "description": "Agent to copy into."},
+            "source_agent_id": {"type": "string"},
+            "target_agent_id": {"type": "string"},
             "strategy": {
                 "type": "string",
                 "default": "skip",
-                "description": 'Conflict strategy; only "skip" (keep the target\'s row).',
             },
             "mode": {
                 "type": "string",
                 "default": "copy",
-                "description": '"copy" keeps the source; "move" deletes what was copied.',
+                "description": "copy or move",
             },
             "dry_run": {
                 "type": "boolean",
                 "default": False,
-                "description": "Report the exact counts without writing anything.",
             },
         },
         ["source_agent_id", "target_agent_id"],

@@ -14,8 +14,7 @@ async def _get_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 GET_PROFILE = ToolSpec(
     name="get_profile",
-    description="""Read the agent's profile: one free-text description (at most 2,000
-characters) the agent keeps about itself or its user. Returns {profile} ("" if none).""",
+    description="""Read the agent's free-text profile: {profile} ("" if none).""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
     handler=_get_profile,
     demands=on_agent("agent_id", "read"),
@@ -31,11 +30,10 @@ async def _update_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 UPDATE_PROFILE = ToolSpec(
     name="update_profile",
-    description="""Replace the agent's profile with new text (capped at 2,000 characters,
-`truncated: true` when cut). Send the whole profile: it is replaced, not merged. Empty
-text changes nothing. Returns {ok: true, profiles_updated}.""",
+    description="""Replace the agent's whole profile (at most 2,000 characters).
+Returns {ok, profiles_updated}.""",
     input_schema=obj(
-        {"agent_id": AGENT_ID, "profile": {"type": "string", "description": "Full profile."}},
+        {"agent_id": AGENT_ID, "profile": {"type": "string"}},
         ["agent_id", "profile"],
     ),
     handler=_update_profile,

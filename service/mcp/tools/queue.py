@@ -13,8 +13,7 @@ async def _queue_status(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 GET_QUEUE_STATUS = ToolSpec(
     name="get_queue_status",
-    description="""Report the background embedding backlog of your tenant:
-{enabled, pending, ...}. `enabled: false` means no background queue runs.""",
+    description="""The embedding backlog: {enabled, pending, ...}.""",
     input_schema=obj({}),
     handler=_queue_status,
     demands=any_caller,

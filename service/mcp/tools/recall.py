@@ -13,48 +13,37 @@ _COMMON: JsonObject = {
     "agent_id": AGENT_ID,
     "query": {
         "type": "string",
-        "description": "What to look for, in natural language or exact words. Empty lists "
-        "the most recent memories.",
+        "description": "'' = most recent",
     },
     "limit": {
         "type": "integer",
         "default": pipeline.DEFAULT_LIMIT,
         "minimum": 0,
         "maximum": 100,
-        "description": "At most this many rows (0..100).",
     },
     "deep": {
         "type": "boolean",
         "default": False,
-        "description": "Lower the quality gate and ignore age: wider, noisier results.",
+        "description": "wider, noisier",
     },
     "channel": CHANNEL,
     "project_id": PROJECT_ID,
     "source_id": {
         "type": "string",
         "default": "",
-        "description": "Only memories whose source.id starts with this.",
+        "description": "source.id prefix",
     },
     "full_content": {
         "type": "boolean",
         "default": False,
-        "description": "Return rows whole (within a 200,000-character budget) instead of "
-        "500-character previews.",
+        "description": "whole rows, no previews",
     },
 }
 
-RECALL_DESCRIPTION = """Search long-term memory (memories and archived episodes) by meaning and
-words.
-
-Returns {messages: [...]} in ascending relevance: the LAST element is the best match.
-Each row: content, ref ("mem:<id>" or "ep:<id>"), source, timestamp?, id? (your msg_id),
-match_reason? The profile row ("[Profile] ...") may appear first. Content is a preview:
-rows longer than 500 characters carry the first 500 plus content_truncated: true and
-content_len; fetch full text for the rows you need with get_contents(agent_id, refs), or
-pass full_content: true (bounded by a 200,000-character budget: past it rows degrade to
-previews and full_content_budget_chars is set). Pass text you already hold in
-exclude_contents (previews work) to avoid getting it back. `advisory` means recall is
-degraded (e.g. word matching only) — tell the user when it asks you to."""
+RECALL_DESCRIPTION = """Search memories and episodes by meaning and words before answering
+from past sessions. Returns {messages}, last is best: content, ref
+(mem:N/ep:N), source, timestamp. Long rows are previews
+(content_truncated): get_contents fetches them."""
 
 
 def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
@@ -109,7 +98,7 @@ RECALL = ToolSpec(
                 "type": "array",
                 "items": {"type": "string"},
                 "default": [],
-                "description": "Texts you already hold; matching memories are left out.",
+                "description": "texts you hold (left out)",
             },
         },
         ["agent_id", "query"],
@@ -123,13 +112,9 @@ RECALL = ToolSpec(
     primary_when=_scores_confidence,
 )
 
-RECALL_WITH_CONTEXT_DESCRIPTION = """Recall memories relevant to `query`, merged with the
-conversation you pass in `external_context`, sorted by timestamp (oldest first).
-
-Memories whose text matches any external_context entry are left out (you already hold
-them). User and assistant turns are echoed back as rows with context_type:
-"conversation" (no ref); entries with other roles only filter. Rows are previews like
-recall (echoes too); use get_contents or full_content: true for full text."""
+RECALL_WITH_CONTEXT_DESCRIPTION = """recall merged with your recent turns (external_context), oldest
+first; memories matching a turn are left out, turns return as
+context_type "conversation" rows."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
@@ -149,8 +134,7 @@ RECALL_WITH_CONTEXT = ToolSpec(
             "external_context": {
                 "type": "array",
                 "default": [],
-                "description": "Your recent turns: [{role, content, name?, user_id?, "
-                "timestamp?}]. Entries that are not objects are ignored.",
+                "description": "your turns [{role, content}]",
             },
         },
         ["agent_id", "query"],

@@ -21,6 +21,7 @@ from typing import Any, Final, cast
 
 from service.db import oauth as store
 from service.db.pool import Database
+from service.memory import tenants
 from service.memory.oauth import OAuthRefusal
 from service.models import Caller, Permission, TenantId
 
@@ -209,8 +210,9 @@ async def _issue_tokens(db: Database, grant: store.RefreshRow, lifetimes: Lifeti
 
 
 async def authenticate(db: Database, token: str, resource: str) -> Caller | None:
-    """The caller of an access token for ``resource``; None when unknown, expired, for
-    another resource, or issued from a key that is revoked or expired now."""
+    """The caller of an access token for ``resource`` (its key's grants and tool set);
+    None when unknown, expired, for another resource, or issued from a key that is
+    revoked or expired now."""
     if not token.startswith(ACCESS_PREFIX) or len(token) > 200:
         return None
     async with db.admin_conn() as conn:
@@ -223,6 +225,7 @@ async def authenticate(db: Database, token: str, resource: str) -> Caller | None
         key_id=row.key_prefix,
         label=row.label,
         grants={agent: cast(Permission, level) for agent, level in row.grants.items()},
+        tool_set=tenants.parse_tool_set(row.tool_set),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from service.config import Settings
+from service.mcp.tools import EVERYDAY
 from service.memory import tenants
 from service.memory.library import Library
 from tests.app.oauth.flows import CALLBACK, FormConsent, OAuthSession, hidden_fields
@@ -176,13 +177,17 @@ async def test_revoking_the_key_ends_its_tokens_on_the_next_request(
     assert refresh.json()["error"] == "invalid_grant"
 
 
-async def test_a_token_has_the_grants_of_the_key_it_was_issued_from_never_more(
+async def test_a_token_has_the_grants_and_tool_set_of_the_key_it_was_issued_from(
     lib: Library, settings: Settings, database_url: str
 ) -> None:
     await new_tenant(lib, "limited")
     writer = await tenants.create_key(lib.db, "limited", label="writer")
     reader = await tenants.create_key(
-        lib.db, "limited", label="reader", grants={"shared": "read", "*": "none"}
+        lib.db,
+        "limited",
+        label="reader",
+        grants={"shared": "read", "*": "none"},
+        tool_set="everyday",
     )
     async with serve(settings, database_url, public=True) as served:
         await Agent(served, writer).call("store", agent_id="shared", message={"content": "hello"})
@@ -192,6 +197,9 @@ async def test_a_token_has_the_grants_of_the_key_it_was_issued_from_never_more(
         shared = await session.call("list_memories", agent_id="shared")
         private = await session.call("list_memories", agent_id="private")
         store = await session.call("store", agent_id="shared", message={"content": "x"})
+        async with session.client() as client:
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+    assert listed == set(EVERYDAY)  # the key's tool set, too
     assert [m["content"] for m in shared["memories"]] == ["hello"]
     assert private["ok"] is False
     assert private["error"] == "permission_denied"
