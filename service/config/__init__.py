@@ -3,7 +3,8 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``portability``).
+(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``portability``,
+``oauth``).
 ``load_settings(environ)`` is the only function that reads environment variables. A bad
 value raises :class:`ConfigError` whose message names the variable, so the CLI stops
 with one clear line instead of failing later in the middle of a request. The README's
@@ -28,7 +29,7 @@ from service.config.fields import (
     RecallPrecision as RecallPrecision,
 )
 from service.config.limits import LimitSettings
-from service.config.portability import PortabilitySettings
+from service.config.oauth import OAuthMode as OAuthMode, OAuthSettings, check_oauth
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
 from service.errors import ConfigError
@@ -40,7 +41,7 @@ from service.extras import (
 
 @dataclasses.dataclass(frozen=True)
 class Settings(
-    PortabilitySettings,
+    OAuthSettings,  # and PortabilitySettings, which it extends
     EconomySettings,
     RecallSettings,
     EmbeddingSettings,
@@ -114,4 +115,5 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
             values[field.name] = value
     settings = Settings(**values)
     _check_consistency(settings)
+    check_oauth(settings)
     return settings
