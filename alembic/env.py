@@ -6,7 +6,7 @@ Migrations never import the application. The database URL comes from
 
 Online runs hold a Postgres advisory lock for their whole duration, so two
 ``migrate`` runs (two hosts, two pods, a release job and an embedded start) never
-race: the second waits, then finds the database at head and does nothing. A
+race: the second waits (polling, see ``_lock``), then finds the database at head and does nothing. A
 database already at a revision these scripts do not know (a newer release migrated
 it) is left alone: its migrations are additive, so this code still works with it.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 
 from alembic import context
 from alembic.runtime.migration import MigrationContext
@@ -23,8 +24,26 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, create_engine, pool
 
-MIGRATION_LOCK_SQL = "SELECT pg_advisory_lock(7165064448493977185)"  # "cpersona" as a bigint
+MIGRATION_LOCK_SQL = "SELECT pg_try_advisory_lock(7165064448493977185)"  # "cpersona", a bigint
 MIGRATION_UNLOCK_SQL = "SELECT pg_advisory_unlock(7165064448493977185)"
+LOCK_POLL_SECONDS = 0.5
+LOCK_WAIT_SECONDS = 3600.0  # a migration with an online backfill may take long
+
+
+def _lock(connection: Connection) -> None:
+    """Take the migration lock, polling with a try-lock between short transactions.
+
+    A waiter blocked inside ``pg_advisory_lock`` would hold a snapshot, and a migration
+    that builds an index CONCURRENTLY waits for every older snapshot: the two would
+    deadlock. Each try is an instant statement, so the holder's CONCURRENTLY never
+    waits on a waiter.
+    """
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while not connection.exec_driver_sql(MIGRATION_LOCK_SQL).scalar():
+        connection.commit()
+        if time.monotonic() > deadline:
+            raise RuntimeError("another migration has held the migration lock for an hour")
+        time.sleep(LOCK_POLL_SECONDS)
 
 
 def _database_url() -> str:
@@ -56,7 +75,7 @@ def _ahead_of_these_scripts(connection: Connection) -> bool:
 def run_migrations_online() -> None:
     engine = create_engine(_database_url(), poolclass=pool.NullPool)
     with engine.connect() as connection:
-        connection.exec_driver_sql(MIGRATION_LOCK_SQL)
+        _lock(connection)
         connection.commit()  # the session lock outlives it; alembic opens its own transactions
         try:
             if not _ahead_of_these_scripts(connection):

@@ -26,9 +26,14 @@ CALL_TIMEOUT_S = 60.0
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(mcp_url: str, key: str) -> AsyncIterator[ClientSession]:
-    """One initialised official-SDK MCP session over its own HTTP connection."""
+async def mcp_session(
+    mcp_url: str, key: str, session_key: str | None = None
+) -> AsyncIterator[ClientSession]:
+    """One initialised official-SDK MCP session over its own HTTP connection; with
+    ``session_key``, its requests name that session in ``X-CPersona-Session``."""
     headers = {"Authorization": f"Bearer {key}"}
+    if session_key is not None:
+        headers["X-CPersona-Session"] = session_key
     async with (
         httpx2.AsyncClient(headers=headers, timeout=HTTP_TIMEOUT_S) as http,
         streamable_http_client(mcp_url, http_client=http) as (read, write),

@@ -21,7 +21,6 @@ from mcp.client.session import ClientSession
 from bench import harness
 from bench.client import call_json, mcp_session, queue_pending
 from bench.cpu import CpuSnapshot, cpu_snapshot, cpu_usage
-from bench.latency_queries import query_texts
 from bench.scale_inspect import index_scans
 from bench.stats import latency_stats
 
@@ -109,31 +108,89 @@ async def measure(
         "latency": dataclasses.asdict(stats),
         "failures": dict(run.failures),
         "cpu": cpu_usage(before, after, len(run.latencies)),
+        "samples_s": run.latencies,
+        "wall_s": after.wall - before.wall,
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    """One version of the service under measurement: its code, database and targets."""
+
+    name: str
+    code: Path
+    code_id: str
+    data_dir: Path
+    url: str
+    targets: Sequence[Target]
+
+
+ROUNDS = 2
+"""Measurements per client count and version, alternating versions (the machine is shared,
+so two versions measured in turn see the same load)."""
+
+
+def _merged(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The rounds of one version and client count as one run (latencies pooled)."""
+    samples = [x for part in parts for x in part.pop("samples_s")]
+    wall = sum(part.pop("wall_s") for part in parts)
+    run = dict(parts[-1])
+    run["latency"] = dataclasses.asdict(latency_stats(samples, wall))
+    run["failures"] = dict(
+        sum((collections.Counter(p["failures"]) for p in parts), start=collections.Counter())
+    )
+    run["rounds"] = len(parts)
+    return run
+
+
+def _measured(
+    tree: Tree,
+    service: harness.Service,
+    chunk: Sequence[str],
+    clients: int,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    before = asyncio.run(index_scans(tree.url))
+    run = asyncio.run(measure(service, tree.targets, chunk, clients, args.warmup, args.max_seconds))
+    after = asyncio.run(index_scans(tree.url))
+    run["index_scans"] = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    return run
+
+
 def latency_runs(
-    data_dir: Path, url: str, targets: Sequence[Target], args: argparse.Namespace, seed: int
-) -> list[dict[str, Any]]:
-    """Serve the loaded data (local embeddings) and measure each client count."""
-    per_run = args.queries + args.warmup
-    texts = query_texts(per_run * len(args.clients), seed)
-    runs = []
-    env = {**LOCAL, "CPERSONA_WORKERS": str(args.workers)}
-    with harness.serve_on(args.code, data_dir, targets[0].key, env, stop_postgres=False) as service:
-        pending = asyncio.run(queue_pending(service))
-        for n, clients in enumerate(args.clients):
-            print(f"    {clients} client(s): {args.queries} recalls ...", file=sys.stderr)
-            before = asyncio.run(index_scans(url))
-            chunk = texts[n * per_run : (n + 1) * per_run]
-            run = asyncio.run(
-                measure(service, targets, chunk, clients, args.warmup, args.max_seconds)
+    trees: Sequence[Tree], args: argparse.Namespace, texts: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Serve each version on its loaded data (local embeddings) and measure each client
+    count, ``ROUNDS`` times per version in turn; the runs per version."""
+    per_round = args.queries // ROUNDS + args.warmup
+    env = {**LOCAL, "CPERSONA_WORKERS": str(args.workers)}  # ignored by code without it
+    with contextlib.ExitStack() as stack:
+        services = [
+            stack.enter_context(
+                harness.serve_on(t.code, t.data_dir, t.targets[0].key, env, stop_postgres=False)
             )
-            after = asyncio.run(index_scans(url))
-            run["index_scans"] = {
-                k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)
-            }
-            run["queue_pending_at_start"] = pending
-            run["code"] = args.code_id
-            runs.append(run)
+            for t in trees
+        ]
+        pending = [asyncio.run(queue_pending(service)) for service in services]
+        runs: dict[str, list[dict[str, Any]]] = {t.name: [] for t in trees}
+        for n, clients in enumerate(args.clients):
+            print(
+                f"    {clients} client(s): {args.queries} recalls per version ...", file=sys.stderr
+            )
+            parts: dict[str, list[dict[str, Any]]] = {t.name: [] for t in trees}
+            for r in range(ROUNDS):
+                start = (n * ROUNDS + r) * per_round
+                chunk = list(texts[start : start + per_round])
+                for tree, service in zip(trees, services, strict=True):
+                    parts[tree.name].append(_measured(tree, service, chunk, clients, args))
+            for tree, waiting in zip(trees, pending, strict=True):
+                run = _merged(parts[tree.name])
+                run.update(queue_pending_at_start=waiting, code=tree.code_id, version=tree.name)
+                runs[tree.name].append(run)
     return runs
+
+
+def queries_needed(args: argparse.Namespace) -> int:
+    """Query texts a tier uses: every round of every client count has its own."""
+    per_round = int(args.queries) // ROUNDS + int(args.warmup)
+    return per_round * ROUNDS * len(args.clients)

@@ -9,19 +9,20 @@ from bench.markdown import machine_line, table
 
 
 def latency_table(results: dict[str, Any]) -> list[str]:
-    """One row per (corpus, client count): latency, throughput, failures, CPU."""
+    """One row per (corpus, version, client count): latency, throughput, failures, CPU."""
     columns = [
-        *("Corpus", "Rows in table", "Rows per agent", "Clients", "Calls", "Calls/s"),
+        *("Corpus", "Version", "Rows in table", "Rows per agent", "Clients", "Calls", "Calls/s"),
         *("p50 ms", "p95 ms", "p99 ms", "Max ms", "Failures", "Server cores", "Postgres cores"),
     ]
     rows = []
     for s in results["scenarios"]:
-        for r in s["runs"]:
+        for r in [*s["runs"], *s.get("compare_runs", [])]:
             lat, cpu = r["latency"], r["cpu"]
             pg = cpu.get("postgres")
             rows.append(
                 [
                     s["tier"],
+                    f"{r.get('version', 'this')} {r.get('code', '')}",
                     f"{s['table_rows']:,}",
                     f"{s['agent_rows']:,}",
                     r["clients"],
@@ -33,7 +34,7 @@ def latency_table(results: dict[str, Any]) -> list[str]:
                     "n/a" if pg is None else f"{pg['cores']:.2f}",
                 ]
             )
-    return table(columns, "l" + "r" * 12, rows)
+    return table(columns, "ll" + "r" * 12, rows)
 
 
 def load_table(results: dict[str, Any]) -> list[str]:

@@ -17,9 +17,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import harness, scale_corpus as corpus
+from bench import harness, latency_corpus, scale_corpus as corpus
 from bench.embed import embed
-from bench.latency_probe import LOCAL, Target, latency_runs
+from bench.latency_probe import LOCAL, Target, Tree, latency_runs, queries_needed
 from bench.latency_queries import corpus_like_vectors, query_texts
 from bench.scale_inspect import explain_recall, memory_rows, vector_channel_check
 
@@ -57,30 +57,69 @@ def inspect(url: str, slug: str, agents: Sequence[str], seed: int) -> dict[str, 
     }
 
 
+def _versions(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
+    """(name, code snapshot, fingerprint) of every version measured: this checkout, and
+    the ``--compare`` checkout when given."""
+    versions = [("this", args.code, args.code_id)]
+    if args.compare_code is not None:
+        versions.append(("compare", args.compare_code, args.compare_code_id))
+    return versions
+
+
+def _query_texts(args: argparse.Namespace, count: int, seed: int) -> list[str]:
+    """Unique query texts: LoCoMo's questions with the LoCoMo corpus, else synthetic."""
+    if args.corpus == "locomo":
+        pool = list(latency_corpus.questions(args.data))
+        return [pool[(seed + i) % len(pool)] for i in range(count)]
+    return query_texts(count, seed)
+
+
+def _load(args: argparse.Namespace, url: str, plan: list[corpus.AgentLoad]) -> corpus.LoadReport:
+    batches = None
+    if args.corpus == "locomo":
+        latency_corpus.turn_vectors(args.data)  # embedded once, before the async load
+        batches = latency_corpus.batches_from(args.data)
+    rebuild = plan[0].rows >= REBUILD_FROM_ROWS
+    return asyncio.run(corpus.load(url, plan, rebuild_indexes=rebuild, batches=batches))
+
+
 def run_single_agent(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """1k, 10k, 100k rows in one agent each, loaded in turn into one database."""
+    """1k, 10k, 100k rows in one agent each, loaded in turn into one database per version."""
     tiers = [t for t in args.tiers if t in TIERS]
     results = []
-    with (
-        harness.fresh_tenant(args.code, "scale", LOCAL, keep=args.keep_data) as (data_dir, key),
-        embedded_postgres(data_dir) as url,
-    ):
+    with contextlib.ExitStack() as stack:
+        homes = []
+        for name, code, code_id in _versions(args):
+            data_dir, key = stack.enter_context(
+                harness.fresh_tenant(code, "scale", LOCAL, keep=args.keep_data)
+            )
+            homes.append(
+                (
+                    name,
+                    code,
+                    code_id,
+                    data_dir,
+                    key,
+                    stack.enter_context(embedded_postgres(data_dir)),
+                )
+            )
         for tier in tiers:
             agent, rows = f"agent-{tier}", TIERS[tier]
-            print(f"{tier}: loading {rows} rows into one agent ...", file=sys.stderr)
             plan = [corpus.AgentLoad("scale", agent, rows)]
-            report = asyncio.run(corpus.load(url, plan, rebuild_indexes=rows >= REBUILD_FROM_ROWS))
-            result = {
-                "tier": tier,
-                "agent_rows": rows,
-                "agents": 1,
-                "tenants": 1,
-                "load": dataclasses.asdict(report),
-            }
-            result["table_rows"] = asyncio.run(memory_rows(url))
-            result.update(inspect(url, "scale", [agent], args.seed))
-            targets = [Target(key, agent)]
-            result["runs"] = latency_runs(data_dir, url, targets, args, args.seed + rows)
+            result: dict[str, Any] = {"tier": tier, "agent_rows": rows, "agents": 1, "tenants": 1}
+            trees = []
+            for name, code, code_id, data_dir, key, url in homes:
+                print(f"{tier} ({name}): loading {rows} {args.corpus} rows ...", file=sys.stderr)
+                report = _load(args, url, plan)
+                result.setdefault("load", dataclasses.asdict(report))
+                result.setdefault("table_rows", asyncio.run(memory_rows(url)))
+                trees.append(Tree(name, code, code_id, data_dir, url, [Target(key, agent)]))
+            result.update(inspect(homes[0][5], "scale", [agent], args.seed))
+            texts = _query_texts(args, queries_needed(args), args.seed + rows)
+            by_version = latency_runs(trees, args, texts)
+            result["runs"] = by_version["this"]
+            if "compare" in by_version:
+                result["compare_runs"] = by_version["compare"]
             results.append(result)
     return results
 
@@ -111,5 +150,7 @@ def run_spread(args: argparse.Namespace) -> dict[str, Any]:
             agents = sorted({p.agent for p in plans})
             result.update(inspect(url, slugs[0], agents, args.seed))
             targets = [Target(keys[s], a) for a in agents for s in slugs]
-            result["runs"] = latency_runs(data_dir, url, targets, args, args.seed + 1)
+            tree = Tree("this", args.code, args.code_id, data_dir, url, targets)
+            texts = query_texts(queries_needed(args), args.seed + 1)
+            result["runs"] = latency_runs([tree], args, texts)["this"]
     return result

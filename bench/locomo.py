@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import env_pair, write_json, write_results
-from bench.locomo_data import DEFAULT_DATA, LIMIT, load, questions_of
+from bench.locomo_data import DEFAULT_DATA, LIMIT, Conversation, load, questions_of
+from bench.locomo_metrics import sharing_counts
 from bench.locomo_offline import offline_bm25, what_if
 from bench.locomo_probe import run_mode
 from bench.locomo_report import markdown
@@ -44,7 +45,17 @@ DEFAULT_OUT = Path("bench/results/locomo.json")
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Load the data, run every mode (and the what-ifs); the JSON-ready results."""
-    convs = load(args.data, args.conversations, args.questions)
+    convs = args.conversations_given or load(args.data, args.conversations, args.questions)
+    return run_on(args, convs)
+
+
+def run_on(args: argparse.Namespace, convs: Sequence[Conversation]) -> dict[str, Any]:
+    """Every mode (and the what-ifs) on ``convs``: LoCoMo, or the held-out benchmark."""
+    from service.memory.recall.query_terms import STOPWORDS
+
+    args.sharing = sharing_counts(
+        {c.sample_id: [t.content for t in c.turns] for c in convs}, questions_of(convs), STOPWORDS
+    )
     started = time.perf_counter()
     results: dict[str, Any] = {
         "machine": machine_facts(),
@@ -56,9 +67,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "clients": args.clients,
             "limit": LIMIT,
             "tune": args.tune,
+            "recall50": args.r50,
+            "data_name": args.data_name,
         },
         "code": args.code_id,
         "offline_bm25": {k: dataclasses.asdict(v) for k, v in offline_bm25(convs).items()},
+        "offline_bm25_stemmed": {
+            k: dataclasses.asdict(v) for k, v in offline_bm25(convs, stemmed=True).items()
+        },
         "modes": [],
     }
     for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
@@ -73,6 +89,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Options of ``python -m bench.locomo``."""
     parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__)
+    add_options(parser)
+    args = parser.parse_args(argv)
+    if not 1 <= args.clients <= 32:
+        parser.error("--clients takes 1..32")
+    args.conversations_given = None
+    args.data_name = "LoCoMo"
+    return args
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options this benchmark shares with the held-out one (``bench.heldout``)."""
     add = parser.add_argument
     add("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (default: %(default)s)")
     add("--modes", default="none,local", help="embedding modes (default: %(default)s)")
@@ -81,20 +108,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--clients", type=int, default=4, help="concurrent MCP sessions (default: %(default)s)")
     add("--tune", action="store_true", help="also run the tuning variants (local mode)")
     add("--what-if", action="store_true", help="also run the offline fusion what-ifs")
+    add("--alternatives", action="store_true", help="also run the documented alternatives")
+    add("--r50", action="store_true", help="ask each question again with limit 50 (Recall@50)")
     add("--variant", action="append", default=[], help="run only this variant (repeatable)")
     add("--env", type=env_pair, action="append", default=[], help="service setting NAME=VALUE")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--per-question", type=Path, help="also write each question's ranking here")
     add("--keep-data", action="store_true", help="keep the temporary data directories")
-    args = parser.parse_args(argv)
-    if not 1 <= args.clients <= 32:
-        parser.error("--clients takes 1..32")
-    return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: snapshot the service code, run, write JSON and Markdown."""
-    args = parse_args(argv)
+    finish(parse_args(argv))
+
+
+def finish(args: argparse.Namespace) -> None:
+    """Run on a snapshot of the service; write the JSON, Markdown and per-question files."""
     results = run_on_snapshot(args, run, import_here=True)
     if args.per_question is not None:
         detail = {

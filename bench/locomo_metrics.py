@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from bench import quality
@@ -13,7 +13,8 @@ from bench.stats import latency_stats
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
-    """One question's outcome: ranked dia_ids (best first), row signals, latency."""
+    """One question's outcome: ranked dia_ids (best first), row signals, latency, and the
+    ranking of a ``limit: 50`` recall of the same question when one was asked."""
 
     question: Question
     ranked: tuple[str, ...]
@@ -21,6 +22,7 @@ class Answer:
     seconds: float
     failed: bool
     gate_fallback: bool
+    deeper: tuple[str, ...] | None = None
 
 
 def answer_of(
@@ -36,13 +38,35 @@ def answer_of(
     return Answer(q, ranked, vector, seconds, failed, bool(body.get("gate_fallback")))
 
 
-def diagnostics(answers: Sequence[Answer]) -> dict[str, Any]:
-    """Row counts and where rows (and relevant rows) came from."""
+def sharing_counts(
+    turns: Mapping[str, Sequence[str]], questions: Sequence[Question], stopwords: Collection[str]
+) -> dict[tuple[str, int], int]:
+    """Per question: how many of its agent's turns share a content word with it (lower-cased
+    words of two or more characters, not stop words): the answers that must not be short."""
+    bags = {agent: [set(quality.tokens(text)) for text in texts] for agent, texts in turns.items()}
+    out: dict[tuple[str, int], int] = {}
+    for q in questions:
+        words = {w for w in quality.tokens(q.text) if len(w) >= 2 and w not in stopwords}
+        out[(q.sample_id, q.number)] = sum(bool(words & bag) for bag in bags[q.sample_id])
+    return out
+
+
+def diagnostics(
+    answers: Sequence[Answer], sharing: Mapping[tuple[str, int], int] | None = None
+) -> dict[str, Any]:
+    """Row counts and where rows (and relevant rows) came from; with ``sharing``, the
+    answers shorter than ``limit`` although the agent holds at least ``limit`` memories
+    sharing a content word with the question (issue 9's no-starvation target)."""
     rows = [len(a.ranked) for a in answers]
     returned = sum(rows)
     relevant = [(a, i) for a in answers for i, d in enumerate(a.ranked) if d in a.question.relevant]
     vector_rows = sum(sum(a.vector_rows) for a in answers)
+    short = [a for a in answers if len(a.ranked) < LIMIT]
+    starved = sum(
+        (sharing or {}).get((a.question.sample_id, a.question.number), 0) >= LIMIT for a in short
+    )
     return {
+        "short_with_matches": starved if sharing is not None else None,
         "queries": len(answers),
         "failed": sum(a.failed for a in answers),
         "gate_fallback": sum(a.gate_fallback for a in answers),
@@ -55,15 +79,20 @@ def diagnostics(answers: Sequence[Answer]) -> dict[str, Any]:
     }
 
 
-def evaluate(answers: Sequence[Answer], wall_s: float) -> dict[str, Any]:
+def evaluate(
+    answers: Sequence[Answer],
+    wall_s: float,
+    sharing: Mapping[tuple[str, int], int] | None = None,
+) -> dict[str, Any]:
     """Metrics per category/overall/macro, diagnostics and recall latency."""
     per_question = [
-        (a.question.category, quality.score(a.ranked, a.question.relevant, LIMIT)) for a in answers
+        (a.question.category, quality.score(a.ranked, a.question.relevant, LIMIT, a.deeper))
+        for a in answers
     ]
     summary = quality.summarise(per_question)
     return {
         "metrics": {name: dataclasses.asdict(s) for name, s in summary.items()},
-        "diagnostics": diagnostics(answers),
+        "diagnostics": diagnostics(answers, sharing),
         "latency": dataclasses.asdict(latency_stats([a.seconds for a in answers], wall_s)),
     }
 

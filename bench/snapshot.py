@@ -27,14 +27,16 @@ from bench.harness import REPO_ROOT, BenchError, scratch_dir
 T = TypeVar("T")
 
 
-def snapshot_code(dest: Path) -> Path:
-    """Copy the service's code and migrations into ``dest/code``; return that directory."""
-    code = dest / "code"
+def snapshot_code(dest: Path, root: Path = REPO_ROOT, name: str = "code") -> Path:
+    """Copy the service's code and migrations of the checkout ``root`` (default: this one)
+    into ``dest/<name>``; return that directory. Another root lets one run measure two
+    versions, e.g. main beside a branch."""
+    code = dest / name
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("service", "alembic"):
-        shutil.copytree(REPO_ROOT / name, code / name, ignore=skip)
+    for part in ("service", "alembic"):
+        shutil.copytree(root / part, code / part, ignore=skip)
     with contextlib.suppress(FileNotFoundError):
-        shutil.copy2(REPO_ROOT / "alembic.ini", code / "alembic.ini")
+        shutil.copy2(root / "alembic.ini", code / "alembic.ini")
     return code
 
 

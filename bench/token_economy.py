@@ -14,12 +14,19 @@ lands in exactly one memory, so each evidence turn has one row and one offset in
 Everything is stored with ``store`` (``message.id`` names the turns it holds).
 
 Queries: the LoCoMo questions with evidence (a deterministic CRC32-ordered sample per
-conversation), each measured three ways from the client's side:
+conversation), each measured these ways from the client's side:
 
 - ``previews``: ``recall(limit=10)``, the default shape (500-character previews);
 - ``full_content``: ``recall(limit=10, full_content=true)``;
 - ``previews+get_contents(2)``: the same preview response plus one ``get_contents`` of
-  the refs of its last two ref-carrying rows (recall answers best-last).
+  the refs of its last two ref-carrying rows (recall answers best-last);
+- ``max_tokens``: ``recall(limit=10, max_tokens=500)`` followed through every cursor;
+- sessions: the questions of each conversation again, five to a session
+  (``X-CPersona-Session``) with ``novel_only: true``.
+
+``--baseline REF`` (default ``main``) runs the same corpus and questions against the code
+of that git ref too, in the same run, for the before/after table (the budget and session
+probes need the new parameters and run on the current code only).
 
 Sizes are the tool result text (the JSON the model reads) in characters, UTF-8 bytes and
 estimated tokens (see :data:`ESTIMATOR_NOTES`; chars/4 is the primary one). The
@@ -36,15 +43,19 @@ relevance proxies), :mod:`bench.token_report` (Markdown).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import subprocess
+import tarfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.cli import write_results
+from bench.harness import REPO_ROOT, BenchError, scratch_dir
 from bench.locomo_data import DEFAULT_DATA
 from bench.machine import machine_facts, record_end
-from bench.snapshot import run_on_snapshot
+from bench.snapshot import code_fingerprint, run_on_snapshot
 from bench.token_corpus import (
     PREVIEW_CHARS,
     Placement,
@@ -64,8 +75,29 @@ FULL = {"conversations": 10, "questions": 0, "max_seconds": 300.0}
 QUICK = {"conversations": 2, "questions": 25, "max_seconds": 60.0}
 
 
+@contextlib.contextmanager
+def baseline_code(ref: str | None) -> Iterator[Path | None]:
+    """The service code of git ``ref`` (``service/``, ``alembic/``) in a scratch directory."""
+    if ref is None:
+        yield None
+        return
+    with scratch_dir() as root:
+        archive = root / "baseline.tar"
+        done = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "archive", "-o", str(archive), ref,
+             "service", "alembic", "alembic.ini"],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise BenchError(f"git archive {ref} failed: {done.stderr.strip()}")
+        code = root / "code"
+        with tarfile.open(archive) as tar:
+            tar.extractall(code, filter="data")
+        yield code
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Build the corpus, run every mode, return the JSON-ready results."""
+    """Build the corpus, run every mode (and the baseline's), return the JSON results."""
     started = time.perf_counter()
     convs, answers = load(args.data, args.conversations)
     corpus = {c.sample_id: build_corpus(c) for c in convs}
@@ -88,6 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "fetch_top": FETCH_TOP,
             "preview_chars": PREVIEW_CHARS,
             "data": str(args.data),
+            "baseline": args.baseline,
         },
         "estimators": {k: v for k, v in ESTIMATOR_NOTES.items() if k in measures},
         "corpus": length_distribution(everything),
@@ -95,8 +128,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "proxy_static": static_proxy(questions, placement, answers),
         "modes": [],
     }
-    for mode in args.modes:
-        results["modes"].append(run_mode(mode, corpus, questions, ctx, args))
+    with baseline_code(args.baseline) as before:
+        if before is not None:
+            results["baseline"] = {"ref": args.baseline, "code": code_fingerprint(before)}
+            results["baseline_modes"] = [
+                run_mode(mode, corpus, questions, ctx, args, code=before, features=False)
+                for mode in args.modes
+            ]
+        for mode in args.modes:
+            results["modes"].append(
+                run_mode(mode, corpus, questions, ctx, args, code=args.code, features=True)
+            )
     record_end(results, started)
     return results
 
@@ -121,6 +163,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--clients", type=int, default=2, help="concurrent MCP sessions (default: %(default)s)")
     add("--max-seconds", type=float, help="time limit per store and per query phase")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
+    add(
+        "--baseline",
+        default="main",
+        help="git ref to measure in the same run for before/after ('none': skip; "
+        "default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:
@@ -135,6 +183,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not 1 <= args.clients <= 8 or not 1 <= args.conversations <= 10:
         parser.error("--clients takes 1..8, --conversations 1..10")
     args.questions = args.questions or None
+    args.baseline = None if args.baseline in ("", "none") else args.baseline
     return args
 
 

@@ -14,6 +14,7 @@ import collections
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from mcp.client.session import ClientSession
@@ -23,6 +24,8 @@ from bench.client import Reply, call_json, mcp_session, mcp_sessions, wait_queue
 from bench.locomo_data import Question
 from bench.token_corpus import PREVIEW_CHARS, Memory
 from bench.token_estimates import add_sizes, measure
+from bench.token_features import record_answer
+from bench.token_paging import budget_probe, session_probe, sessions_of
 from bench.token_proxy import FETCH_TOP, evidence_in_response, judge
 from bench.token_tally import Context, Tally, check_integrity, record, row_sheds, summarise
 
@@ -55,8 +58,11 @@ async def fetch(
     return measure(contents.text, ctx.measures)
 
 
-async def probe(session: ClientSession, q: Question, ctx: Context, tally: Tally) -> None:
-    """Measure one question in every way and fold the results into ``tally``."""
+async def probe(
+    session: ClientSession, q: Question, ctx: Context, tally: Tally, features: bool
+) -> None:
+    """Measure one question in every way and fold the results into ``tally``; with
+    ``features`` (code that has them) also its ``max_tokens`` pages."""
     args = {"agent_id": q.sample_id, "query": q.text, "limit": LIMIT}
     preview = await call_json(session, "recall", args)
     full = await call_json(session, "recall", {**args, "full_content": True})
@@ -91,6 +97,11 @@ async def probe(session: ClientSession, q: Question, ctx: Context, tally: Tally)
     check_integrity(q.sample_id, full_rows, ctx, tally)
     evidence_in_response(q, rows, ctx, tally)
     judge(q, rows, ctx, tally)
+    record_answer(tally.features, preview.text, rows)
+    with_fetch = sizes["previews+get_contents_trimmed"]["tokens_chars4"]
+    tally.features.default_tokens[(q.sample_id, q.number)] = (base["tokens_chars4"], with_fetch)
+    if features:
+        await budget_probe(session, q, rows, tally.features)
 
 
 # --------------------------------------------------------------------------- phases
@@ -122,23 +133,47 @@ async def query_all(
     service: harness.Service,
     questions: Sequence[Question],
     ctx: Context,
-    clients: int,
-    max_seconds: float,
+    args: argparse.Namespace,
+    features: bool,
 ) -> tuple[Tally, float]:
-    """Probe every question with ``clients`` sessions; stop taking new ones at the deadline."""
+    """Probe every question with ``args.clients`` sessions; stop taking new ones at the
+    deadline."""
+    clients, max_seconds = args.clients, args.max_seconds
     pending = collections.deque(questions)
     tally = Tally()
     deadline = time.perf_counter() + max_seconds
 
     async def worker(session: ClientSession) -> None:
         while pending and time.perf_counter() < deadline:
-            await probe(session, pending.popleft(), ctx, tally)
+            await probe(session, pending.popleft(), ctx, tally, features)
 
     started = time.perf_counter()
     async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         await asyncio.wait_for(asyncio.gather(*map(worker, sessions)), max_seconds + 120.0)
     tally.counts["not_run_time_limit"] = len(pending)
+    if features:
+        await sessions_all(service, questions, tally, clients, deadline + max_seconds)
     return tally, time.perf_counter() - started
+
+
+async def sessions_all(
+    service: harness.Service,
+    questions: Sequence[Question],
+    tally: Tally,
+    clients: int,
+    deadline: float,
+) -> None:
+    """Ask the questions again in sessions of five with ``novel_only`` (the ledger)."""
+    pending = collections.deque(enumerate(sessions_of(questions)))
+
+    async def worker() -> None:
+        while pending and time.perf_counter() < deadline:
+            number, asked = pending.popleft()
+            name = f"bench-{asked[0].sample_id}-{number}"
+            await session_probe(service.mcp_url, service.key, name, asked, tally.features)
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    tally.features.counts["sessions_not_run_time_limit"] = len(pending)
 
 
 async def run_service(
@@ -147,6 +182,7 @@ async def run_service(
     questions: Sequence[Question],
     ctx: Context,
     args: argparse.Namespace,
+    features: bool,
 ) -> dict[str, Any]:
     """Store, drain the embedding queue, then probe every question."""
     async with mcp_session(service.mcp_url, service.key) as session:
@@ -156,7 +192,7 @@ async def run_service(
         f" {len(questions)} questions x 3 ...",
         file=sys.stderr,
     )
-    tally, wall = await query_all(service, questions, ctx, args.clients, args.max_seconds)
+    tally, wall = await query_all(service, questions, ctx, args, features)
     return {"store": stored, "query_seconds": round(wall, 1), **summarise(tally)}
 
 
@@ -166,19 +202,25 @@ def run_mode(
     questions: Sequence[Question],
     ctx: Context,
     args: argparse.Namespace,
+    *,
+    code: Path,
+    features: bool,
 ) -> dict[str, Any]:
-    """A fresh data directory and service for one embedding mode."""
+    """A fresh data directory and service (from the code snapshot ``code``) for one
+    embedding mode; with ``features``, the usage report the service metered too."""
     env_extra = {
         "CPERSONA_EMBEDDING_MODE": mode,
         "CPERSONA_RECALL_PREVIEW_CHARS": str(PREVIEW_CHARS),
     }
-    with (
-        harness.fresh_tenant(args.code, "tokens", env_extra) as (data_dir, key),
-        harness.serve_on(args.code, data_dir, key, env_extra) as service,
-    ):
-        print(
-            f"mode {mode}: storing {sum(map(len, corpus.values()))} memories ...",
-            file=sys.stderr,
-        )
-        result = asyncio.run(run_service(service, corpus, questions, ctx, args))
+    with harness.fresh_tenant(code, "tokens", env_extra) as (data_dir, key):
+        with harness.serve_on(code, data_dir, key, env_extra) as service:
+            print(
+                f"mode {mode} ({code}): storing {sum(map(len, corpus.values()))} memories ...",
+                file=sys.stderr,
+            )
+            result = asyncio.run(run_service(service, corpus, questions, ctx, args, features))
+        if features:
+            env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=env_extra))
+            usage = harness.run_cli(["usage", "--tenant", "tokens", "--days", "2"], env, cwd=code)
+            result["usage_report"] = usage.splitlines()
     return {"mode": mode, "service_env": env_extra, **result}

@@ -15,6 +15,7 @@ from typing import Any
 from bench import quality
 from bench.locomo_data import Question
 from bench.token_corpus import PREVIEW_CHARS, Placement, Span
+from bench.token_features import judge_text, visibility
 from bench.token_tally import Context, Tally
 
 FETCH_TOP = 2  # rows a reader fetches in full after reading the previews
@@ -73,17 +74,21 @@ def static_proxy(
 def evidence_in_response(
     q: Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: Tally
 ) -> None:
-    """In-response proxy: for evidence rows that came back, where the turn lies in the preview."""
+    """In-response proxy: for evidence rows that came back, where the turn lies in the preview
+    (and, for long rows, how much of it the preview and the excerpt show together)."""
     place = ctx.placement[q.sample_id]
-    visible = {str(r.get("id", "")): len(str(r.get("content", ""))) for r in rows}
+    by_id = {str(r.get("id", "")): r for r in rows}
     found = []
     for dia_id in q.relevant:
         memory = place.memory_of[dia_id]
-        if memory.msg_id not in visible:
+        row = by_id.get(memory.msg_id)
+        if row is None:
             continue
-        where = position(place.span_of[dia_id], visible[memory.msg_id])
+        where = position(place.span_of[dia_id], len(str(row.get("content", ""))))
         kind = "long" if len(memory.content) > PREVIEW_CHARS else "short"
         tally.evidence[f"{kind}:{where}"] += 1
+        if kind == "long":
+            tally.features.visible[visibility(place.span_of[dia_id], row)] += 1
         found.append(where)
     if found:
         tally.questions["any_inside" if "inside" in found else "none_inside"] += 1
@@ -106,8 +111,10 @@ def judge(q: Question, rows: Sequence[Mapping[str, Any]], ctx: Context, tally: T
     if not wanted & {i for i, _ in shown}:
         return
     full = ctx.corpus[q.sample_id]
+    excerpted = [(str(r.get("id", "")), judge_text(r)) for r in rows if r.get("ref")]
     choices = {
         "previews": lexical_pick(q.text, shown),
+        "previews+excerpts": lexical_pick(q.text, excerpted),
         "full": lexical_pick(q.text, [(i, full[i].content) for i, _ in shown if i in full]),
         "service": [i for i, _ in reversed(shown)][:FETCH_TOP],
     }

@@ -8,6 +8,7 @@ from typing import Any
 from bench.markdown import machine_line, pct, table
 from bench.token_corpus import PREVIEW_CHARS
 from bench.token_proxy import ANSWER_ORDER, SHORT_ANSWER_MAX
+from bench.token_report_features import features_markdown
 from bench.token_tally import COMPARED
 
 RESPONSES = (
@@ -150,7 +151,8 @@ def judge_line(mode: dict[str, Any]) -> str:
     parts = [
         f"{name} top-1 {pct(j.get(f'{name}_top1', 0) / n if n else None)},"
         f" top-2 {pct(j.get(f'{name}_top2', 0) / n if n else None)}"
-        for name in ("previews", "full", "service")
+        for name in ("previews", "previews+excerpts", "full", "service")
+        if f"{name}_top1" in j
     ]
     return (
         f"- Lexical judge ({mode['mode']}, {n} questions whose evidence row came back):"
@@ -188,4 +190,4 @@ def markdown(results: dict[str, Any]) -> str:
     for mode in results["modes"]:
         lines += [*size_table(mode), ""]
     lines += [*saving_table(results["modes"]), "", *shed_table(results)]
-    return "\n".join([*lines, "", *proxy_lines(results)]) + "\n"
+    return "\n".join([*lines, "", *proxy_lines(results), *features_markdown(results)]) + "\n"

@@ -11,6 +11,7 @@ from typing import Any
 from bench.stats import describe
 from bench.token_corpus import PREVIEW_CHARS, Memory, Placement
 from bench.token_estimates import Measures, saving, shed
+from bench.token_features import Features, summarise_features
 
 SHED_CLAIM = 0.60
 RESPONSE_KEYS = (
@@ -37,6 +38,7 @@ class Tally:
     counts: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     failures: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     judge: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    features: Features = dataclasses.field(default_factory=Features)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +165,7 @@ def summarise(tally: Tally) -> dict[str, Any]:
             "questions": dict(tally.questions),
         },
         "proxy_lexical_judge": dict(tally.judge),
+        "features": summarise_features(tally.features),
         "counts": dict(tally.counts),
         "failures": dict(tally.failures),
     }

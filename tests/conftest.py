@@ -26,10 +26,11 @@ from pathlib import Path
 import pytest
 
 from bench.proxies import PgBouncer, pgbouncer
-from service.config import Settings, local_embeddings_installed
+from service.config import Settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
+from service.extras import local_embeddings_installed
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
 from tests.servers import pooling

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -40,15 +41,30 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serve(
-    settings: Settings, database_url: str, anonymous: Caller | None = None
+    settings: Settings,
+    database_url: str,
+    anonymous: Caller | None = None,
+    *,
+    public: bool = False,
 ) -> AsyncIterator[Served]:
     """Run the real application on an ephemeral loopback port until the block ends
     (``anonymous``: the caller of requests without a key, as with
-    CPERSONA_ALLOW_UNAUTHENTICATED_HTTP)."""
+    CPERSONA_ALLOW_UNAUTHENTICATED_HTTP).
+
+    ``public`` sets CPERSONA_PUBLIC_URL to the served origin (the port is bound first so
+    the URL is known before the app is built), which turns the built-in OAuth server on.
+    """
+    sockets: list[socket.socket] | None = None
+    if public:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        sockets = [listener]
+        origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        settings = dataclasses.replace(settings, public_url=origin)
     app = create_app(pooling.apply(settings), database_url, anonymous)
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=sockets))
     deadline = asyncio.get_running_loop().time() + 30
     while not server.started:
         if task.done():
@@ -61,6 +77,8 @@ async def serve(
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, timeout=10)
+        for listener in sockets or []:
+            listener.close()
 
 
 async def new_tenant(
@@ -137,6 +155,24 @@ class Agent:
     async def tool_names(self) -> list[str]:
         async with mcp_session(self.served, self.key) as session:
             return [tool.name for tool in (await session.list_tools()).tools]
+
+
+class SessionAgent(Agent):
+    """An MCP client whose requests carry ``X-CPersona-Session: <session>``."""
+
+    def __init__(self, served: Served, key: str, session: str) -> None:
+        super().__init__(served, key)
+        self.session = session
+
+    async def raw(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        headers = {"Authorization": f"Bearer {self.key}", "X-CPersona-Session": self.session}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(self.served.mcp_url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(tool, arguments)
 
 
 def run_cli(

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import (
-    Settings,
-    environment_variables,
-    load_settings,
-    local_embeddings_installed,
-)
+from service.config import Settings, environment_variables, load_settings
 from service.errors import ConfigError
+from service.extras import local_embeddings_installed
 
 
 def test_defaults_match_the_interface() -> None:
@@ -23,7 +19,7 @@ def test_defaults_match_the_interface() -> None:
     assert settings.http_host == "127.0.0.1"
     assert settings.http_port == 8402
     assert settings.recall_preview_chars == 500
-    assert settings.recall_mode == "rrf"
+    assert settings.recall_mode == "hybrid"  # measured best (docs/benchmarks-recall.md)
     assert settings.rrf_k == 60
     assert settings.max_content_length == 16_000
     assert settings.allow_unauthenticated_http is False
@@ -182,3 +178,24 @@ def test_every_settings_field_is_read_from_the_environment_or_fixed() -> None:
     for field in dataclasses.fields(Settings):
         assert "env" in field.metadata, field.name
         assert not field.metadata["env"] or callable(field.metadata["parse"]), field.name
+
+
+def test_oauth_mode_follows_the_public_url_and_the_issuer() -> None:
+    assert load_settings({}).oauth_mode == "off"
+    public = load_settings({"CPERSONA_PUBLIC_URL": "https://Mem.Example.com/"})
+    assert public.oauth_mode == "builtin"
+    assert public.oauth_public_base == "https://mem.example.com"
+    assert public.oauth_token_audience == "https://mem.example.com/mcp"
+    off = {"CPERSONA_PUBLIC_URL": "https://mem.example.com", "CPERSONA_OAUTH_BUILTIN": "false"}
+    assert load_settings(off).oauth_mode == "off"
+    external = load_settings(
+        {"CPERSONA_OAUTH_ISSUER": "https://idp.example/realms/x", "CPERSONA_OAUTH_AUDIENCE": "mem"}
+    )
+    assert (external.oauth_mode, external.oauth_token_audience) == ("external", "mem")
+
+
+def test_an_external_issuer_without_an_audience_is_one_clear_error() -> None:
+    with pytest.raises(ConfigError, match=r"^CPERSONA_OAUTH_AUDIENCE: required"):
+        load_settings({"CPERSONA_OAUTH_ISSUER": "https://idp.example"})
+    with pytest.raises(ConfigError, match=r"^CPERSONA_OAUTH_ISSUER: expected an http"):
+        load_settings({"CPERSONA_OAUTH_ISSUER": "idp.example"})

@@ -1,7 +1,7 @@
 """The export area's catalogue, and a queue view without a terminal state.
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-04
 
 Every file of a tenant's export area (what ``export_memories`` wrote or
@@ -27,7 +27,7 @@ from typing import NamedTuple
 from alembic import op
 
 revision = "0008"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """A tool set per API key: ``all`` (every tool, the default) or ``everyday``.
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0009
 Create Date: 2026-12-01
 
 ``cpersona-service key create --tools everyday`` makes a key that lists (tools/list)
@@ -18,7 +18,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

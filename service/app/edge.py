@@ -3,8 +3,10 @@
 :class:`Edge` wraps a route's handler and does, in this order, what every request
 needs: a request id (and the per-request :class:`~service.mcp.request.RequestInfo`
 the dispatcher fills in), the Host/Origin checks (DNS-rebinding protection), the
-methods the route refuses (``GET /mcp``: 405), the bearer credential (401
-``{"error": "unauthorized"}`` with ``WWW-Authenticate: Bearer``), the key's limits
+methods the route refuses (``GET /mcp``: 405), the bearer credential (an API
+key or an OAuth access token, resolved by :class:`~service.app.oauth.bearer.BearerAuth`:
+401 ``{"error": "unauthorized"}`` with ``WWW-Authenticate: Bearer
+resource_metadata="..."``, 403 for a token of an unknown tenant), the key's limits
 (429), the declared body size (413), the body itself under a read timeout and a
 minimum rate (408; ``/mcp`` reads it whole here), a place in the request's lane
 (503), then the handler; afterwards one structured log line per request, and for
@@ -39,13 +41,12 @@ from service.app.ceiling import RESPONSE_TOO_LARGE, RequestTee, ResponseGuard, o
 from service.app.exchange import Exchange, Handler, asgi_handler
 from service.app.hosts import transport_security
 from service.app.metrics import EdgeMetrics, request_outcome
+from service.app.oauth.bearer import BearerAuth, Denial
 from service.errors import Unavailable
 from service.logs import get_logger, throttled
 from service.mcp import request as mcp_request
-from service.memory import tenants
 from service.memory.library import Library
 from service.memory.usage import UsageCounter
-from service.models import Caller
 
 __all__ = [
     "Edge",
@@ -73,17 +74,6 @@ FAILED_OUTCOMES: Final = frozenset(
 BodyMode = Literal["whole", "stream"]
 
 
-def bearer_credential(scope: Scope) -> str | None:
-    """The credential of ``Authorization: Bearer <credential>`` (scheme case-insensitive)."""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, credential = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and credential.strip():
-                return str(credential.strip())
-            return None
-    return None
-
-
 def declared_length(scope: Scope) -> int | None:
     """The request's Content-Length, None when absent or not a number."""
     for name, value in scope.get("headers", []):
@@ -101,7 +91,7 @@ class EdgeDeps:
     """
 
     lib: Library
-    anonymous: Caller | None
+    bearer: BearerAuth
     security: TransportSecurityMiddleware
     metrics: EdgeMetrics | None = None
     usage: UsageCounter | None = None
@@ -194,13 +184,15 @@ class Edge:
         if method == "OPTIONS":
             await self._handler(exchange)
             return
-        exchange.info.caller = await self._authenticate(exchange.scope)
+        resolved = await self._deps.bearer.resolve(exchange.scope)
         exchange.info.session_key = mcp_request.session_key_from_headers(
             exchange.scope.get("headers", [])
         )
-        if exchange.info.caller is None:
-            await exchange.json(401, {"error": "unauthorized"}, {"www-authenticate": "Bearer"})
+        if isinstance(resolved, Denial):
+            challenge = self._deps.bearer.challenge(exchange.scope, resolved)
+            await exchange.json(resolved.status, resolved.body, challenge)
             return
+        exchange.info.caller = resolved
         if self._deps.limits is None:
             await self._admitted(exchange)
             return
@@ -230,14 +222,6 @@ class Edge:
             return
         with exchange.lib.db.bulk_lane():
             await self._handler(exchange)
-
-    async def _authenticate(self, scope: Scope) -> Caller | None:
-        """The key's caller (None: unknown key); without a bearer credential, the
-        anonymous caller when unauthenticated HTTP is allowed."""
-        credential = bearer_credential(scope)
-        if credential is not None:
-            return await tenants.authenticate(self._deps.lib.db, credential)
-        return self._deps.anonymous
 
     async def _refuse_request(self, exchange: Exchange, tee: RequestTee, refusal: Refusal) -> None:
         """Answer a refusal (once per class per interval in the log), unless too late."""
@@ -313,4 +297,6 @@ class Edge:
             bytes_out=sent,
             chars_returned=info.chars_returned,
             chars_saved=info.chars_saved,
+            tokens_delivered=info.tokens_delivered,
+            tokens_saved=info.tokens_saved or {},
         )

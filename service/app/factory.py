@@ -19,12 +19,13 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from service.app import background, portability, probes
+from service.app import background, oauth, portability, probes
 from service.app.admission import KeyLimits, build_lanes, lane_of_tools
 from service.app.cors import Cors
 from service.app.edge import Edge, EdgeDeps, asgi_handler
-from service.app.hosts import ProbeGuard, probe_security, transport_security
+from service.app.hosts import HostGuard, ProbeGuard, probe_security, transport_security
 from service.app.metrics import EdgeMetrics
+from service.app.oauth.bearer import BearerAuth
 from service.config import Settings
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
@@ -81,7 +82,7 @@ def create_app(
     read_only = frozenset(spec.name for spec in tools.all_tools() if spec.read_only)
     deps = EdgeDeps(
         lib,
-        anonymous,
+        BearerAuth(lib, anonymous),
         security,
         metrics,
         usage,
@@ -128,6 +129,7 @@ def create_app(
             *probes.routes(db, metrics, guard, metrics_guard),
             Route("/mcp", mcp_edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
             *portability.routes(deps),
+            *oauth.routes(lib, HostGuard(transport_security(settings))),
         ],
         middleware=[Middleware(Cors, allowed_origins=settings.allowed_origins)],
         lifespan=lifespan,

@@ -13,6 +13,7 @@ Kubernetes kubelet and Prometheus address a pod by its IP). A page on
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import psutil
@@ -86,3 +87,34 @@ class ProbeGuard:
                 return Response("Invalid Origin header", status_code=403)
             return None
         return await self._security.validate_request(request, is_post=False)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def host_allowed(host: str, allowed: list[str]) -> bool:
+    """``host`` is one of ``allowed``, where ``name:*`` stands for the name with any port."""
+    return host in allowed or any(
+        entry.endswith(":*") and host.startswith(entry[:-1]) for entry in allowed
+    )
+
+
+class HostGuard:
+    """The Host check alone, for routes every Origin may call (the OAuth documents and
+    endpoints, which browser-based clients reach cross-origin): a DNS-rebinding page
+    still sends its own name as Host, so checking Host is what refuses it."""
+
+    def __init__(self, security: TransportSecuritySettings) -> None:
+        self._allowed = list(security.allowed_hosts)
+        self._check = security.enable_dns_rebinding_protection
+
+    def guarded(self, endpoint: Endpoint) -> Endpoint:
+        """``endpoint`` behind the check: 421 for a Host this server does not answer to."""
+
+        async def handle(request: Request) -> Response:
+            host = request.headers.get("host")
+            if self._check and host is not None and not host_allowed(host, self._allowed):
+                return Response("Invalid Host header", status_code=421)
+            return await endpoint(request)
+
+        return handle

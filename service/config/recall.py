@@ -21,7 +21,7 @@ from service.config.fields import (
 class RecallSettings:
     # -- recall ranking
     recall_mode: RecallMode = setting(
-        "rrf", "CPERSONA_RECALL_MODE", parse=parse_choice("rrf", "rsf", "cascade")
+        "hybrid", "CPERSONA_RECALL_MODE", parse=parse_choice("hybrid", "rrf", "rsf", "cascade")
     )
     rrf_k: int = setting(60, "CPERSONA_RRF_K", parse=parse_int(1, 100_000))
     max_memories: int = setting(10_000, "CPERSONA_MAX_MEMORIES", parse=parse_int(1, 1_000_000))
@@ -45,6 +45,13 @@ class RecallSettings:
     degraded_advisory: bool = setting(True, "CPERSONA_DEGRADED_ADVISORY", parse=parse_bool)
     rsf_lexical_weight: float = setting(0.5, "CPERSONA_RSF_LEXICAL_WEIGHT", parse=UNIT)
     recall_depth: int = setting(0, "CPERSONA_RECALL_DEPTH", parse=parse_int(0, 1000))
+    """Candidates per retriever; 0: the mode's own (hybrid 100, the spec's modes ``limit``)."""
+    recall_vector_depth: int = setting(20, "CPERSONA_RECALL_VECTOR_DEPTH", parse=parse_int(1, 1000))
+    hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
+    lexical_english_weight: float = setting(
+        1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)
+    )
+    rerank_depth: int = setting(50, "CPERSONA_RERANK_DEPTH", parse=parse_int(0, 1000))
 
     # -- calibration
     calibrate_sample_size: int = setting(

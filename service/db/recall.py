@@ -25,7 +25,13 @@ class Scope:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Retrieval:
-    """What the retrievers should run: query vector, full-text query, patterns."""
+    """What the retrievers should run: query vector, full-text query, patterns.
+
+    ``limit`` is the lexical (and episode, recency) depth, ``vector_depth`` the vector
+    channel's (None: ``limit``); ``query`` is the query text (its English vector orders
+    the stems for the phrase feature); ``budget`` bounds the postings scored exhaustively;
+    ``english_weight`` 0 turns the stemmed channel off.
+    """
 
     vector: Sequence[float] | None
     tsquery: str | None
@@ -35,6 +41,11 @@ class Retrieval:
     episodes: bool
     recency: bool
     confidence: bool = False
+    vector_depth: int | None = None
+    query: str = ""
+    budget: int = 2000
+    simple_weight: float = 0.5
+    english_weight: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,6 +64,9 @@ class Hit:
     cosine: float | None = None
     recall_count: int = 0
     last_recalled_at: datetime | None = None
+    coverage: float | None = None
+    phrase: float | None = None
+    matched: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,6 +102,11 @@ async def recall_candidates(
         wanted.recency,
         list(wanted.lexemes),
         wanted.confidence,
+        wanted.limit if wanted.vector_depth is None else wanted.vector_depth,
+        wanted.query,
+        wanted.budget,
+        wanted.simple_weight,
+        wanted.english_weight,
     )
     hits = [_hit(r) for r in records if r["channel"] != "meta"]
     meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")
@@ -96,20 +115,23 @@ async def recall_candidates(
 
 def _hit(record: Any) -> Hit:
     return Hit(
-        channel=record["channel"],
-        kind=record["kind"],
-        id=record["id"],
-        score=record["score"],
-        position=record["position"],
-        content=record["content"],
-        source=record["source"],
-        timestamp=record["timestamp_text"],
-        msg_id=record["msg_id"],
-        created_at=record["created_at"],
-        resolved=record["resolved"],
-        cosine=record["cosine"],
-        recall_count=record["recall_count"] or 0,
-        last_recalled_at=record["last_recalled_at"],
+        record["channel"],
+        record["kind"],
+        record["id"],
+        record["score"],
+        record["position"],
+        record["content"],
+        record["source"],
+        record["timestamp_text"],
+        record["msg_id"],
+        record["created_at"],
+        record["resolved"],
+        record["cosine"],
+        record["recall_count"] or 0,
+        record["last_recalled_at"],
+        record["coverage"],
+        record["phrase"],
+        bool(record["matched"]),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
 from service.db.pool import Connection
@@ -9,12 +10,44 @@ from service.db.sql import QUERIES
 from service.models import TenantId
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One tenant's usage of one tool on one UTC day."""
+
+    day: date
+    tool: str
+    calls: int
+    failures: int
+    bytes_out: int
+    tokens_delivered: int
+    tokens_saved_previews: int
+    tokens_saved_excerpts: int
+    tokens_saved_budgets: int
+    tokens_saved_ledger: int
+
+    @property
+    def tokens_saved(self) -> int:
+        return (
+            self.tokens_saved_previews
+            + self.tokens_saved_excerpts
+            + self.tokens_saved_budgets
+            + self.tokens_saved_ledger
+        )
+
+
 async def add_usage(
     conn: Connection,
     tenant_id: TenantId,
     day: date,
     tool: str,
-    counts: tuple[int, int, int, int, int],
+    counts: tuple[int, ...],
 ) -> None:
-    """Add (calls, failures, bytes_out, chars_returned, chars_saved) to one row."""
+    """Add (calls, failures, bytes_out, chars_returned, chars_saved, tokens_delivered,
+    tokens saved by previews, excerpts, budgets, ledger) to one row."""
     await conn.execute(QUERIES["add_usage"], tenant_id, day, tool, *counts)
+
+
+async def usage_report(conn: Connection, tenant_id: TenantId, days: int) -> list[UsageRow]:
+    """The tenant's rows of the last ``days`` UTC days, newest first, then by tool."""
+    records = await conn.fetch(QUERIES["usage_report"], tenant_id, days)
+    return [UsageRow(**dict(record)) for record in records]

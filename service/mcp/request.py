@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from service.memory import pauses
+from service.memory.usage import SAVING_CAUSES
 from service.models import Caller
 
 SESSION_HEADER = b"x-cpersona-session"
@@ -29,6 +30,8 @@ class RequestInfo:
     session_key: str = ""  # X-CPersona-Session: selects a session pause, never an identity
     chars_returned: int = 0  # content characters in the tool's answer
     chars_saved: int = 0  # characters previews and budgets left out of it
+    tokens_delivered: int = 0  # estimated tokens of the answer text
+    tokens_saved: dict[str, int] | None = None  # held back, by cause (see note_savings)
     status: int | None = None  # HTTP status the edge must answer with instead of 200
     retry_after: float | None = None  # seconds for the Retry-After header with ``status``
 
@@ -84,3 +87,23 @@ def note_chars(returned: int, saved: int) -> None:
     if info is not None:
         info.chars_returned = returned
         info.chars_saved = saved
+
+
+def note_tokens(delivered: int) -> None:
+    """Record the estimated tokens of the tool's answer."""
+    info = current_request.get()
+    if info is not None:
+        info.tokens_delivered = delivered
+
+
+def note_savings(**held: int) -> None:
+    """Record the tokens previews, excerpts, budgets and the ledger held back (by name)."""
+    info = current_request.get()
+    if info is not None:
+        info.tokens_saved = {cause: held.get(cause, 0) for cause in SAVING_CAUSES}
+
+
+def noted_savings() -> dict[str, int] | None:
+    """What :func:`note_savings` recorded for this request, if anything."""
+    info = current_request.get()
+    return info.tokens_saved if info is not None else None

@@ -14,7 +14,7 @@ OWNER_AGENT_ID: JsonObject = {
     "default": "",
     "description": "must own the row",
 }
-LIST_AGENT_ID: JsonObject = {"type": "string", "default": "", "description": "'' = every agent"}
+LIST_AGENT_ID: JsonObject = {"type": "string", "default": "", "description": "'' = all"}
 PROJECT_ID: JsonObject = {
     "type": "string",
     "description": "reads add project ''; omit = all",

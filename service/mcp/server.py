@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -31,7 +30,7 @@ from service.errors import Refused, ServiceError, Unavailable
 from service.logs import get_logger
 from service.mcp import acl, pausing, project_gate, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
-from service.mcp.shaping import accounting
+from service.mcp.shaping import accounting, tokens
 from service.memory import reads, text
 from service.memory.library import Library
 from service.memory.operating_context import storage
@@ -52,16 +51,18 @@ def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
 
 
 def tool_definition(spec: ToolSpec) -> types.Tool:
+    """The catalogue entry of ``spec``; the description's source line breaks become spaces
+    (they only wrap the source text, and every character is in each session's context)."""
     return types.Tool(
         name=spec.name,
-        description=spec.description,
+        description=" ".join(spec.description.split()),
         input_schema=spec.input_schema,
         annotations=_annotations(spec),
     )
 
 
 def _text_result(body: JsonObject, *, is_error: bool = False) -> types.CallToolResult:
-    payload = json.dumps(body, ensure_ascii=False)
+    payload = tokens.render(body)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=payload)], is_error=is_error
     )
@@ -151,8 +152,20 @@ class Dispatcher:
             request.note_tool(name, exc.reason)
             raise
         request.note_tool(name, _outcome(body))
-        request.note_chars(*accounting.char_accounting(body))
-        return _text_result(body)
+        result = _text_result(body)
+        self._account(body, result)
+        return result
+
+    def _account(self, body: JsonObject, result: types.CallToolResult) -> None:
+        """Characters and tokens for the usage meter; the tools that budget tokens note
+        their own savings, the others' previews are estimated from the characters."""
+        returned, saved = accounting.char_accounting(body)
+        request.note_chars(returned, saved)
+        item = result.content[0]
+        text = item.text if isinstance(item, types.TextContent) else ""
+        request.note_tokens(tokens.token_counter(self._lib.settings.tokenizer)(text))
+        if request.noted_savings() is None:
+            request.note_savings(previews=tokens.tokens_of_chars(saved))
 
     async def _run(self, spec: ToolSpec, args: JsonObject) -> JsonObject:
         caller = self._resolve_caller()

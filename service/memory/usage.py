@@ -1,21 +1,33 @@
-"""Daily usage per tenant and tool: calls, failures, bytes, characters returned and saved.
+"""Daily usage per tenant and tool: calls, failures, bytes, characters and tokens.
 
 Requests are counted in process memory and flushed every few seconds (and at
 shutdown) with one upsert per (tenant, day, tool), so counting never adds a write
 to a request's own path. A crash loses at most one flush interval of counts.
+
+Besides calls, failures and bytes, each row counts the content characters returned
+and held back by previews (``chars_*``), the estimated tokens of the answers
+(``tokens_delivered``) and the tokens that previews, excerpts, ``max_tokens`` budgets
+and the session ledger held back (``tokens_saved_*``; see :data:`SAVING_CAUSES`).
+:func:`report` reads them back for ``cpersona-service usage``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
+from typing import Final
 
 from service.db import usage as store
+from service.db.usage import UsageRow
 from service.memory.library import Library
 from service.models import TenantId
 
 Key = tuple[TenantId, date, str]
+SAVING_CAUSES: Final = ("previews", "excerpts", "budgets", "ledger")
+
+__all__ = ["SAVING_CAUSES", "Counts", "UsageCounter", "UsageRow", "report"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -25,9 +37,23 @@ class Counts:
     bytes_out: int = 0
     chars_returned: int = 0
     chars_saved: int = 0
+    tokens_delivered: int = 0
+    tokens_saved: dict[str, int] = dataclasses.field(
+        default_factory=lambda: dict.fromkeys(SAVING_CAUSES, 0)
+    )
 
-    def as_tuple(self) -> tuple[int, int, int, int, int]:
-        return (self.calls, self.failures, self.bytes_out, self.chars_returned, self.chars_saved)
+    def as_tuple(self) -> tuple[int, ...]:
+        """In the column order of ``usage_daily`` (``db.usage.add_usage``)."""
+        saved = tuple(self.tokens_saved[cause] for cause in SAVING_CAUSES)
+        return (
+            self.calls,
+            self.failures,
+            self.bytes_out,
+            self.chars_returned,
+            self.chars_saved,
+            self.tokens_delivered,
+            *saved,
+        )
 
 
 class UsageCounter:
@@ -45,6 +71,8 @@ class UsageCounter:
         bytes_out: int,
         chars_returned: int,
         chars_saved: int,
+        tokens_delivered: int = 0,
+        tokens_saved: Mapping[str, int] | None = None,
     ) -> None:
         counts = self._pending[(tenant_id, datetime.now(UTC).date(), tool)]
         counts.calls += 1
@@ -52,6 +80,10 @@ class UsageCounter:
         counts.bytes_out += bytes_out
         counts.chars_returned += chars_returned
         counts.chars_saved += chars_saved
+        counts.tokens_delivered += tokens_delivered
+        for cause, tokens in (tokens_saved or {}).items():
+            if cause in counts.tokens_saved:
+                counts.tokens_saved[cause] += tokens
 
     async def flush(self, lib: Library) -> int:
         """Write and forget what was counted; returns the number of rows touched."""
@@ -60,3 +92,10 @@ class UsageCounter:
             async with lib.db.tenant_tx(tenant_id) as conn:
                 await store.add_usage(conn, tenant_id, day, tool, counts.as_tuple())
         return len(pending)
+
+
+async def report(lib: Library, tenant_id: TenantId, days: int) -> list[UsageRow]:
+    """The tenant's usage of the last ``days`` UTC days (today included), newest day
+    first, one row per day and tool."""
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        return await store.usage_report(conn, tenant_id, days)

@@ -21,26 +21,32 @@ INIT = {
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
-async def test_requests_without_a_valid_key_get_401_with_bearer_challenge(
+async def test_requests_without_a_valid_key_get_401_with_a_resource_metadata_challenge(
     lib: Library, settings: Settings, database_url: str
 ) -> None:
+    """RFC 9728 / the MCP authorization spec: every 401 names the protected-resource
+    metadata; a presented but invalid bearer credential also says ``invalid_token``."""
     key = await new_tenant(lib, "auth")
-    bad_headers = [
-        {},
-        {"authorization": "Basic dXNlcjpwYXNz"},
-        {"authorization": "Bearer"},
+    absent = [{}, {"authorization": "Basic dXNlcjpwYXNz"}, {"authorization": "Bearer"},
+              {"authorization": "Token " + key}]  # fmt: skip
+    invalid = [
         {"authorization": "Bearer cpk_000000000000_" + "x" * 43},
         {"authorization": f"Bearer {key}x"},
-        {"authorization": "Token " + key},
+        {"authorization": "Bearer not-a-key-nor-a-token"},
     ]
     async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
-        for extra in bad_headers:
+        metadata = f'resource_metadata="{served.base_url}/.well-known/oauth-protected-resource/mcp"'
+        for extra in absent + invalid:
             response = await client.post(
                 served.mcp_url, json=INIT, headers={**JSON_HEADERS, **extra}
             )
             assert response.status_code == 401, extra
             assert response.json() == {"error": "unauthorized"}
-            assert response.headers["www-authenticate"] == "Bearer"
+            challenge = response.headers["www-authenticate"]
+            if extra in invalid:
+                assert challenge.startswith(f'Bearer {metadata}, error="invalid_token"'), extra
+            else:
+                assert challenge == f"Bearer {metadata}", extra
             assert response.headers["x-request-id"]
 
 

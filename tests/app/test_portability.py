@@ -130,7 +130,7 @@ async def test_auth_grants_and_bad_parameters(lib: Library, served: Served) -> N
         for method, path in routes:
             anonymous = await http.request(method, path)
             assert anonymous.status_code == 401
-            assert anonymous.headers["www-authenticate"] == "Bearer"
+            assert anonymous.headers["www-authenticate"].startswith("Bearer resource_metadata=")
         rebound = await http.get("/v1/export", headers={**auth(writer), "host": "evil.example"})
         assert rebound.status_code == 421  # DNS-rebinding protection, as on /mcp
         denied = await http.get("/v1/export?agent_id=w", headers=auth(reader))

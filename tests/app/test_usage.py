@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from service.config import Settings
 from service.memory.library import Library
-from tests.support import Agent, new_tenant, serve
+from tests.support import Agent, mcp_session, new_tenant, serve, text
 
 
 async def test_usage_counts_calls_bytes_and_characters_saved_by_previews(
@@ -13,7 +15,10 @@ async def test_usage_counts_calls_bytes_and_characters_saved_by_previews(
     async with serve(settings, database_url) as served:
         client = Agent(served, await new_tenant(lib, "usage"))
         await client.call("store", agent_id="a", message={"content": "fig " + "f" * 1500})
-        await client.call("recall", agent_id="a", query="fig", deep=True)
+        async with mcp_session(served, client.key) as session:
+            answer = await session.call_tool(
+                "recall", {"agent_id": "a", "query": "fig", "deep": True}
+            )
         await client.raw("store", {"message": {}})  # a schema error counts as a failure
     async with lib.db.admin_tx() as conn:  # the final flush ran at shutdown
         rows = {r["tool"]: dict(r) for r in await conn.fetch("SELECT * FROM usage_daily")}
@@ -24,4 +29,10 @@ async def test_usage_counts_calls_bytes_and_characters_saved_by_previews(
     assert rows["recall"]["chars_returned"] == 500
     assert rows["recall"]["chars_saved"] == 1004
     assert rows["recall"]["bytes_out"] > 500
+    assert rows["recall"]["tokens_delivered"] == math.ceil(len(text(answer)) / 4)
+    # the match is inside the preview: no excerpt, the preview held back the rest
+    assert rows["recall"]["tokens_saved_previews"] == math.ceil(1504 / 4) - math.ceil(500 / 4)
+    assert rows["recall"]["tokens_saved_excerpts"] == 0
+    assert rows["store"]["tokens_delivered"] > 0
     assert len(ops) == len(rows)
+    assert {r["tokens_delivered"] for r in ops} == {r["tokens_delivered"] for r in rows.values()}

@@ -103,3 +103,29 @@ def test_evaluate_and_diagnostics() -> None:
             "ms": 20.0,
         }
     ]
+
+
+def test_the_variants_table_has_one_alignment_per_column() -> None:
+    from bench import locomo_report
+
+    metrics = {"ndcg": 0.5, "recall": 0.6, "hit": 0.7, "mrr": 0.4, "count": 3}
+    variant = {
+        "name": "default",
+        "env": {"CPERSONA_RECALL_MODE": "hybrid"},
+        "deep": False,
+        "metrics": {"overall": metrics, "macro": metrics},
+        "diagnostics": {
+            "fewer_than_10_rows": 1,
+            "short_with_matches": 0,
+            "zero_rows": 0,
+            "mean_rows": 9.9,
+            "rows_with_cosine_share": 0.5,
+            "relevant_rows_with_cosine": 2,
+            "relevant_rows": 3,
+        },
+        "latency": {"p50_ms": 10.0, "p95_ms": 20.0},
+    }
+    lines = locomo_report.tuning_table({"modes": [{"mode": "local", "variants": [variant]}]})
+    header, align, row = lines[0], lines[1], lines[2]
+    assert header.count("|") == align.count("|") == row.count("|")
+    assert "| local | default | RECALL_MODE=hybrid | 0.500 |" in row

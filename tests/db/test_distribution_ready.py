@@ -8,7 +8,8 @@ column is part of the key, and a foreign key only between co-located rows); and 
 named query that reads or writes a tenant table is scoped by the tenant (``$1``), except
 the few cross-tenant control-plane statements listed below with their reason. Reference
 tables (replicated to every node) are the control plane: tenants and the API keys that
-authenticate before a tenant is known, and the deployment-wide embedding settings.
+authenticate before a tenant is known, the OAuth clients that register before any tenant
+authorizes them, and the deployment-wide embedding settings.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import asyncpg
 
 from service.db import sql
 
-REFERENCE_TABLES = frozenset({"tenants", "api_keys", "embedding_settings", "alembic_version"})
+REFERENCE_TABLES = frozenset(
+    {"tenants", "api_keys", "oauth_clients", "embedding_settings", "alembic_version"}
+)
 
 CROSS_TENANT_QUERIES = {
     "claim_embedding_jobs": "the queue worker leases due jobs of every tenant (owner role)",
@@ -27,6 +30,10 @@ CROSS_TENANT_QUERIES = {
     "(tenant, kind, id), across the tenants of its process's writes",
     "fail_embedding_jobs": "the worker settles the jobs it leased, by job id, across tenants",
     "tenant_ids": "the worker and re-embedding walk the tenants (control plane)",
+    "take_oauth_code": "a presented authorization code is resolved by its hash, like an API key",
+    "take_refresh_token": "a presented refresh token is resolved by its hash, like an API key",
+    "access_token_for_auth": "a presented access token is resolved by its hash, like an API key",
+    "delete_expired_oauth": "expired codes and tokens of every tenant are dropped (owner role)",
 }
 """Named queries that touch tenant tables without a tenant parameter, and why."""
 

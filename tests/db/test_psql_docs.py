@@ -49,8 +49,10 @@ async def seed_deployment(lib: Library) -> None:
         )
         await conn.execute(
             "INSERT INTO usage_daily (tenant_id, day, tool, calls, failures, bytes_out, "
-            "chars_returned, chars_saved) VALUES ($1, current_date, 'recall', 12, 1, 40960, "
-            "9000, 30000)",
+            "chars_returned, chars_saved, tokens_delivered, tokens_saved_previews, "
+            "tokens_saved_excerpts, tokens_saved_budgets, tokens_saved_ledger) "
+            "VALUES ($1, current_date, 'recall', 12, 1, 40960, 9000, 30000, 10240, 5000, 2500, "
+            "800, 400)",
             acme.tenant_id,
         )
     other = await new_seed(lib, "globex")

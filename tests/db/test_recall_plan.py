@@ -1,5 +1,11 @@
 """Plan guard: at 100k memories the recall statement uses the scoped and search indexes.
 
+Both full-text vectors (the exact-word ``memories_tsv`` and the stemmed
+``memories_tsv_en``) are searched through their scoped GIN indexes, the vector channel
+through HNSW, and the BM25 statistics are read by primary key from ``lexicon_terms`` (kept
+on write by migration 0007's triggers, which run during the bulk load below): nothing
+scans the agent's rows, also for a query of common words only (the starvation top-up).
+
 The corpus is bulk-loaded with SQL (100,000 memories over 20 agents of two tenants;
 5,000 of the target agent's rows carry unit embeddings). The HNSW indexes are
 dropped during the load and recreated from their own definitions (a bulk build is
@@ -12,7 +18,9 @@ from __future__ import annotations
 
 from service.db import sql
 from service.db.pool import APP_ROLE, Database
+from service.memory.recall import query_terms
 
+LOAD_TIMEOUT_SECONDS = 600.0
 LOAD = """
 INSERT INTO memories (tenant_id, agent_id, content, embedding, embedding_model, created_at)
 SELECT a.tenant_id, a.id,
@@ -43,17 +51,22 @@ async def _load(db: Database) -> str:
         )
         for index in hnsw:
             await conn.execute(f'DROP INDEX "{index["indexname"]}"')
-        await conn.execute(LOAD)
+        # the bulk load and the HNSW builds may take longer than the pool's 30 s statement
+        # timeout on a loaded machine; the test's own time limit bounds them
+        await conn.execute(LOAD, timeout=LOAD_TIMEOUT_SECONDS)
         for index in hnsw:
-            await conn.execute(index["indexdef"])
+            await conn.execute(index["indexdef"], timeout=LOAD_TIMEOUT_SECONDS)
     async with db.pool.acquire() as conn:
         await conn.execute("ANALYZE")
     return str(tenant)
 
 
-async def _plan(db: Database, tenant: str, tsquery: str, lexemes: list[str]) -> str:
+async def _plan(db: Database, tenant: str, query: str) -> str:
+    """The plan of the statement as a default (hybrid) recall runs it: lexical depth 100,
+    vector depth 20, the service's own query terms."""
     statement = sql.QUERIES["recall_candidates_384"]
     vector = [1.0] + [0.0] * 383
+    terms = query_terms.build(query)
     async with db.pool.acquire() as conn, conn.transaction():
         await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant)
         rows = await conn.fetch(
@@ -64,23 +77,32 @@ async def _plan(db: Database, tenant: str, tsquery: str, lexemes: list[str]) -> 
             "",
             None,
             vector,
-            tsquery,
-            [],
-            10,
+            terms.tsquery,
+            list(terms.patterns),
+            100,
             True,
             False,
-            lexemes,
+            list(terms.lexemes),
             False,
+            20,
+            query,
+            2000,
+            0.5,
+            1.0,
         )
     return "\n".join(row[0] for row in rows)
 
 
 async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
     tenant = await _load(db)
-    for tsquery, lexemes in (("'tea' | '4242'", ["tea", "4242"]), ("'travel'", ["travel"])):
-        plan = await _plan(db, tenant, tsquery, lexemes)
+    # a rare word plus an id; a topic word (10% of rows); words in every row (the top-up)
+    for query in ("tea 4242", "travelling", "notes about it"):
+        plan = await _plan(db, tenant, query)
         assert "Seq Scan on memories" not in plan, plan
         assert "Index Scan using memories_embedding_384 on memories" in plan, plan
-        assert "Bitmap Index Scan on memories_tsv" in plan, plan
+        assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
+        assert "Bitmap Index Scan on memories_tsv_en" in plan, plan
+        assert "Index Scan using lexicon_terms_pkey on lexicon_terms" in plan, plan
+        assert "Seq Scan on lexicon_terms" not in plan, plan
         scoped = ("memories_agent_recent", "memories_isolation", "memories_content_probe")
         assert any(f"Scan using {name}" in plan or f"Scan on {name}" in plan for name in scoped)

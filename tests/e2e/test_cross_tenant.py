@@ -22,7 +22,7 @@ AGENT, PROJECT, CHANNEL = "shared-agent", "shared-project", "shared-channel"
 A_FILE = "a-backup.jsonl"
 
 
-async def _seed(a: Agent) -> dict[str, int]:
+async def seed(a: Agent) -> dict[str, int]:
     memory = await a.call(
         "store",
         agent_id=AGENT,
@@ -39,7 +39,7 @@ async def _seed(a: Agent) -> dict[str, int]:
     return {"mem": memory["id"], "locked": locked["id"], "ep": episode["episode_id"]}
 
 
-async def _snapshot(a: Agent) -> str:
+async def snapshot(a: Agent) -> str:
     parts = [
         await a.call("list_memories", limit=500),
         await a.call("list_episodes", limit=200),
@@ -190,9 +190,9 @@ def _without_ids(body: Any, ids: dict[str, int]) -> str:
 async def test_tenant_b_cannot_read_change_or_detect_tenant_a(lib: Library, served: Served) -> None:
     a = Agent(served, await new_tenant(lib, "tenant-a"))
     b = Agent(served, await new_tenant(lib, "tenant-b"))
-    ids = await _seed(a)
+    ids = await seed(a)
     exported = await a.call("export_memories", agent_id=AGENT, output_path=A_FILE)
-    before = await _snapshot(a)
+    before = await snapshot(a)
     registered = set(await b.tool_names())
     table = probes(ids)
     assert registered == {tool for tool, _ in table}, "every tool needs a probe in PROBES"
@@ -203,7 +203,7 @@ async def test_tenant_b_cannot_read_change_or_detect_tenant_a(lib: Library, serv
         if tool in ID_KEYED:
             assert answer["ok"] is False, (tool, answer)
             assert _without_ids(answer, ids) == _without_ids(await b.call(tool, **twin), unknown)
-    assert await _snapshot(a) == before
+    assert await snapshot(a) == before
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
         stolen = await http.get(exported["download_url"], headers=_bearer(b.key))
         own = await http.get(exported["download_url"], headers=_bearer(a.key))

@@ -6,7 +6,8 @@ replication. Pausing WAL replay on the standby (``pg_wal_replay_pause()``) freez
 it shows, which tells which database answered: a row stored after the pause is
 visible only on the primary. Covered: read-only tools read the replica and writes go
 to the primary; recall's advisory write lands on the primary; recall with confidence
-scoring stays on the primary; a lagging replica is bypassed (metric and log line) and
+scoring stays on the primary; the session ledger of a recall on the replica is read and
+written on the primary; a lagging replica is bypassed (metric and log line) and
 used again once it catches up; a replica stopped mid-test leaves the primary answering.
 """
 
@@ -171,6 +172,30 @@ async def test_recall_with_confidence_scoring_reads_the_primary(
             assert await _contents(client) == ["gamma ray burst"]  # listing: the replica
             found = await client.call("recall", agent_id="a", query="delta wing aircraft")
             assert any(m["content"] == "delta wing aircraft" for m in found["messages"]), found
+
+
+async def test_the_session_ledger_of_a_recall_on_the_replica_lives_on_the_primary(
+    settings: Settings, lib: Library, database_url: str, replica_url: str, standby: Standby
+) -> None:
+    async with _serving(settings, database_url, replica_url, max_lag=3600) as served:
+        client = await _client_on_both(served, lib, "epsilon short note")
+        async with _replay_paused(standby):  # the ledger's rows never reach the replica
+            first = await client.call(
+                "recall", agent_id="a", query="epsilon", deep=True, novel_only=True
+            )
+            rows = [m for m in first["messages"] if m.get("ref")]
+            assert len(rows) == 1, first
+            (row,) = rows
+            assert row["content"] == "epsilon short note", first
+            again = await client.call(
+                "recall", agent_id="a", query="epsilon", deep=True, novel_only=True
+            )
+            assert [m for m in again["messages"] if m.get("ref")] == [
+                {"ref": row["ref"], "seen": True}
+            ]
+        routes = await _routes(served)
+    assert routes[("replica", "in_sync")] >= 2
+    assert ("primary", "wrote") not in routes  # never routed wrongly and rerun
 
 
 async def test_a_lagging_replica_is_bypassed_and_used_again_once_it_catches_up(

@@ -1,18 +1,29 @@
 -- recall_candidates[dim] --
 -- Every retriever of one recall in a single round trip (spec §3.2): vector over
--- memories and over episodes (HNSW, inner product on unit vectors), full text over
--- memories (tsvector OR-query plus trigram substrings for CJK and identifiers),
--- full text over episodes, the newest memories for empty queries, and one 'meta' row
--- carrying the pool size (capped at 500: the gate only needs that much), the episode
--- boundary, the profile, the calibrated gate and the advisory state.
+-- memories and over episodes (HNSW, inner product on unit vectors), BM25 full text over
+-- memories (the language-neutral and the stemmed English vector, plus trigram
+-- substrings for CJK and identifiers), full text over episodes, the newest memories for
+-- empty queries, and one 'meta' row carrying the pool size (capped at 500: the gate only
+-- needs that much), the episode boundary, the profile, the calibrated gate and the
+-- advisory state. Every returned row also carries the second-stage text features of
+-- the query's English stems (coverage, phrase) and whether it shares a query word.
+-- BM25 statistics are the agent's own, kept on write (lexicon_terms plus the backlog in
+-- lexicon_changes, migration 0007): nothing is sampled per query.
+-- Lexical candidates: every row holding one of the rarest query terms, taken rarest
+-- first while their postings add up to at most $16 rows (exact BM25 over them); when
+-- those are fewer than $9, rows holding any query term top the candidates up to $9
+-- (bounded: a query of common words never scores an unbounded posting list).
 -- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
 -- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
 -- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
--- $9 limit int, $10 episodes eligible boolean, $11 recency listing boolean,
--- $12 query lexemes text[] (the words of $7, for BM25 statistics),
--- $13 confidence scoring on boolean (adds the memory time span to meta)
+-- $9 lexical depth int, $10 episodes eligible boolean, $11 recency listing boolean,
+-- $12 query lexemes text[] (the words of $7), $13 confidence scoring on boolean (adds the
+-- memory time span to meta), $14 vector depth int, $15 query text (its English vector
+-- gives the stems' order for the phrase feature), $16 exhaustive postings budget int,
+-- $17 BM25 weight of the simple vector float8, $18 BM25 weight of the English vector
+-- float8 (0 = no stemming)
 WITH agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), scoped_memories AS NOT MATERIALIZED (
@@ -31,63 +42,126 @@ WITH agent AS (
     WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
     ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT $9
+    LIMIT $14::int
 ), vec_ep AS (
     SELECT e.id, -(e.embedding::vector({dim}) <#> $6::vector({dim})) AS score
     FROM scoped_episodes e
     WHERE $6::vector IS NOT NULL AND $10 AND e.embedding_dim = {dim}
     ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT $9
-), sample AS MATERIALIZED (
-    -- BM25 statistics come from up to 2,000 of the agent's rows in scope (any 2,000: no
-    -- ordering, so the read stops early): bounded whatever the corpus size, and a good
-    -- estimate of how common each word is.
-    SELECT m.content_tsv FROM scoped_memories m
+    LIMIT $14::int
+), words AS MATERIALIZED (
+    -- The query's terms per configuration: its words (simple) and their Snowball stems
+    -- (english; none for an English stop word). Lexemes are cast, never parsed, into a
+    -- tsquery, so a stem is not stemmed again and no input can make a tsquery invalid.
+    SELECT DISTINCT w.config, w.term, quote_literal(w.term)::tsquery AS query,
+           CASE WHEN w.config = 'simple'::regconfig THEN $17::float8 ELSE $18::float8 END
+               AS weight
+    FROM (SELECT 'simple'::regconfig AS config, t.term
+          FROM unnest($12::text[]) AS t(term) WHERE $7::text IS NOT NULL
+          UNION ALL
+          SELECT 'english'::regconfig, u.lexeme
+          FROM unnest($12::text[]) AS t(term)
+          CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u
+          WHERE $7::text IS NOT NULL AND $18::float8 > 0) w
+), backlog AS MATERIALIZED (
+    SELECT c.sign, c.simple, c.english FROM lexicon_changes c
+    WHERE c.tenant_id = $1 AND c.agent_id = (SELECT id FROM agent) AND $7::text IS NOT NULL
+), totals AS MATERIALIZED (
+    -- Memories and mean vector length per configuration (folded plus backlog).
+    SELECT g.config,
+           greatest(coalesce(t.df, 0) + coalesce(b.docs, 0), 1)::float8 AS docs,
+           greatest((coalesce(t.len, 0) + coalesce(b.len, 0))::float8
+                    / greatest(coalesce(t.df, 0) + coalesce(b.docs, 0), 1), 1) AS avgdl
+    FROM (VALUES ('simple'::regconfig), ('english'::regconfig)) AS g(config)
+    LEFT JOIN lexicon_terms t
+        ON t.tenant_id = $1 AND t.agent_id = (SELECT id FROM agent) AND t.config = g.config
+       AND t.term = ''
+    LEFT JOIN LATERAL (
+        SELECT sum(k.sign) AS docs,
+               sum(k.sign * length(CASE WHEN g.config = 'simple'::regconfig
+                                        THEN k.simple ELSE k.english END)) AS len
+        FROM backlog k
+        WHERE g.config = 'simple'::regconfig OR k.english IS NOT NULL) b ON true
     WHERE $7::text IS NOT NULL
-    LIMIT 2000
-), term_stats AS MATERIALIZED (
-    SELECT t.term, q.query, (SELECT count(*) FROM sample s WHERE s.content_tsv @@ q.query) AS df
-    FROM unnest($12::text[]) AS t(term)
-    CROSS JOIN LATERAL (SELECT to_tsquery('simple', quote_literal(t.term)) AS query) q
-), corpus AS MATERIALIZED (
-    -- Candidate words: those in under 20% of the sample that occur at all (a word absent
-    -- from a sample holding every row of the scope matches nothing); all words when no
-    -- word qualifies, so a query of only common words still finds rows.
-    SELECT greatest((SELECT count(*) FROM sample), 1) AS n,
-           (SELECT avg(length(content_tsv)) FROM sample) AS avgdl,
-           coalesce((SELECT string_agg(quote_literal(s.term), ' | ') FROM term_stats s
-                     WHERE s.df * 5 < greatest((SELECT count(*) FROM sample), 1)
-                       AND (s.df > 0 OR (SELECT count(*) FROM sample) >= 2000)), $7) AS words
-), fts_candidates AS NOT MATERIALIZED (
-    -- Rows matching a candidate word (GIN postings of this agent) or a substring pattern
-    -- (trigram index), bounded so one recall never scores an unbounded set.
-    SELECT m.id, m.content, m.content_tsv
+), stats AS MATERIALIZED (
+    -- Each query term's document frequency in the agent and its BM25 IDF; ``running``
+    -- orders terms rarest first and adds up their postings.
+    SELECT w.config, w.term, w.query, w.weight, d.df, k.avgdl,
+           ln(1 + (k.docs - d.df + 0.5) / (d.df + 0.5)) AS idf,
+           sum(d.df) OVER (ORDER BY d.df, w.config, w.term) AS running
+    FROM words w
+    JOIN totals k ON k.config = w.config
+    CROSS JOIN LATERAL (
+        SELECT greatest(coalesce((SELECT t.df FROM lexicon_terms t
+                                  WHERE t.tenant_id = $1 AND t.agent_id = (SELECT id FROM agent)
+                                    AND t.config = w.config AND t.term = w.term), 0)
+                        + coalesce((SELECT sum(b.sign) FROM backlog b
+                                    WHERE CASE WHEN w.config = 'simple'::regconfig
+                                               THEN b.simple ELSE b.english END @@ w.query),
+                                   0), 0)::float8 AS df) d
+), queries AS MATERIALIZED (
+    SELECT (SELECT string_agg(s.term_query, ' | ') FROM (
+                SELECT quote_literal(s.term) AS term_query FROM stats s
+                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= $16) s
+           )::tsquery AS rare_simple,
+           (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
+            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= $16)::tsquery
+               AS rare_english,
+           (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
+            WHERE s.config = 'simple'::regconfig AND s.df > 0)::tsquery AS any_simple,
+           (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
+            WHERE s.config = 'english'::regconfig AND s.df > 0)::tsquery AS any_english
+), fts_rare AS MATERIALIZED (
+    SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE $7::text IS NOT NULL
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
-      AND m.content_tsv @@ to_tsquery('simple', (SELECT words FROM corpus))
-    LIMIT 2000
-), pattern_candidates AS NOT MATERIALIZED (
-    SELECT m.id, m.content, m.content_tsv
+      AND (m.content_tsv @@ (SELECT rare_simple FROM queries)
+           OR m.content_tsv_en @@ (SELECT rare_english FROM queries))
+    LIMIT $16::int
+), fts_common AS MATERIALIZED (
+    -- Starvation guard: rows sharing only common query words fill up to the depth.
+    SELECT m.id, m.content_tsv, m.content_tsv_en
+    FROM scoped_memories m
+    WHERE $7::text IS NOT NULL
+      AND (SELECT count(*) FROM fts_rare) < $9
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND (m.content_tsv @@ (SELECT any_simple FROM queries)
+           OR m.content_tsv_en @@ (SELECT any_english FROM queries))
+      AND m.id NOT IN (SELECT id FROM fts_rare)
+    LIMIT $9
+), pattern_candidates AS MATERIALIZED (
+    SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE cardinality($8::text[]) > 0
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
       AND m.content ILIKE ANY ($8::text[])
     LIMIT 2000
+), fts_pool AS (
+    SELECT * FROM fts_rare
+    UNION ALL
+    SELECT * FROM fts_common
+    UNION ALL
+    SELECT * FROM pattern_candidates p
+    WHERE p.id NOT IN (SELECT id FROM fts_rare) AND p.id NOT IN (SELECT id FROM fts_common)
 ), fts_mem AS (
-    -- BM25 with binary term frequency (chat-sized texts rarely repeat a word): the IDF of
-    -- each matched word, length-normalised (b 0.75), plus one point per matched substring
-    -- pattern (CJK trigrams, identifiers).
+    -- Okapi BM25 (k1 1.2, b 0.75) with binary term frequency over both vectors: each
+    -- query term the row holds adds weight x IDF, length-normalised within its own
+    -- configuration; plus one point per matched substring pattern.
     SELECT c.id,
-           coalesce((SELECT sum(ln(1 + (k.n - s.df + 0.5) / (s.df + 0.5)))
-                     FROM term_stats s WHERE c.content_tsv @@ s.query), 0)
-           * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(c.content_tsv) / greatest(k.avgdl, 1)))
-           + (SELECT count(*) FROM unnest($8::text[]) p WHERE c.content ILIKE p)::float8 AS score
-    FROM (SELECT * FROM fts_candidates
-          UNION ALL
-          SELECT * FROM pattern_candidates p
-          WHERE p.id NOT IN (SELECT id FROM fts_candidates)) c
-    CROSS JOIN corpus k
+           coalesce((SELECT sum(s.weight * s.idf * 2.2
+                                / (1 + 1.2 * (0.25 + 0.75 * (CASE WHEN s.config = 'simple'::regconfig
+                                                                  THEN length(c.content_tsv)
+                                                                  ELSE length(c.content_tsv_en) END)
+                                                           / s.avgdl)))
+                     FROM stats s
+                     WHERE CASE WHEN s.config = 'simple'::regconfig
+                                THEN c.content_tsv ELSE c.content_tsv_en END @@ s.query), 0)
+           + CASE WHEN cardinality($8::text[]) > 0
+                  THEN (SELECT count(*) FROM unnest($8::text[]) p, memories x
+                        WHERE x.tenant_id = $1 AND x.id = c.id AND x.content ILIKE p)::float8
+                  ELSE 0 END AS score
+    FROM fts_pool c
     ORDER BY score DESC, c.id DESC
     LIMIT $9
 ), fts_ep AS (
@@ -121,30 +195,58 @@ WITH agent AS (
     FROM fts_ep
     UNION ALL
     SELECT 'recent', 'mem', id, score, row_number() OVER () FROM recent_mem
+), stems AS MATERIALIZED (
+    -- The query's English stems with their IDF, and consecutive stem pairs (in query
+    -- order) as phrase queries at the query's own distance (``a <N> b``).
+    SELECT s.term, s.query, s.idf, min(u.pos) AS pos
+    FROM stats s
+    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, $15::text)) v
+                       CROSS JOIN LATERAL unnest(v.positions) p WHERE v.lexeme = s.term) u ON true
+    WHERE s.config = 'english'::regconfig
+    GROUP BY s.term, s.query, s.idf
+), phrases AS MATERIALIZED (
+    SELECT format('%s <%s> %s', quote_literal(a.term), b.pos - a.pos, quote_literal(b.term))
+               ::tsquery AS query
+    FROM (SELECT term, pos, lead(term) OVER w AS next, lead(pos) OVER w AS next_pos
+          FROM stems WHERE pos IS NOT NULL WINDOW w AS (ORDER BY pos, term)) a
+    JOIN stems b ON b.term = a.next AND a.next_pos > a.pos
 ), calibration AS (
     SELECT c.vector_threshold, c.fused_gate, c.fused_gate_signal, c.agent_id
     FROM recall_calibration c
     WHERE c.tenant_id = $1 AND (c.agent_id = (SELECT id FROM agent) OR c.agent_id IS NULL)
+), found AS (
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
+           NULL::boolean AS resolved,
+           CASE WHEN $6::vector IS NOT NULL AND m.embedding_dim = {dim}
+                THEN -(m.embedding::vector({dim}) <#> $6::vector({dim})) END AS cosine,
+           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
+    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
+    WHERE h.kind = 'mem'
+    UNION ALL
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
+           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
+           '', e.created_at, e.resolved,
+           CASE WHEN $6::vector IS NOT NULL AND e.embedding_dim = {dim}
+                THEN -(e.embedding::vector({dim}) <#> $6::vector({dim})) END,
+           0, NULL, e.search_tsv,
+           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
+    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
+    WHERE h.kind = 'ep'
 )
-SELECT h.channel, h.kind, h.id, h.score, h.position,
-       m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-       NULL::boolean AS resolved,
-       CASE WHEN $6::vector IS NOT NULL AND m.embedding_dim = {dim}
-            THEN -(m.embedding::vector({dim}) <#> $6::vector({dim})) END AS cosine,
-       m.recall_count, m.last_recalled_at, NULL::jsonb AS meta
-FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
-WHERE h.kind = 'mem'
-UNION ALL
-SELECT h.channel, h.kind, h.id, h.score, h.position,
-       '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
-       coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
-                                      'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-       '', e.created_at, e.resolved,
-       CASE WHEN $6::vector IS NOT NULL AND e.embedding_dim = {dim}
-            THEN -(e.embedding::vector({dim}) <#> $6::vector({dim})) END,
-       0, NULL, NULL::jsonb
-FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
-WHERE h.kind = 'ep'
+SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
+       f.msg_id, f.created_at, f.resolved, f.cosine, f.recall_count, f.last_recalled_at,
+       NULL::jsonb AS meta,
+       (SELECT sum(s.idf) FILTER (WHERE f.tsv_en @@ s.query) / nullif(sum(s.idf), 0)
+        FROM stems s) AS coverage,
+       (SELECT count(*) FILTER (WHERE f.tsv_en @@ p.query)::float8 / nullif(count(*), 0)
+        FROM phrases p) AS phrase,
+       coalesce(f.tsv @@ (SELECT any_simple FROM queries), false)
+           OR coalesce(f.tsv_en @@ (SELECT any_english FROM queries), false)
+           OR (cardinality($8::text[]) > 0 AND f.content ILIKE ANY ($8::text[])) AS matched
+FROM found f
 UNION ALL
 SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object(
@@ -168,7 +270,8 @@ SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NUL
            'advisory_state', (SELECT state FROM embedding_health WHERE tenant_id = $1),
            'advisory_long_sent',
                (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
-       )
+       ),
+       NULL, NULL, NULL
 
 -- bump_recall_stats --
 -- Credit the memories a recall returned (confidence scoring only, spec §3.9).

@@ -1,13 +1,31 @@
 -- add_usage --
 -- Add one flush's counts to a tenant's daily usage row for a tool.
 -- $1 tenant_id uuid, $2 day date, $3 tool text, $4 calls bigint, $5 failures bigint,
--- $6 bytes_out bigint, $7 chars_returned bigint, $8 chars_saved bigint
+-- $6 bytes_out bigint, $7 chars_returned bigint, $8 chars_saved bigint,
+-- $9 tokens_delivered bigint, $10 tokens_saved_previews bigint,
+-- $11 tokens_saved_excerpts bigint, $12 tokens_saved_budgets bigint,
+-- $13 tokens_saved_ledger bigint
 INSERT INTO usage_daily AS u (tenant_id, day, tool, calls, failures, bytes_out, chars_returned,
-                              chars_saved)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                              chars_saved, tokens_delivered, tokens_saved_previews,
+                              tokens_saved_excerpts, tokens_saved_budgets, tokens_saved_ledger)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (tenant_id, day, tool) DO UPDATE
 SET calls = u.calls + EXCLUDED.calls,
     failures = u.failures + EXCLUDED.failures,
     bytes_out = u.bytes_out + EXCLUDED.bytes_out,
     chars_returned = u.chars_returned + EXCLUDED.chars_returned,
-    chars_saved = u.chars_saved + EXCLUDED.chars_saved
+    chars_saved = u.chars_saved + EXCLUDED.chars_saved,
+    tokens_delivered = u.tokens_delivered + EXCLUDED.tokens_delivered,
+    tokens_saved_previews = u.tokens_saved_previews + EXCLUDED.tokens_saved_previews,
+    tokens_saved_excerpts = u.tokens_saved_excerpts + EXCLUDED.tokens_saved_excerpts,
+    tokens_saved_budgets = u.tokens_saved_budgets + EXCLUDED.tokens_saved_budgets,
+    tokens_saved_ledger = u.tokens_saved_ledger + EXCLUDED.tokens_saved_ledger
+
+-- usage_report --
+-- A tenant's daily usage of the last $2 UTC days (today included), newest day first.
+-- $1 tenant_id uuid, $2 days integer
+SELECT day, tool, calls, failures, bytes_out, tokens_delivered, tokens_saved_previews,
+       tokens_saved_excerpts, tokens_saved_budgets, tokens_saved_ledger
+FROM usage_daily
+WHERE tenant_id = $1 AND day > (now() AT TIME ZONE 'UTC')::date - $2::integer
+ORDER BY day DESC, tool

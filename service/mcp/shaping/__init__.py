@@ -1,4 +1,4 @@
-"""Response shaping at the MCP boundary: previews, refs and character budgets.
+"""Response shaping at the MCP boundary: compact rows, previews, excerpts, refs, budgets.
 
 The library (``service.memory``) always returns full rows; this package is the only place in
 the service that trims them or enforces a response budget (seed "Design principle", spec
@@ -7,8 +7,11 @@ in-process consumers) can never be handed a preview, and every budget rule is te
 without a database.
 
 Everything here is pure: functions take JSON-ready mappings, return new dicts and lists,
-never mutate their inputs and do no I/O. Copies are shallow; nested values such as
+never mutate their inputs and do no I/O (the one exception: ``tokens.token_counter`` loads
+a configured ``CPERSONA_TOKENIZER`` file once). Copies are shallow; nested values such as
 ``source`` are shared with the input, which is safe because nothing here writes to them.
+What needs the database or a signing key (the session ledger, cursors) is done by
+``service.mcp.delivery`` around these functions.
 
 Vocabulary shared by every function:
 
@@ -26,5 +29,6 @@ Vocabulary shared by every function:
 Budgets count as they build (streaming-size accounting, architecture §7). Each walks the
 rows once, in the order the spec gives, keeps a running total and degrades rows from the
 point the budget is spent. None of them builds an oversized response and cuts it afterwards.
-Lengths are Unicode code points (Python ``len``), as the spec requires.
+Lengths are Unicode code points (Python ``len``), as the spec requires; ``max_tokens``
+counts tokens of the compact rendering (``tokens.render``).
 """

@@ -1,10 +1,13 @@
-"""recall and recall_with_context: previews and the full-content budget (spec §4.2, §4.3)."""
+"""recall and recall_with_context: compact rows, previews, excerpts and the full-content
+budget (spec §4.2, §4.3)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from service.mcp.shaping.compact import compact_row
+from service.mcp.shaping.excerpt import excerpts
 from service.mcp.shaping.rows import Row, ShapedRow, previewed, rows_of
 
 FULL_CONTENT_BUDGET_CHARS: Final = 200_000
@@ -57,31 +60,50 @@ def full_content_budget(
     return shaped, spent
 
 
+def with_excerpts(
+    rows: Sequence[Row], full_rows: Sequence[Row], query: str, preview_chars: int
+) -> list[ShapedRow]:
+    """``rows`` (shaped from ``full_rows``, position by position) with ``excerpt`` and
+    ``excerpt_offset`` on the trimmed rows with a ref whose best match lies beyond the
+    preview (see :mod:`service.mcp.shaping.excerpt`). Every row counts in the weights."""
+    texts = [row.get("content") for row in full_rows]
+    plain = [text if isinstance(text, str) else "" for text in texts]
+    wanted = [bool(row.get("ref") and row.get("content_truncated")) for row in rows]
+    shaped: list[ShapedRow] = []
+    for row, found in zip(rows, excerpts(plain, wanted, query, preview_chars), strict=True):
+        extra = {} if found is None else {"excerpt": found.text, "excerpt_offset": found.offset}
+        shaped.append({**row, **extra})
+    return shaped
+
+
 def shape_recall(
     response: Mapping[str, object],
     *,
     preview_chars: int,
     full_content: bool,
+    query: str = "",
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
 ) -> dict[str, object]:
     """Shape a library recall response for an MCP caller (spec §4.1).
 
-    Applies exactly one of :func:`preview` (default) or :func:`full_content_budget`
-    (``full_content=True``) to ``response["messages"]``. It adds
-    ``full_content_budget_chars: budget_chars`` when the budget was spent. Every other key
-    (``advisory``, ``gate_fallback``, ...) is carried over as it is. A response whose
-    ``messages`` is not a list of objects (the library never produces one) is returned as
-    a shallow copy, unshaped.
+    Every row is made compact (:func:`service.mcp.shaping.compact.compact_row`), then
+    exactly one of :func:`preview` (default) or :func:`full_content_budget`
+    (``full_content=True``) applies to ``response["messages"]``, and trimmed rows get
+    their excerpt for ``query``. ``full_content_budget_chars: budget_chars`` is added
+    when the budget was spent. Every other key (``advisory``, ``gate_fallback``, ...) is
+    carried over as it is. A response whose ``messages`` is not a list of objects (the
+    library never produces one) is returned as a shallow copy, unshaped.
     """
     shaped = dict(response)
     messages = rows_of(response.get("messages"))
     if messages is None:
         return shaped
-    if not full_content:
-        shaped["messages"] = preview(messages, preview_chars)
-        return shaped
-    budgeted, spent = full_content_budget(messages, preview_chars, budget_chars)
-    shaped["messages"] = budgeted
-    if spent:
-        shaped["full_content_budget_chars"] = budget_chars
+    compacted = [compact_row(row) for row in messages]
+    if full_content:
+        rows, spent = full_content_budget(compacted, preview_chars, budget_chars)
+        if spent:
+            shaped["full_content_budget_chars"] = budget_chars
+    else:
+        rows = preview(compacted, preview_chars)
+    shaped["messages"] = with_excerpts(rows, messages, query, preview_chars)
     return shaped

@@ -26,9 +26,8 @@ async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 DELETE_AGENT_DATA = ToolSpec(
     name="delete_agent_data",
-    description="""Irreversibly delete all of one agent's data (memories, locked too,
-episodes, profile, export files). Returns {ok, deleted_memories,
-...}.""",
+    description="""Irreversibly delete one agent's memories (locked too), episodes,
+profile and export files. Returns {ok, deleted_memories, ...}.""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
     handler=_delete_agent_data,
     demands=on_agent("agent_id", "read-write"),

@@ -40,8 +40,7 @@ def _calibrate_problem(args: JsonObject) -> str | None:
 CALIBRATE_THRESHOLD = ToolSpec(
     name="calibrate_threshold",
     description="""Re-derive an agent's recall similarity threshold from its embedded
-memories (needs 10); keep the other defaults. Returns {ok,
-new_threshold}.""",
+memories (needs 10). Returns {ok, new_threshold}.""",
     input_schema=obj(
         {
             "agent_id": {**AGENT_ID, "description": "'' = tenant default"},
@@ -93,9 +92,8 @@ def _precision_problem(args: JsonObject) -> str | None:
 
 SET_RECALL_PRECISION = ToolSpec(
     name="set_recall_precision",
-    description="""Set how picky recall is for an agent (precision or beta > 0; ""
-and 0 clear), then recalibrate (needs 10 embedded memories).
-Returns {ok, precision, beta}.""",
+    description="""Set how picky an agent's recall is ("" and 0 clear), then
+recalibrate (needs 10 embedded memories). Returns {ok, precision, beta}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,

@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
+from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID
 from service.mcp.shaping import contents as shaping
 from service.memory import contents
 from service.models import JsonObject
 
-DESCRIPTION = """Full text of preview rows: pass their refs (at most 20) and the
-same agent_id. Returns {items, missing}; past 40,000 characters
-the rest is in deferred: call again with those."""
+DESCRIPTION = """Full text of preview rows: their refs (at most 20) and agent_id.
+Returns {items, missing}; past 40,000 characters the rest is in
+deferred: call again with those."""
 
 REFS: JsonObject = {
     "type": "array",
     "items": {"type": "string"},
     "maxItems": contents.MAX_REFS,
-    "description": 'e.g. ["mem:12", "ep:40"]',
+    "description": "mem:N or ep:N",
 }
 
 
 async def _get_contents(env: ToolEnv, args: JsonObject) -> JsonObject:
-    """Resolve every ref whole in the library, then spend the batch budget here."""
+    """Resolve every ref whole in the library, then spend the batch budget here; the rows
+    sent count as delivered to the request's session, if it names one (the ledger)."""
     agent_id, refs = contents.checked_request(args["agent_id"], args["refs"])
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
-    return shaping.budget_contents(found)
+    answer = shaping.budget_contents(found)
+    items = answer["items"]
+    if isinstance(items, list):
+        await delivery.record_whole(env, [str(item["ref"]) for item in items])
+    return answer
 
 
 GET_CONTENTS = ToolSpec(

@@ -53,9 +53,8 @@ def _refuse_episode(message: str) -> JsonObject:
 
 ARCHIVE_EPISODE = ToolSpec(
     name="archive_episode",
-    description="""Archive a session summary (episode) you wrote, for later recall;
-history's timestamps set its span, resolved: true if solved.
-Returns {ok, episode_id}.""",
+    description="""Archive your summary of a session (an episode) for later recall;
+history's timestamps set its span. Returns {ok, episode_id}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,

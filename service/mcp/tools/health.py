@@ -30,7 +30,7 @@ from service.models import JsonObject
 AGENT_SWEEP: JsonObject = {
     "type": "string",
     "default": "",
-    "description": "'' = every agent",
+    "description": "'' = all",
 }
 FIX: JsonObject = {
     "type": "boolean",
@@ -95,9 +95,8 @@ CHECK_HEALTH = ToolSpec(
 
 DEEP_CHECK = ToolSpec(
     name="deep_check",
-    description="""Heuristic review of one agent's memory (anonymous sources, short
-content, stale profile, near duplicates); fix repairs the first
-two. Returns {results, fixed}.""",
+    description="""Review one agent's memory (anonymous sources, short content, stale
+profile, near duplicates); fix repairs the first two. Returns {results, fixed}.""",
     input_schema=obj(
         {
             "agent_id": {"type": "string"},
@@ -126,9 +125,8 @@ async def _migrate_channel_axis(env: ToolEnv, args: JsonObject) -> JsonObject:
 
 MIGRATE_CHANNEL_AXIS = ToolSpec(
     name="migrate_channel_axis",
-    description="""Move memories of channel "discord" to the channel their metadata
-names; dry_run (default) only reports. Returns {recoverable_total,
-migrated}.""",
+    description="""Move channel "discord" memories to the channel their metadata
+names; dry_run only reports. Returns {recoverable_total, migrated}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_SWEEP,

@@ -18,9 +18,8 @@ from service.memory.memories import edits, listing, store
 from service.models import JsonObject
 
 STORE_DESCRIPTION = """Save one durable fact (preference, decision, name, result) to
-recall later; at most 16,000 characters. A repeated message.id or
-identical content is skipped. Returns {ok, result:
-stored|skipped|rejected, id, reason?}."""
+recall later; at most 16,000 characters; a repeated message.id or content is skipped.
+Returns {ok, result: stored|skipped|rejected, id, reason?}."""
 
 
 def _refuse_store(message: str) -> JsonObject:

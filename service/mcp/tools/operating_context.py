@@ -9,10 +9,9 @@ from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
 from service.memory.operating_context import describe, storage
 from service.models import JsonObject
 
-DESCRIPTION = """Your operator's house rules: project_ids, each agent's default
-project (project_id "@auto"), doctrine sections. Read at session
-start or when a write warns about a project. Returns {ok,
-instructions_summary, registry, defaults, doctrine_sections}."""
+DESCRIPTION = """Your operator's house rules: project_ids, agents' default projects
+(project_id "@auto"), doctrine. Read at session start or when a write warns about a
+project. Returns {ok, instructions_summary, registry, defaults, doctrine_sections}."""
 
 
 async def _get_operating_context(env: ToolEnv, args: JsonObject) -> JsonObject:

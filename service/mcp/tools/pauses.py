@@ -21,7 +21,7 @@ SESSION_KEY: JsonObject = {
     "type": "string",
     "default": "",
     "pattern": pauses.SESSION_KEY_PATTERN,
-    "description": "X-CPersona-Session; '' = tenant",
+    "description": "'' = tenant",
 }
 
 PAUSE_DESCRIPTION = """Pause writes for ttl_seconds (e.g. for a test); writes then

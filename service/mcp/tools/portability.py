@@ -73,12 +73,9 @@ EXPORT_MEMORIES = ToolSpec(
         {
             "agent_id": {
                 "type": "string",
-                "description": "'' = every agent",
+                "description": "'' = all",
             },
-            "output_path": {
-                "type": "string",
-                "description": 'e.g. "backup.jsonl"',
-            },
+            "output_path": {"type": "string"},
             "include_embeddings": {
                 "type": "boolean",
                 "default": False,

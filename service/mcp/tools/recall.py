@@ -1,11 +1,12 @@
-"""recall and recall_with_context: the library's full rows, shaped to previews here."""
+"""recall and recall_with_context: the library's full rows, shaped and delivered here."""
 
 from __future__ import annotations
 
 from service.config import Settings
+from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
-from service.mcp.shaping import recall as shaping
+from service.memory.cursor import MAX_CURSOR_CHARS
 from service.memory.recall import pipeline, with_context
 from service.models import JsonObject
 
@@ -38,12 +39,27 @@ _COMMON: JsonObject = {
         "default": False,
         "description": "whole rows, no previews",
     },
+    "max_tokens": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1_000_000,
+        "description": "token budget; then next_cursor",
+    },
+    "cursor": {
+        "type": "string",
+        "maxLength": MAX_CURSOR_CHARS,
+        "description": "a next_cursor: next page",
+    },
+    "novel_only": {
+        "type": "boolean",
+        "description": "stub rows seen whole",
+    },
 }
 
 RECALL_DESCRIPTION = """Search memories and episodes by meaning and words before answering
 from past sessions. Returns {messages}, last is best: content, ref
 (mem:N/ep:N), source, timestamp. Long rows are previews
-(content_truncated): get_contents fetches them."""
+(content_truncated, maybe an excerpt): get_contents fetches them."""
 
 
 def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
@@ -62,14 +78,6 @@ def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
     )
 
 
-def _shape(env: ToolEnv, body: JsonObject, args: JsonObject) -> JsonObject:
-    return shaping.shape_recall(
-        body,
-        preview_chars=env.lib.settings.recall_preview_chars,
-        full_content=bool(args["full_content"]),
-    )
-
-
 def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     """Recall itself never writes unless confidence scoring bumps recall statistics,
     which a persistence pause suppresses (spec §10.5); only then is the pause read."""
@@ -83,9 +91,11 @@ def _scores_confidence(settings: Settings) -> bool:
 
 
 async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = _request(env, args)
-    body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
-    return _shape(env, body, args)
+    opts = delivery.options("recall", args)
+    if args.get("cursor"):
+        return await delivery.resume(env, opts, args["cursor"])
+    body = await pipeline.recall(env.lib, env.caller.tenant_id, _request(env, args))
+    return await delivery.deliver(env, opts, body)
 
 
 RECALL = ToolSpec(
@@ -112,17 +122,19 @@ RECALL = ToolSpec(
     primary_when=_scores_confidence,
 )
 
-RECALL_WITH_CONTEXT_DESCRIPTION = """recall merged with your recent turns (external_context), oldest
-first; memories matching a turn are left out, turns return as
-context_type "conversation" rows."""
+RECALL_WITH_CONTEXT_DESCRIPTION = """recall merged with your recent turns (external_context),
+oldest first; memories matching a turn are left out, turns come back as "conversation"
+rows."""
 
 
 async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = _request(env, args)
+    opts = delivery.options("recall_with_context", args)
+    if args.get("cursor"):
+        return await delivery.resume(env, opts, args["cursor"])
     body = await with_context.recall_with_context(
-        env.lib, env.caller.tenant_id, request, args["external_context"]
+        env.lib, env.caller.tenant_id, _request(env, args), args["external_context"]
     )
-    return _shape(env, body, args)
+    return await delivery.deliver(env, opts, body)
 
 
 RECALL_WITH_CONTEXT = ToolSpec(

@@ -21,8 +21,10 @@ stored vector is the embedding of its content, so no embedding call is made; sco
 one pseudo-query are computed once per calibration and reused across draws.
 
 Cascade with confidence off has no fused score, hence no fused gate (the vector
-threshold owns precision there); without an embedding provider the live pipeline has
-no vector channel, so nothing is calibrated either.
+threshold owns precision there); neither has the default hybrid mode, whose gate keeps
+every lexical match and the vector rows at or above the (calibrated) vector threshold;
+without an embedding provider the live pipeline has no vector channel, so nothing is
+calibrated either.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class EmbeddingError(Exception):
@@ -58,6 +58,23 @@ class EmbeddingProvider(Protocol):
     async def aclose(self) -> None:
         """Release threads, sessions and connections; the provider is unusable afterwards."""
         ...
+
+
+@runtime_checkable
+class AsymmetricProvider(Protocol):
+    """A provider whose model embeds queries differently from stored texts (E5's
+    ``query:`` / ``passage:``): ``embed`` is for stored texts, this for recall queries."""
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per query, in input order; raises `EmbeddingError`."""
+        ...
+
+
+async def embed_queries(provider: EmbeddingProvider, texts: Sequence[str]) -> list[list[float]]:
+    """Query vectors: the provider's query embedding when it has one, else `embed`."""
+    if isinstance(provider, AsymmetricProvider):
+        return await provider.embed_queries(texts)
+    return await provider.embed(texts)
 
 
 def l2_normalise(vector: Sequence[float]) -> list[float]:

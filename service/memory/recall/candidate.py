@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
 
 Kind: TypeAlias = Literal["mem", "ep", "profile"]
 
 
-Mode: TypeAlias = Literal["rrf", "rsf", "cascade"]
+Mode: TypeAlias = Literal["hybrid", "rrf", "rsf", "cascade"]
 
 
-Signal: TypeAlias = Literal["confidence", "rsf", "cosine", "rrf"]
+Signal: TypeAlias = Literal["confidence", "hybrid", "rsf", "cosine", "rrf"]
 
 
 Identity: TypeAlias = tuple[Kind, int]
@@ -62,9 +62,12 @@ class Candidate:
     LIKE fallback. ``timestamp`` is the caller's timestamp for a memory, ``start_time`` else
     ``created_at`` for an episode, ``""`` for the profile. ``resolved`` is only set on
     episodes; ``recall_count`` and ``last_recalled_at`` only mean something on memories.
-    ``vector_unseen`` marks a row matched lexically that the vector channel could not
-    score although embeddings are on (the row has no vector yet, or the query could not
-    be embedded): the gate keeps it (``gate.mark_vector_unseen``).
+    ``hybrid`` is the weighted score of the default fusion (plus the second stage's text
+    features); ``matched`` says the row shares a word (or stem, or substring pattern) with
+    the query, which is what keeps it through the hybrid gate. ``vector_unseen`` marks a
+    row matched lexically that the vector channel could not score although embeddings are
+    on (the row has no vector yet, or the query could not be embedded): the gate keeps it
+    (``gate.mark_vector_unseen``).
     """
 
     kind: Kind
@@ -77,6 +80,8 @@ class Candidate:
     rrf: float | None = None
     rsf: float | None = None
     confidence: float | None = None
+    hybrid: float | None = None
+    matched: bool = False
     cosine_backfilled: bool = False
     resolved: bool = False
     recall_count: int = 0
@@ -92,6 +97,27 @@ class Candidate:
     def is_profile(self) -> bool:
         """Whether this is the injected profile sentinel."""
         return self.kind == "profile"
+
+
+_FIELDS: Final = tuple(f.name for f in fields(Candidate))
+_FIELD_SET: Final = frozenset(_FIELDS)
+
+
+def evolve(row: Candidate, **changes: object) -> Candidate:
+    """``row`` with ``changes``: ``dataclasses.replace`` for the hot path.
+
+    A hybrid recall copies every candidate once or twice (fusion, the second stage), about
+    150 copies per call; ``replace`` inspects the fields and runs ``__init__`` each time,
+    this copies the slots directly (about 2.5 times cheaper). Like ``replace``, an unknown
+    field name raises TypeError; values are not validated (neither does ``__init__``).
+    """
+    unknown = changes.keys() - _FIELD_SET
+    if unknown:
+        raise TypeError(f"Candidate has no field(s) {sorted(unknown)}")
+    new = object.__new__(Candidate)
+    for name in _FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(row, name))
+    return new
 
 
 Channel: TypeAlias = Sequence[Candidate | None]
@@ -154,6 +180,7 @@ class MatchReason(TypedDict):
     cosine: NotRequired[float]
     rrf: NotRequired[float]
     rsf: NotRequired[float]
+    hybrid: NotRequired[float]
 
 
 # Signal accessors: one row's value of one signal, None when it was never computed.
@@ -173,6 +200,10 @@ def rrf_of(row: Candidate) -> float | None:
 
 def rsf_of(row: Candidate) -> float | None:
     return row.rsf
+
+
+def hybrid_of(row: Candidate) -> float | None:
+    return row.hybrid
 
 
 def confidence_of(row: Candidate) -> float | None:

@@ -1,10 +1,10 @@
 """Candidate assembly and fusion (spec §3.2, §3.3): the mode, the vector threshold,
-exclusion holes, rrf, rsf and cascade."""
+exclusion holes, the default weighted ``hybrid`` fusion, and the spec's rrf, rsf and
+cascade."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from service.memory.recall.candidate import (
     Candidate,
@@ -12,6 +12,7 @@ from service.memory.recall.candidate import (
     Identity,
     Mode,
     cosine_of,
+    evolve,
     lexical_of,
 )
 
@@ -19,12 +20,14 @@ from service.memory.recall.candidate import (
 def recall_mode(configured: str, query: str) -> Mode:
     """The fusion mode of one recall (§3.1 step 4).
 
-    ``rrf`` / ``rsf`` only for a query with non-whitespace text; any empty query, mode
-    ``cascade`` or an unknown mode string falls back to cascade (a pure recency listing has
-    nothing to fuse).
+    ``hybrid`` / ``rrf`` / ``rsf`` only for a query with non-whitespace text; any empty
+    query, mode ``cascade`` or an unknown mode string falls back to cascade (a pure recency
+    listing has nothing to fuse).
     """
     if not query.strip():
         return "cascade"
+    if configured == "hybrid":
+        return "hybrid"
     if configured == "rrf":
         return "rrf"
     return "rsf" if configured == "rsf" else "cascade"
@@ -71,7 +74,7 @@ def fuse_rrf(
             first.setdefault(row.identity, row)
             scores[row.identity] = scores.get(row.identity, 0.0) + 1.0 / (k + rank + 1)
     order = sorted(scores, key=scores.__getitem__, reverse=True)
-    return [replace(first[key], rrf=scores[key]) for key in order] + list(profiles)
+    return [evolve(first[key], rrf=scores[key]) for key in order] + list(profiles)
 
 
 def normalise_channel(raw: Sequence[float | None]) -> list[float]:
@@ -134,7 +137,67 @@ def fuse_rsf(
             fused[row.identity] = fused.get(row.identity, 0.0) + weight * norm
     divisor = active or 1.0
     order = sorted(fused, key=fused.__getitem__, reverse=True)
-    return [replace(first[key], rsf=fused[key] / divisor) for key in order] + list(profiles)
+    return [evolve(first[key], rsf=fused[key] / divisor) for key in order] + list(profiles)
+
+
+def _share(value: float, best: float) -> float:
+    return max(value, 0.0) / best if best > 0 else 0.0
+
+
+def _lexical_votes(
+    channels: Sequence[Channel], first: dict[Identity, Candidate]
+) -> dict[Identity, float]:
+    """Each text-matched row's full-text score over its channel's best (0..1; the best of
+    two channels counts). A row without a score (the LIKE fallback's literal match) gets a
+    full vote."""
+    votes: dict[Identity, float] = {}
+    for channel in channels:
+        rows = _unique_rows(channel)
+        best = max((row.lexical or 0.0 for row in rows), default=0.0)
+        for row in rows:
+            first.setdefault(row.identity, row)
+            vote = 1.0 if row.lexical is None else _share(row.lexical, best)
+            votes[row.identity] = max(votes.get(row.identity, 0.0), vote)
+    return votes
+
+
+def fuse_hybrid(
+    vector: Channel,
+    lexical: Sequence[Channel] = (),
+    *,
+    cosines: Mapping[Identity, float] | None = None,
+    profiles: Sequence[Candidate] = (),
+    lexical_weight: float = 0.45,
+) -> list[Candidate]:
+    """Weighted score fusion over the union of every channel's rows (the default mode).
+
+    Every candidate gets both signals where they exist: its full-text score (the text
+    channels) and its cosine (the vector channel, else ``cosines``: the exact cosine of its
+    stored embedding, so a row found by words alone still has its similarity). Each signal
+    is divided by its best value in the pool, so the best row of a signal scores 1 and a
+    missing signal 0 (the theoretical minimum stays 0: the weakest candidate is not forced
+    to zero as min-max would). ``hybrid = w * text + (1 - w) * vector``; negative cosines
+    count 0. Unlike rank fusion, a row that only one channel found competes on its score
+    and not on its rank, and ``limit`` plays no part. Sorted descending, stable; profile
+    rows appended.
+    """
+    first: dict[Identity, Candidate] = {}
+    votes = _lexical_votes(lexical, first)
+    cos = dict(cosines or {})
+    for row in _unique_rows(vector):
+        first.setdefault(row.identity, row)
+        if row.cosine is not None:
+            cos[row.identity] = row.cosine
+    cos = {key: cos[key] for key in first if key in cos}
+    top = max(cos.values(), default=0.0)
+    w = lexical_weight
+    fused = {
+        key: w * votes.get(key, 0.0) + (1 - w) * _share(cos.get(key, 0.0), top) for key in first
+    }
+    order = sorted(fused, key=fused.__getitem__, reverse=True)
+    return [evolve(first[key], hybrid=fused[key], cosine=cos.get(key)) for key in order] + list(
+        profiles
+    )
 
 
 def _extend_unique(out: list[Candidate], seen: set[Identity], channel: Channel) -> None:

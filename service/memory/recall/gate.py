@@ -1,6 +1,13 @@
 """The quality gate (spec §3.5) and the ``gate_fallback`` rescue (§3.6).
 
-One rule on top of the spec: a row matched lexically that the vector channel could
+The default ``hybrid`` mode gates what is weak, not what is alone: a row that shares a
+word, stem or substring pattern with the query (``Candidate.matched``) always passes, and
+a row found by meaning alone passes when its raw cosine reaches the vector threshold (the
+calibrated one, else ``CPERSONA_VECTOR_MIN_SIMILARITY``; halved by ``deep``). So an answer
+is never emptied while it holds a lexical or an above-threshold vector match, whatever the
+pool size (the spec's pool-size heuristic dropped a lone exact match in a small pool and a
+paraphrase at cosine 0.37). The spec's modes keep the spec's gate, with one rule on top:
+a row matched lexically that the vector channel could
 not score while embeddings are on (``Candidate.vector_unseen``: it has no vector yet,
 e.g. stored during an embedder outage, or the query could not be embedded) is never
 dropped by the gate. The gate's thresholds assume every channel could vote for a row
@@ -25,6 +32,7 @@ from service.memory.recall.candidate import (
     Identity,
     Signal,
     confidence_of,
+    evolve,
     sorted_desc,
 )
 from service.memory.recall.fusion import rrf_max_scale
@@ -41,13 +49,15 @@ def heuristic_min_score(n: int, *, deep: bool = False) -> float:
 
 
 def gate_score(row: Candidate) -> tuple[Signal, float] | None:
-    """The signal and score the gate keys on: confidence > rsf > cosine > rrf (§3.5).
+    """The signal and score the gate keys on: confidence > hybrid > rsf > cosine > rrf (§3.5).
 
     ``None`` for an unscored row. The same precedence names ``match_reason.signal`` (§2.2)
     and is what gate calibration must measure (§10.7).
     """
     if row.confidence is not None:
         return "confidence", row.confidence
+    if row.hybrid is not None:
+        return "hybrid", row.hybrid
     if row.rsf is not None:
         return "rsf", row.rsf
     if row.cosine is not None:
@@ -65,6 +75,11 @@ def gate_threshold(signal: Signal, min_score: float, gate: CalibratedGate | None
     return min_score * rrf_max_scale(k) if signal == "rrf" else min_score
 
 
+def passes_hybrid_gate(row: Candidate, vector_floor: float) -> bool:
+    """The hybrid rule: a lexical match, or a cosine at or above ``vector_floor``."""
+    return row.matched or (row.cosine is not None and row.cosine >= vector_floor)
+
+
 def _passes_gate(
     row: Candidate,
     n: int,
@@ -72,11 +87,14 @@ def _passes_gate(
     gate: CalibratedGate | None,
     k: int,
     query_empty: bool,
+    vector_floor: float | None,
 ) -> bool:
     if row.is_profile:
         return n >= PROFILE_MIN_POOL
     if row.vector_unseen:
         return True
+    if vector_floor is not None and row.hybrid is not None and row.confidence is None:
+        return passes_hybrid_gate(row, vector_floor)
     scored = gate_score(row)
     if scored is None:
         return query_empty or n >= UNSCORED_MIN_POOL
@@ -92,24 +110,27 @@ def quality_gate(
     gate: CalibratedGate | None = None,
     k: int = 60,
     query_empty: bool = False,
+    vector_floor: float | None = None,
 ) -> list[Candidate]:
     """Drop rows below the quality threshold (§3.5), first matching branch per row.
 
     1. profile: kept iff ``n >= 50``; then rows marked ``vector_unseen`` are kept (see the
-    module docstring); 2-5. scored rows by :func:`gate_score` precedence
-    against :func:`gate_threshold`; 6. unscored rows: kept iff the query is empty (a pure
-    recency listing) or ``n >= 100``. ``n`` is memories + episodes in scope; ``deep`` halves
-    both the heuristic and a calibrated gate.
+    module docstring); hybrid rows (``vector_floor`` given): the hybrid rule (module
+    docstring); 2-5. scored rows by :func:`gate_score` precedence against
+    :func:`gate_threshold`; 6. unscored rows: kept iff the query is empty (a pure recency
+    listing) or ``n >= 100``. ``n`` is memories + episodes in scope; ``deep`` halves the
+    heuristic, a calibrated gate and the hybrid vector floor.
     """
     min_score = heuristic_min_score(n, deep=deep)
     if gate is not None and deep:
         gate = replace(gate, threshold=gate.threshold * 0.5)
-    return [row for row in rows if _passes_gate(row, n, min_score, gate, k, query_empty)]
+    floor = None if vector_floor is None else vector_floor * (0.5 if deep else 1.0)
+    return [row for row in rows if _passes_gate(row, n, min_score, gate, k, query_empty, floor)]
 
 
 def mark_vector_unseen(rows: Sequence[Candidate], unseen: Collection[Identity]) -> list[Candidate]:
     """``rows`` with ``vector_unseen`` set on the identities in ``unseen``."""
-    return [replace(row, vector_unseen=True) if row.identity in unseen else row for row in rows]
+    return [evolve(row, vector_unseen=True) if row.identity in unseen else row for row in rows]
 
 
 def gate_fallback(

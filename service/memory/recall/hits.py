@@ -12,6 +12,7 @@ from typing import Any
 
 from service.db.recall import Hit
 from service.memory.recall import candidate, exclusion, fusion, rank
+from service.memory.recall.rerank import TextFeatures
 
 PROFILE_SOURCE = {"System": "profile"}
 
@@ -40,6 +41,7 @@ def _candidate(hit: Hit) -> candidate.Candidate:
         resolved=bool(hit.resolved),
         recall_count=hit.recall_count,
         last_recalled_at=hit.last_recalled_at,
+        matched=hit.matched or hit.channel in ("memory_text", "episode_text", "keyword"),
     )
 
 
@@ -96,6 +98,13 @@ def stored_cosines(hits: Sequence[Hit]) -> dict[candidate.Identity, float]:
     """Each hit's stored-embedding cosine with the query (for the §3.8 backfill)."""
     return {
         ("ep" if h.kind == "ep" else "mem", h.id): h.cosine for h in hits if h.cosine is not None
+    }
+
+
+def text_features(hits: Sequence[Hit]) -> dict[candidate.Identity, TextFeatures]:
+    """Each hit's second-stage text features as the retrieval computed them."""
+    return {
+        ("ep" if h.kind == "ep" else "mem", h.id): TextFeatures(h.coverage, h.phrase) for h in hits
     }
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from service.memory.recall.candidate import Candidate, rrf_of, rsf_of, sorted_desc
+from service.memory.recall.candidate import Candidate, hybrid_of, rrf_of, rsf_of, sorted_desc
 from service.memory.recall.time import as_utc, hours, parse_timestamp
 
 
@@ -39,11 +39,12 @@ def _scaled(value: float | None, factor: float) -> float | None:
 
 
 def _resort_fused(rows: list[Candidate]) -> list[Candidate]:
-    """Re-sort by rrf, else rsf, if every non-profile row has it (§3.4); profiles sink."""
+    """Re-sort by hybrid, else rrf, else rsf, if every non-profile row has it (§3.4);
+    profiles sink."""
     scored = [row for row in rows if not row.is_profile]
     if not scored:
         return rows
-    for signal in (rrf_of, rsf_of):
+    for signal in (hybrid_of, rrf_of, rsf_of):
         if all(signal(row) is not None for row in scored):
             return sorted_desc(rows, signal)
     return rows
@@ -57,7 +58,7 @@ def apply_episode_penalty(
     floor: float = 0.5,
     confidence_enabled: bool = False,
 ) -> list[Candidate]:
-    """Multiply each non-episode row's cosine, rrf and rsf by its factor (§3.4).
+    """Multiply each non-episode row's cosine, rrf, rsf and hybrid by its factor (§3.4).
 
     Episode rows are exempt; the profile has no timestamp and so gets 1.0. If any row was
     penalised and confidence is off (confidence re-sorts later anyway), a fused list is
@@ -85,4 +86,5 @@ def _penalised(row: Candidate, factor: float) -> Candidate:
         cosine=_scaled(row.cosine, factor),
         rrf=_scaled(row.rrf, factor),
         rsf=_scaled(row.rsf, factor),
+        hybrid=_scaled(row.hybrid, factor),
     )

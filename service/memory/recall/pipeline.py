@@ -2,9 +2,11 @@
 
 One database round trip fetches every retriever's candidates, the pool size, the
 episode boundary, the profile and the calibrated gate (``db.recall``); the LIKE
-fallback costs a second one only when full text found nothing. Ranking is the
-pure ``scoring`` module. The library returns full content: previews and
-budgets belong to the MCP boundary.
+fallback costs a second one only when full text found nothing. Ranking is the pure
+modules of this package: the default ``hybrid`` mode fuses scores (``fusion``), reorders
+the head (``rerank``) and gates on matches (``gate``); the spec's rrf, rsf and cascade
+stay selectable (``CPERSONA_RECALL_MODE``). The library returns full content: previews
+and budgets belong to the MCP boundary.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from service.memory.recall import (
     gate,
     query_terms,
     rank,
+    rerank,
     time,
 )
 from service.memory.recall.hits import (
@@ -38,11 +41,17 @@ from service.memory.recall.hits import (
     message,
     profile_candidate,
     stored_cosines,
+    text_features,
 )
 from service.models import JsonObject, TenantId
 
 DEFAULT_LIMIT = 10
 """Rows a recall returns when the caller names no ``limit`` (spec §2.1)."""
+HYBRID_DEPTH = 100
+"""Lexical candidates of a hybrid recall when ``CPERSONA_RECALL_DEPTH`` is 0: deep enough
+that ``limit`` (at most 100) never changes which rows compete."""
+POSTINGS_BUDGET = 2000
+"""Postings of the rarest query terms that BM25 scores in full (``db.recall``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,24 +107,39 @@ def _scope(req: RecallRequest) -> store.Scope:
     return store.Scope(req.agent_id, req.project_id, req.channel, pattern)
 
 
+def depth_of(lib: Library, limit: int, mode: candidate.Mode) -> int:
+    """Rows per retriever: ``CPERSONA_RECALL_DEPTH``, or the mode's own when it is 0 (hybrid
+    ``HYBRID_DEPTH``, the spec's modes ``limit``), never below ``limit``."""
+    configured = lib.settings.recall_depth or (HYBRID_DEPTH if mode == "hybrid" else 0)
+    return max(limit, configured)
+
+
 def _retrieval(
     lib: Library,
     req: RecallRequest,
-    limit: int,
+    depth: int,
     vector: list[float] | None,
     terms: query_terms.Terms,
     mode: candidate.Mode,
 ) -> store.Retrieval:
-    fts = lib.settings.fts_enabled or mode == "cascade"
+    """The hybrid vector channel is ``CPERSONA_RECALL_VECTOR_DEPTH`` deep whatever the
+    ``limit`` (a small LIMIT keeps Postgres on the HNSW index at scale, and ``limit`` never
+    changes the candidates); the spec's modes take ``depth`` rows from every retriever."""
+    s = lib.settings
+    fts = s.fts_enabled or mode == "cascade"
     return store.Retrieval(
         vector=vector,
         tsquery=terms.tsquery if fts else None,
         lexemes=terms.lexemes if fts else (),
         patterns=terms.patterns if fts else (),
-        limit=limit,
+        limit=depth,
         episodes=not (req.source_id and not req.channel),
         recency=not req.query.strip(),
-        confidence=lib.settings.confidence_enabled,
+        confidence=s.confidence_enabled,
+        vector_depth=min(depth, s.recall_vector_depth) if mode == "hybrid" else None,
+        query=req.query,
+        budget=POSTINGS_BUDGET,
+        english_weight=s.lexical_english_weight,
     )
 
 
@@ -172,8 +196,7 @@ def _gate(lib: Library, meta: JsonObject, mode: candidate.Mode) -> candidate.Cal
 
 
 def _min_similarity(lib: Library, meta: JsonObject, mode: candidate.Mode) -> float:
-    threshold = meta.get("agent_threshold") or meta.get("tenant_threshold")
-    base = float(threshold) if threshold is not None else lib.settings.vector_min_similarity
+    base = _vector_threshold(lib, meta)
     return fusion.vector_min_similarity(base, mode, lib.settings.rrf_threshold_factor)
 
 
@@ -184,8 +207,20 @@ def fuse(
     k: int,
     limit: int,
     lexical_weight: float = 0.5,
+    cosines: dict[candidate.Identity, float] | None = None,
 ) -> list[candidate.Candidate]:
-    """Fuse the channels the configured way (spec §3.3); profiles are appended."""
+    """Fuse the channels the configured way (spec §3.3); profiles are appended.
+
+    ``lexical_weight`` is the text channels' weight (hybrid, rsf); ``cosines`` the stored
+    cosines hybrid fusion gives rows found by words alone."""
+    if mode == "hybrid":
+        return fusion.fuse_hybrid(
+            pool.vector,
+            [pool.episode_text, pool.keyword],
+            cosines=cosines,
+            profiles=profiles,
+            lexical_weight=lexical_weight,
+        )
     if mode == "rrf":
         return fusion.fuse_rrf([pool.vector, pool.episode_text, pool.keyword], k, profiles=profiles)
     if mode == "rsf":
@@ -226,7 +261,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     limit = clamp(req.limit, 0, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     embedded = await _embed(lib, req.query, mode) if limit else _Embedded(None, False)
-    depth = max(limit, lib.settings.recall_depth) if limit else 0
+    depth = depth_of(lib, limit, mode) if limit else 0
     terms = query_terms.build(req.query)
     scope = _scope(req)
     async with lib.db.tenant_tx(tenant_id) as conn:
@@ -278,7 +313,14 @@ def scoring_context(
         episode_boundary=_boundary(meta),
         gate=_gate(lib, meta, mode),
         span=_span(meta, now) if lib.settings.confidence_enabled else time.NO_SPAN,
+        vector_floor=_vector_threshold(lib, meta) if mode == "hybrid" else None,
     )
+
+
+def _vector_threshold(lib: Library, meta: JsonObject) -> float:
+    """The agent's (else the tenant's) calibrated vector threshold, else the setting."""
+    threshold = meta.get("agent_threshold") or meta.get("tenant_threshold")
+    return float(threshold) if threshold is not None else lib.settings.vector_min_similarity
 
 
 def _confidence(
@@ -308,12 +350,20 @@ def _ranked_body(
     limit: int,
     unseen: set[candidate.Identity],
 ) -> tuple[JsonObject, list[int]]:
+    s = lib.settings
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
-    depth = max(limit, lib.settings.recall_depth)
-    pool = channels_from(hits, exclusions, _min_similarity(lib, meta, mode), depth)
+    pool = channels_from(
+        hits, exclusions, _min_similarity(lib, meta, mode), depth_of(lib, limit, mode)
+    )
     profile = meta.get("profile")
     profiles = [profile_candidate(profile)] if isinstance(profile, str) and profile else []
-    fused = fuse(mode, pool, profiles, lib.settings.rrf_k, limit, lib.settings.rsf_lexical_weight)
+    if mode == "hybrid":
+        fused = fuse(
+            mode, pool, profiles, s.rrf_k, limit, s.hybrid_lexical_weight, stored_cosines(hits)
+        )
+        fused = rerank.rerank(fused, text_features(hits), req.query, depth=s.rerank_depth)
+    else:
+        fused = fuse(mode, pool, profiles, s.rrf_k, limit, s.rsf_lexical_weight)
     fused = gate.mark_vector_unseen(fused, unseen)
     if lib.settings.confidence_enabled:
         fused = confidence.backfill_cosines(fused, stored_cosines(hits))

@@ -8,20 +8,28 @@ language-neutral ``simple`` configuration (common English function words are
 left out of the query, not the index, so the index stays language-neutral),
 and CJK 3-grams plus runs with inner punctuation (identifiers such as
 ``CVE-2024-3094``) become case-insensitive substring patterns served by the
-trigram index.
+trigram index. An apostrophe alone does not make an identifier: possessives and
+contractions (``Caroline's``, ``can't``) are words, so they never cost a trigram
+scan that matches half the agent. The recall statement derives the stemmed
+(English Snowball) terms from the same words.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _RUNS = re.compile(rf"[{_CJK}]+|[^\s{_CJK}]+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _WORD = re.compile(r"\w+")
+_IDENTIFIER_PUNCT = re.compile(r"[^\w\s'\u2019]")
 _MIN_RUN = 3
 MAX_TERMS = 32
+MAX_LEXEME_BYTES = 2046
+"""Postgres drops longer words when it builds a tsvector (and refuses them in a tsquery),
+so such a word can never match and is left out of the query."""
 STOPWORDS = frozenset(
     {
         "a",
@@ -164,9 +172,29 @@ def _trigrams(run: str) -> list[str]:
     return [run[i : i + 3] for i in range(len(run) - 2)]
 
 
+def word_lexeme(word: str) -> str | None:
+    """The lexeme one word becomes (lower-cased), or None for a stop word, a single letter
+    or a word too long to be a lexeme.
+
+    The one rule that turns a word into a search term, for queries and for locating
+    matches in stored text (the MCP boundary's excerpts): a stemmer belongs here.
+    """
+    lexeme = word.lower()
+    if len(lexeme) < 2 or lexeme in STOPWORDS or len(lexeme.encode()) > MAX_LEXEME_BYTES:
+        return None  # a word too long for a tsquery can never match
+    return lexeme
+
+
+def lexeme_spans(text: str) -> Iterator[tuple[str, int, int]]:
+    """``(lexeme, start, end)`` of every word of ``text`` that is a search term, in order."""
+    for match in _WORD.finditer(text):
+        lexeme = word_lexeme(match.group())
+        if lexeme is not None:
+            yield lexeme, match.start(), match.end()
+
+
 def _lexemes(run: str) -> list[str]:
-    words = [w.lower() for w in _WORD.findall(run)]
-    return [w for w in words if len(w) >= 2 and w not in STOPWORDS]
+    return [lexeme for lexeme, _, _ in lexeme_spans(run)]
 
 
 def build(query: str) -> Terms:
@@ -180,8 +208,9 @@ def build(query: str) -> Terms:
             substrings.extend(_trigrams(run))
             continue
         lexemes.extend(_lexemes(run))
-        if not run.isalnum() and len(_WORD.findall(run)) > 1:
-            substrings.append(run.strip(".,;:!?\"'()[]{}"))
+        core = run.strip(".,;:!?\"'()[]{}")
+        if len(_WORD.findall(core)) > 1 and _IDENTIFIER_PUNCT.search(core):
+            substrings.append(core)
     lexemes = list(dict.fromkeys(lexemes))[:MAX_TERMS]
     substrings = [s for s in dict.fromkeys(substrings) if len(s) >= _MIN_RUN][:MAX_TERMS]
     tsquery = " | ".join(f"'{lexeme}'" for lexeme in lexemes) or None

@@ -32,7 +32,7 @@ def _autocut_signal(rows: Sequence[Candidate]) -> Callable[[Candidate], float | 
     first = rows[0]
     if first.confidence is not None:
         return confidence_of
-    if first.rsf is not None or first.rrf is not None:
+    if first.rsf is not None or first.rrf is not None or first.hybrid is not None:
         return None
     if any(row.cosine is None for row in rows):
         return None
@@ -84,6 +84,8 @@ def match_reason(row: Candidate) -> MatchReason | None:
         reason["rrf"] = row.rrf
     if row.rsf is not None:
         reason["rsf"] = row.rsf
+    if row.hybrid is not None:
+        reason["hybrid"] = row.hybrid
     return reason
 
 
@@ -94,7 +96,8 @@ class RecallContext:
     ``pool_size`` is memories + episodes in scope (§3.1 step 6); ``episode_boundary`` the
     ``created_at`` of the newest episode in scope; ``span`` the memory time span (only read
     with confidence on); ``gate`` the calibrated gate (``None``: heuristic, or the fused
-    gate disabled).
+    gate disabled); ``vector_floor`` the hybrid gate's cosine threshold (``None``: not a
+    hybrid recall).
     """
 
     pool_size: int
@@ -105,6 +108,7 @@ class RecallContext:
     episode_boundary: datetime | None = None
     gate: CalibratedGate | None = None
     span: TimeSpan = NO_SPAN
+    vector_floor: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +150,13 @@ def rank(
     t = tunables
     scored = pre_gate(rows, ctx, t)
     gated = quality_gate(
-        scored, ctx.pool_size, deep=ctx.deep, gate=ctx.gate, k=t.rrf_k, query_empty=ctx.query_empty
+        scored,
+        ctx.pool_size,
+        deep=ctx.deep,
+        gate=ctx.gate,
+        k=t.rrf_k,
+        query_empty=ctx.query_empty,
+        vector_floor=ctx.vector_floor,
     )
     rescue = gate_fallback(scored, gated) if t.confidence_enabled else None
     if rescue is not None:

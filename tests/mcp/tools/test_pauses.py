@@ -11,11 +11,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx2
-import mcp_types as types
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from service.config import Settings
 from service.errors import InvalidInput
@@ -23,31 +19,13 @@ from service.memory import pauses
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import TenantId
-from tests.support import Agent, Served, mcp_session, new_tenant, serve, text
+from tests.support import Agent, Served, SessionAgent, mcp_session, new_tenant, serve, text
 
 REASON = re.compile(
     r"^session no-persist mode active \((\d+m|\d+s) left\) — `(\w+)` skipped\. "
     r"Call `resume_persistence` (to re-enable|with this session_key to re-enable), "
     r"or wait for TTL to elapse\.$"
 )
-
-
-class SessionAgent(Agent):
-    """An MCP client whose requests carry ``X-CPersona-Session: <session>``."""
-
-    def __init__(self, served: Served, key: str, session: str) -> None:
-        super().__init__(served, key)
-        self.session = session
-
-    async def raw(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        headers = {"Authorization": f"Bearer {self.key}", "X-CPersona-Session": self.session}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
-            streamable_http_client(self.served.mcp_url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            return await session.call_tool(tool, arguments)
 
 
 async def _tenant_id(lib: Library, slug: str) -> TenantId:

@@ -14,5 +14,5 @@ async def test_recall_finds_a_stored_memory_with_deep(client: Agent) -> None:
     best = body["messages"][-1]
     assert best["ref"].startswith("mem:")
     assert best["id"] == "m1"
-    assert best["match_reason"]["signal"] == "rrf"
+    assert best["match_reason"]["signal"] == "hybrid"  # the default fusion since issue 9
     assert body["advisory"]["severity"] == "hint"

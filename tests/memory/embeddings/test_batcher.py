@@ -125,3 +125,37 @@ async def test_a_closed_batcher_refuses_texts() -> None:
 def test_settings_that_can_never_work_are_refused() -> None:
     with pytest.raises(ValueError, match="max_batch"):
         EmbeddingBatcher(Recording(), max_batch=0)
+
+
+class Asymmetric(Recording):
+    """A provider with a query form (E5-like): query calls are recorded with a marker."""
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(["query-form", *texts])
+        return [[float(len(text)), 2.0] for text in texts]
+
+
+async def test_an_asymmetric_providers_queries_keep_their_form_and_never_share_a_call() -> None:
+    provider = Asymmetric()
+    batcher = EmbeddingBatcher(provider, max_batch=8, window=0.02)
+    breaker = CircuitBreaker()
+    query, stored = await asyncio.gather(
+        embed_guarded(batcher, breaker, ["find me"], WAIT, query=True),
+        batcher.submit(["stored text"], "write"),
+    )
+    assert query[0][1] / query[0][0] == pytest.approx(2.0 / 7.0)  # the query form's vector
+    assert stored == [[11.0, 1.0]]
+    assert sorted(provider.calls) == [["query-form", "find me"], ["stored text"]]
+    await batcher.aclose()
+
+
+async def test_a_symmetric_providers_queries_and_writes_share_one_call() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=8, window=0.02)
+    breaker = CircuitBreaker()
+    await asyncio.gather(
+        embed_guarded(batcher, breaker, ["find me"], WAIT, query=True),
+        batcher.submit(["stored text"], "write"),
+    )
+    assert provider.calls == [["find me", "stored text"]]
+    await batcher.aclose()

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from service.config import EmbeddingMode, local_embeddings_installed
+from service.config import EmbeddingMode
+from service.extras import local_embeddings_installed
 from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.embeddings.factory import build_provider
 from service.memory.embeddings.http import HttpEmbeddingProvider

@@ -1,0 +1,163 @@
+"""``/token`` (authorization_code and refresh_token grants) and ``/register`` (RFC 7591).
+
+Errors are RFC 6749 JSON (``{"error", "error_description"}``, 400, or 401 for a client
+that fails authentication); every answer is ``Cache-Control: no-store``. A client
+authenticates with its secret (``client_secret_basic`` or ``client_secret_post``) or,
+as a public client, with nothing but PKCE.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+from mcp.shared.auth import OAuthClientMetadata
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from service.app.oauth import forms
+from service.app.oauth.authorize import same_resource
+from service.memory.library import Library
+from service.memory.oauth import OAuthRefusal, server
+
+NO_STORE: Final = {"cache-control": "no-store", "pragma": "no-cache"}
+AUTH_METHODS: Final = ("none", "client_secret_post", "client_secret_basic")
+GRANT_TYPES: Final = frozenset({"authorization_code", "refresh_token"})
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def refusal(error: str, description: str, status: int = 400) -> Response:
+    return JSONResponse({"error": error, "error_description": description}, status, NO_STORE)
+
+
+def basic_credentials(request: Request) -> tuple[str, str] | None:
+    value = request.headers.get("authorization", "")
+    if not value.lower().startswith("basic "):
+        return None
+    try:
+        decoded = base64.b64decode(value[6:], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    client_id, sep, secret = decoded.partition(":")
+    return (unquote(client_id), unquote(secret)) if sep else None
+
+
+class TokenEndpoint:
+    def __init__(self, lib: Library) -> None:
+        self._lib = lib
+        settings = lib.settings
+        self.resource = f"{settings.oauth_public_base}/mcp"
+        self.lifetimes = server.Lifetimes(
+            access_seconds=settings.oauth_access_token_seconds,
+            refresh_seconds=settings.oauth_refresh_token_days * 86_400,
+        )
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            form = await forms.form_fields(request)
+        except forms.Unreadable as unreadable:
+            return unreadable.response
+        basic = basic_credentials(request)
+        client_id = basic[0] if basic else form.get("client_id", "")
+        client = await server.find_client(self._lib.db, client_id)
+        secret = basic[1] if basic else form.get("client_secret")
+        if client is None or not client.secret_matches(secret):
+            return refusal("invalid_client", "unknown client or wrong client secret", 401)
+        grant_type = form.get("grant_type", "")
+        if grant_type not in GRANT_TYPES or grant_type not in client.grant_types:
+            return refusal("unsupported_grant_type", "use authorization_code or refresh_token")
+        resource = form.get("resource")
+        if resource is not None and not same_resource(resource, self.resource):
+            return refusal("invalid_target", f"this server's resource is {self.resource}")
+        try:
+            tokens = await self._grant(grant_type, form, client.client_id)
+        except OAuthRefusal as refused:
+            return refusal(refused.error, refused.description)
+        body: dict[str, Any] = {
+            "access_token": tokens.access_token,
+            "token_type": "Bearer",
+            "expires_in": tokens.expires_in,
+            "refresh_token": tokens.refresh_token,
+        }
+        if tokens.scope:
+            body["scope"] = tokens.scope
+        return JSONResponse(body, 200, NO_STORE)
+
+    async def _grant(self, grant_type: str, form: dict[str, str], client_id: str) -> server.Tokens:
+        if grant_type == "refresh_token":
+            token = form.get("refresh_token", "")
+            return await server.refresh(self._lib.db, token, client_id, None, self.lifetimes)
+        if not form.get("code") or not form.get("code_verifier"):
+            raise OAuthRefusal("invalid_request", "code and code_verifier are required")
+        exchange = server.CodeExchange(
+            code=form["code"],
+            client_id=client_id,
+            redirect_uri=form.get("redirect_uri"),
+            code_verifier=form["code_verifier"],
+            resource=None,
+        )
+        return await server.redeem_code(self._lib.db, exchange, self.lifetimes)
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """OAuth 2.1: https, http only on loopback, or an app's private scheme; no fragment."""
+    parts = urlsplit(uri)
+    if parts.fragment or not parts.scheme:
+        return f"redirect URI {uri!r} must be absolute and have no fragment"
+    if parts.scheme in ("javascript", "data", "file", "vbscript"):
+        return f"redirect URI scheme {parts.scheme!r} is not allowed"
+    if parts.scheme == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
+        return f"redirect URI {uri!r}: plain http is allowed only on a loopback address"
+    return None
+
+
+def registration_problem(raw: Any, metadata: OAuthClientMetadata) -> str | None:
+    uris = raw.get("redirect_uris") if isinstance(raw, dict) else None
+    if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
+        return "redirect_uris must be a list of URIs"
+    for uri in uris:
+        problem = redirect_uri_problem(uri)
+        if problem is not None:
+            return problem
+    if (metadata.token_endpoint_auth_method or "client_secret_basic") not in AUTH_METHODS:
+        return f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}"
+    if "authorization_code" not in metadata.grant_types:
+        return "grant_types must include authorization_code"
+    if not set(metadata.grant_types) <= GRANT_TYPES:
+        return "grant_types may only be authorization_code and refresh_token"
+    if "code" not in metadata.response_types:
+        return "response_types must include code"
+    return None
+
+
+class RegisterEndpoint:
+    def __init__(self, lib: Library) -> None:
+        self._lib = lib
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            raw = json.loads(await forms.small_body(request))
+            metadata = OAuthClientMetadata.model_validate(raw)
+        except forms.Unreadable as unreadable:
+            return unreadable.response
+        except (ValueError, ValidationError) as error:
+            message = str(error).splitlines()[0]
+            return refusal("invalid_client_metadata", f"not valid client metadata: {message}")
+        problem = registration_problem(raw, metadata)
+        if problem is not None:
+            return refusal("invalid_client_metadata", problem)
+        document = metadata.model_dump(mode="json", exclude_none=True)
+        method = metadata.token_endpoint_auth_method or "client_secret_basic"
+        document.update(redirect_uris=raw["redirect_uris"], token_endpoint_auth_method=method)
+        client_id, secret = await server.register_client(
+            self._lib.db, document, confidential=method != "none"
+        )
+        answer = {**document, "client_id": client_id, "client_id_issued_at": int(time.time())}
+        if secret is not None:
+            answer.update(client_secret=secret, client_secret_expires_at=0)
+        return JSONResponse(answer, 201, NO_STORE)

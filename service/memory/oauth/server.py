@@ -1,0 +1,238 @@
+"""The built-in authorization server's state: clients, codes and tokens in Postgres.
+
+A person authorizes a connector by pasting an API key on the consent page; the code and
+every token issued from it name that key, and authentication joins the key row, so the
+token's grants are the key's (never more) and revoking the key ends its tokens on the
+next request. Codes, tokens and client secrets are 256-bit random strings stored as
+SHA-256 hashes (no stretching needed at that entropy). Codes are single use and expire
+after ``CODE_SECONDS``; a refresh token is exchanged once (rotation); PKCE is S256 only;
+redirect URIs are compared as exact strings.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+from service.db import oauth as store
+from service.db.pool import Database
+from service.memory import tenants
+from service.memory.oauth import OAuthRefusal
+from service.models import Caller, Permission, TenantId
+
+CODE_SECONDS: Final = 120.0
+ACCESS_PREFIX: Final = "cpo_"
+REFRESH_PREFIX: Final = "cpr_"
+
+
+def _hash(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("utf-8")).digest()
+
+
+def s256(verifier: str) -> str:
+    """The PKCE S256 challenge of ``verifier`` (RFC 7636 section 4.2)."""
+    digest = hashlib.sha256(verifier.encode("ascii", "replace")).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Client:
+    """A registered client as the authorization endpoints need it."""
+
+    client_id: str
+    name: str
+    redirect_uris: tuple[str, ...]
+    grant_types: tuple[str, ...]
+    auth_method: str
+    secret_hash: bytes | None
+
+    def secret_matches(self, presented: str | None) -> bool:
+        """Public clients present none; confidential ones their secret."""
+        if self.secret_hash is None:
+            return presented is None or presented == ""
+        return presented is not None and hmac.compare_digest(self.secret_hash, _hash(presented))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lifetimes:
+    access_seconds: float
+    refresh_seconds: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Tokens:
+    """A token response's content."""
+
+    access_token: str
+    refresh_token: str
+    expires_in: int
+    scope: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Consent:
+    """What a person approved on the consent page, checked already by the endpoint."""
+
+    client_id: str
+    redirect_uri: str
+    code_challenge: str
+    resource: str
+    scope: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CodeExchange:
+    """A token request of the authorization_code grant."""
+
+    code: str
+    client_id: str
+    redirect_uri: str | None
+    code_verifier: str
+    resource: str | None
+
+
+async def register_client(
+    db: Database, metadata: dict[str, Any], confidential: bool
+) -> tuple[str, str | None]:
+    """Store a client's metadata; returns (client_id, secret or None for a public client)."""
+    client_id = secrets.token_urlsafe(18)
+    secret = secrets.token_urlsafe(32) if confidential else None
+    async with db.admin_tx() as conn:
+        await store.insert_oauth_client(
+            conn, client_id, None if secret is None else _hash(secret), metadata
+        )
+    return client_id, secret
+
+
+async def find_client(db: Database, client_id: str) -> Client | None:
+    if not client_id or len(client_id) > 200:
+        return None
+    async with db.admin_conn() as conn:
+        row = await store.oauth_client(conn, client_id)
+    if row is None:
+        return None
+    meta = row.metadata
+    return Client(
+        client_id=row.client_id,
+        name=str(meta.get("client_name") or row.client_id),
+        redirect_uris=tuple(str(uri) for uri in meta.get("redirect_uris", [])),
+        grant_types=tuple(str(g) for g in meta.get("grant_types", ["authorization_code"])),
+        auth_method=str(meta.get("token_endpoint_auth_method", "none")),
+        secret_hash=row.secret_hash,
+    )
+
+
+async def issue_code(db: Database, caller: Caller, consent: Consent) -> str:
+    """An authorization code for ``consent``, issued from the caller's key."""
+    code = secrets.token_urlsafe(32)
+    async with db.admin_tx() as conn:
+        await store.delete_expired_oauth(conn)
+        await store.insert_oauth_code(
+            conn,
+            store.NewCode(
+                tenant_id=caller.tenant_id,
+                code_hash=_hash(code),
+                key_prefix=caller.key_id,
+                client_id=consent.client_id,
+                redirect_uri=consent.redirect_uri,
+                code_challenge=consent.code_challenge,
+                resource=consent.resource,
+                scope=consent.scope,
+                lifetime_seconds=CODE_SECONDS,
+            ),
+        )
+    return code
+
+
+def _check_code(row: store.CodeRow | None, exchange: CodeExchange) -> store.CodeRow:
+    if row is None or row.client_id != exchange.client_id or not row.usable:
+        raise OAuthRefusal("invalid_grant", "the authorization code is unknown, used or expired")
+    if exchange.redirect_uri is not None and exchange.redirect_uri != row.redirect_uri:
+        raise OAuthRefusal("invalid_grant", "redirect_uri differs from the authorization request")
+    if not hmac.compare_digest(s256(exchange.code_verifier), row.code_challenge):
+        raise OAuthRefusal("invalid_grant", "code_verifier does not match the code_challenge")
+    if exchange.resource is not None and exchange.resource != row.resource:
+        raise OAuthRefusal("invalid_target", "resource differs from the authorization request")
+    return row
+
+
+async def redeem_code(db: Database, exchange: CodeExchange, lifetimes: Lifetimes) -> Tokens:
+    """Exchange a code for tokens; the code is consumed even when the request is refused."""
+    async with db.admin_tx() as conn:
+        row = await store.take_oauth_code(conn, _hash(exchange.code))
+    row = _check_code(row, exchange)
+    grant = store.RefreshRow(
+        row.tenant_id, row.key_prefix, row.client_id, row.resource, row.scope, True
+    )
+    return await _issue_tokens(db, grant, lifetimes)
+
+
+async def refresh(
+    db: Database, refresh_token: str, client_id: str, resource: str | None, lifetimes: Lifetimes
+) -> Tokens:
+    """A new token pair for a refresh token, which is consumed (rotation)."""
+    async with db.admin_tx() as conn:
+        row = await store.take_refresh_token(conn, _hash(refresh_token))
+    if row is None or row.client_id != client_id or not row.usable:
+        raise OAuthRefusal("invalid_grant", "the refresh token is unknown, used or expired")
+    if resource is not None and resource != row.resource:
+        raise OAuthRefusal("invalid_target", "resource differs from the one the token is for")
+    return await _issue_tokens(db, row, lifetimes)
+
+
+async def _issue_tokens(db: Database, grant: store.RefreshRow, lifetimes: Lifetimes) -> Tokens:
+    access = ACCESS_PREFIX + secrets.token_urlsafe(32)
+    refresh_token = REFRESH_PREFIX + secrets.token_urlsafe(32)
+    async with db.admin_tx() as conn:
+        for kind, token, seconds in (
+            ("access", access, lifetimes.access_seconds),
+            ("refresh", refresh_token, lifetimes.refresh_seconds),
+        ):
+            await store.insert_oauth_token(
+                conn,
+                store.NewToken(
+                    tenant_id=grant.tenant_id,
+                    token_hash=_hash(token),
+                    kind=kind,
+                    key_prefix=grant.key_prefix,
+                    client_id=grant.client_id,
+                    resource=grant.resource,
+                    scope=grant.scope,
+                    lifetime_seconds=seconds,
+                ),
+            )
+    return Tokens(access, refresh_token, int(lifetimes.access_seconds), grant.scope)
+
+
+async def authenticate(db: Database, token: str, resource: str) -> Caller | None:
+    """The caller of an access token for ``resource`` (its key's grants and tool set);
+    None when unknown, expired, for another resource, or issued from a key that is
+    revoked or expired now."""
+    if not token.startswith(ACCESS_PREFIX) or len(token) > 200:
+        return None
+    async with db.admin_conn() as conn:
+        row = await store.access_token_for_auth(conn, _hash(token))
+    if row is None or not row.usable or row.resource != resource:
+        return None
+    return Caller(
+        tenant_id=TenantId(row.tenant_id),
+        tenant_slug=row.tenant_slug,
+        key_id=row.key_prefix,
+        label=row.label,
+        grants={agent: cast(Permission, level) for agent, level in row.grants.items()},
+        tool_set=tenants.parse_tool_set(row.tool_set),
+    )
+
+
+def redirect_uri_registered(client: Client, redirect_uri: str) -> bool:
+    """Exact string match against the registered redirect URIs (OAuth 2.1)."""
+    return redirect_uri in client.redirect_uris
+
+
+def scope_text(scopes: Sequence[str]) -> str:
+    return " ".join(scope for scope in scopes if scope)

@@ -1,0 +1,151 @@
+"""Query-aware excerpts: where they come from, how they are cut, when there is none."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from service.mcp.shaping import excerpt, recall
+from service.mcp.shaping.rows import rows_of
+
+PROPERTY = settings(database=None, deadline=None, max_examples=150)
+FILLER = "Ann: we talked about the weather and lunch again today.\n" * 12  # ~ 680 chars
+
+
+def one(text: str, query: str, preview: int = 500) -> excerpt.Excerpt | None:
+    (found,) = excerpt.excerpts([text], [True], query, preview)
+    return found
+
+
+def shows(text: str, query: str, needle: str) -> excerpt.Excerpt:
+    """The excerpt of ``text`` for ``query``, which must contain ``needle``."""
+    found = one(text, query)
+    assert found is not None
+    assert needle in found.text
+    return found
+
+
+def test_a_match_beyond_the_preview_gets_the_line_that_holds_it() -> None:
+    line = "Bob: I adopted a greyhound called Pixel last spring."
+    text = FILLER + line + "\n" + FILLER
+    found = one(text, "When did Bob adopt the greyhound Pixel?")
+    assert found is not None
+    assert found.text.startswith(line)
+    assert text[found.offset : found.offset + len(found.text)] == found.text
+    assert found.offset == len(FILLER)
+
+
+def test_a_match_inside_the_preview_gets_no_excerpt() -> None:
+    text = "Bob: the greyhound Pixel arrived.\n" + FILLER + "Bob: greyhound again.\n"
+    assert one(text, "greyhound Pixel") is None
+
+
+def test_a_line_the_preview_cuts_gets_an_excerpt_only_for_a_better_match_beyond_it() -> None:
+    repeated = "Pixel is a greyhound " * 40  # one long line, the same match all along
+    assert one(repeated, "Pixel") is None
+    better = "Pixel naps. " * 10 + "x " * 200 + "Pixel won the greyhound derby. " + "y " * 100
+    found = shows(better, "Pixel greyhound derby", "derby")
+    assert found.offset >= 500 - len("x")  # continues the preview, never repeats it
+
+
+def test_no_match_and_no_usable_term_get_no_excerpt() -> None:
+    assert one(FILLER * 2, "zebra") is None
+    assert one(FILLER * 2, "the of and") is None
+    assert one(FILLER * 2, "") is None
+
+
+def test_a_row_that_is_not_trimmed_gets_no_excerpt() -> None:
+    (found,) = excerpt.excerpts(["short greyhound row"], [True], "greyhound", 500)
+    assert found is None
+    (flagged_off,) = excerpt.excerpts([FILLER + "greyhound"], [False], "greyhound", 500)
+    assert flagged_off is None
+
+
+def test_a_term_on_every_line_locates_less_than_a_rare_one() -> None:
+    """'Ann' opens every line; 'quartet' appears once, far beyond the preview."""
+    text = FILLER + "Ann: the string quartet played at noon.\n" + FILLER
+    shows(text, "What did Ann hear the quartet play?", "quartet")
+
+
+def test_terms_rarer_across_the_answer_weigh_more() -> None:
+    common = "Bob: my dog likes the park.\n"
+    rare = "Bob: my dog met a heron.\n"
+    text = FILLER + common + FILLER + rare + FILLER
+    others = ["dog park dog park", "the dog and the park"]
+    found = excerpt.excerpts([*others, text], [False, False, True], "dog park heron", 500)[-1]
+    assert found is not None
+    assert found.text.startswith(rare.strip())
+
+
+def test_a_long_line_is_cut_around_its_best_cluster_at_word_boundaries() -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+    text = FILLER + words.replace("word300", "kestrel nest") + "\n"
+    found = shows(text, "kestrel nest", "kestrel nest")
+    assert len(found.text) <= excerpt.EXCERPT_CHARS
+    assert found.text.split()[0].startswith("word")
+    assert found.text.split()[-1].startswith("word")
+    assert text[found.offset - 1] == " "
+    assert text[found.offset + len(found.text)] == " "
+
+
+def test_cjk_text_is_matched_by_trigrams_and_cut_between_characters() -> None:
+    text = "あいうえお" * 120 + "東京タワーに行きました。" + "かきくけこ" * 60
+    found = shows(text, "東京タワー", "東京タワー")
+    assert len(found.text) <= excerpt.EXCERPT_CHARS
+
+
+def test_identifiers_are_matched_literally() -> None:
+    text = FILLER + "Ops: patched CVE-2024-3094 on the build hosts.\n" + FILLER
+    shows(text, "CVE-2024-3094", "CVE-2024-3094")
+
+
+def test_shape_recall_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() -> None:
+    line = "Bob: I adopted a greyhound called Pixel last spring."
+    text = FILLER + line + "\n" + FILLER
+    shaped = recall.shape_recall(
+        {"messages": [{"ref": "mem:1", "content": text, "source": {}}]},
+        preview_chars=500,
+        full_content=False,
+        query="greyhound Pixel",
+    )
+    (row,) = rows_of(shaped["messages"]) or []
+    assert row["content"] == text[:500]
+    assert row["content_truncated"] is True
+    assert row["content_len"] == len(text)
+    offset, passage = row["excerpt_offset"], row["excerpt"]
+    assert isinstance(offset, int)
+    assert isinstance(passage, str)
+    assert text[offset : offset + len(passage)] == passage
+
+
+def test_full_content_rows_and_echoes_get_no_excerpt() -> None:
+    text = FILLER + "Bob: greyhound Pixel.\n" + FILLER
+    rows = [{"ref": "mem:1", "content": text}, {"content": text, "context_type": "conversation"}]
+    whole = recall.shape_recall(
+        {"messages": rows}, preview_chars=500, full_content=True, query="greyhound"
+    )
+    previews = recall.shape_recall(
+        {"messages": rows}, preview_chars=500, full_content=False, query="greyhound"
+    )
+    assert all("excerpt" not in row for row in rows_of(whole["messages"]) or [])
+    echo = (rows_of(previews["messages"]) or [])[1]
+    assert echo["content_truncated"] is True
+    assert "excerpt" not in echo
+
+
+@PROPERTY
+@given(
+    words=st.lists(st.sampled_from(["fox", "owl", "elk", "yak", "and", "x" * 30]), max_size=400),
+    query=st.sampled_from(["fox", "owl elk", "yak fox owl", "zebra"]),
+    newline=st.booleans(),
+)
+def test_an_excerpt_is_always_a_substring_of_at_most_240_chars_beyond_the_preview(
+    words: list[str], query: str, newline: bool
+) -> None:
+    text = ("\n" if newline else " ").join(words)
+    found = one(text, query, preview=100)
+    if found is None:
+        return
+    assert 0 < len(found.text) <= excerpt.EXCERPT_CHARS
+    assert text[found.offset : found.offset + len(found.text)] == found.text
+    assert found.text == found.text.strip()
+    assert found.offset + len(found.text) > 100
