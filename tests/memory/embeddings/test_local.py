@@ -11,13 +11,13 @@ import pytest_asyncio
 from tokenizers import Tokenizer
 
 from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError
+from service.memory.embeddings.bundled import installed_file
 from service.memory.embeddings.local import (
     MODEL_DISTRIBUTION,
     MODEL_FILE,
     TOKENIZER_DISTRIBUTION,
     TOKENIZER_FILE,
     LocalEmbeddingProvider,
-    installed_file,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
