@@ -22,6 +22,7 @@ from bench.locomo_data import Conversation, Question, Turn, conversation_of, rea
 from bench.stats import describe
 
 PREVIEW_CHARS = 500  # the design's preview length, pinned in the service under test
+EXCERPT_CHARS = 240  # the longest excerpt (issue 13), the service's excerpt.EXCERPT_CHARS
 LONG_MIN, LONG_MAX = 1_000, 4_000
 SHORT_MAX = 300
 LENGTH_BUCKETS = (300, 500, 1_000, 2_000, 3_000, 4_000)

@@ -2,11 +2,16 @@
 
 ``python -m bench.token_excerpt_offline [--conversations N] [--vector]``
 
-For every LoCoMo evidence turn that sits beyond the 500-character preview of its long row
-(the token benchmark's chunked corpus), does the excerpt the service would give that row
-reach the turn (it starts at or before the turn and ends after the turn's start)? The
-answer's other rows, which weigh the query's terms, are the row's conversation's BM25
-top ten for the question (a stand-in for recall's answer, so that no service runs).
+For every LoCoMo evidence turn that does not lie wholly inside the 500-character preview
+of its long row (the token benchmark's chunked corpus), does the excerpt the service would
+give that row reach the turn (it starts at or before the turn and ends after the turn's
+start), and does it show the turn whole? The answer's other rows, which weigh the query's
+terms, are the row's conversation's BM25 top ten for the question (a stand-in for recall's
+answer, so that no service runs).
+
+The ceiling says what no locator can beat: a turn longer than one excerpt
+(``EXCERPT_CHARS``) can never be shown whole by it, so the share of turns that fit is the
+most a perfect locator would show whole.
 
 Two references put the number in context: a per-line BM25 over the row's own turns
 (which line a plain lexical reader would pick), and with ``--vector`` the line whose
@@ -30,7 +35,15 @@ from bench.locomo_data import DEFAULT_DATA
 from bench.machine import machine_facts
 from bench.quality import Bm25Index
 from bench.snapshot import run_on_snapshot
-from bench.token_corpus import PREVIEW_CHARS, Memory, Placement, build_corpus, load
+from bench.token_corpus import (
+    EXCERPT_CHARS,
+    PREVIEW_CHARS,
+    Memory,
+    Placement,
+    Span,
+    build_corpus,
+    load,
+)
 
 DEFAULT_OUT = Path("bench/results/token_excerpt_offline.json")
 
@@ -38,6 +51,16 @@ DEFAULT_OUT = Path("bench/results/token_excerpt_offline.json")
 def reaches(offset: int, length: int, start: int) -> bool:
     """Whether the passage ``[offset, offset + length)`` shows the start of a turn."""
     return offset <= start < offset + length
+
+
+def shows_whole(found: tuple[int, int] | None, span: Span) -> bool:
+    """Whether the passage ``found`` (offset, length) contains the whole turn ``span``."""
+    return found is not None and found[0] <= span.start and span.end <= sum(found)
+
+
+def fits(span: Span) -> bool:
+    """Whether one excerpt could show the turn whole (the ceiling of any locator)."""
+    return span.end - span.start <= EXCERPT_CHARS
 
 
 def lexical(memory: Memory, rows: Sequence[str], query: str) -> tuple[int, int] | None:
@@ -100,6 +123,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 counts["excerpt_reaches_evidence"] += found is not None and reaches(
                     *found, span.start
                 )
+                counts["excerpt_shows_evidence_whole"] += shows_whole(found, span)
+                counts["evidence_fits_one_excerpt"] += fits(span)
                 counts["line_bm25_is_evidence"] += line_bm25(memory, q.text) == dia_id
                 cases.append((memory, q.text, dia_id))
     results: dict[str, Any] = {"machine": machine_facts(), "code": args.code_id}
@@ -119,6 +144,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"Evidence turns beyond the preview: {counts['evidence_turns_beyond_preview']}.",
         f"- the service's excerpt reaches the turn: {shares['excerpt_reaches_evidence']:.1%}"
         f" (an excerpt on {shares['excerpts']:.1%} of these rows);",
+        f"- the excerpt shows the turn whole: {shares['excerpt_shows_evidence_whole']:.1%};",
+        f"- the ceiling of any locator (the turn fits in one excerpt):"
+        f" {shares['evidence_fits_one_excerpt']:.1%};",
         f"- a per-line BM25 picks the turn: {shares['line_bm25_is_evidence']:.1%};",
     ]
     if "vector_line_is_evidence" in shares:

@@ -7,7 +7,9 @@
   what the answer shows of that row — the preview and, when there is one, the excerpt.
   ``wholly`` (inside the preview or inside the excerpt), ``fills`` (a turn longer than
   the excerpt, which lies entirely inside it), ``partly`` (some of it shown) or
-  ``hidden``.
+  ``hidden``. Beside it the **ceiling**: whether a perfect locator could show the turn
+  whole at all with the preview and one excerpt of ``EXCERPT_CHARS`` (a turn that begins
+  in the preview needs its rest to fit, one beyond it needs all of it to fit).
 - **Budget pages**: one ``recall(max_tokens=B)`` followed through its cursors.
 - **Sessions**: consecutive questions asked in one session with ``novel_only``.
 """
@@ -53,6 +55,12 @@ def visibility(span: Span, row: Mapping[str, Any]) -> str:
     return "hidden"
 
 
+def could_be_wholly_visible(span: Span, shown: int, excerpt_chars: int) -> bool:
+    """Whether a preview of ``shown`` characters plus one excerpt of at most
+    ``excerpt_chars`` can show the turn ``span`` whole (the ceiling of any excerpt)."""
+    return span.end - max(span.start, shown) <= excerpt_chars
+
+
 def judge_text(row: Mapping[str, Any]) -> str:
     """What a reader sees of a row: its preview and its excerpt."""
     return f"{row.get('content', '')}\n{row.get('excerpt', '')}"
@@ -65,6 +73,7 @@ class Features:
     chars: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     fields: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     visible: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    ceiling: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     pages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     sessions: list[dict[str, int]] = dataclasses.field(default_factory=list)
     default_tokens: dict[tuple[str, int], tuple[int, int]] = dataclasses.field(
@@ -112,6 +121,7 @@ def summarise_features(features: Features) -> dict[str, Any]:
             features.visible["wholly"] + features.visible["fills"], seen
         ),
         "evidence_visible_at_least_partly": share(seen - features.visible["hidden"], seen),
+        "evidence_visible_wholly_ceiling": share(features.ceiling["possible"], seen),
         "counts": dict(features.counts),
     }
     if features.pages:

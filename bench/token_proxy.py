@@ -14,8 +14,8 @@ from typing import Any
 
 from bench import quality
 from bench.locomo_data import Question
-from bench.token_corpus import PREVIEW_CHARS, Placement, Span
-from bench.token_features import judge_text, visibility
+from bench.token_corpus import EXCERPT_CHARS, PREVIEW_CHARS, Placement, Span
+from bench.token_features import could_be_wholly_visible, judge_text, visibility
 from bench.token_tally import Context, Tally
 
 FETCH_TOP = 2  # rows a reader fetches in full after reading the previews
@@ -88,7 +88,10 @@ def evidence_in_response(
         kind = "long" if len(memory.content) > PREVIEW_CHARS else "short"
         tally.evidence[f"{kind}:{where}"] += 1
         if kind == "long":
-            tally.features.visible[visibility(place.span_of[dia_id], row)] += 1
+            span, shown = place.span_of[dia_id], len(str(row.get("content", "")))
+            tally.features.visible[visibility(span, row)] += 1
+            possible = could_be_wholly_visible(span, shown, EXCERPT_CHARS)
+            tally.features.ceiling["possible" if possible else "impossible"] += 1
         found.append(where)
     if found:
         tally.questions["any_inside" if "inside" in found else "none_inside"] += 1

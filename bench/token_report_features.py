@@ -36,6 +36,10 @@ MEASURES: tuple[tuple[str, Any], ...] = (
         "… at least partly visible",
         lambda m: pct(m["features"]["evidence_visible_at_least_partly"]),
     ),
+    (
+        "… the most any excerpt could show wholly (ceiling)",
+        lambda m: pct(m["features"].get("evidence_visible_wholly_ceiling")),
+    ),
     ("lexical judge top-2 from what the answer shows", lambda m: _judge(m, "previews+excerpts")),
     ("lexical judge top-2 from full texts", lambda m: _judge(m, "full")),
     ("previews + get_contents(top 2), mean tokens", lambda m: _mean(m, "previews+get_contents")),

@@ -40,6 +40,14 @@ def test_an_excerpt_that_continues_the_preview_shows_a_straddling_turn_wholly() 
     assert features.visibility(Span("a", 700, 1000), row) == "partly"
 
 
+def test_the_ceiling_is_what_a_preview_and_one_excerpt_could_show_whole() -> None:
+    assert features.could_be_wholly_visible(Span("a", 10, 400), 500, 240)
+    assert features.could_be_wholly_visible(Span("a", 450, 740), 500, 240)
+    assert not features.could_be_wholly_visible(Span("a", 450, 741), 500, 240)
+    assert features.could_be_wholly_visible(Span("a", 900, 1140), 500, 240)
+    assert not features.could_be_wholly_visible(Span("a", 900, 1141), 500, 240)
+
+
 def test_the_judge_reads_the_preview_and_the_excerpt() -> None:
     assert features.judge_text({"content": "a", "excerpt": "b"}) == "a\nb"
     assert features.judge_text({"content": "a"}) == "a\n"
