@@ -120,17 +120,51 @@ class _Bucket:
     stamp: float
 
 
+class RateBuckets:
+    """Token buckets by name: ``rate`` tokens a second up to ``burst``, memory bounded.
+
+    ``take(name)`` spends one token of ``name``'s bucket and returns 0, or returns the
+    seconds until a token is there (nothing spent). A rate of 0 or less never refuses.
+    Once ``MAX_IDLE_BUCKETS`` names have a bucket, the full ones (idle names) are
+    forgotten, so names chosen by a client cannot grow the process without bound.
+    """
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self._rate, self._burst = rate, max(1.0, burst)
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, name: str) -> float:
+        if self._rate <= 0:
+            return 0.0
+        now = time.monotonic()
+        bucket = self._buckets.get(name)
+        if bucket is None:
+            self._forget_idle(now)
+            bucket = self._buckets[name] = _Bucket(self._burst, now)
+        bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.stamp) * self._rate)
+        bucket.stamp = now
+        if bucket.tokens < 1.0:
+            return (1.0 - bucket.tokens) / self._rate
+        bucket.tokens -= 1.0
+        return 0.0
+
+    def _forget_idle(self, now: float) -> None:
+        if len(self._buckets) < MAX_IDLE_BUCKETS:
+            return
+        for name, bucket in list(self._buckets.items()):
+            if bucket.tokens + (now - bucket.stamp) * self._rate >= self._burst:
+                del self._buckets[name]
+
+
 class KeyLimits:
     """Per-key concurrency cap and token-bucket rate limit of one process."""
 
     def __init__(self, settings: Settings) -> None:
         self._max_concurrent = settings.max_concurrent_per_key
         share = 1 / settings.replicas
-        self._rate = settings.rate_limit_per_key * share
         burst = settings.rate_limit_burst or 2 * settings.rate_limit_per_key
-        self._burst = max(1.0, burst * share)
+        self._rates = RateBuckets(settings.rate_limit_per_key * share, burst * share)
         self._active: dict[str, int] = {}
-        self._buckets: dict[str, _Bucket] = {}
 
     @contextlib.contextmanager
     def hold(self, key_id: str) -> Iterator[None]:
@@ -142,7 +176,10 @@ class KeyLimits:
                 "per server process); wait for one to finish"
             )
             raise Refusal(429, "key_concurrency", message, 1.0)
-        self._take_token(key_id)
+        wait = self._rates.take(key_id)
+        if wait:
+            message = "rate limit exceeded for this API key (CPERSONA_RATE_LIMIT_PER_KEY)"
+            raise Refusal(429, "rate_limited", message, wait)
         self._active[key_id] = active + 1
         try:
             yield
@@ -152,30 +189,6 @@ class KeyLimits:
                 self._active[key_id] = left
             else:
                 del self._active[key_id]
-
-    def _take_token(self, key_id: str) -> None:
-        if self._rate <= 0:
-            return
-        now = time.monotonic()
-        bucket = self._buckets.get(key_id)
-        if bucket is None:
-            self._forget_idle(now)
-            bucket = self._buckets[key_id] = _Bucket(self._burst, now)
-        bucket.tokens = min(self._burst, bucket.tokens + (now - bucket.stamp) * self._rate)
-        bucket.stamp = now
-        if bucket.tokens < 1.0:
-            wait = (1.0 - bucket.tokens) / self._rate
-            message = "rate limit exceeded for this API key (CPERSONA_RATE_LIMIT_PER_KEY)"
-            raise Refusal(429, "rate_limited", message, wait)
-        bucket.tokens -= 1.0
-
-    def _forget_idle(self, now: float) -> None:
-        """Keep memory bounded: drop buckets that have refilled (their keys are idle)."""
-        if len(self._buckets) < MAX_IDLE_BUCKETS:
-            return
-        for key_id, bucket in list(self._buckets.items()):
-            if bucket.tokens + (now - bucket.stamp) * self._rate >= self._burst:
-                del self._buckets[key_id]
 
 
 def lane_of_tools(read_only: frozenset[str]) -> Callable[[bytes], LaneName]:

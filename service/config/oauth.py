@@ -49,6 +49,11 @@ class OAuthSettings(PortabilitySettings):
         30.0, "CPERSONA_OAUTH_JWKS_REFETCH_SECONDS", parse=parse_float(0, 3600)
     )
     """Least time between two key-set fetches triggered by an unknown key id."""
+    oauth_registrations_per_hour: float = setting(
+        20.0, "CPERSONA_OAUTH_REGISTRATIONS_PER_HOUR", parse=parse_float(0, 1_000_000)
+    )
+    """Client registrations one address may make per hour (and at once) per process; 0 =
+    unlimited. ``/register`` takes no credential, so this bounds what a stranger can add."""
 
     @property
     def oauth_mode(self) -> OAuthMode:

@@ -145,3 +145,7 @@ async def access_token_for_auth(conn: Connection, token_hash: bytes) -> AccessRo
 
 async def delete_expired_oauth(conn: Connection) -> None:
     await conn.execute(QUERIES["delete_expired_oauth"])
+
+
+async def revoke_oauth_token(conn: Connection, token_hash: bytes, client_id: str) -> None:
+    await conn.execute(QUERIES["revoke_oauth_token"], token_hash, client_id)

@@ -32,6 +32,7 @@ CROSS_TENANT_QUERIES = {
     "tenant_ids": "the worker and re-embedding walk the tenants (control plane)",
     "take_oauth_code": "a presented authorization code is resolved by its hash, like an API key",
     "take_refresh_token": "a presented refresh token is resolved by its hash, like an API key",
+    "revoke_oauth_token": "a presented token is resolved by its hash and its client, like a key",
     "access_token_for_auth": "a presented access token is resolved by its hash, like an API key",
     "delete_expired_oauth": "expired codes and tokens of every tenant are dropped (owner role)",
 }

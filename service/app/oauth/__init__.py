@@ -2,9 +2,10 @@
 
 Always: the protected-resource metadata (RFC 9728). With the built-in authorization
 server (``CPERSONA_PUBLIC_URL`` set, no external issuer): its metadata (RFC 8414),
-``/authorize`` with the consent page, ``/token`` and ``/register`` (RFC 7591). The
-documents and the token and registration endpoints answer browser clients from any
-origin (they carry no cookie credential); the consent page does not.
+``/authorize`` with the consent page, ``/token``, ``/revoke`` (RFC 7009) and
+``/register`` (RFC 7591). The documents and the token, revocation and registration
+endpoints answer browser clients from any origin (they carry no cookie credential); the
+consent page does not.
 Every route checks the Host header (DNS-rebinding protection; Origin is free here).
 How a bearer token is checked on ``/mcp`` is :mod:`service.app.oauth.bearer`.
 """
@@ -21,7 +22,7 @@ from service.app.hosts import HostGuard
 from service.app.oauth import metadata
 from service.app.oauth.authorize import AuthorizeEndpoint
 from service.app.oauth.bearer import PRM_PATH
-from service.app.oauth.token import RegisterEndpoint, TokenEndpoint
+from service.app.oauth.token import RegisterEndpoint, RevokeEndpoint, TokenEndpoint
 from service.memory.library import Library
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -63,6 +64,7 @@ def routes(lib: Library, hosts: HostGuard) -> list[Route]:
             ),
             ("/authorize", AuthorizeEndpoint(lib).handle, ["GET", "POST"]),
             ("/token", open_to_browsers(TokenEndpoint(lib).handle), ["POST", "OPTIONS"]),
+            ("/revoke", open_to_browsers(RevokeEndpoint(lib).handle), ["POST", "OPTIONS"]),
             ("/register", open_to_browsers(RegisterEndpoint(lib).handle), ["POST", "OPTIONS"]),
         ]
     return [

@@ -47,6 +47,12 @@ def authorization_server(settings: Settings) -> JsonObject:
         "authorization_endpoint": f"{base}/authorize",
         "token_endpoint": f"{base}/token",
         "registration_endpoint": f"{base}/register",
+        "revocation_endpoint": f"{base}/revoke",
+        "revocation_endpoint_auth_methods_supported": [
+            "none",
+            "client_secret_post",
+            "client_secret_basic",
+        ],
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

@@ -1,9 +1,14 @@
-"""``/token`` (authorization_code and refresh_token grants) and ``/register`` (RFC 7591).
+"""``/token`` (authorization_code and refresh_token grants), ``/revoke`` (RFC 7009) and
+``/register`` (RFC 7591).
 
 Errors are RFC 6749 JSON (``{"error", "error_description"}``, 400, or 401 for a client
 that fails authentication); every answer is ``Cache-Control: no-store``. A client
 authenticates with its secret (``client_secret_basic`` or ``client_secret_post``) or,
-as a public client, with nothing but PKCE.
+as a public client, with its ``client_id`` alone (PKCE protects its codes).
+
+``/register`` takes no credential, so each client address may register at most
+``CPERSONA_OAUTH_REGISTRATIONS_PER_HOUR`` clients an hour per process (429 beyond it,
+with ``Retry-After``): a stranger cannot fill the clients table at wire speed.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -20,6 +26,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from service.app.admission import RateBuckets
 from service.app.oauth import forms
 from service.app.oauth.authorize import same_resource
 from service.memory.library import Library
@@ -47,6 +54,24 @@ def basic_credentials(request: Request) -> tuple[str, str] | None:
     return (unquote(client_id), unquote(secret)) if sep else None
 
 
+async def authenticated_client(
+    lib: Library, request: Request, form: dict[str, str]
+) -> server.Client | None:
+    """The client a token or revocation request authenticates as (its secret by HTTP
+    Basic or in the form, or a public client's id alone); None when it fails."""
+    basic = basic_credentials(request)
+    client_id = basic[0] if basic else form.get("client_id", "")
+    client = await server.find_client(lib.db, client_id)
+    secret = basic[1] if basic else form.get("client_secret")
+    if client is None or not client.secret_matches(secret):
+        return None
+    return client
+
+
+def unauthenticated() -> Response:
+    return refusal("invalid_client", "unknown client or wrong client secret", 401)
+
+
 class TokenEndpoint:
     def __init__(self, lib: Library) -> None:
         self._lib = lib
@@ -62,12 +87,9 @@ class TokenEndpoint:
             form = await forms.form_fields(request)
         except forms.Unreadable as unreadable:
             return unreadable.response
-        basic = basic_credentials(request)
-        client_id = basic[0] if basic else form.get("client_id", "")
-        client = await server.find_client(self._lib.db, client_id)
-        secret = basic[1] if basic else form.get("client_secret")
-        if client is None or not client.secret_matches(secret):
-            return refusal("invalid_client", "unknown client or wrong client secret", 401)
+        client = await authenticated_client(self._lib, request, form)
+        if client is None:
+            return unauthenticated()
         grant_type = form.get("grant_type", "")
         if grant_type not in GRANT_TYPES or grant_type not in client.grant_types:
             return refusal("unsupported_grant_type", "use authorization_code or refresh_token")
@@ -135,11 +157,53 @@ def registration_problem(raw: Any, metadata: OAuthClientMetadata) -> str | None:
     return None
 
 
-class RegisterEndpoint:
+class RevokeEndpoint:
+    """RFC 7009: a client ends one of its tokens. The answer is 200 whether or not the
+    token existed (or belonged to another client, which is left alone), so the endpoint
+    tells nobody which tokens exist. Revoking a refresh token also ends the access tokens
+    issued to the same client from the same API key (RFC 7009 section 2.1: the tokens
+    of the same grant); revoking an access token leaves its refresh token."""
+
     def __init__(self, lib: Library) -> None:
         self._lib = lib
 
     async def handle(self, request: Request) -> Response:
+        try:
+            form = await forms.form_fields(request)
+        except forms.Unreadable as unreadable:
+            return unreadable.response
+        client = await authenticated_client(self._lib, request, form)
+        if client is None:
+            return unauthenticated()
+        token = form.get("token", "")
+        if not token:
+            return refusal("invalid_request", "token is required")
+        await server.revoke_token(self._lib.db, token, client.client_id)
+        return Response(status_code=200, headers=NO_STORE)
+
+
+class RegisterEndpoint:
+    def __init__(self, lib: Library) -> None:
+        self._lib = lib
+        per_hour = lib.settings.oauth_registrations_per_hour
+        self._registrations = RateBuckets(per_hour / 3600, per_hour)
+
+    def throttled(self, request: Request) -> Response | None:
+        """The 429 of an address over its registrations per hour, else None (one spent)."""
+        address = request.client.host if request.client else ""
+        wait = self._registrations.take(address)
+        if not wait:
+            return None
+        seconds = max(1, math.ceil(wait))
+        description = f"too many client registrations from this address; retry in {seconds} s"
+        refused = refusal("temporarily_unavailable", description, 429)
+        refused.headers["retry-after"] = str(seconds)
+        return refused
+
+    async def handle(self, request: Request) -> Response:
+        throttled = self.throttled(request)
+        if throttled is not None:
+            return throttled
         try:
             raw = json.loads(await forms.small_body(request))
             metadata = OAuthClientMetadata.model_validate(raw)

@@ -68,6 +68,19 @@ JOIN api_keys k ON k.tenant_id = o.tenant_id AND k.prefix = o.key_prefix
 JOIN tenants t ON t.id = o.tenant_id
 WHERE o.token_hash = $1 AND o.kind = 'access'
 
+-- revoke_oauth_token --
+-- Revoke one client's token (RFC 7009): the token row goes, and a refresh token takes the
+-- access tokens issued to the same client from the same key with it (the same grant).
+-- $1 token_hash bytea, $2 client_id text
+WITH revoked AS (
+    DELETE FROM oauth_tokens WHERE token_hash = $1 AND client_id = $2
+    RETURNING tenant_id, key_prefix, kind
+)
+DELETE FROM oauth_tokens o
+USING revoked r
+WHERE r.kind = 'refresh' AND o.kind = 'access' AND o.client_id = $2
+  AND o.tenant_id = r.tenant_id AND o.key_prefix = r.key_prefix
+
 -- delete_expired_oauth --
 -- Drop codes and tokens that expired more than a day ago (run when a code is issued).
 WITH codes AS (DELETE FROM oauth_codes WHERE expires_at < now() - interval '1 day')

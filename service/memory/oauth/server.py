@@ -229,6 +229,15 @@ async def authenticate(db: Database, token: str, resource: str) -> Caller | None
     )
 
 
+async def revoke_token(db: Database, token: str, client_id: str) -> None:
+    """End ``client_id``'s access or refresh token ``token`` (nothing when it is unknown or
+    another client's); a refresh token takes the access tokens of its grant with it."""
+    if len(token) > 200:
+        return
+    async with db.admin_tx() as conn:
+        await store.revoke_oauth_token(conn, _hash(token), client_id)
+
+
 def redirect_uri_registered(client: Client, redirect_uri: str) -> bool:
     """Exact string match against the registered redirect URIs (OAuth 2.1)."""
     return redirect_uri in client.redirect_uris

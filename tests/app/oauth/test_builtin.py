@@ -237,6 +237,7 @@ async def test_the_discovery_documents_name_the_public_urls(
     assert document["authorization_endpoint"] == f"{base}/authorize"
     assert document["token_endpoint"] == f"{base}/token"
     assert document["registration_endpoint"] == f"{base}/register"
+    assert document["revocation_endpoint"] == f"{base}/revoke"
     assert document["code_challenge_methods_supported"] == ["S256"]
     assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert server.headers["access-control-allow-origin"] == "*"
@@ -262,13 +263,13 @@ async def test_every_oauth_route_refuses_a_foreign_host_and_serves_every_origin(
         ]
         posts = [
             await http.post(f"{served.base_url}{path}", headers={"host": "evil.example:80"})
-            for path in ("/token", "/register")
+            for path in ("/token", "/revoke", "/register")
         ]
         foreign_origin = await http.get(
             f"{served.base_url}/.well-known/oauth-authorization-server",
             headers={"origin": "https://claude.ai"},
         )
-    assert [answer.status_code for answer in rebound + posts] == [421] * 6
+    assert [answer.status_code for answer in rebound + posts] == [421] * 7
     assert foreign_origin.status_code == 200
 
 
