@@ -36,6 +36,10 @@ class OAuthSettings(PortabilitySettings):
     oauth_grants_claim: str = setting(
         "cpersona_grants", "CPERSONA_OAUTH_GRANTS_CLAIM", parse=parse_str
     )
+    oauth_tools_claim: str = setting(
+        "cpersona_tools", "CPERSONA_OAUTH_TOOLS_CLAIM", parse=parse_str
+    )
+    """Claim of an external token naming its tool set (``all`` or ``everyday``)."""
     oauth_access_token_seconds: float = setting(
         3600.0, "CPERSONA_OAUTH_ACCESS_TOKEN_SECONDS", parse=parse_float(10, 86_400)
     )

@@ -76,6 +76,7 @@ def issuer_verifier(lib: Library) -> IssuerVerifier | None:
             audience=settings.oauth_token_audience,
             tenant_claim=settings.oauth_tenant_claim,
             grants_claim=settings.oauth_grants_claim,
+            tools_claim=settings.oauth_tools_claim,
             cache_seconds=settings.oauth_jwks_cache_seconds,
             refetch_seconds=settings.oauth_jwks_refetch_seconds,
         )

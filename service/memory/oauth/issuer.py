@@ -8,7 +8,8 @@ stream of forged key ids cannot make this service hammer the provider. A token m
 signed with an asymmetric algorithm by a key of that set and carry ``iss`` (the issuer),
 ``aud`` (this service's audience) and ``exp``; ``exp`` and ``nbf`` are checked. The
 tenant comes from a claim; grants from another (absent: read-write on every agent, the
-default of a new API key).
+default of a new API key), and the tool set (``all`` or ``everyday``) from a third
+(absent: ``all``, again a new key's default).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import jwt
 from service.db import tenants as tenant_store
 from service.db.pool import Database
 from service.memory.oauth import TenantUnknown, TokenRejected
-from service.models import PERMISSIONS, Caller, Permission, TenantId
+from service.models import PERMISSIONS, TOOL_SETS, Caller, Permission, TenantId, ToolSet
 
 ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
 LEEWAY_SECONDS: Final = 30
@@ -40,6 +41,7 @@ class IssuerConfig:
     grants_claim: str
     cache_seconds: float
     refetch_seconds: float
+    tools_claim: str = "cpersona_tools"
 
 
 def metadata_urls(issuer: str) -> list[str]:
@@ -164,6 +166,16 @@ class IssuerVerifier:
             key_id=f"oauth:{subject}"[:80],
             label=str(claims.get("client_id") or claims.get("azp") or subject)[:200],
             grants=self._grants(claims),
+            tool_set=self._tool_set(claims),
+        )
+
+    def _tool_set(self, claims: dict[str, Any]) -> ToolSet:
+        raw = claims.get(self.config.tools_claim, "all")
+        for tool_set in TOOL_SETS:
+            if raw == tool_set:
+                return tool_set
+        raise TenantUnknown(
+            f"the token's {self.config.tools_claim!r} claim must be one of {', '.join(TOOL_SETS)}"
         )
 
     def _grants(self, claims: dict[str, Any]) -> dict[str, Permission]:

@@ -29,10 +29,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from service.config import Settings
+from service.mcp.tools import EVERYDAY
 from service.memory.library import Library
 from service.memory.oauth import TokenRejected
 from service.memory.oauth.issuer import IssuerConfig, IssuerVerifier
-from tests.support import Agent, Served, new_tenant, serve
+from tests.support import Agent, Served, mcp_session, new_tenant, serve
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 JSON_HEADERS = {"accept": "application/json, text/event-stream"}
@@ -220,6 +221,7 @@ async def test_a_valid_token_of_an_unknown_tenant_gets_403_with_a_clear_body(
         unknown = await ping(served, issuer.token(served.mcp_url, cpersona_tenant="nobody"))
         missing = await ping(served, issuer.token(served.mcp_url, cpersona_tenant=None))
         bad_grants = await ping(served, issuer.token(served.mcp_url, cpersona_grants={"a": "all"}))
+        bad_tools = await ping(served, issuer.token(served.mcp_url, cpersona_tools="some"))
     assert unknown.status_code == 403
     assert unknown.json() == {
         "error": "unknown_tenant",
@@ -230,6 +232,8 @@ async def test_a_valid_token_of_an_unknown_tenant_gets_403_with_a_clear_body(
     assert "cpersona_tenant" in missing.json()["message"]
     assert bad_grants.status_code == 403
     assert "cpersona_grants" in bad_grants.json()["message"]
+    assert bad_tools.status_code == 403
+    assert "cpersona_tools" in bad_tools.json()["message"]
 
 
 async def test_the_grants_claim_limits_what_an_issuer_token_may_do(
@@ -244,6 +248,20 @@ async def test_the_grants_claim_limits_what_an_issuer_token_may_do(
     assert readable == {"memories": [], "count": 0}
     assert store["error"] == "permission_denied"
     assert store["required"] == "read-write"
+
+
+async def test_the_tools_claim_chooses_the_tool_set_an_issuer_token_sees(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    await new_tenant(lib, "acme")
+    async with running_issuer() as issuer, service_with(issuer, settings, database_url) as served:
+        everyday = issuer.token(served.mcp_url, cpersona_tools="everyday")
+        async with mcp_session(served, everyday) as session:
+            listed = {tool.name for tool in (await session.list_tools()).tools}
+        async with mcp_session(served, issuer.token(served.mcp_url)) as session:
+            default = {tool.name for tool in (await session.list_tools()).tools}
+    assert listed == set(EVERYDAY)
+    assert len(default) == 29
 
 
 async def test_unknown_key_ids_refetch_the_key_set_at_most_once_per_cooldown(
