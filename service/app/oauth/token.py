@@ -68,8 +68,19 @@ async def authenticated_client(
     return client
 
 
-def unauthenticated() -> Response:
-    return refusal("invalid_client", "unknown client or wrong client secret", 401)
+async def client_request(
+    lib: Library, request: Request
+) -> tuple[dict[str, str], server.Client] | Response:
+    """The form of a request a client authenticates (``/token``, ``/revoke``) and the
+    client, or the answer refusing it (unreadable form: 400/413, failed client: 401)."""
+    try:
+        form = await forms.form_fields(request)
+    except forms.Unreadable as unreadable:
+        return unreadable.response
+    client = await authenticated_client(lib, request, form)
+    if client is None:
+        return refusal("invalid_client", "unknown client or wrong client secret", 401)
+    return form, client
 
 
 class TokenEndpoint:
@@ -83,13 +94,10 @@ class TokenEndpoint:
         )
 
     async def handle(self, request: Request) -> Response:
-        try:
-            form = await forms.form_fields(request)
-        except forms.Unreadable as unreadable:
-            return unreadable.response
-        client = await authenticated_client(self._lib, request, form)
-        if client is None:
-            return unauthenticated()
+        authenticated = await client_request(self._lib, request)
+        if isinstance(authenticated, Response):
+            return authenticated
+        form, client = authenticated
         grant_type = form.get("grant_type", "")
         if grant_type not in GRANT_TYPES or grant_type not in client.grant_types:
             return refusal("unsupported_grant_type", "use authorization_code or refresh_token")
@@ -168,13 +176,10 @@ class RevokeEndpoint:
         self._lib = lib
 
     async def handle(self, request: Request) -> Response:
-        try:
-            form = await forms.form_fields(request)
-        except forms.Unreadable as unreadable:
-            return unreadable.response
-        client = await authenticated_client(self._lib, request, form)
-        if client is None:
-            return unauthenticated()
+        authenticated = await client_request(self._lib, request)
+        if isinstance(authenticated, Response):
+            return authenticated
+        form, client = authenticated
         token = form.get("token", "")
         if not token:
             return refusal("invalid_request", "token is required")
