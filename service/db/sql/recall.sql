@@ -11,8 +11,9 @@
 -- lexicon_changes, migration 0007): nothing is sampled per query.
 -- Lexical candidates: every row holding one of the rarest query terms, taken rarest
 -- first while their postings add up to at most $16 rows (exact BM25 over them); when
--- those are fewer than $9, rows holding any query term top the candidates up to $9
--- (bounded: a query of common words never scores an unbounded posting list).
+-- those are fewer than $9, rows holding the next rarest term (the first beyond the
+-- budget) top the candidates up to $9 (bounded: a query of common words never scores an
+-- unbounded posting list, and reads one posting list, not the union of all of them).
 -- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
 -- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
@@ -99,6 +100,12 @@ WITH agent AS (
                                     WHERE CASE WHEN w.config = 'simple'::regconfig
                                                THEN b.simple ELSE b.english END @@ w.query),
                                    0), 0)::float8 AS df) d
+), next_term AS MATERIALIZED (
+    -- The rarest term beyond the postings budget: the top-up reads its postings only.
+    SELECT s.config, s.term FROM stats s
+    WHERE s.df > 0 AND s.running > $16
+    ORDER BY s.running, s.config, s.term
+    LIMIT 1
 ), queries AS MATERIALIZED (
     SELECT (SELECT string_agg(s.term_query, ' | ') FROM (
                 SELECT quote_literal(s.term) AS term_query FROM stats s
@@ -110,7 +117,11 @@ WITH agent AS (
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
             WHERE s.config = 'simple'::regconfig AND s.df > 0)::tsquery AS any_simple,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
-            WHERE s.config = 'english'::regconfig AND s.df > 0)::tsquery AS any_english
+            WHERE s.config = 'english'::regconfig AND s.df > 0)::tsquery AS any_english,
+           (SELECT quote_literal(n.term)::tsquery FROM next_term n
+            WHERE n.config = 'simple'::regconfig) AS next_simple,
+           (SELECT quote_literal(n.term)::tsquery FROM next_term n
+            WHERE n.config = 'english'::regconfig) AS next_english
 ), fts_rare AS MATERIALIZED (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
@@ -120,14 +131,16 @@ WITH agent AS (
            OR m.content_tsv_en @@ (SELECT rare_english FROM queries))
     LIMIT $16::int
 ), fts_common AS MATERIALIZED (
-    -- Starvation guard: rows sharing only common query words fill up to the depth.
+    -- Starvation guard: rows holding the next rarest (common) query word fill up to the
+    -- depth. One posting list: the union of every common word's postings cost 40 ms at
+    -- 100k rows for three common words (the bitmaps are built whole before any LIMIT).
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE $7::text IS NOT NULL
       AND (SELECT count(*) FROM fts_rare) < $9
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
-      AND (m.content_tsv @@ (SELECT any_simple FROM queries)
-           OR m.content_tsv_en @@ (SELECT any_english FROM queries))
+      AND (m.content_tsv @@ (SELECT next_simple FROM queries)
+           OR m.content_tsv_en @@ (SELECT next_english FROM queries))
       AND m.id NOT IN (SELECT id FROM fts_rare)
     LIMIT $9
 ), pattern_candidates AS MATERIALIZED (

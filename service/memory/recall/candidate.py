@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Final, Literal, NotRequired, TypeAlias, TypedDict, cast
 
 Kind: TypeAlias = Literal["mem", "ep", "profile"]
 
@@ -101,22 +101,47 @@ class Candidate:
 
 _FIELDS: Final = tuple(f.name for f in fields(Candidate))
 _FIELD_SET: Final = frozenset(_FIELDS)
+_SETTERS: Final[dict[str, Callable[[Candidate, object], None]]] = {
+    name: getattr(Candidate, name).__set__ for name in _FIELDS
+}
+"""Each field's slot setter (the slot descriptor's ``__set__`` bypasses the frozen
+``__setattr__``)."""
+
+
+def _copier() -> Callable[[Candidate], Candidate]:
+    """A function that copies every slot of a candidate, generated from the fields.
+
+    Generated like the ``__init__`` of ``dataclasses`` itself: one plain attribute read
+    and one slot store per field, no loop and no ``getattr`` by name (about 5 times
+    cheaper than a loop over the field names).
+    """
+    lines = ["def copy(row):", "    new = new_candidate(Candidate)"]
+    lines += [f"    set_{name}(new, row.{name})" for name in _FIELDS]
+    lines.append("    return new")
+    scope: dict[str, object] = {"new_candidate": object.__new__, "Candidate": Candidate}
+    scope.update({f"set_{name}": setter for name, setter in _SETTERS.items()})
+    exec("\n".join(lines), scope)  # built from the dataclass's own field names only
+    return cast(Callable[[Candidate], Candidate], scope["copy"])
+
+
+_copy: Final = _copier()
 
 
 def evolve(row: Candidate, **changes: object) -> Candidate:
     """``row`` with ``changes``: ``dataclasses.replace`` for the hot path.
 
     A hybrid recall copies every candidate once or twice (fusion, the second stage), about
-    150 copies per call; ``replace`` inspects the fields and runs ``__init__`` each time,
-    this copies the slots directly (about 2.5 times cheaper). Like ``replace``, an unknown
-    field name raises TypeError; values are not validated (neither does ``__init__``).
+    160 copies per call; ``replace`` inspects the fields and runs ``__init__`` each time,
+    this copies the slots with generated code (:func:`_copier`) and then sets the changed
+    ones. Like ``replace``, an unknown field name raises TypeError; values are not
+    validated (neither does ``__init__``).
     """
     unknown = changes.keys() - _FIELD_SET
     if unknown:
         raise TypeError(f"Candidate has no field(s) {sorted(unknown)}")
-    new = object.__new__(Candidate)
-    for name in _FIELDS:
-        object.__setattr__(new, name, changes[name] if name in changes else getattr(row, name))
+    new = _copy(row)
+    for name, value in changes.items():
+        _SETTERS[name](new, value)
     return new
 
 
