@@ -144,7 +144,7 @@ async def _probe(
     lib: Library, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
 ) -> JsonObject | None:
     """The dedup answer before any embedding work (spec §5.1 step 6 precedes step 7)."""
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         probe = await memories.probe_memory_duplicate(
             conn, tenant_id, req.agent_id, row, _scope(req.project_id), _scope(req.channel)
         )
@@ -177,7 +177,7 @@ async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObj
     row = dataclasses.replace(prepared.row, embedding=inline.vector, embedding_model=inline.model)
     queued = inline.vector is None and lib.queue_enabled
     job = memories.QueuedJob(inline.error) if queued else None
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         result = await memories.store_memory(
             conn, tenant_id, row, _scope(req.project_id), _scope(req.channel), job
         )

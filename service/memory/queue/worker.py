@@ -91,7 +91,7 @@ async def _load_texts(lib: Library, jobs: Sequence[Job]) -> dict[ItemKey, ItemTe
     for tenant_id, group in _by_tenant(jobs).items():
         memory_ids = [job.item_id for job in group if job.item_kind == "mem"]
         episode_ids = [job.item_id for job in group if job.item_kind == "ep"]
-        async with lib.db.tenant_tx(tenant_id) as conn:
+        async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
             for item in await store.embedding_texts(conn, tenant_id, memory_ids, episode_ids):
                 texts[(tenant_id, item.kind, item.id)] = item
     return texts
@@ -133,7 +133,7 @@ async def _settle_tenant(
 
     Returns (embedded, dropped, requeued)."""
     items = [vectors.get(_key(job)) for job in jobs]
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         settled = await store.settle_embeddings(conn, tenant_id, jobs, items, model)
     dropped = sum(1 for item in items if item is None)
     return settled.embedded, dropped, len(jobs) - settled.embedded - dropped
@@ -194,7 +194,7 @@ async def drain_items(lib: Library, items: Sequence[ItemKey]) -> DrainResult:
     jobs: list[Job] = []
     texts: dict[ItemKey, ItemText] = {}
     for tenant_id, wanted in _items_by_tenant(items).items():
-        async with lib.db.tenant_tx(tenant_id) as conn:
+        async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
             claimed = await store.claim_embedding_items(
                 conn, tenant_id, wanted, _lease_seconds(lib)
             )
