@@ -8,7 +8,9 @@
 -- (exact-bucket unique indexes). The agent is selected first (the common case); only a
 -- missing one is inserted, and a concurrent first write of the same agent (committed
 -- after this statement's snapshot) is returned by DO UPDATE instead of being missed.
--- The job (only when $15) is dated an hour back like enqueue_embedding's.
+-- The job (only when $15) is dated an hour back like enqueue_embedding's. The statement
+-- runs with cached plans: m.msg_id <> '' lets a generic plan use the partial msg_id
+-- index ($5 <> '' alone does not imply its predicate).
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 msg_id text, $6 content text, $7 source jsonb, $8 timestamp_text text,
 -- $9 timestamp_at timestamptz, $10 metadata jsonb, $11 project scope text[],
@@ -26,7 +28,7 @@ WITH known_agent AS (
 ), msg_hit AS (
     SELECT m.id FROM memories m, known_agent a
     WHERE m.tenant_id = $1 AND m.agent_id = a.id AND $5::text <> '' AND m.msg_id = $5
-      AND m.project_id = ANY ($11::text[])
+      AND m.msg_id <> '' AND m.project_id = ANY ($11::text[])
     ORDER BY m.id LIMIT 1
 ), content_hit AS (
     SELECT m.id FROM memories m, known_agent a
@@ -66,7 +68,7 @@ WITH agent AS (
 ), msg_hit AS (
     SELECT m.id FROM memories m, agent
     WHERE m.tenant_id = $1 AND m.agent_id = agent.id AND $3::text <> '' AND m.msg_id = $3
-      AND m.project_id = ANY ($5::text[])
+      AND m.msg_id <> '' AND m.project_id = ANY ($5::text[])
     ORDER BY m.id LIMIT 1
 ), content_hit AS (
     SELECT m.id FROM memories m, agent
