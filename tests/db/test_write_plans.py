@@ -2,12 +2,12 @@
 
 The store statement (and its read-only probe), the pause check and the write-behind's
 claim and settle run in tenant transactions with cached plans
-(``tenant_tx(cached_plans=True)``), so after a few executions Postgres may run a *generic* plan, made without the values. These tests
-force the generic plan (``plan_cache_mode = force_generic_plan``, as the application
-role in a tenant transaction) over 20,000 memories with their jobs, loaded with SQL and
-analysed, and check that no statement scans the agent's memories or the queue: the
-msg_id probe uses the partial dedup index, the content probe its hash index, the claim
-the jobs' item key.
+(``tenant_tx(cached_plans=True)``), so after a few executions Postgres may run a
+*generic* plan, made without the values. These tests force the generic plan
+(``plan_cache_mode = force_generic_plan``, as the application role in a tenant
+transaction) over 20,000 memories with their jobs, loaded with SQL and analysed, and
+check that no statement scans the agent's memories or the queue: the msg_id probe uses
+the partial dedup index, the content probe its hash index, the claim the jobs' item key.
 """
 
 from __future__ import annotations
