@@ -1,4 +1,4 @@
-"""Run the benchmark suite: ``.venv/bin/python -m bench.run [--quick] [--out PATH]``.
+"""Run the benchmark suite: ``python -m bench.run [--quick] [--workers N] [--out PATH]``.
 
 Starts the real service (embedded Postgres in a fresh temporary directory, or
 ``--database-url``), measures store throughput/latency with 1 and 8 MCP
@@ -31,6 +31,7 @@ DEFAULT_OUT = Path("bench/results/latest.json")
 FULL = {"calls": 2000, "warmup": 100, "list_calls": 200, "starts": 3, "max_seconds": 300.0}
 BUSY_WARNING_CORES = 0.25
 MAX_REPEAT = 10
+MAX_WORKERS = 16
 QUICK = {"calls": 200, "warmup": 20, "list_calls": 50, "starts": 1, "max_seconds": 60.0}
 
 
@@ -66,6 +67,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     add("--keep-data", action="store_true", help="keep the temporary data directory")
     add(
+        "--workers",
+        type=int,
+        default=None,
+        help="serve --workers N (sets CPERSONA_WORKERS; default: the service's own default)",
+    )
+    add(
         "--model-ceiling",
         type=int,
         default=0,
@@ -76,6 +83,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 1 <= args.repeat <= MAX_REPEAT:
         parser.error(f"--repeat takes 1 to {MAX_REPEAT}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        parser.error(f"--workers takes 1 to {MAX_WORKERS}")
     defaults = QUICK if args.quick else FULL
     for name, value in defaults.items():
         if getattr(args, name) is None:
@@ -98,9 +107,17 @@ def build_plans(args: argparse.Namespace) -> list[StorePlan]:
     ]
 
 
+def service_options(args: argparse.Namespace) -> harness.ServiceOptions:
+    """How to run the service: the database, ``--env`` settings and ``--workers``."""
+    env = dict(args.env)
+    if args.workers is not None:
+        env["CPERSONA_WORKERS"] = str(args.workers)
+    return harness.ServiceOptions(args.database_url, env, args.keep_data)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run everything; return the JSON-ready results."""
-    options = harness.ServiceOptions(args.database_url, dict(args.env), args.keep_data)
+    options = service_options(args)
     plans = build_plans(args)
     started = time.perf_counter()
     results: dict[str, Any] = {

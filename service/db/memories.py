@@ -16,7 +16,7 @@ from service.models import TenantId
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class NewMemory:
-    agent_id: int
+    agent_name: str
     project_id: str
     channel: str
     msg_id: str
@@ -34,6 +34,15 @@ class StoreResult:
     duplicate_msg_id: int | None
     duplicate_content: int | None
     inserted_id: int | None
+    queued: bool = False
+    """Whether the inserted row's embedding job was written with it."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueuedJob:
+    """The embedding job to write with the row (``store_memory``'s ``job``)."""
+
+    last_error: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -55,11 +64,14 @@ async def store_memory(
     row: NewMemory,
     project_scope: Sequence[str],
     channel_scope: Sequence[str],
+    job: QueuedJob | None,
 ) -> StoreResult:
+    """Register the agent if new, probe, insert and (with ``job``) queue the row's
+    embedding job: one statement, one round trip."""
     record = await conn.fetchrow(
         QUERIES["store_memory"],
         tenant_id,
-        row.agent_id,
+        row.agent_name,
         row.project_id,
         row.channel,
         row.msg_id,
@@ -72,12 +84,15 @@ async def store_memory(
         list(channel_scope),
         None if row.embedding is None else list(row.embedding),
         row.embedding_model,
+        job is not None,
+        None if job is None else job.last_error,
     )
     assert record is not None
     return StoreResult(
         duplicate_msg_id=record["duplicate_msg_id"],
         duplicate_content=record["duplicate_content"],
         inserted_id=record["inserted_id"],
+        queued=record["queued"],
     )
 
 

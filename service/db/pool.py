@@ -55,6 +55,8 @@ MAX_CACHED_STATEMENT_CHARS = 64 * 1024
 uncached, every recall paid an extra round trip to parse it and Postgres parsed,
 analysed and rewrote its thirty-odd CTEs again (about 2 ms of a 10k recall)."""
 
+_ENTER = sql.QUERIES["enter_tenant"]
+_ENTER_CACHED = sql.QUERIES["enter_tenant_cached_plans"]
 _bulk: contextvars.ContextVar[bool] = contextvars.ContextVar("cpersona_bulk_lane", default=False)
 
 
@@ -185,20 +187,26 @@ class Database:
 
     @asynccontextmanager
     async def tenant_tx(
-        self, tenant_id: TenantId, *, snapshot: bool = False
+        self, tenant_id: TenantId, *, snapshot: bool = False, cached_plans: bool = False
     ) -> AsyncIterator[Connection]:
         """One transaction confined to ``tenant_id`` by role and RLS setting.
 
         ``snapshot`` makes it a read-only REPEATABLE READ transaction: every
         statement sees the same snapshot (an export's header counts and the rows
         streamed after them agree even while other clients write).
+
+        By default every statement is planned for its actual values (recall's needs
+        that). ``cached_plans`` lets Postgres reuse a statement's generic plan instead,
+        for transactions of short keyed statements (the store path, the pause check,
+        the write-behind) whose plan does not depend on the values.
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
+        enter = _ENTER_CACHED if cached_plans else _ENTER
         async with (
             self._connection() as conn,
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
-            await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, str(tenant_id))
+            await conn.execute(enter, APP_ROLE, str(tenant_id))
             yield conn
 
     @asynccontextmanager

@@ -1,7 +1,6 @@
 """Storage of the embedding queue: one function per named query of ``sql/queue.sql``.
 
 Tenant functions run in a tenant transaction (RLS applies); ``claim_embedding_jobs``,
-``claim_embedding_items``,
 ``fail_embedding_jobs``, ``queue_backlog``, the ``embedding_settings`` pair and
 ``tenant_ids`` are admin work of the worker, which drains every tenant's jobs.
 """
@@ -105,17 +104,26 @@ def _job(r: asyncpg.Record) -> Job:
 
 async def claim_embedding_items(
     conn: Connection,
-    items: Sequence[tuple[TenantId, ItemKind, int]],
+    tenant_id: TenantId,
+    items: Sequence[tuple[ItemKind, int]],
     lease_seconds: float,
-) -> list[Job]:
+) -> list[tuple[Job, ItemText | None]]:
+    """The claimed jobs among ``items`` of one tenant, each with its row's current text
+    (None when the row is gone)."""
     records = await conn.fetch(
         QUERIES["claim_embedding_items"],
-        [tenant for tenant, _, _ in items],
-        [kind for _, kind, _ in items],
-        [item_id for _, _, item_id in items],
+        tenant_id,
+        [kind for kind, _ in items],
+        [item_id for _, item_id in items],
         lease_seconds,
     )
-    return [_job(r) for r in records]
+    return [(_job(r), _claimed_text(r)) for r in records]
+
+
+def _claimed_text(r: asyncpg.Record) -> ItemText | None:
+    if r["text"] is None:
+        return None
+    return ItemText(r["item_kind"], r["item_id"], r["text"], bytes(r["hash"]))
 
 
 async def embedding_texts(
@@ -127,39 +135,38 @@ async def embedding_texts(
     return [ItemText(r["kind"], r["id"], r["text"], bytes(r["hash"])) for r in records]
 
 
-async def store_embeddings(
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settled:
+    """What ``settle_embeddings`` did: rows that took their vector, jobs deleted and
+    re-queued (only jobs whose claim token still matched are finished)."""
+
+    embedded: int
+    finished: int
+    requeued: int
+
+
+async def settle_embeddings(
     conn: Connection,
     tenant_id: TenantId,
-    items: Sequence[ItemText],
-    vectors: Sequence[Sequence[float]],
+    jobs: Sequence[Job],
+    items: Sequence[tuple[ItemText, Sequence[float]] | None],
     model: str,
-) -> set[int]:
-    """Ids of the rows that took their vector (text unchanged since it was read)."""
-    records = await conn.fetch(
-        QUERIES["store_embeddings"],
-        tenant_id,
-        [item.kind for item in items],
-        [item.id for item in items],
-        [item.hash for item in items],
-        [vector_text(vector) for vector in vectors],
-        model,
-    )
-    return {record["id"] for record in records}
-
-
-async def settle_embedding_jobs(
-    conn: Connection, tenant_id: TenantId, jobs: Sequence[Job], done: Sequence[bool]
-) -> tuple[int, int]:
-    """(deleted, re-queued) among ``jobs`` whose claim token still matched."""
+) -> Settled:
+    """Write the vectors of ``jobs``' rows (``items[i]`` is job i's text and vector, None
+    when its row is gone) and finish the jobs, in one statement."""
     record = await conn.fetchrow(
-        QUERIES["settle_embedding_jobs"],
+        QUERIES["settle_embeddings"],
         tenant_id,
         [job.id for job in jobs],
         [job.token for job in jobs],
-        list(done),
+        [job.item_kind for job in jobs],
+        [job.item_id for job in jobs],
+        [None if item is None else item[0].hash for item in items],
+        [None if item is None else vector_text(item[1]) for item in items],
+        model,
     )
     assert record is not None
-    return int(record["finished"]), int(record["requeued"])
+    return Settled(int(record["embedded"]), int(record["finished"]), int(record["requeued"]))
 
 
 async def fail_embedding_jobs(

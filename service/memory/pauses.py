@@ -152,7 +152,7 @@ async def active_pause(
     tenant-wide one.
     """
     key = session_key if valid_session_key(session_key) else ""
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         rows = await store.pauses_in_force(conn, tenant_id, key)
     if not rows:
         return None

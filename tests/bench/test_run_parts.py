@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import run_summary, texts
+import pytest
+
+from bench import run, run_summary, texts
 
 
 def _phase(rate: float, p50: float, outcomes: dict[str, int], name: str = "p") -> dict[str, Any]:
@@ -46,3 +48,15 @@ def test_text_source_never_repeats_and_is_reproducible() -> None:
     medium = texts.TextSource(7).batch("medium", 20)
     assert texts.mean_length(medium) > texts.mean_length(first)
     assert texts.mean_length([]) == 0.0
+
+
+def test_workers_option_runs_the_service_with_that_many_workers() -> None:
+    args = run.parse_args(["--workers", "2", "--env", "CPERSONA_EMBEDDING_MODE=none"])
+    options = run.service_options(args)
+    assert options.extra_env == {"CPERSONA_EMBEDDING_MODE": "none", "CPERSONA_WORKERS": "2"}
+    assert "CPERSONA_WORKERS" not in run.service_options(run.parse_args([])).extra_env
+
+
+def test_workers_option_refuses_a_count_out_of_range() -> None:
+    with pytest.raises(SystemExit):
+        run.parse_args(["--workers", "0"])

@@ -26,8 +26,6 @@ REFERENCE_TABLES = frozenset(
 
 CROSS_TENANT_QUERIES = {
     "claim_embedding_jobs": "the queue worker leases due jobs of every tenant (owner role)",
-    "claim_embedding_items": "the write-behind leases the jobs of rows it just wrote, by "
-    "(tenant, kind, id), across the tenants of its process's writes",
     "fail_embedding_jobs": "the worker settles the jobs it leased, by job id, across tenants",
     "tenant_ids": "the worker and re-embedding walk the tenants (control plane)",
     "take_oauth_code": "a presented authorization code is resolved by its hash, like an API key",

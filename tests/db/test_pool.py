@@ -1,4 +1,5 @@
-"""The pool keeps every named query, the recall statement included, prepared per connection.
+"""The pool: every named query stays prepared per connection (the recall statement
+included), and tenant transactions plan for their values unless asked to reuse plans.
 
 asyncpg caches prepared statements only up to ``max_cacheable_statement_size``; its default
 (15 KiB) left the recall statement out, so every recall parsed it again (an extra round
@@ -10,10 +11,15 @@ from __future__ import annotations
 import pytest
 
 from service.db import recall as store, sql
-from service.db.pool import MAX_CACHED_STATEMENT_CHARS, Database
+from service.db.pool import APP_ROLE, MAX_CACHED_STATEMENT_CHARS, Database
 from service.memory import tenants
 from service.models import TenantId
 from tests.servers import pooling
+
+SETTINGS = (
+    "SELECT current_user, current_setting('app.tenant_id'),"
+    " current_setting('plan_cache_mode') AS plans"
+)
 
 
 def test_every_named_query_fits_the_statement_cache() -> None:
@@ -40,3 +46,26 @@ async def test_a_repeated_recall_statement_is_prepared_once_per_connection(db: D
             statement,
         )
     assert [row["runs"] for row in prepared] == [3]
+
+
+async def test_a_tenant_transaction_plans_each_statement_for_its_values_by_default(
+    db: Database,
+) -> None:
+    tenant = TenantId((await tenants.create_tenant(db, "plans")).id)
+    async with db.tenant_tx(tenant) as conn:
+        row = await conn.fetchrow(SETTINGS)
+    assert row is not None
+    assert tuple(row) == (APP_ROLE, str(tenant), "force_custom_plan")
+
+
+async def test_cached_plans_keep_the_role_and_tenant_and_let_postgres_reuse_plans(
+    db: Database,
+) -> None:
+    tenant = TenantId((await tenants.create_tenant(db, "cached-plans")).id)
+    async with db.tenant_tx(tenant, cached_plans=True) as conn:
+        row = await conn.fetchrow(SETTINGS)
+    assert row is not None
+    assert tuple(row) == (APP_ROLE, str(tenant), "auto")
+    async with db.admin_conn() as conn:
+        after = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
+    assert after == "auto"

@@ -1,35 +1,61 @@
 -- store_memory --
--- Dedup probes and insert in one statement (spec §5.1 steps 6 and 8). The msg_id
--- probe looks in the caller's project scope set, the content probe also in its
--- channel scope set; the insert runs only when both miss, and ON CONFLICT absorbs a
--- concurrent identical insert (exact-bucket unique indexes).
--- $1 tenant_id uuid, $2 agent_id bigint, $3 project_id text, $4 channel text,
+-- The whole write of store (spec §5.1 steps 6 and 8) in one statement, so the store
+-- transaction is one round trip between its BEGIN/tenant setup and its COMMIT: the
+-- agent is registered on its first write, the dedup probes run, the row is inserted
+-- when both miss, and its embedding job is queued with it (durable: committed with the
+-- row). The msg_id probe looks in the caller's project scope set, the content probe also
+-- in its channel scope set. ON CONFLICT absorbs a concurrent identical insert
+-- (exact-bucket unique indexes). The agent is selected first (the common case); only a
+-- missing one is inserted, and a concurrent first write of the same agent (committed
+-- after this statement's snapshot) is returned by DO UPDATE instead of being missed.
+-- The job (only when $15) is dated an hour back like enqueue_embedding's. The statement
+-- runs with cached plans: m.msg_id <> '' lets a generic plan use the partial msg_id
+-- index ($5 <> '' alone does not imply its predicate).
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 msg_id text, $6 content text, $7 source jsonb, $8 timestamp_text text,
 -- $9 timestamp_at timestamptz, $10 metadata jsonb, $11 project scope text[],
--- $12 channel scope text[], $13 embedding vector, $14 embedding_model text
-WITH msg_hit AS (
-    SELECT id FROM memories
-    WHERE tenant_id = $1 AND agent_id = $2 AND $5::text <> '' AND msg_id = $5
-      AND project_id = ANY ($11::text[])
-    ORDER BY id LIMIT 1
+-- $12 channel scope text[], $13 embedding vector, $14 embedding_model text,
+-- $15 queue an embedding job boolean, $16 job last_error text (NULL when none)
+WITH known_agent AS (
+    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+), new_agent AS (
+    INSERT INTO agents (tenant_id, name)
+    SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM known_agent)
+    ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name
+    RETURNING id
+), agent AS (
+    SELECT id FROM known_agent UNION ALL SELECT id FROM new_agent
+), msg_hit AS (
+    SELECT m.id FROM memories m, known_agent a
+    WHERE m.tenant_id = $1 AND m.agent_id = a.id AND $5::text <> '' AND m.msg_id = $5
+      AND m.msg_id <> '' AND m.project_id = ANY ($11::text[])
+    ORDER BY m.id LIMIT 1
 ), content_hit AS (
-    SELECT id FROM memories
-    WHERE tenant_id = $1 AND agent_id = $2
-      AND content_hash = decode(md5($6::text), 'hex') AND content = $6
-      AND project_id = ANY ($11::text[]) AND channel = ANY ($12::text[])
+    SELECT m.id FROM memories m, known_agent a
+    WHERE m.tenant_id = $1 AND m.agent_id = a.id
+      AND m.content_hash = decode(md5($6::text), 'hex') AND m.content = $6
+      AND m.project_id = ANY ($11::text[]) AND m.channel = ANY ($12::text[])
       AND NOT EXISTS (SELECT 1 FROM msg_hit)
-    ORDER BY id LIMIT 1
+    ORDER BY m.id LIMIT 1
 ), inserted AS (
     INSERT INTO memories (tenant_id, agent_id, project_id, channel, msg_id, content, source,
                           timestamp_text, timestamp_at, metadata, embedding, embedding_model)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $13, $14
+    SELECT $1, agent.id, $3, $4, $5, $6, $7, $8, $9, $10, $13, $14
+    FROM agent
     WHERE NOT EXISTS (SELECT 1 FROM msg_hit) AND NOT EXISTS (SELECT 1 FROM content_hit)
     ON CONFLICT DO NOTHING
     RETURNING id
+), queued AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id, last_error, run_after)
+    SELECT $1, 'mem', id, $16, clock_timestamp() - interval '1 hour' FROM inserted WHERE $15
+    ON CONFLICT (tenant_id, item_kind, item_id) DO UPDATE
+    SET attempts = 0, run_after = EXCLUDED.run_after, last_error = EXCLUDED.last_error
+    RETURNING 1
 )
 SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
        (SELECT id FROM content_hit) AS duplicate_content,
-       (SELECT id FROM inserted) AS inserted_id
+       (SELECT id FROM inserted) AS inserted_id,
+       EXISTS (SELECT 1 FROM queued) AS queued
 
 -- probe_memory_duplicate --
 -- The read-only half of store_memory's dedup probes (same scopes, spec §5.2), run
@@ -42,7 +68,7 @@ WITH agent AS (
 ), msg_hit AS (
     SELECT m.id FROM memories m, agent
     WHERE m.tenant_id = $1 AND m.agent_id = agent.id AND $3::text <> '' AND m.msg_id = $3
-      AND m.project_id = ANY ($5::text[])
+      AND m.msg_id <> '' AND m.project_id = ANY ($5::text[])
     ORDER BY m.id LIMIT 1
 ), content_hit AS (
     SELECT m.id FROM memories m, agent

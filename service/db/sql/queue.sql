@@ -59,26 +59,38 @@ WHERE j.tenant_id = due.tenant_id AND j.id = due.id
 RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
 
 -- claim_embedding_items --
--- Claim the jobs of the given items only (the write-behind path: rows this process
--- just wrote; admin transaction). The same lease and claim token as
+-- Claim the jobs of the given items of one tenant (the write-behind path: rows this
+-- process just wrote) and read their text in the same statement, so a batch costs one
+-- tenant transaction before the model call. The same lease and claim token as
 -- claim_embedding_jobs, and the same guard against doing work twice: a job another
 -- worker holds is locked (SKIP LOCKED) or leased into the future (not due), so it is
--- left to that worker; an item without a job (already embedded) is not returned.
--- $1 tenant_ids uuid[], $2 item_kinds text[], $3 item_ids bigint[], $4 lease seconds float8
+-- left to that worker; an item without a job (already embedded) is not returned. The
+-- text and hash are embedding_texts'; they are NULL when the row is gone (the job is
+-- then settled as done).
+-- $1 tenant_id uuid, $2 item_kinds text[], $3 item_ids bigint[], $4 lease seconds float8
 WITH wanted AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS w (tenant_id, item_kind, item_id)
+    SELECT * FROM unnest($2::text[], $3::bigint[]) AS w (item_kind, item_id)
 ), due AS (
-    SELECT j.tenant_id, j.id FROM embedding_jobs j
-    JOIN wanted w
-      ON j.tenant_id = w.tenant_id AND j.item_kind = w.item_kind AND j.item_id = w.item_id
-    WHERE j.run_after <= clock_timestamp()
+    SELECT j.id FROM embedding_jobs j
+    JOIN wanted w ON j.item_kind = w.item_kind AND j.item_id = w.item_id
+    WHERE j.tenant_id = $1 AND j.run_after <= clock_timestamp()
     FOR UPDATE OF j SKIP LOCKED
+), claimed AS (
+    UPDATE embedding_jobs j
+    SET run_after = clock_timestamp() + make_interval(secs => $4)
+    FROM due
+    WHERE j.tenant_id = $1 AND j.id = due.id
+    RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
 )
-UPDATE embedding_jobs j
-SET run_after = clock_timestamp() + make_interval(secs => $4)
-FROM due
-WHERE j.tenant_id = due.tenant_id AND j.id = due.id
-RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
+SELECT c.tenant_id, c.id, c.item_kind, c.item_id, c.attempts, c.token,
+       coalesce(m.content, CASE WHEN e.keywords = '' THEN e.summary
+                                ELSE e.summary || ' ' || e.keywords END) AS text,
+       coalesce(m.content_hash,
+                decode(md5(CASE WHEN e.keywords = '' THEN e.summary
+                                ELSE e.summary || ' ' || e.keywords END), 'hex')) AS hash
+FROM claimed c
+LEFT JOIN memories m ON c.item_kind = 'mem' AND m.tenant_id = $1 AND m.id = c.item_id
+LEFT JOIN episodes e ON c.item_kind = 'ep' AND e.tenant_id = $1 AND e.id = c.item_id
 
 -- embedding_texts --
 -- The text to embed for claimed items of one tenant, with a hash of it that the
@@ -96,51 +108,56 @@ SELECT 'ep', id,
 FROM episodes
 WHERE tenant_id = $1 AND id = ANY ($3::bigint[])
 
--- store_embeddings --
--- Write unit vectors of one tenant's items, only where the text still hashes to what
--- was embedded. Vectors travel as pgvector text ('[x,y,...]'). Returns the updated ids.
--- $1 tenant_id uuid, $2 kinds text[], $3 ids bigint[], $4 hashes bytea[],
--- $5 embeddings text[], $6 embedding_model text
-WITH items AS (
-    SELECT * FROM unnest($2::text[], $3::bigint[], $4::bytea[], $5::text[])
-        AS i (kind, id, hash, embedding)
+-- settle_embeddings --
+-- Write the vectors of one tenant's claimed rows and finish their jobs in one statement
+-- (one round trip per batch and tenant). A vector is written only where the row's text
+-- still hashes to what was embedded; vectors travel as pgvector text ('[x,y,...]').
+-- Jobs whose claim token still matches are finished: deleted when done (the row took
+-- its vector, or the row is gone: no vector given), made due again at once otherwise
+-- (the text changed while it was embedded). Memories and episodes share one id
+-- sequence, so an item id names one row. Returns the rows that took their vector and
+-- the jobs deleted and re-queued.
+-- $1 tenant_id uuid, $2 job ids bigint[], $3 claim tokens timestamptz[],
+-- $4 item kinds text[], $5 item ids bigint[], $6 text hashes bytea[] (NULL: row gone),
+-- $7 embeddings text[] (NULL: row gone), $8 embedding_model text
+WITH f AS (
+    SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::bigint[],
+                         $6::bytea[], $7::text[])
+        AS f (job_id, token, kind, id, hash, embedding)
 ), mem AS (
     UPDATE memories m
-    SET embedding = i.embedding::vector, embedding_model = $6
-    FROM items i
-    WHERE i.kind = 'mem' AND m.tenant_id = $1 AND m.id = i.id AND m.content_hash = i.hash
+    SET embedding = f.embedding::vector, embedding_model = $8
+    FROM f
+    WHERE f.kind = 'mem' AND f.embedding IS NOT NULL
+      AND m.tenant_id = $1 AND m.id = f.id AND m.content_hash = f.hash
     RETURNING m.id
 ), ep AS (
     UPDATE episodes e
-    SET embedding = i.embedding::vector, embedding_model = $6
-    FROM items i
-    WHERE i.kind = 'ep' AND e.tenant_id = $1 AND e.id = i.id
+    SET embedding = f.embedding::vector, embedding_model = $8
+    FROM f
+    WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = $1 AND e.id = f.id
       AND decode(md5(CASE WHEN e.keywords = '' THEN e.summary
-                          ELSE e.summary || ' ' || e.keywords END), 'hex') = i.hash
+                          ELSE e.summary || ' ' || e.keywords END), 'hex') = f.hash
     RETURNING e.id
-)
-SELECT id FROM mem UNION ALL SELECT id FROM ep
-
--- settle_embedding_jobs --
--- Finish claimed jobs of one tenant whose claim token still matches: delete the done
--- ones (embedded, or the row is gone); make the others (text changed while embedding)
--- due again at once. Returns how many were deleted and re-queued.
--- $1 tenant_id uuid, $2 job ids bigint[], $3 claim tokens timestamptz[], $4 done boolean[]
-WITH f AS (
-    SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::boolean[]) AS f (id, token, done)
+), stored AS (
+    SELECT id FROM mem UNION ALL SELECT id FROM ep
 ), gone AS (
     DELETE FROM embedding_jobs j
     USING f
-    WHERE j.tenant_id = $1 AND j.id = f.id AND j.run_after = f.token AND f.done
+    WHERE j.tenant_id = $1 AND j.id = f.job_id AND j.run_after = f.token
+      AND (f.embedding IS NULL OR f.id IN (SELECT id FROM stored))
     RETURNING j.id
 ), again AS (
     UPDATE embedding_jobs j
     SET run_after = clock_timestamp()
     FROM f
-    WHERE j.tenant_id = $1 AND j.id = f.id AND j.run_after = f.token AND NOT f.done
+    WHERE j.tenant_id = $1 AND j.id = f.job_id AND j.run_after = f.token
+      AND f.embedding IS NOT NULL AND f.id NOT IN (SELECT id FROM stored)
     RETURNING j.id
 )
-SELECT (SELECT count(*) FROM gone) AS finished, (SELECT count(*) FROM again) AS requeued
+SELECT (SELECT count(*) FROM stored) AS embedded,
+       (SELECT count(*) FROM gone) AS finished,
+       (SELECT count(*) FROM again) AS requeued
 
 -- fail_embedding_jobs --
 -- Record a failed attempt of claimed jobs (admin transaction, across tenants): one more

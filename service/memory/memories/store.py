@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from service.db import agents, memories, queue
+from service.db import memories
 from service.errors import Refused
 from service.memory import text
 from service.memory.library import Library
@@ -102,7 +102,7 @@ def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
     stamp = message.get("timestamp")
     stamp = stamp if isinstance(stamp, str) and stamp else text.now_timestamp()
     row = memories.NewMemory(
-        agent_id=0,
+        agent_name=req.agent_id,
         project_id=req.project_id,
         channel=req.channel,
         msg_id=msg_id if isinstance(msg_id, str) else "",
@@ -144,7 +144,7 @@ async def _probe(
     lib: Library, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
 ) -> JsonObject | None:
     """The dedup answer before any embedding work (spec §5.1 step 6 precedes step 7)."""
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         probe = await memories.probe_memory_duplicate(
             conn, tenant_id, req.agent_id, row, _scope(req.project_id), _scope(req.channel)
         )
@@ -164,7 +164,8 @@ async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObj
     later. With an inline timeout a read-only dedup probe runs first so a duplicate is
     never embedded; the content is then embedded *outside* any transaction. The insert
     transaction probes (race-safe) and, without a vector, queues the row in the same
-    transaction (durable).
+    transaction (durable). The transaction is one statement (``store_memory``: agent,
+    probes, insert and job), so a store costs the tenant setup and one round trip.
     """
     prepared = _prepare(lib, req)
     inline = InlineEmbedding()
@@ -173,16 +174,13 @@ async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObj
         if duplicate is not None:
             return duplicate
         inline = await embed_inline(lib, prepared.row.content)
-    async with lib.db.tenant_tx(tenant_id) as conn:
-        agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)
-        row = dataclasses.replace(
-            prepared.row, agent_id=agent, embedding=inline.vector, embedding_model=inline.model
-        )
+    row = dataclasses.replace(prepared.row, embedding=inline.vector, embedding_model=inline.model)
+    queued = inline.vector is None and lib.queue_enabled
+    job = memories.QueuedJob(inline.error) if queued else None
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         result = await memories.store_memory(
-            conn, tenant_id, row, _scope(req.project_id), _scope(req.channel)
+            conn, tenant_id, row, _scope(req.project_id), _scope(req.channel), job
         )
-        if result.inserted_id is not None and inline.vector is None and lib.queue_enabled:
-            await queue.enqueue_embedding(conn, tenant_id, "mem", result.inserted_id, inline.error)
     if result.inserted_id is not None and inline.vector is None:
         embed_soon(lib, tenant_id, "mem", result.inserted_id)
     return _store_outcome(result, prepared.truncated, inline.vector is not None)

@@ -2,7 +2,7 @@
 
 ``drain_once`` / ``run_worker`` claim due jobs with ``FOR UPDATE SKIP LOCKED`` as a
 lease, read the rows' text per tenant, embed the batch outside any transaction, then
-write the vectors and delete the jobs in one transaction per tenant. A vector is written
+write the vectors and delete the jobs in one statement per tenant. A vector is written
 only if the row's text still hashes to what was embedded, and a job is settled only if
 its claim token (the leased ``run_after``) still matches, so an edit or a re-claim in the
 meantime is never overwritten with stale data. Failures back off exponentially, capped
@@ -91,7 +91,7 @@ async def _load_texts(lib: Library, jobs: Sequence[Job]) -> dict[ItemKey, ItemTe
     for tenant_id, group in _by_tenant(jobs).items():
         memory_ids = [job.item_id for job in group if job.item_kind == "mem"]
         episode_ids = [job.item_id for job in group if job.item_kind == "ep"]
-        async with lib.db.tenant_tx(tenant_id) as conn:
+        async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
             for item in await store.embedding_texts(conn, tenant_id, memory_ids, episode_ids):
                 texts[(tenant_id, item.kind, item.id)] = item
     return texts
@@ -129,19 +129,14 @@ async def _settle_tenant(
     vectors: dict[ItemKey, tuple[ItemText, list[float]]],
     model: str,
 ) -> tuple[int, int, int]:
-    """Write one tenant's vectors and settle its jobs in one transaction.
+    """Write one tenant's vectors and settle its jobs in one transaction (one statement).
 
     Returns (embedded, dropped, requeued)."""
-    items = [vectors[key] for key in _keys(jobs) if key in vectors]
-    async with lib.db.tenant_tx(tenant_id) as conn:
-        stored = await store.store_embeddings(
-            conn, tenant_id, [i for i, _ in items], [v for _, v in items], model
-        )
-        done = [job.item_id in stored or _key(job) not in vectors for job in jobs]
-        await store.settle_embedding_jobs(conn, tenant_id, jobs, done)
-    embedded = sum(1 for job in jobs if job.item_id in stored)
-    dropped = sum(1 for job in jobs if _key(job) not in vectors)
-    return embedded, dropped, len(jobs) - embedded - dropped
+    items = [vectors.get(_key(job)) for job in jobs]
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
+        settled = await store.settle_embeddings(conn, tenant_id, jobs, items, model)
+    dropped = sum(1 for item in items if item is None)
+    return settled.embedded, dropped, len(jobs) - settled.embedded - dropped
 
 
 def _key(job: Job) -> ItemKey:
@@ -189,20 +184,44 @@ async def drain_once(
 
 async def drain_items(lib: Library, items: Sequence[ItemKey]) -> DrainResult:
     """Claim, embed and settle the jobs of ``items`` (rows this process just wrote);
-    items whose job another worker holds, or that have none, are left alone."""
+    items whose job another worker holds, or that have none, are left alone.
+
+    Each tenant's jobs are claimed and their texts read in one statement (one tenant
+    transaction), so the batch costs that, the model call and the settling transaction.
+    """
     if lib.embedder is None or not items:
         return DrainResult()
-    async with lib.db.admin_tx() as conn:
-        jobs = await store.claim_embedding_items(conn, items, _lease_seconds(lib))
-    return await _run_jobs(lib, jobs)
+    jobs: list[Job] = []
+    texts: dict[ItemKey, ItemText] = {}
+    for tenant_id, wanted in _items_by_tenant(items).items():
+        async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
+            claimed = await store.claim_embedding_items(
+                conn, tenant_id, wanted, _lease_seconds(lib)
+            )
+        for job, item in claimed:
+            jobs.append(job)
+            if item is not None:
+                texts[_key(job)] = item
+    return await _run_jobs(lib, jobs, texts)
 
 
-async def _run_jobs(lib: Library, jobs: list[Job]) -> DrainResult:
-    """Embed claimed ``jobs`` in one batch and settle them (or back them off)."""
+def _items_by_tenant(items: Sequence[ItemKey]) -> dict[TenantId, list[tuple[ItemKind, int]]]:
+    groups: dict[TenantId, list[tuple[ItemKind, int]]] = {}
+    for tenant_id, kind, item_id in items:
+        groups.setdefault(tenant_id, []).append((kind, item_id))
+    return groups
+
+
+async def _run_jobs(
+    lib: Library, jobs: list[Job], texts: dict[ItemKey, ItemText] | None = None
+) -> DrainResult:
+    """Embed claimed ``jobs`` in one batch and settle them (or back them off); ``texts``
+    are their rows' texts when the claim read them (else they are read here)."""
     provider = lib.embedder
     if provider is None or not jobs:
         return DrainResult()
-    texts = await _load_texts(lib, jobs)
+    if texts is None:
+        texts = await _load_texts(lib, jobs)
     present = [job for job in jobs if _key(job) in texts]
     outcomes = await _embed_outcomes(lib, [texts[_key(job)].text for job in present])
     vectors: dict[ItemKey, tuple[ItemText, list[float]]] = {}

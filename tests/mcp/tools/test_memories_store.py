@@ -152,3 +152,18 @@ async def test_concurrent_identical_stores_write_exactly_one_row(
     assert [r["result"] for r in results].count("stored") == 1
     assert all(r["ok"] for r in results)
     assert len(rows) == 1
+
+
+async def test_concurrent_first_stores_of_a_new_agent_are_all_stored_under_it(
+    lib: Library, served: Served
+) -> None:
+    """The store statement registers a new agent itself: concurrent first writes of one
+    agent (each committing after the others' snapshots) all find it and are stored."""
+    agent = Agent(served, await new_tenant(lib, "newcomer"))
+    contents = [f"first fact number {n} of a new agent" for n in range(16)]
+    results = await asyncio.gather(
+        *[agent.call("store", agent_id="fresh", message={"content": c}) for c in contents]
+    )
+    assert [r["result"] for r in results] == ["stored"] * len(contents)
+    assert sorted(row["content"] for row in await _rows(agent, "fresh")) == sorted(contents)
+    assert len({r["id"] for r in results}) == len(contents)

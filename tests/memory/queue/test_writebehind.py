@@ -122,3 +122,29 @@ async def test_concurrent_stores_are_each_embedded_exactly_once_beside_the_queue
     counts = collections.Counter(provider.answered)
     assert len(counts) == CLIENTS * PER_CLIENT
     assert set(counts.values()) == {1}
+
+
+async def test_stores_of_two_tenants_at_once_are_each_embedded_exactly_once(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    """A write-behind batch may hold rows of several tenants: each tenant's jobs are
+    claimed (with their texts) in that tenant's transaction, and every row is embedded."""
+    async with serve(behind_settings(settings, provider), database_url) as served:
+        clients = [Agent(served, await new_tenant(lib, slug)) for slug in ("acme", "globex")]
+
+        async def writer(client: Agent, number: int) -> list[Any]:
+            return [
+                await client.call(
+                    "store", agent_id="a", message={"content": f"writer {number} note {n}"}
+                )
+                for n in range(PER_CLIENT)
+            ]
+
+        answers = await asyncio.gather(
+            *(writer(client, number) for client in clients for number in range(CLIENTS // 2))
+        )
+        assert all(body["result"] == "stored" for bodies in answers for body in bodies)
+        await _all_embedded(lib)
+    counts = collections.Counter(provider.answered)
+    assert sum(counts.values()) == len(clients) * (CLIENTS // 2) * PER_CLIENT
+    assert set(counts.values()) == {2}  # each text was written once by each tenant
