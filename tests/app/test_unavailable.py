@@ -109,3 +109,38 @@ async def test_a_pool_that_stays_full_is_503_after_the_acquire_timeout(
     _assert_unavailable(refused, 3)
     assert refused.json()["error"]["data"]["reason"] == "database_busy"
     assert [answer.status_code for answer in answers] == [200, 200]
+
+
+async def test_the_oauth_routes_answer_503_with_retry_after_while_the_database_is_down(
+    settings: Settings, database_url: str
+) -> None:
+    """The built-in authorization server is not behind the /mcp edge; it answers a
+    database outage the same way, then heals with the database."""
+    registration = {
+        "redirect_uris": ["http://127.0.0.1:9/cb"],
+        "token_endpoint_auth_method": "none",
+    }
+    async with (
+        database_proxy(database_url) as proxy,
+        serve(settings, proxy.url, public=True) as served,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        base = served.base_url
+        await proxy.cut()
+        down = [
+            await http.post(f"{base}/register", json=registration),
+            await http.post(
+                f"{base}/token", data={"grant_type": "refresh_token", "client_id": "c"}
+            ),
+            await http.post(f"{base}/revoke", data={"token": "t", "client_id": "c"}),
+            await http.get(f"{base}/authorize", params={"client_id": "c", "response_type": "code"}),
+        ]
+        await proxy.restore()
+        deadline = time.monotonic() + 15
+        while (healed := await http.post(f"{base}/register", json=registration)).status_code != 201:
+            assert time.monotonic() < deadline, healed.text
+            await asyncio.sleep(0.1)
+    for answer in down:
+        assert answer.status_code == 503, (answer.request.url.path, answer.text)
+        assert int(answer.headers["retry-after"]) >= 1
+        assert "temporarily unavailable" in answer.json()["error"]

@@ -6,7 +6,9 @@ server (``CPERSONA_PUBLIC_URL`` set, no external issuer): its metadata (RFC 8414
 ``/register`` (RFC 7591). The documents and the token, revocation and registration
 endpoints answer browser clients from any origin (they carry no cookie credential); the
 consent page does not.
-Every route checks the Host header (DNS-rebinding protection; Origin is free here).
+Every route checks the Host header (DNS-rebinding protection; Origin is free here), and a
+database that is down or busy answers every route with the edge's 503 and ``Retry-After``
+(these routes are not behind the ``/mcp`` edge, whose answer it is), never a 500.
 How a bearer token is checked on ``/mcp`` is :mod:`service.app.oauth.bearer`.
 """
 
@@ -18,11 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from service.app import answers
 from service.app.hosts import HostGuard
 from service.app.oauth import metadata
 from service.app.oauth.authorize import AuthorizeEndpoint
 from service.app.oauth.bearer import PRM_PATH
 from service.app.oauth.token import RegisterEndpoint, RevokeEndpoint, TokenEndpoint
+from service.errors import Unavailable
 from service.memory.library import Library
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -43,6 +47,18 @@ def open_to_browsers(endpoint: Endpoint) -> Endpoint:
         response = await endpoint(request)
         response.headers["access-control-allow-origin"] = "*"
         return response
+
+    return handle
+
+
+def degraded_as_503(endpoint: Endpoint) -> Endpoint:
+    """Answer an Unavailable (database down or its pool busy) with 503 and Retry-After."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except Unavailable as exc:
+            return answers.refusal_response(answers.unavailable_refusal(exc), None, False)
 
     return handle
 
@@ -68,5 +84,6 @@ def routes(lib: Library, hosts: HostGuard) -> list[Route]:
             ("/register", open_to_browsers(RegisterEndpoint(lib).handle), ["POST", "OPTIONS"]),
         ]
     return [
-        Route(path, hosts.guarded(endpoint), methods=methods) for path, endpoint, methods in found
+        Route(path, hosts.guarded(degraded_as_503(endpoint)), methods=methods)
+        for path, endpoint, methods in found
     ]
