@@ -83,28 +83,26 @@ WITH wanted AS (
     RETURNING j.tenant_id, j.id, j.item_kind, j.item_id, j.attempts, j.run_after AS token
 )
 SELECT c.tenant_id, c.id, c.item_kind, c.item_id, c.attempts, c.token,
-       coalesce(m.content, CASE WHEN e.keywords = '' THEN e.summary
-                                ELSE e.summary || ' ' || e.keywords END) AS text,
-       coalesce(m.content_hash,
-                decode(md5(CASE WHEN e.keywords = '' THEN e.summary
-                                ELSE e.summary || ' ' || e.keywords END), 'hex')) AS hash
+       coalesce(m.content, e.text) AS text,
+       coalesce(m.content_hash, decode(md5(e.text), 'hex')) AS hash
 FROM claimed c
 LEFT JOIN memories m ON c.item_kind = 'mem' AND m.tenant_id = $1 AND m.id = c.item_id
-LEFT JOIN episodes e ON c.item_kind = 'ep' AND e.tenant_id = $1 AND e.id = c.item_id
+LEFT JOIN LATERAL (
+    SELECT episode_text(ep.summary, ep.keywords) AS text FROM episodes ep
+    WHERE c.item_kind = 'ep' AND ep.tenant_id = $1 AND ep.id = c.item_id
+) e ON true
 
 -- embedding_texts --
 -- The text to embed for claimed items of one tenant, with a hash of it that the
 -- write-back compares (a row edited meanwhile is not given a stale vector). Episodes
--- embed summary and keywords. Deleted rows are simply absent.
+-- embed episode_text (summary and keywords, migration 0014). Deleted rows are absent.
 -- $1 tenant_id uuid, $2 memory ids bigint[], $3 episode ids bigint[]
 SELECT 'mem' AS kind, id, content AS text, content_hash AS hash
 FROM memories
 WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
 UNION ALL
-SELECT 'ep', id,
-       CASE WHEN keywords = '' THEN summary ELSE summary || ' ' || keywords END,
-       decode(md5(CASE WHEN keywords = '' THEN summary ELSE summary || ' ' || keywords END),
-              'hex')
+SELECT 'ep', id, episode_text(summary, keywords),
+       decode(md5(episode_text(summary, keywords)), 'hex')
 FROM episodes
 WHERE tenant_id = $1 AND id = ANY ($3::bigint[])
 
@@ -136,8 +134,7 @@ WITH f AS (
     SET embedding = f.embedding::vector, embedding_model = $8
     FROM f
     WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = $1 AND e.id = f.id
-      AND decode(md5(CASE WHEN e.keywords = '' THEN e.summary
-                          ELSE e.summary || ' ' || e.keywords END), 'hex') = f.hash
+      AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = f.hash
     RETURNING e.id
 ), stored AS (
     SELECT id FROM mem UNION ALL SELECT id FROM ep

@@ -26,7 +26,8 @@ log = get_logger("service.embeddings")
 
 
 def episode_text(summary: str, keywords: str) -> str:
-    """What an episode's vector encodes (the same text ``sql/backlog.sql`` builds)."""
+    """What an episode's vector encodes: the Python twin of the SQL ``episode_text``
+    (migration 0014) that the queue's statements use."""
     return f"{summary} {keywords}" if keywords else summary
 
 
