@@ -20,9 +20,11 @@ Matches are lexical: the terms come from ``service.memory.recall.query_terms`` (
 recall searches for, plus CJK trigrams and identifiers as literal substrings), and the
 text's words go through the same ``word_lexeme`` rule, so whatever that rule learns (a
 stemmer) excerpts learn with it. The vector channel's best sentence is not used: it needs
-an embedding per sentence per call, measured at about 46 sentences a second on the
-benchmark machine (1.6 s for the long rows of one answer), and on the benchmark it found
-the evidence line less often (30 %) than the lexical units (48 %).
+an embedding per line per call (about 52 lines a second for MiniLM, 20 for e5 on the
+benchmark machine: seconds per answer) or a stored vector per line, and on the offline
+benchmark the nearest line is the answering turn less often (MiniLM 33.5 %, e5 35.3 %) than
+the lexical score's (44.4 %); fused with it, they add at most 3.4 points of turns shown
+whole (docs/benchmarks-preview.md, "Could the embedding models find the turn?").
 
 Pure functions; positions and lengths are code points.
 """
@@ -124,20 +126,36 @@ def _score(hits: Sequence[Hit], weights: Mapping[str, float], in_row: Counter[st
     return sum(weights.get(term, 1.0) / math.sqrt(in_row[term]) for term in {h.term for h in hits})
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScoredUnit:
+    """A unit of a text (``[start, end)``), the hits inside it and their score."""
+
+    start: int
+    end: int
+    hits: list[Hit]
+    score: float
+
+
+def scored_units(text: str, hits: Sequence[Hit], weights: Mapping[str, float]) -> list[ScoredUnit]:
+    """Every unit of ``text`` in order, scored by the query terms inside it (0: none)."""
+    in_row = Counter(hit.term for hit in hits)
+    scored = []
+    for start, end in units(text):
+        inside = [hit for hit in hits if start <= hit.start and hit.end <= end]
+        score = _score(inside, weights, in_row) if inside else 0.0
+        scored.append(ScoredUnit(start, end, inside, score))
+    return scored
+
+
 def best_unit(
     text: str, hits: Sequence[Hit], weights: Mapping[str, float]
 ) -> tuple[int, int, list[Hit]] | None:
     """The unit with the strongest match and its hits (the earliest on a tie); None: no hit."""
-    in_row = Counter(hit.term for hit in hits)
-    best: tuple[float, int, int, list[Hit]] | None = None
-    for start, end in units(text):
-        inside = [hit for hit in hits if start <= hit.start and hit.end <= end]
-        if not inside:
-            continue
-        score = _score(inside, weights, in_row)
-        if best is None or score > best[0] + 1e-9:
-            best = (score, start, end, inside)
-    return None if best is None else best[1:]
+    best: ScoredUnit | None = None
+    for unit in scored_units(text, hits, weights):
+        if unit.hits and (best is None or unit.score > best.score + 1e-9):
+            best = unit
+    return None if best is None else (best.start, best.end, best.hits)
 
 
 def best_cluster(
@@ -223,13 +241,13 @@ def excerpt(
     begin, finish = best_cluster(inside, weights, width)
     if finish <= preview_chars:
         return None
-    low = max(start, _word_start(text, preview_chars))
+    low = max(start, word_start(text, preview_chars))
     if start < preview_chars and end - low <= width:
         return passage(text, low, width)
     return around(text, max(begin, low), finish, (low, end), width)
 
 
-def _word_start(text: str, at: int) -> int:
+def word_start(text: str, at: int) -> int:
     """The start of the word that contains position ``at``."""
     while at > 0 and not _cuttable(text, at):
         at -= 1
