@@ -41,7 +41,7 @@ def load_table(results: dict[str, Any]) -> list[str]:
     """One row per corpus: load timings, sizes and the vector-channel check."""
     columns = [
         *("Corpus", "Rows loaded", "COPY s", "Index build s", "VACUUM ANALYZE s", "Total s"),
-        *("Table MB", "HNSW MB", "Vector rows (min/mean of 10)", "Overlap with exact top 10"),
+        *("Table MB", "HNSW MB", "Vector rows (min/mean)", "Vector recall@10 vs exact"),
         "Similarity vs exact",
     ]
     rows = []

@@ -45,16 +45,26 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
         server.stop()
 
 
-def inspect(url: str, slug: str, agents: Sequence[str], seed: int) -> dict[str, Any]:
-    """EXPLAIN plans (real query embeddings) and the vector-channel check (query vectors
-    from the corpus distribution) for one tenant's agents."""
-    texts = query_texts(INSPECT_QUERIES, seed + 7)
+def inspect(
+    url: str, slug: str, agents: Sequence[str], seed: int, questions: Sequence[str] = ()
+) -> dict[str, Any]:
+    """EXPLAIN plans (real query embeddings) and the vector-channel check for one tenant's
+    agents. The check's query vectors are the embedded ``questions`` when given (a corpus
+    of real vectors: LoCoMo's questions), else drawn from the synthetic corpus's own
+    distribution (random vectors are only comparable with each other)."""
+    texts = list(questions[:INSPECT_QUERIES]) or query_texts(INSPECT_QUERIES, seed + 7)
     real = list(zip(texts, asyncio.run(embed(texts)), strict=True))
-    like = list(zip(texts, corpus_like_vectors(len(texts), seed), strict=True))
+    drawn = corpus_like_vectors(len(texts), seed)
+    like = real if questions else list(zip(texts, drawn, strict=True))
     return {
         "explain": asyncio.run(explain_recall(url, slug, agents[0], real[:10])),
         "vector_channel": asyncio.run(vector_channel_check(url, slug, agents, like)),
     }
+
+
+def _inspect_questions(args: argparse.Namespace) -> list[str]:
+    """The questions the vector check asks of a LoCoMo corpus (none for a synthetic one)."""
+    return list(latency_corpus.questions(args.data)) if args.corpus == "locomo" else []
 
 
 def _versions(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
@@ -114,7 +124,9 @@ def run_single_agent(args: argparse.Namespace) -> list[dict[str, Any]]:
                 result.setdefault("load", dataclasses.asdict(report))
                 result.setdefault("table_rows", asyncio.run(memory_rows(url)))
                 trees.append(Tree(name, code, code_id, data_dir, url, [Target(key, agent)]))
-            result.update(inspect(homes[0][5], "scale", [agent], args.seed))
+            result.update(
+                inspect(homes[0][5], "scale", [agent], args.seed, _inspect_questions(args))
+            )
             texts = _query_texts(args, queries_needed(args), args.seed + rows)
             by_version = latency_runs(trees, args, texts)
             result["runs"] = by_version["this"]
@@ -148,7 +160,7 @@ def run_spread(args: argparse.Namespace) -> dict[str, Any]:
                 for slug in slugs
             }
             agents = sorted({p.agent for p in plans})
-            result.update(inspect(url, slugs[0], agents, args.seed))
+            result.update(inspect(url, slugs[0], agents, args.seed, _inspect_questions(args)))
             targets = [Target(keys[s], a) for a in agents for s in slugs]
             tree = Tree("this", args.code, args.code_id, data_dir, url, targets)
             texts = query_texts(queries_needed(args), args.seed + 1)

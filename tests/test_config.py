@@ -38,6 +38,7 @@ def test_values_are_parsed() -> None:
             "CPERSONA_ALLOWED_HOSTS": "a.example:443, b.example",
             "CPERSONA_RECALL_PREVIEW_CHARS": "0",
             "CPERSONA_LOG_LEVEL": "debug",
+            "CPERSONA_HNSW_EF_SEARCH": "250",
         }
     )
     assert settings.database_url == "postgresql://u@h/db"
@@ -47,6 +48,7 @@ def test_values_are_parsed() -> None:
     assert settings.allowed_hosts == ("a.example:443", "b.example")
     assert settings.recall_preview_chars == 0
     assert settings.log_level == "DEBUG"
+    assert settings.hnsw_ef_search == 250
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,8 @@ def test_values_are_parsed() -> None:
         ("CPERSONA_LOG_FORMAT", "xml"),
         ("CPERSONA_RRF_K", "0"),
         ("CPERSONA_EMBEDDING_MODE", "magic"),
+        ("CPERSONA_HNSW_EF_SEARCH", "0"),
+        ("CPERSONA_HNSW_EF_SEARCH", "1001"),  # pgvector's own bound
     ],
 )
 def test_bad_values_fail_naming_the_variable(name: str, value: str) -> None:

@@ -62,6 +62,7 @@ def create_app(
         acquire_timeout=settings.db_acquire_timeout,
         bulk_size=settings.db_bulk_pool_max,
         pooler=settings.db_pooler,
+        hnsw_ef_search=settings.hnsw_ef_search,
     )
     metrics = (
         EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None

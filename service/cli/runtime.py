@@ -74,7 +74,9 @@ def short_lived(settings: Settings, url: str, *, max_size: int) -> Database:
     """A small pool for a command, told about the pooler unless ``url`` is the direct
     migration URL (CPERSONA_DB_POOLER concerns DATABASE_URL only)."""
     pooler = "none" if url == settings.migration_database_url else settings.db_pooler
-    return Database(url, min_size=1, max_size=max_size, pooler=pooler)
+    return Database(
+        url, min_size=1, max_size=max_size, pooler=pooler, hnsw_ef_search=settings.hnsw_ef_search
+    )
 
 
 def run_db(settings: Settings, url: str, work: Callable[[Database], Awaitable[T]]) -> T:

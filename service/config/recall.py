@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Final
 
 from service.config.fields import (
     UNIT,
@@ -15,6 +16,17 @@ from service.config.fields import (
     parse_int,
     setting,
 )
+
+
+DEFAULT_HNSW_EF_SEARCH: Final = 100
+"""HNSW's search breadth (pgvector's ``hnsw.ef_search``, whose own default is 40).
+
+Measured on a 100k-row agent of LoCoMo-derived memories with real question vectors
+(docs/benchmarks-throughput.md, "The vector channel at scale"): the share of the exact 10
+nearest rows the channel finds is 0.74 at 40, 0.88 at 100 and 0.93 at 200, for a fraction
+of a millisecond. It also enters the planner's cost of an HNSW scan: the larger it is, the
+larger the table must be before Postgres prefers the index to an exact scan (about 28 rows
+per unit here), so it is not raised further by default."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +59,10 @@ class RecallSettings:
     recall_depth: int = setting(0, "CPERSONA_RECALL_DEPTH", parse=parse_int(0, 1000))
     """Candidates per retriever; 0: the mode's own (hybrid 100, the spec's modes ``limit``)."""
     recall_vector_depth: int = setting(20, "CPERSONA_RECALL_VECTOR_DEPTH", parse=parse_int(1, 1000))
+    hnsw_ef_search: int = setting(
+        DEFAULT_HNSW_EF_SEARCH, "CPERSONA_HNSW_EF_SEARCH", parse=parse_int(1, 1000)
+    )
+    """Candidates an HNSW scan keeps while it walks the graph (every recall transaction)."""
     hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
     lexical_english_weight: float = setting(
         1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)

@@ -36,6 +36,7 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from service.config import DbPooler
+from service.config.recall import DEFAULT_HNSW_EF_SEARCH
 from service.db import sql
 from service.db.availability import Availability, is_connection_error
 from service.db.pooler import connect_options
@@ -92,9 +93,11 @@ class Database:
         acquire_timeout: float = 5.0,
         bulk_size: int = 2,
         pooler: DbPooler = "none",
+        hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH,
     ) -> None:
         self.dsn = dsn
         self.pooler = pooler
+        self.hnsw_ef_search = hnsw_ef_search
         self._min_size = min_size
         self._max_size = max_size
         self._bulk_size = bulk_size
@@ -206,7 +209,7 @@ class Database:
             self._connection() as conn,
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
-            await conn.execute(enter, APP_ROLE, str(tenant_id))
+            await conn.execute(enter, APP_ROLE, str(tenant_id), str(self.hnsw_ef_search))
             yield conn
 
     @asynccontextmanager

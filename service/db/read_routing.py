@@ -248,5 +248,6 @@ def read_replica(
         max_size=settings.db_pool_max,
         command_timeout=settings.db_command_timeout,
         pooler=settings.db_pooler,
+        hnsw_ef_search=settings.hnsw_ef_search,
     )
     return ReadReplica(replica, primary, max_lag=settings.read_max_lag_secs, observer=observer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from bench import latency_queries, latency_report, scale_corpus, scale_texts
 
@@ -70,3 +71,16 @@ def test_plan_outline_keeps_access_paths_and_hides_conditions() -> None:
 def test_plan_times() -> None:
     plans = {"chosen": PLAN, "force_generic_plan": "Seq Scan on x"}
     assert latency_report.plan_times(plans) == "chosen: 1.25 ms, force_generic_plan: ?"
+
+
+def test_the_vector_check_counts_ties_with_the_exact_kth_as_found() -> None:
+    from bench.scale_inspect import versus_exact
+
+    exact = [0.9, 0.8, 0.7, 0.7]
+    # another row as close as the exact 4th: found, although the sort listed a twin
+    assert versus_exact([0.9, 0.8, 0.7, 0.7], exact, k=4) == (1.0, 1.0)
+    recall, ratio = versus_exact([0.9, 0.8, 0.6, 0.5], exact, k=4)
+    assert recall == 0.5
+    assert ratio == pytest.approx(2.8 / 3.1)
+    assert versus_exact([], [], k=4) == (1.0, 1.0)
+    assert versus_exact([0.9], exact, k=4)[0] == 0.25  # a starved channel finds less

@@ -69,3 +69,27 @@ async def test_cached_plans_keep_the_role_and_tenant_and_let_postgres_reuse_plan
     async with db.admin_conn() as conn:
         after = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
     assert after == "auto"
+
+
+async def test_tenant_transactions_search_hnsw_as_broadly_as_the_database_is_told(
+    database_url: str,
+) -> None:
+    """``hnsw.ef_search`` (CPERSONA_HNSW_EF_SEARCH) holds in both kinds of tenant
+    transaction and ends with them (set per transaction: safe behind a transaction pooler)."""
+    db = await Database(database_url, pooler=pooling.db_pooler(), hnsw_ef_search=150).open()
+    try:
+        tenant = TenantId((await tenants.create_tenant(db, "breadth")).id)
+        for cached in (False, True):
+            async with db.tenant_tx(tenant, cached_plans=cached) as conn:
+                assert await conn.fetchval("SELECT current_setting('hnsw.ef_search')") == "150"
+        async with db.admin_conn() as conn:
+            after = await conn.fetchval("SELECT current_setting('hnsw.ef_search', true)")
+        assert after != "150"
+    finally:
+        await db.close()
+
+
+def test_the_default_search_breadth_is_the_settings_default() -> None:
+    from service.config import load_settings
+
+    assert Database("postgresql://unused").hnsw_ef_search == load_settings({}).hnsw_ef_search

@@ -68,7 +68,7 @@ async def _plan(db: Database, tenant: str, query: str) -> str:
     vector = [1.0] + [0.0] * 383
     terms = query_terms.build(query)
     async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant)
+        await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant, str(db.hnsw_ef_search))
         rows = await conn.fetch(
             "EXPLAIN (COSTS OFF) " + statement,
             tenant,

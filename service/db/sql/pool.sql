@@ -4,10 +4,12 @@
 -- rows of other agents (pgvector iterative scan), so a small agent in a large table
 -- still gets its nearest rows, and plan every statement for its actual parameters (a
 -- generic plan of the recall statement drops the HNSW index: 352 ms instead of 27 ms at
--- 100k rows). All settings are transaction-local.
--- $1 role text, $2 tenant_id text
+-- 100k rows), with HNSW's search breadth (CPERSONA_HNSW_EF_SEARCH). All settings are
+-- transaction-local.
+-- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text
 SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', $3, true),
        set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- enter_tenant_cached_plans --
@@ -16,9 +18,10 @@ SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
 -- For transactions of short keyed statements whose plan does not depend on the values
 -- (store's write, the pause check, the write-behind's claim and settle): re-planning
 -- the store statement on every call costs about 0.6 ms of Postgres CPU.
--- $1 role text, $2 tenant_id text
+-- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text
 SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
-       set_config('hnsw.iterative_scan', 'relaxed_order', true)
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', $3, true)
 
 -- ping --
 -- Liveness of the database connection.
