@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.fault.service import Running, call, running_service
 
@@ -125,10 +126,13 @@ async def _warmed_up(tally: Tally) -> None:
         await asyncio.wait_for(tally.warm.wait(), WARM_LIMIT_SECONDS)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 async def test_kill_9_of_postgres_under_8_writers_loses_nothing_and_heals_within_30_s(
-    tmp_path: Path, record_property: Callable[[str, object], None]
+    tmp_path: Path, record_property: Callable[[str, object], None], workers: int
 ) -> None:
-    with running_service(tmp_path) as running:
+    """Also with ``serve --workers 2``: both workers share the embedded Postgres, which
+    one supervisor restarts, and a writer's requests may land on either worker."""
+    with running_service(tmp_path, args=("--workers", str(workers))) as running:
         stop, tally = asyncio.Event(), Tally()
         writers = [asyncio.create_task(_writer(running, n, stop, tally)) for n in range(WRITERS)]
         await _warmed_up(tally)
@@ -155,3 +159,5 @@ async def test_kill_9_of_postgres_under_8_writers_loses_nothing_and_heals_within
     assert 1 <= len(unavailable) <= 3
     restarted = [line for line in log if line.get("event") == "embedded_postgres_restarted"]
     assert len(restarted) == 1, restarted
+    started = [line for line in log if line.get("event") == "workers_started"]
+    assert [len(line["pids"]) for line in started] == ([workers] if workers > 1 else [])
