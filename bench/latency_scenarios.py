@@ -23,7 +23,9 @@ from bench.latency_probe import LOCAL, Target, Tree, latency_runs, queries_neede
 from bench.latency_queries import corpus_like_vectors, query_texts
 from bench.scale_inspect import explain_recall, memory_rows, vector_channel_check
 
-TIERS = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
+TIERS = {"1k": 1_000, "3k": 3_000, "10k": 10_000, "100k": 100_000}
+"""Rows of the single-agent tiers (3k: a small deployment, where the planner's choice between
+HNSW and an exact scan depends on the planner settings; not in the default run)."""
 REBUILD_FROM_ROWS = 50_000
 INSPECT_QUERIES = 40
 

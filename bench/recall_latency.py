@@ -93,7 +93,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.tiers = [t.strip().lower() for t in args.tiers.split(",") if t.strip()]
     if any(t not in (*TIERS, "1m") for t in args.tiers):
-        parser.error("--tiers takes 1k, 10k, 100k and/or 1m")
+        parser.error("--tiers takes 1k, 3k, 10k, 100k and/or 1m")
     args.clients = [int(c) for c in args.clients.split(",") if c.strip()]
     if any(not 1 <= c <= 64 for c in args.clients) or not args.clients:
         parser.error("--clients takes numbers between 1 and 64")

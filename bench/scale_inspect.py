@@ -41,14 +41,13 @@ async def open_service_conn(url: str) -> asyncpg.Connection[Any]:
 
 async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
     """Inside a transaction: enter ``slug``'s tenant exactly as a recall does (the
-    service's ``enter_tenant``: application role, RLS tenant, HNSW iterative scan and its
-    default search breadth, custom plans)."""
-    from service.config.recall import DEFAULT_HNSW_EF_SEARCH
-    from service.db import sql
+    service's ``enter_tenant`` with the default settings: application role, RLS tenant,
+    HNSW iterative scan and search breadth, planner costs, custom plans)."""
+    from service.db.pool import Database
+    from service.models import TenantId
 
     tenant: uuid.UUID = await conn.fetchval("SELECT id FROM tenants WHERE slug = $1", slug)
-    enter = sql.QUERIES["enter_tenant"]
-    await conn.execute(enter, "cpersona_app", str(tenant), str(DEFAULT_HNSW_EF_SEARCH))
+    await conn.execute(*Database("unused").entering(TenantId(tenant)))
     return tenant
 
 

@@ -39,6 +39,7 @@ def test_values_are_parsed() -> None:
             "CPERSONA_RECALL_PREVIEW_CHARS": "0",
             "CPERSONA_LOG_LEVEL": "debug",
             "CPERSONA_HNSW_EF_SEARCH": "250",
+            "CPERSONA_RANDOM_PAGE_COST": "4",
         }
     )
     assert settings.database_url == "postgresql://u@h/db"
@@ -49,6 +50,7 @@ def test_values_are_parsed() -> None:
     assert settings.recall_preview_chars == 0
     assert settings.log_level == "DEBUG"
     assert settings.hnsw_ef_search == 250
+    assert settings.random_page_cost == 4.0
 
 
 @pytest.mark.parametrize(
@@ -64,6 +66,8 @@ def test_values_are_parsed() -> None:
         ("CPERSONA_EMBEDDING_MODE", "magic"),
         ("CPERSONA_HNSW_EF_SEARCH", "0"),
         ("CPERSONA_HNSW_EF_SEARCH", "1001"),  # pgvector's own bound
+        ("CPERSONA_RANDOM_PAGE_COST", "0"),
+        ("CPERSONA_RANDOM_PAGE_COST", "cheap"),
     ],
 )
 def test_bad_values_fail_naming_the_variable(name: str, value: str) -> None:

@@ -63,6 +63,7 @@ def create_app(
         bulk_size=settings.db_bulk_pool_max,
         pooler=settings.db_pooler,
         hnsw_ef_search=settings.hnsw_ef_search,
+        random_page_cost=settings.random_page_cost,
     )
     metrics = (
         EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None

@@ -75,7 +75,12 @@ def short_lived(settings: Settings, url: str, *, max_size: int) -> Database:
     migration URL (CPERSONA_DB_POOLER concerns DATABASE_URL only)."""
     pooler = "none" if url == settings.migration_database_url else settings.db_pooler
     return Database(
-        url, min_size=1, max_size=max_size, pooler=pooler, hnsw_ef_search=settings.hnsw_ef_search
+        url,
+        min_size=1,
+        max_size=max_size,
+        pooler=pooler,
+        hnsw_ef_search=settings.hnsw_ef_search,
+        random_page_cost=settings.random_page_cost,
     )
 
 

@@ -17,16 +17,25 @@ from service.config.fields import (
     setting,
 )
 
-
 DEFAULT_HNSW_EF_SEARCH: Final = 100
 """HNSW's search breadth (pgvector's ``hnsw.ef_search``, whose own default is 40).
 
 Measured on a 100k-row agent of LoCoMo-derived memories with real question vectors
 (docs/benchmarks-throughput.md, "The vector channel at scale"): the share of the exact 10
 nearest rows the channel finds is 0.74 at 40, 0.88 at 100 and 0.93 at 200, for a fraction
-of a millisecond. It also enters the planner's cost of an HNSW scan: the larger it is, the
-larger the table must be before Postgres prefers the index to an exact scan (about 28 rows
-per unit here), so it is not raised further by default."""
+of a millisecond. It also enters the planner's cost of an HNSW scan (the larger it is, the
+larger a table must be before the planner prefers HNSW to the exact plan), which is why
+recall's transactions price random reads for data in memory (``DEFAULT_RANDOM_PAGE_COST``)."""
+
+
+DEFAULT_RANDOM_PAGE_COST: Final = 1.1
+"""The planner's cost of a random page read in recall's transactions (Postgres's own is 4.0).
+
+4.0 prices a random read as four sequential ones, a spinning disk's ratio; a recall's data
+lives in memory, where the two cost the same. With 4.0 the planner takes the exact plan
+for the vector channel (scan the agent's rows, sort by distance) on small tables, and that
+plan reads every vector back from TOAST: at 3,000 rows through MCP a recall took 43.1 ms at
+p50 against 30.8 ms with 1.1 (docs/benchmarks-throughput.md, "Planner costs")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +72,11 @@ class RecallSettings:
         DEFAULT_HNSW_EF_SEARCH, "CPERSONA_HNSW_EF_SEARCH", parse=parse_int(1, 1000)
     )
     """Candidates an HNSW scan keeps while it walks the graph (every recall transaction)."""
+    random_page_cost: float = setting(
+        DEFAULT_RANDOM_PAGE_COST, "CPERSONA_RANDOM_PAGE_COST", parse=parse_float(0.01, 100.0)
+    )
+    """``random_page_cost`` of the tenant transactions that plan every statement for its
+    values (recall's); the operator's server setting elsewhere."""
     hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
     lexical_english_weight: float = setting(
         1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)

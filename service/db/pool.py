@@ -36,7 +36,7 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from service.config import DbPooler
-from service.config.recall import DEFAULT_HNSW_EF_SEARCH
+from service.config.recall import DEFAULT_HNSW_EF_SEARCH, DEFAULT_RANDOM_PAGE_COST
 from service.db import sql
 from service.db.availability import Availability, is_connection_error
 from service.db.pooler import connect_options
@@ -94,10 +94,12 @@ class Database:
         bulk_size: int = 2,
         pooler: DbPooler = "none",
         hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH,
+        random_page_cost: float = DEFAULT_RANDOM_PAGE_COST,
     ) -> None:
         self.dsn = dsn
         self.pooler = pooler
         self.hnsw_ef_search = hnsw_ef_search
+        self.random_page_cost = random_page_cost
         self._min_size = min_size
         self._max_size = max_size
         self._bulk_size = bulk_size
@@ -204,13 +206,21 @@ class Database:
         the write-behind) whose plan does not depend on the values.
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
-        enter = _ENTER_CACHED if cached_plans else _ENTER
         async with (
             self._connection() as conn,
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
-            await conn.execute(enter, APP_ROLE, str(tenant_id), str(self.hnsw_ef_search))
+            await conn.execute(*self.entering(tenant_id, cached_plans=cached_plans))
             yield conn
+
+    def entering(self, tenant_id: TenantId, *, cached_plans: bool = False) -> tuple[str, ...]:
+        """The statement and arguments that confine a transaction to ``tenant_id`` (the
+        ``enter_tenant`` queries: role, RLS tenant, HNSW search, and the planner settings
+        of per-call planning unless ``cached_plans``)."""
+        breadth = str(self.hnsw_ef_search)
+        if cached_plans:
+            return _ENTER_CACHED, APP_ROLE, str(tenant_id), breadth
+        return _ENTER, APP_ROLE, str(tenant_id), breadth, str(self.random_page_cost)
 
     @asynccontextmanager
     async def admin_conn(self) -> AsyncIterator[Connection]:

@@ -249,5 +249,6 @@ def read_replica(
         command_timeout=settings.db_command_timeout,
         pooler=settings.db_pooler,
         hnsw_ef_search=settings.hnsw_ef_search,
+        random_page_cost=settings.random_page_cost,
     )
     return ReadReplica(replica, primary, max_lag=settings.read_max_lag_secs, observer=observer)

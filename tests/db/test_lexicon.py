@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from service.db import sql
-from service.db.pool import APP_ROLE, Database
+from service.db.pool import Database
 from service.models import TenantId
 
 CURRENT = """
@@ -145,9 +144,7 @@ async def test_an_open_write_never_blocks_another_write_to_the_same_agent(db: Da
     async with db.tenant_tx(tenant) as conn:
         await conn.execute(INSERT, tenant, agent, [f"seed row {i}" for i in range(63)])
     async with db.pool.acquire() as long, long.transaction():
-        await long.execute(
-            sql.QUERIES["enter_tenant"], APP_ROLE, str(tenant), str(db.hnsw_ef_search)
-        )
+        await long.execute(*db.entering(tenant))
         await long.execute(INSERT, tenant, agent, ["imported row one", "imported row two"])
         await long.execute(INSERT, tenant, agent, ["imported row three"])  # folds: holds the lock
 

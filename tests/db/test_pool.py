@@ -20,6 +20,7 @@ SETTINGS = (
     "SELECT current_user, current_setting('app.tenant_id'),"
     " current_setting('plan_cache_mode') AS plans"
 )
+COSTS = "SELECT current_setting('hnsw.ef_search', true), current_setting('random_page_cost')"
 
 
 def test_every_named_query_fits_the_statement_cache() -> None:
@@ -75,21 +76,29 @@ async def test_tenant_transactions_search_hnsw_as_broadly_as_the_database_is_tol
     database_url: str,
 ) -> None:
     """``hnsw.ef_search`` (CPERSONA_HNSW_EF_SEARCH) holds in both kinds of tenant
-    transaction and ends with them (set per transaction: safe behind a transaction pooler)."""
-    db = await Database(database_url, pooler=pooling.db_pooler(), hnsw_ef_search=150).open()
+    transaction, ``random_page_cost`` (CPERSONA_RANDOM_PAGE_COST) in those that plan per
+    call, and both end with them (set per transaction: safe behind a transaction pooler)."""
+    db = await Database(
+        database_url, pooler=pooling.db_pooler(), hnsw_ef_search=150, random_page_cost=1.5
+    ).open()
     try:
         tenant = TenantId((await tenants.create_tenant(db, "breadth")).id)
-        for cached in (False, True):
-            async with db.tenant_tx(tenant, cached_plans=cached) as conn:
-                assert await conn.fetchval("SELECT current_setting('hnsw.ef_search')") == "150"
         async with db.admin_conn() as conn:
-            after = await conn.fetchval("SELECT current_setting('hnsw.ef_search', true)")
-        assert after != "150"
+            server = await conn.fetchval("SELECT current_setting('random_page_cost')")
+        async with db.tenant_tx(tenant) as conn:
+            assert tuple(await conn.fetchrow(COSTS) or ()) == ("150", "1.5")
+        async with db.tenant_tx(tenant, cached_plans=True) as conn:
+            # keyed statements' cached plans are left to the server's page costs
+            assert tuple(await conn.fetchrow(COSTS) or ()) == ("150", server)
+        async with db.admin_conn() as conn:
+            assert tuple(await conn.fetchrow(COSTS) or ())[1] == server
     finally:
         await db.close()
 
 
-def test_the_default_search_breadth_is_the_settings_default() -> None:
+def test_the_database_defaults_are_the_settings_defaults() -> None:
     from service.config import load_settings
 
-    assert Database("postgresql://unused").hnsw_ef_search == load_settings({}).hnsw_ef_search
+    defaults, settings = Database("postgresql://unused"), load_settings({})
+    assert defaults.hnsw_ef_search == settings.hnsw_ef_search
+    assert defaults.random_page_cost == settings.random_page_cost

@@ -16,9 +16,12 @@ inside a tenant transaction, exactly like a recall.
 
 from __future__ import annotations
 
+import uuid
+
 from service.db import sql
-from service.db.pool import APP_ROLE, Database
+from service.db.pool import Database
 from service.memory.recall import query_terms
+from service.models import TenantId
 
 LOAD_TIMEOUT_SECONDS = 600.0
 LOAD = """
@@ -68,7 +71,7 @@ async def _plan(db: Database, tenant: str, query: str) -> str:
     vector = [1.0] + [0.0] * 383
     terms = query_terms.build(query)
     async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(sql.QUERIES["enter_tenant"], APP_ROLE, tenant, str(db.hnsw_ef_search))
+        await conn.execute(*db.entering(TenantId(uuid.UUID(tenant))))
         rows = await conn.fetch(
             "EXPLAIN (COSTS OFF) " + statement,
             tenant,

@@ -4,12 +4,15 @@
 -- rows of other agents (pgvector iterative scan), so a small agent in a large table
 -- still gets its nearest rows, and plan every statement for its actual parameters (a
 -- generic plan of the recall statement drops the HNSW index: 352 ms instead of 27 ms at
--- 100k rows), with HNSW's search breadth (CPERSONA_HNSW_EF_SEARCH). All settings are
--- transaction-local.
--- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text
+-- 100k rows), with HNSW's search breadth (CPERSONA_HNSW_EF_SEARCH) and the cost of a
+-- random page read for data in memory (CPERSONA_RANDOM_PAGE_COST: with Postgres's 4.0 the
+-- vector channel of a small table took the exact plan, which reads every vector back from
+-- TOAST). All settings are transaction-local.
+-- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text, $4 random_page_cost text
 SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search', $3, true),
+       set_config('random_page_cost', $4, true),
        set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- enter_tenant_cached_plans --
