@@ -71,7 +71,7 @@ class RecallSettings:
     hnsw_ef_search: int = setting(
         DEFAULT_HNSW_EF_SEARCH, "CPERSONA_HNSW_EF_SEARCH", parse=parse_int(1, 1000)
     )
-    """Candidates an HNSW scan keeps while it walks the graph (every recall transaction)."""
+    """Candidates an HNSW scan keeps while it walks the graph (every tenant transaction)."""
     random_page_cost: float = setting(
         DEFAULT_RANDOM_PAGE_COST, "CPERSONA_RANDOM_PAGE_COST", parse=parse_float(0.01, 100.0)
     )
