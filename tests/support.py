@@ -56,7 +56,9 @@ async def serve(
     """
     sockets: list[socket.socket] | None = None
     if public:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto TCP: only then does asyncio set TCP_NODELAY on accepted sockets (with
+        # proto 0 each answer waited ~40 ms for the client's delayed ACK)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         listener.bind(("127.0.0.1", 0))
         sockets = [listener]
         origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
