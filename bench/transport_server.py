@@ -2,8 +2,10 @@
 
 ``python -m bench.transport_server --port P`` serves ``noop`` the way ``serve`` serves
 the memory tools — the SDK's low-level ``Server``, its stateless streamable-HTTP
-handler answering in JSON, uvicorn with the same defaults — and nothing else: no
-credential, no limits, no database, no model. Its reply is a fixed text of the size the
+handler answering in JSON, the edge's :class:`~service.app.ceiling.ResponseGuard` (each
+answer held and sent whole, with its length), uvicorn with the same defaults on a socket
+bound the way ``serve`` binds it — and nothing else: no credential, no limits, no
+database, no model. Its reply is a fixed text of the size the
 caller asks for. :mod:`bench.transport_ceiling` drives it with the official client to
 measure what the transport costs on this machine before the service does any work.
 """
