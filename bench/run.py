@@ -45,7 +45,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--warmup", type=int, help="unmeasured store calls per configuration (default 100)")
     add("--list-calls", type=int, help="measured list_memories calls per variant (default 200)")
     add("--clients", default="1,8", help="client counts, comma-separated (default: %(default)s)")
-    add("--sizes", default="short,medium", help="text sizes (default: %(default)s)")
+    add(
+        "--sizes",
+        default="short,medium",
+        help="text sizes: short, medium (synthetic), dialogue (LoCoMo turns); default: %(default)s",
+    )
     add("--max-seconds", type=float, help="time limit per measured phase (default 300)")
     add("--starts", type=int, help="cold and warm start repetitions each (default 3)")
     add(
@@ -96,7 +100,7 @@ def build_plans(args: argparse.Namespace) -> list[StorePlan]:
     """One plan per (size, client count)."""
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     if any(s not in SIZES for s in sizes):
-        raise SystemExit("--sizes takes short and/or medium")
+        raise SystemExit(f"--sizes takes {', '.join(SIZES)}")
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
     if any(c < 1 or c > 64 for c in clients):
         raise SystemExit("--clients takes numbers between 1 and 64")

@@ -1,20 +1,29 @@
-"""Deterministic synthetic memory texts: realistic sentences from word lists.
+"""Deterministic memory texts: sentences from word lists, or real dialogue turns.
 
-Nothing is downloaded. A :class:`TextSource` built with the same seed produces
-the same sequence, and it never returns the same text twice, so no store in a
-benchmark is skipped by the service's content dedup.
+Nothing is downloaded. ``short`` and ``medium`` are synthetic sentences built from word
+lists; ``dialogue`` draws the turns of the LoCoMo conversations (``data/locomo``, the
+same texts the recall benchmarks store), in an order shuffled by the seed. A
+:class:`TextSource` built with the same seed produces the same sequence, and it never
+returns the same text twice, so no store in a benchmark is skipped by the service's
+content dedup.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
+from bench.locomo_data import DEFAULT_DATA
 from bench.words import CITIES, NAMES
 
-Size = Literal["short", "medium"]
-SIZES: dict[str, Size] = {"short": "short", "medium": "medium"}  # by command-line name
+Size = Literal["short", "medium", "dialogue"]
+SIZES: dict[str, Size] = {  # by command-line name
+    "short": "short",
+    "medium": "medium",
+    "dialogue": "dialogue",
+}
 
 DRINKS = ("green tea", "espresso", "oat latte", "sparkling water", "rooibos", "flat white")
 TIMES = ("morning", "afternoon", "late evening", "first hour of the day", "weekend")
@@ -134,15 +143,22 @@ def paragraph(rng: random.Random, sentences: tuple[int, int]) -> str:
 
 
 class TextSource:
-    """Unique texts of a given size, reproducible from ``seed``."""
+    """Unique texts of a given size, reproducible from ``seed``; ``dialogue`` turns come
+    from ``data`` (read on first use, so the synthetic sizes need no data set)."""
 
-    def __init__(self, seed: int = 20261130) -> None:
+    def __init__(self, seed: int = 20261130, data: Path = DEFAULT_DATA) -> None:
+        self._seed = seed
         self._rng = random.Random(seed)
         self._seen: set[str] = set()
         self._serial = 0
+        self._data = data
+        self._turns: list[str] | None = None
+        self._drawn: list[str] = []
 
     def next(self, size: Size) -> str:
         """The next text of ``size`` never returned before by this source."""
+        if size == "dialogue":
+            return self._next_turn()
         bounds = SHORT_RANGE if size == "short" else MEDIUM_RANGE
         for _ in range(MAX_ATTEMPTS):
             candidate = paragraph(self._rng, bounds)
@@ -154,6 +170,24 @@ class TextSource:
     def batch(self, size: Size, count: int) -> list[str]:
         """``count`` unique texts of ``size``."""
         return [self.next(size) for _ in range(count)]
+
+    def _next_turn(self) -> str:
+        """The next unused dialogue turn; once all are used, a used one with a serial."""
+        if self._turns is None:
+            from bench.latency_corpus import turns  # reads the data set
+
+            # its own generator: drawing turns leaves the synthetic sequences unchanged
+            self._turns = list(turns(self._data))
+            random.Random(self._seed).shuffle(self._turns)
+            self._turns.reverse()  # pop() from the end takes them in the shuffled order
+        while self._turns:
+            turn = self._turns.pop()
+            if turn not in self._seen:
+                self._drawn.append(turn)
+                return self._remember(turn)
+        self._serial += 1
+        again = self._drawn[(self._serial - 1) % len(self._drawn)] if self._drawn else "A turn"
+        return self._remember(f"{again} (note {self._serial})")
 
     def _remember(self, text: str) -> str:
         self._seen.add(text)
