@@ -28,7 +28,7 @@ from service.app.metrics import EdgeMetrics
 from service.app.oauth.bearer import BearerAuth
 from service.config import Settings
 from service.db.embedded import EmbeddedPostgres
-from service.db.pool import Database
+from service.db.pool import Database, Planning
 from service.db.read_routing import read_replica
 from service.mcp import tools
 from service.mcp.server import build_mcp_server
@@ -62,8 +62,7 @@ def create_app(
         acquire_timeout=settings.db_acquire_timeout,
         bulk_size=settings.db_bulk_pool_max,
         pooler=settings.db_pooler,
-        hnsw_ef_search=settings.hnsw_ef_search,
-        random_page_cost=settings.random_page_cost,
+        planning=Planning.of(settings),
     )
     metrics = (
         EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None

@@ -12,7 +12,7 @@ from typing import TypeAlias, TypeVar
 from service.config import Settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
-from service.db.pool import Database
+from service.db.pool import Database, Planning
 from service.logs import get_logger
 from service.memory.library import Library, build_library
 
@@ -79,8 +79,7 @@ def short_lived(settings: Settings, url: str, *, max_size: int) -> Database:
         min_size=1,
         max_size=max_size,
         pooler=pooler,
-        hnsw_ef_search=settings.hnsw_ef_search,
-        random_page_cost=settings.random_page_cost,
+        planning=Planning.of(settings),
     )
 
 

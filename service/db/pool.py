@@ -27,6 +27,7 @@ hold at most the bulk pool's connections, never the ones the tools need.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -35,7 +36,7 @@ from typing import Literal, TypeAlias
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from service.config import DbPooler
+from service.config import DbPooler, Settings
 from service.config.recall import DEFAULT_HNSW_EF_SEARCH, DEFAULT_RANDOM_PAGE_COST
 from service.db import sql
 from service.db.availability import Availability, is_connection_error
@@ -80,6 +81,23 @@ class _PooledConnection(asyncpg.Connection):
         return ""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Planning:
+    """The planner settings every tenant transaction sets, transaction-local (safe behind
+    a transaction pooler): HNSW's search breadth (CPERSONA_HNSW_EF_SEARCH) in both kinds,
+    the cost of a random page read (CPERSONA_RANDOM_PAGE_COST) in those that plan per call.
+    One value, so a new setting is added here and in ``enter_tenant``, not at every place
+    that builds a :class:`Database`."""
+
+    hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH
+    random_page_cost: float = DEFAULT_RANDOM_PAGE_COST
+
+    @classmethod
+    def of(cls, settings: Settings) -> Planning:
+        """The operator's settings."""
+        return cls(settings.hnsw_ef_search, settings.random_page_cost)
+
+
 class Database:
     """Owns the pools; hands out tenant-scoped and admin transactions."""
 
@@ -93,13 +111,13 @@ class Database:
         acquire_timeout: float = 5.0,
         bulk_size: int = 2,
         pooler: DbPooler = "none",
-        hnsw_ef_search: int = DEFAULT_HNSW_EF_SEARCH,
-        random_page_cost: float = DEFAULT_RANDOM_PAGE_COST,
+        planning: Planning = Planning(),
     ) -> None:
         self.dsn = dsn
         self.pooler = pooler
-        self.hnsw_ef_search = hnsw_ef_search
-        self.random_page_cost = random_page_cost
+        self.planning = planning
+        self._breadth = str(planning.hnsw_ef_search)
+        self._page_cost = str(planning.random_page_cost)
         self._min_size = min_size
         self._max_size = max_size
         self._bulk_size = bulk_size
@@ -217,10 +235,9 @@ class Database:
         """The statement and arguments that confine a transaction to ``tenant_id`` (the
         ``enter_tenant`` queries: role, RLS tenant, HNSW search, and the planner settings
         of per-call planning unless ``cached_plans``)."""
-        breadth = str(self.hnsw_ef_search)
         if cached_plans:
-            return _ENTER_CACHED, APP_ROLE, str(tenant_id), breadth
-        return _ENTER, APP_ROLE, str(tenant_id), breadth, str(self.random_page_cost)
+            return _ENTER_CACHED, APP_ROLE, str(tenant_id), self._breadth
+        return _ENTER, APP_ROLE, str(tenant_id), self._breadth, self._page_cost
 
     @asynccontextmanager
     async def admin_conn(self) -> AsyncIterator[Connection]:

@@ -34,7 +34,7 @@ from typing import Literal, Protocol, TypeVar
 import asyncpg
 
 from service.config import Settings
-from service.db.pool import Connection, Database
+from service.db.pool import Connection, Database, Planning
 from service.db.sql import QUERIES
 from service.errors import DatabaseNotOpen, DatabaseUnavailable
 from service.logs import get_logger
@@ -248,7 +248,6 @@ def read_replica(
         max_size=settings.db_pool_max,
         command_timeout=settings.db_command_timeout,
         pooler=settings.db_pooler,
-        hnsw_ef_search=settings.hnsw_ef_search,
-        random_page_cost=settings.random_page_cost,
+        planning=Planning.of(settings),
     )
     return ReadReplica(replica, primary, max_lag=settings.read_max_lag_secs, observer=observer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from service.db import recall as store, sql
-from service.db.pool import APP_ROLE, MAX_CACHED_STATEMENT_CHARS, Database
+from service.db.pool import APP_ROLE, MAX_CACHED_STATEMENT_CHARS, Database, Planning
 from service.memory import tenants
 from service.models import TenantId
 from tests.servers import pooling
@@ -79,7 +79,7 @@ async def test_tenant_transactions_search_hnsw_as_broadly_as_the_database_is_tol
     transaction, ``random_page_cost`` (CPERSONA_RANDOM_PAGE_COST) in those that plan per
     call, and both end with them (set per transaction: safe behind a transaction pooler)."""
     db = await Database(
-        database_url, pooler=pooling.db_pooler(), hnsw_ef_search=150, random_page_cost=1.5
+        database_url, pooler=pooling.db_pooler(), planning=Planning(150, 1.5)
     ).open()
     try:
         tenant = TenantId((await tenants.create_tenant(db, "breadth")).id)
@@ -100,5 +100,5 @@ def test_the_database_defaults_are_the_settings_defaults() -> None:
     from service.config import load_settings
 
     defaults, settings = Database("postgresql://unused"), load_settings({})
-    assert defaults.hnsw_ef_search == settings.hnsw_ef_search
-    assert defaults.random_page_cost == settings.random_page_cost
+    assert defaults.planning.hnsw_ef_search == settings.hnsw_ef_search
+    assert defaults.planning.random_page_cost == settings.random_page_cost
