@@ -15,7 +15,7 @@ from bench.harness import Service, postmaster_pid
 BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 
 
-def _process_cpu(pid: int) -> float:
+def process_cpu(pid: int) -> float:
     """User + system CPU seconds of one process (0 if it is gone)."""
     try:
         times = psutil.Process(pid).cpu_times()
@@ -27,12 +27,12 @@ def _process_cpu(pid: int) -> float:
 def _server_cpu(pid: int) -> float:
     """CPU seconds of ``serve`` and the worker processes it spawned (``--workers``); an
     embedded Postgres it started is counted as Postgres, not here."""
-    total = _process_cpu(pid)
+    total = process_cpu(pid)
     with contextlib.suppress(psutil.NoSuchProcess):
         for child in psutil.Process(pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 if not child.name().startswith("postgres"):
-                    total += _process_cpu(child.pid)
+                    total += process_cpu(child.pid)
     return total
 
 
@@ -44,7 +44,7 @@ def _postgres_cpu(pgdata: Path | None) -> dict[int, float] | None:
     pids = [root]
     with contextlib.suppress(psutil.NoSuchProcess):
         pids += [int(child.pid) for child in psutil.Process(root).children(recursive=True)]
-    return {pid: _process_cpu(pid) for pid in pids}
+    return {pid: process_cpu(pid) for pid in pids}
 
 
 def _system_cpu() -> tuple[float, float]:

@@ -26,11 +26,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-import psutil
+from mcp.client.session import ClientSession
 
 from bench import harness
 from bench.client import call_json, mcp_sessions
+from bench.cpu import process_cpu
 from bench.machine import machine_facts, record_end
 from bench.stats import latency_stats
 
@@ -51,78 +51,57 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Until the server answers an HTTP request (any status) or exits."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    with httpx.Client(timeout=2.0) as http:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise harness.BenchError(f"transport server exited with {process.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                http.get(url)
-                return
-            time.sleep(0.1)
-    raise harness.BenchError("transport server not ready")
-
-
 @contextlib.contextmanager
 def transport_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The no-op server on a free loopback port; its ``/mcp`` URL and process."""
+    """The no-op server on a free loopback port, ready (``/readyz``); its ``/mcp`` URL and
+    process. Its output goes to a log in a scratch directory, quoted if it fails to start."""
     port = harness.free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bench.transport_server", "--port", str(port)],
-        cwd=harness.REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
-    url = f"http://{harness.LOOPBACK}:{port}/mcp"
-    try:
-        _wait_ready(url, process)
-        yield url, process
-    finally:
-        process.terminate()
+    base_url = f"http://{harness.LOOPBACK}:{port}"
+    with harness.scratch_dir() as scratch:
+        log_path = scratch / "transport-server.log"
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "bench.transport_server", "--port", str(port)],
+                cwd=harness.REPO_ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _cpu_s(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user) + float(times.system)
+            harness.wait_ready(base_url, process, log_path, READY_TIMEOUT_S)
+            yield f"{base_url}/mcp", process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 async def _calls(
-    url: str, server: psutil.Process, clients: int, chars: int, warmup: int, calls: int
+    url: str, server: int, clients: int, chars: int, warmup: int, calls: int
 ) -> dict[str, Any]:
     """``warmup`` then ``calls`` no-op calls shared by ``clients`` sessions; the CPU of
-    ``server`` (the no-op server's process) and of this process per measured call."""
+    ``server`` (the no-op server's pid) and of this process per measured call."""
     async with mcp_sessions(url, "no-credential", clients) as sessions:
 
-        async def drain(budget: list[int], latencies: list[float] | None) -> None:
-            session = sessions.pop()
-            try:
-                while budget[0] > 0:
-                    budget[0] -= 1
-                    reply = await call_json(session, "noop", {"chars": chars})
-                    if reply.failed:
-                        raise harness.BenchError(f"noop failed: {reply.body}")
-                    if latencies is not None:
-                        latencies.append(reply.seconds)
-            finally:
-                sessions.append(session)
+        async def drain(session: ClientSession, budget: list[int], latencies: list[float]) -> None:
+            while budget[0] > 0:
+                budget[0] -= 1
+                reply = await call_json(session, "noop", {"chars": chars})
+                if reply.failed:
+                    raise harness.BenchError(f"noop failed: {reply.body}")
+                latencies.append(reply.seconds)
 
-        workers = list(sessions)
-        await asyncio.gather(*(drain([warmup // clients + 1], None) for _ in workers))
+        await asyncio.gather(*(drain(s, [warmup // clients + 1], []) for s in sessions))
         latencies: list[float] = []
         budget = [calls]
-        server_before, client_before = _cpu_s(server), time.process_time()
+        server_before, client_before = process_cpu(server), time.process_time()
         started = time.perf_counter()
-        await asyncio.gather(*(drain(budget, latencies) for _ in workers))
+        await asyncio.gather(*(drain(s, budget, latencies) for s in sessions))
         wall = time.perf_counter() - started
-        server_cpu = _cpu_s(server) - server_before
+        server_cpu = process_cpu(server) - server_before
         client_cpu = time.process_time() - client_before
     stats = latency_stats(latencies, wall).__dict__
     per_call = {
@@ -136,7 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     results: dict[str, Any] = {"machine": machine_facts(), "runs": []}
     with transport_server() as (url, process):
-        server = psutil.Process(process.pid)
+        server = process.pid
         for chars in args.chars:
             for clients in args.clients:
                 row = asyncio.run(_calls(url, server, clients, chars, args.warmup, args.calls))

@@ -25,6 +25,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -79,7 +81,13 @@ def build_app() -> Starlette:
             yield
 
     guarded = Guarded(StreamableHTTPASGIApp(manager))
-    return Starlette(routes=[Route("/mcp", guarded, methods=["POST"])], lifespan=lifespan)
+    routes = [Route("/mcp", guarded, methods=["POST"]), Route("/readyz", _ready)]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def _ready(request: Request) -> Response:
+    """200 once the server accepts calls (the harness waits for it, as for ``serve``)."""
+    return PlainTextResponse("ready")
 
 
 class Guarded:
