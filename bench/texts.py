@@ -153,7 +153,7 @@ class TextSource:
         self._serial = 0
         self._data = data
         self._turns: list[str] | None = None
-        self._drawn: list[str] = []
+        self._turn = 0
 
     def next(self, size: Size) -> str:
         """The next text of ``size`` never returned before by this source."""
@@ -172,22 +172,26 @@ class TextSource:
         return [self.next(size) for _ in range(count)]
 
     def _next_turn(self) -> str:
-        """The next unused dialogue turn; once all are used, a used one with a serial."""
+        """The next unused dialogue turn; once all are used, one again with a serial."""
+        turns = self._dialogue()
+        while self._turn < len(turns):
+            self._turn += 1
+            if turns[self._turn - 1] not in self._seen:
+                return self._remember(turns[self._turn - 1])
+        self._serial += 1
+        return self._remember(f"{turns[self._serial % len(turns)]} (note {self._serial})")
+
+    def _dialogue(self) -> list[str]:
+        """The data set's distinct turns in the seed's order (read once); shuffled by a
+        generator of their own, so drawing turns leaves the synthetic sequences as they are."""
         if self._turns is None:
             from bench.latency_corpus import turns  # reads the data set
 
-            # its own generator: drawing turns leaves the synthetic sequences unchanged
             self._turns = list(turns(self._data))
+            if not self._turns:
+                raise ValueError(f"no dialogue turns in {self._data}")
             random.Random(self._seed).shuffle(self._turns)
-            self._turns.reverse()  # pop() from the end takes them in the shuffled order
-        while self._turns:
-            turn = self._turns.pop()
-            if turn not in self._seen:
-                self._drawn.append(turn)
-                return self._remember(turn)
-        self._serial += 1
-        again = self._drawn[(self._serial - 1) % len(self._drawn)] if self._drawn else "A turn"
-        return self._remember(f"{again} (note {self._serial})")
+        return self._turns
 
     def _remember(self, text: str) -> str:
         self._seen.add(text)
