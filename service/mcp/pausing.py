@@ -1,16 +1,18 @@
 """The one place that applies a persistence pause (spec §10.5) to a call.
 
-Every read of the pause state for a call goes through here: the dispatcher for every
-tool with a :class:`~service.mcp.registry.PausePolicy`, the ``/v1/import`` endpoint
-(with the import tool's policy) and the CLI's ``checkup --fix``. One indexed read per
-call that can write, never cached, so a pause set through any replica holds at once.
+Every pause policy is applied here: by the dispatcher for every tool with a
+:class:`~service.mcp.registry.PausePolicy`, by the ``/v1/import`` endpoint (with the
+import tool's policy) and by the CLI's ``checkup --fix``. One indexed read per call that
+can write, never cached, so a pause set through any replica holds at once: here, in a
+transaction of its own, or, for an ``in_write`` policy (store), inside the write's own
+transaction (:func:`service.memory.pauses.obey`), whose finding :func:`run` answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from service.mcp.registry import ToolEnv, ToolSpec
+from service.mcp.registry import SkippedBody, ToolEnv, ToolSpec
 from service.memory import pauses
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
@@ -29,7 +31,8 @@ async def apply(
     Tools that validate first (``policy.validate``) refuse bad input whether paused
     or not; the others answer a paused call with the skipped body even for input the
     handler would refuse. An informing policy (no body) runs the call with
-    ``env.paused`` set.
+    ``env.paused`` set. An ``in_write`` policy reads nothing here: the call runs with
+    ``env.pause_guard`` set and :func:`run` answers the pause its write finds.
     """
     policy = spec.pause
     if policy is None:
@@ -40,12 +43,32 @@ async def apply(
             return env, spec.refusal(problem)
     if not policy.applies(env, args):
         return env, None
+    if policy.in_write:
+        return dataclasses.replace(env, pause_guard=pauses.PauseGuard(env.session_key)), None
     active = await pauses.active_pause(env.lib, env.caller.tenant_id, env.session_key)
     if active is None:
         return env, None
     if policy.body is None:
         return dataclasses.replace(env, paused=True), None
-    default = policy.body(env, args)
+    return env, await _skipped(spec.name, policy.body, env, args, active)
+
+
+async def run(spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
+    """The handler, with a pause found inside its write answered like one found before."""
+    try:
+        return await spec.handler(env, args)
+    except pauses.WritePaused as paused:
+        body = None if spec.pause is None else spec.pause.body
+        if env.pause_guard is None or body is None:  # only the pause step's guards
+            raise
+        return await _skipped(spec.name, body, env, args, paused.active)
+
+
+async def _skipped(
+    tool: str, body: SkippedBody, env: ToolEnv, args: JsonObject, active: pauses.ActivePause
+) -> JsonObject:
+    """The skipped body of a paused call (the policy's success shape, marked skipped)."""
+    default = body(env, args)
     if not isinstance(default, dict):
         default = await default
-    return env, pauses.skipped_body(default, spec.name, active)
+    return pauses.skipped_body(default, tool, active)

@@ -13,6 +13,7 @@ from typing import Any
 
 from service.config import Settings
 from service.memory.library import Library
+from service.memory.pauses import PauseGuard
 from service.models import Caller, JsonObject, Permission
 
 Demand = tuple[str, Permission]
@@ -26,6 +27,7 @@ class ToolEnv:
     caller: Caller
     session_key: str = ""  # the request's X-CPersona-Session ('' = none); picks pauses only
     paused: bool = False  # set by the pause step for tools whose policy informs (no body)
+    pause_guard: PauseGuard | None = None  # set by the pause step for ``in_write`` policies
 
 
 Handler = Callable[[ToolEnv, JsonObject], Awaitable[JsonObject]]
@@ -67,7 +69,11 @@ class PausePolicy:
     shape, paused or not. Without it the pause is checked first, so bad input
     under a pause gets the skipped body (store, archive_episode, ...).
     ``applies`` says whether a call writes at all (import/merge dry runs do not
-    and run normally under a pause).
+    and run normally under a pause). ``in_write`` says the library write reads the
+    pause itself, first inside its own transaction: the handler passes
+    ``env.pause_guard`` on, and the :class:`~service.memory.pauses.WritePaused` it
+    raises is answered with ``body`` as above (store: one transaction per call
+    instead of two).
 
     A policy without ``body`` informs instead of skipping: the call runs with
     ``env.paused`` set, and the handler does less (check_health reports instead
@@ -78,13 +84,21 @@ class PausePolicy:
     body: SkippedBody | None
     validate: Callable[[JsonObject], str | None] | None = None
     applies: Callable[[ToolEnv, JsonObject], bool] = every_call
+    in_write: bool = False
+
+    def __post_init__(self) -> None:
+        if self.in_write and (self.body is None or self.validate is not None):
+            raise ValueError("an in-write pause check skips (a body) and validates in the write")
 
 
 def skip_with(
-    body: JsonObject, *, validate: Callable[[JsonObject], str | None] | None = None
+    body: JsonObject,
+    *,
+    validate: Callable[[JsonObject], str | None] | None = None,
+    in_write: bool = False,
 ) -> PausePolicy:
     """A pause policy whose skipped body is always ``body`` (a fresh copy per call)."""
-    return PausePolicy(body=lambda env, args: dict(body), validate=validate)
+    return PausePolicy(body=lambda env, args: dict(body), validate=validate, in_write=in_write)
 
 
 def informing(applies: Callable[[ToolEnv, JsonObject], bool]) -> PausePolicy:

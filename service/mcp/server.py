@@ -214,7 +214,7 @@ class Dispatcher:
         env, skipped = await pausing.apply(spec, env, args)  # after the gate, before the handler
         if skipped is not None:
             return {**skipped, **notes} if notes else skipped
-        body = await spec.handler(env, args)
+        body = await pausing.run(spec, env, args)
         return {**body, **notes} if notes else body
 
 

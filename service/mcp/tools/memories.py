@@ -34,7 +34,7 @@ async def _store(env: ToolEnv, args: JsonObject) -> JsonObject:
         channel=args["channel"],
         project_id=args["project_id"],
     )
-    return await store.store(env.lib, env.caller.tenant_id, request)
+    return await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
 
 
 STORE = ToolSpec(
@@ -64,7 +64,7 @@ STORE = ToolSpec(
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
     refusal=_refuse_store,
-    pause=skip_with({"ok": True, "result": "skipped", "id": 0, "embedded": False}),
+    pause=skip_with({"ok": True, "result": "skipped", "id": 0, "embedded": False}, in_write=True),
 )
 
 

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.db import memories
+from service.db.pool import Connection
 from service.errors import Refused
-from service.memory import text
+from service.memory import pauses, text
 from service.memory.library import Library
 from service.memory.queue.inline import (
     InlineEmbedding,
@@ -141,46 +142,85 @@ def _store_outcome(result: memories.StoreResult, truncated: bool, embedded: bool
 
 
 async def _probe(
-    lib: Library, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
+    conn: Connection, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
 ) -> JsonObject | None:
     """The dedup answer before any embedding work (spec §5.1 step 6 precedes step 7)."""
-    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        probe = await memories.probe_memory_duplicate(
-            conn, tenant_id, req.agent_id, row, _scope(req.project_id), _scope(req.channel)
-        )
+    probe = await memories.probe_memory_duplicate(
+        conn, tenant_id, req.agent_id, row, _scope(req.project_id), _scope(req.channel)
+    )
     return _duplicate(probe)
 
 
-async def store(lib: Library, tenant_id: TenantId, req: StoreRequest) -> JsonObject:
+async def store(
+    lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None = None
+) -> JsonObject:
     """Store one memory (spec §5.1): refusals, dedup probes, embedding, insert.
 
     A refused write raises Refused (the tool answers ``result: "rejected"``). There is no
     upsert: a known msg_id or identical content in scope is skipped
     and reported with the existing id. Concurrent identical stores insert one row;
-    the unique indexes absorb the rest ("duplicate (unique index)", no id).
+    the unique indexes absorb the rest ("duplicate (unique index)", no id). With
+    ``guard`` the persistence pause is read first in the write's transaction (before the
+    refusals: bad input under a pause is skipped) and a pause raises WritePaused.
 
     By default (inline timeout 0) the row is inserted with its embedding job and
     answered at once (``embedded: false``); the write-behind embedder embeds it moments
-    later. With an inline timeout a read-only dedup probe runs first so a duplicate is
-    never embedded; the content is then embedded *outside* any transaction. The insert
-    transaction probes (race-safe) and, without a vector, queues the row in the same
-    transaction (durable). The transaction is one statement (``store_memory``: agent,
-    probes, insert and job), so a store costs the tenant setup and one round trip.
+    later. The transaction is the pause read and one statement (``store_memory``: agent,
+    probes, insert and job), so a store costs the tenant setup and two round trips.
     """
-    prepared = _prepare(lib, req)
-    inline = InlineEmbedding()
     if waits_for_vector(lib):
-        duplicate = await _probe(lib, tenant_id, req, prepared.row)
-        if duplicate is not None:
-            return duplicate
-        inline = await embed_inline(lib, prepared.row.content)
-    row = dataclasses.replace(prepared.row, embedding=inline.vector, embedding_model=inline.model)
+        return await _store_with_vector(lib, tenant_id, req, guard)
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
+        await pauses.obey(conn, tenant_id, guard)
+        prepared = _prepare(lib, req)
+        result = await _insert(conn, lib, tenant_id, req, prepared.row, InlineEmbedding())
+    return _answered(lib, tenant_id, result, prepared, InlineEmbedding())
+
+
+async def _store_with_vector(
+    lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None
+) -> JsonObject:
+    """store with an inline timeout: a read-only dedup probe first so a duplicate is
+    never embedded, the content embedded *outside* any transaction, then the insert
+    transaction, which probes again (race-safe) and queues the row when the embedding
+    did not come in time (durable)."""
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
+        await pauses.obey(conn, tenant_id, guard)
+        prepared = _prepare(lib, req)
+        duplicate = await _probe(conn, tenant_id, req, prepared.row)
+    if duplicate is not None:
+        return duplicate
+    inline = await embed_inline(lib, prepared.row.content)
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
+        result = await _insert(conn, lib, tenant_id, req, prepared.row, inline)
+    return _answered(lib, tenant_id, result, prepared, inline)
+
+
+async def _insert(
+    conn: Connection,
+    lib: Library,
+    tenant_id: TenantId,
+    req: StoreRequest,
+    row: memories.NewMemory,
+    inline: InlineEmbedding,
+) -> memories.StoreResult:
+    """The write itself: the row with its vector when it has one, else with its job."""
+    row = dataclasses.replace(row, embedding=inline.vector, embedding_model=inline.model)
     queued = inline.vector is None and lib.queue_enabled
     job = memories.QueuedJob(inline.error) if queued else None
-    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        result = await memories.store_memory(
-            conn, tenant_id, row, _scope(req.project_id), _scope(req.channel), job
-        )
+    return await memories.store_memory(
+        conn, tenant_id, row, _scope(req.project_id), _scope(req.channel), job
+    )
+
+
+def _answered(
+    lib: Library,
+    tenant_id: TenantId,
+    result: memories.StoreResult,
+    prepared: _Prepared,
+    inline: InlineEmbedding,
+) -> JsonObject:
+    """After the commit: hand a row without a vector to the write-behind, then answer."""
     if result.inserted_id is not None and inline.vector is None:
         embed_soon(lib, tenant_id, "mem", result.inserted_id)
     return _store_outcome(result, prepared.truncated, inline.vector is not None)

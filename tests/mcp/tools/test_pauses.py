@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from service.config import Settings
-from service.errors import InvalidInput
+from service.errors import InvalidInput, Refused
 from service.memory import pauses
 from service.memory.library import Library
+from service.memory.memories import store
 from service.memory.operating_context import storage
 from service.models import TenantId
 from tests.support import Agent, Served, SessionAgent, mcp_session, new_tenant, serve, text
@@ -369,6 +370,53 @@ async def test_library_rules(lib: Library) -> None:
     assert (own.scope, own.session_key) == ("session", "s")
     assert await pauses.active_pause(lib, tenant) is None
     assert await pauses.active_pause(lib, tenant, "bad key") is None
+
+
+async def _guarded_store(lib: Library, tenant: TenantId, content: str, session: str = "") -> Any:
+    request = store.StoreRequest(agent_id="fresh", message={"content": content})
+    return await store.store(lib, tenant, request, pauses.PauseGuard(session))
+
+
+async def _guarded_store_is_paused(lib: Library, tenant: TenantId, session: str = "") -> None:
+    """Under a pause a guarded store raises WritePaused for good and bad input alike
+    (the pause is read before the refusals) and writes nothing, not even its agent."""
+    before = await _snapshot(lib)
+    for content in ("a new fact", ""):
+        with pytest.raises(pauses.WritePaused) as raised:
+            await _guarded_store(lib, tenant, content, session)
+        assert raised.value.active.remaining_seconds > 0
+    assert await _snapshot(lib) == before
+
+
+async def test_a_guarded_store_reads_the_pause_inside_its_write(lib: Library) -> None:
+    await new_tenant(lib, "acme")
+    tenant = await _tenant_id(lib, "acme")
+    await pauses.pause(lib, tenant, 60, session_key="s1")
+    await _guarded_store_is_paused(lib, tenant, "s1")
+    assert (await _guarded_store(lib, tenant, "from s2", "s2"))["result"] == "stored"
+    await pauses.pause(lib, tenant, 60)
+    await _guarded_store_is_paused(lib, tenant, "s2")
+    unguarded = store.StoreRequest(agent_id="a", message={"content": "a caller's own check"})
+    assert (await store.store(lib, tenant, unguarded))["result"] == "stored"
+    await pauses.resume(lib, tenant)
+    await pauses.resume(lib, tenant, "s1")
+    with pytest.raises(Refused):  # no pause: the refusal again
+        await _guarded_store(lib, tenant, "")
+    assert (await _guarded_store(lib, tenant, "after resume"))["result"] == "stored"
+
+
+async def test_a_guarded_store_that_waits_for_its_vector_obeys_the_pause(
+    local_lib: Library,
+) -> None:
+    """With an inline timeout the pause is read in the dedup probe's transaction,
+    before anything is embedded."""
+    await new_tenant(local_lib, "acme")
+    tenant = await _tenant_id(local_lib, "acme")
+    await pauses.pause(local_lib, tenant, 60)
+    await _guarded_store_is_paused(local_lib, tenant)
+    await pauses.resume(local_lib, tenant)
+    stored = await _guarded_store(local_lib, tenant, "embedded before its commit")
+    assert (stored["result"], stored["embedded"]) == ("stored", True)
 
 
 async def test_validate_first_tools_refuse_bad_input_and_others_skip_it(client: Agent) -> None:
