@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from bench.db_waits import grouped
 from bench.markdown import machine_line, outcomes, table
 
 
@@ -87,6 +88,33 @@ def backlog_table(stores: Sequence[dict[str, Any]], ceiling: dict[str, Any] | No
             ]
         )
     return table(columns, "l" + "r" * 6, rows)
+
+
+def waits_table(stores: Sequence[dict[str, Any]]) -> list[str]:
+    """Markdown rows: what the Postgres backends did during each store phase, on average
+    (:mod:`bench.db_waits`), and how many commits each WAL flush carried."""
+    columns = ["Text", "Clients", "Running", "Waiting for WAL", "Other waits"]
+    columns += ["In a transaction, waiting for the service", "Idle", "Commits/flush"]
+    columns += ["ms/flush"]
+    rows = []
+    for r in stores:
+        waits = r.get("db_waits")
+        if waits is None:
+            continue
+        groups = grouped(waits["backends"])
+        flush = waits["ms_per_flush"]
+        rows.append(
+            [
+                r["size"],
+                r["clients"],
+                *(f"{groups[g]:.2f}" for g in ("running", "wal", "other waits", "round trip")),
+                f"{groups['idle']:.2f}",
+                "n/a" if waits["commits_per_flush"] is None else waits["commits_per_flush"],
+                "n/a" if flush is None else f"{flush:.2f}",
+            ]
+        )
+    caption = "Postgres backends on average during the measured stores (bench.db_waits):"
+    return [caption, "", *table(columns, "l" + "r" * 8, rows)]
 
 
 def ceiling_lines(ceiling: dict[str, Any]) -> list[str]:
@@ -177,6 +205,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         *cpu_table([*results["store"], *results["list_memories"]]),
     ]
+    if any(r.get("db_waits") for r in results["store"]):
+        lines += ["", *waits_table(results["store"])]
     if any("backlog" in r for r in results["store"]):
         ceiling = results.get("model_ceiling")
         lines += ["", *backlog_table(results["store"], ceiling)]

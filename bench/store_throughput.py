@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import datetime as dt
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 from mcp.client.session import ClientSession
 
-from bench import harness
+from bench import db_waits, harness
 from bench.client import json_body, mcp_session, mcp_sessions, result_text, wait_queue_empty
 from bench.cpu import cpu_snapshot, cpu_usage
 from bench.stats import latency_stats
@@ -199,6 +200,19 @@ def _tally_result(tally: Tally, wall_s: float) -> dict[str, Any]:
     }
 
 
+@contextlib.asynccontextmanager
+async def _database_waits(service: harness.Service) -> AsyncIterator[db_waits.Waits | None]:
+    """What the embedded Postgres's backends wait for during the block (None with
+    ``--database-url``: a shared server's other clients would be counted too)."""
+    if service.pgdata is None:
+        yield None
+        return
+    url = db_waits.embedded_url(service.pgdata)
+    await db_waits.time_wal_flushes(url)
+    async with db_waits.sampled(url) as waits:
+        yield waits
+
+
 async def run_store_plan(
     service: harness.Service, plan: StorePlan, source: TextSource
 ) -> dict[str, Any]:
@@ -209,9 +223,10 @@ async def run_store_plan(
     async with mcp_sessions(service.mcp_url, service.key, plan.clients) as sessions:
         await store_phase(sessions, agents, "warmup", warm, plan.max_seconds)
         await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
-        before = cpu_snapshot(service)
-        tally, wall = await store_phase(sessions, agents, "run", texts, plan.max_seconds)
-        after = cpu_snapshot(service)
+        async with _database_waits(service) as waits:
+            before = cpu_snapshot(service)
+            tally, wall = await store_phase(sessions, agents, "run", texts, plan.max_seconds)
+            after = cpu_snapshot(service)
         drained = wall + await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
     stored = sum(n for outcome, n in tally.outcomes.items() if outcome.startswith("stored"))
     return {
@@ -223,6 +238,7 @@ async def run_store_plan(
         "mean_content_chars": round(mean_length(texts)),
         **_tally_result(tally, wall),
         "cpu": cpu_usage(before, after, len(tally.latencies_s)),
+        "db_waits": None if waits is None else waits.result(),
         "backlog": {
             "stored": stored,
             "drained_s": round(drained, 3),
