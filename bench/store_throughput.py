@@ -51,6 +51,7 @@ class StorePlan:
     calls: int
     warmup: int
     max_seconds: float
+    db_waits: bool = False  # sample the backends' waits (bench.db_waits) while measuring
 
     @property
     def name(self) -> str:
@@ -201,10 +202,12 @@ def _tally_result(tally: Tally, wall_s: float) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _database_waits(service: harness.Service) -> AsyncIterator[db_waits.Waits | None]:
-    """What the embedded Postgres's backends wait for during the block (None with
-    ``--database-url``: a shared server's other clients would be counted too)."""
-    if service.pgdata is None:
+async def _database_waits(
+    service: harness.Service, wanted: bool
+) -> AsyncIterator[db_waits.Waits | None]:
+    """What the embedded Postgres's backends wait for during the block, when ``wanted``
+    (None with ``--database-url``: a shared server's other clients would be counted too)."""
+    if not wanted or service.pgdata is None:
         yield None
         return
     url = db_waits.embedded_url(service.pgdata)
@@ -223,7 +226,7 @@ async def run_store_plan(
     async with mcp_sessions(service.mcp_url, service.key, plan.clients) as sessions:
         await store_phase(sessions, agents, "warmup", warm, plan.max_seconds)
         await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
-        async with _database_waits(service) as waits:
+        async with _database_waits(service, plan.db_waits) as waits:
             before = cpu_snapshot(service)
             tally, wall = await store_phase(sessions, agents, "run", texts, plan.max_seconds)
             after = cpu_snapshot(service)

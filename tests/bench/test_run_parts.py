@@ -60,3 +60,10 @@ def test_workers_option_runs_the_service_with_that_many_workers() -> None:
 def test_workers_option_refuses_a_count_out_of_range() -> None:
     with pytest.raises(SystemExit):
         run.parse_args(["--workers", "0"])
+
+
+def test_database_waits_are_sampled_only_when_asked() -> None:
+    """The sampler queries Postgres every few milliseconds: never in a plain run."""
+    assert not any(plan.db_waits for plan in run.build_plans(run.parse_args([])))
+    asked = run.build_plans(run.parse_args(["--db-waits", "--clients", "1,8"]))
+    assert [plan.db_waits for plan in asked] == [True] * 4  # short and medium, 1 and 8 clients

@@ -15,6 +15,7 @@ import pytest
 
 from service.config import Settings
 from service.errors import InvalidInput, Refused
+from service.mcp.registry import PausePolicy, skip_with
 from service.memory import pauses
 from service.memory.library import Library
 from service.memory.memories import store
@@ -432,3 +433,9 @@ async def test_validate_first_tools_refuse_bad_input_and_others_skip_it(client: 
     assert "Unknown precision 'bogus'" in refused["error"]
     same = await client.call("merge_memories", source_agent_id="a", target_agent_id="a")
     assert same["persisted"] is False  # pause first: a self-merge gets the skipped body
+
+
+def test_an_in_write_policy_must_have_the_body_it_answers_with() -> None:
+    with pytest.raises(ValueError, match="skipped body"):
+        PausePolicy(body=None, in_write=True)
+    assert skip_with({"ok": True}, in_write=True).in_write
