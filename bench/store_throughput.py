@@ -205,8 +205,9 @@ def _tally_result(tally: Tally, wall_s: float) -> dict[str, Any]:
 async def _database_waits(
     service: harness.Service, wanted: bool
 ) -> AsyncIterator[db_waits.Waits | None]:
-    """What the embedded Postgres's backends wait for during the block, when ``wanted``
-    (None with ``--database-url``: a shared server's other clients would be counted too)."""
+    """What the embedded Postgres's backends wait for during the block (the measured
+    stores and the drain of their backlog), when ``wanted`` (None with ``--database-url``:
+    a shared server's other clients would be counted too)."""
     if not wanted or service.pgdata is None:
         yield None
         return
@@ -226,11 +227,13 @@ async def run_store_plan(
     async with mcp_sessions(service.mcp_url, service.key, plan.clients) as sessions:
         await store_phase(sessions, agents, "warmup", warm, plan.max_seconds)
         await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
+        # the backlog is timed inside the sampled block: its exit waits for Postgres's
+        # statistics to settle, and the drain must not be timed after that wait
         async with _database_waits(service, plan.db_waits) as waits:
             before = cpu_snapshot(service)
             tally, wall = await store_phase(sessions, agents, "run", texts, plan.max_seconds)
             after = cpu_snapshot(service)
-        drained = wall + await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
+            drained = wall + await wait_queue_empty(sessions[0], plan.max_seconds, DRAIN_POLL_S)
     stored = sum(n for outcome, n in tally.outcomes.items() if outcome.startswith("stored"))
     return {
         "name": plan.name,

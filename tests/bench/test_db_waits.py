@@ -6,7 +6,7 @@ import asyncio
 
 import asyncpg
 
-from bench import db_waits, run_report
+from bench import db_waits, run, run_report
 
 
 def test_sampled_states_fall_into_the_groups_a_reader_acts_on() -> None:
@@ -74,3 +74,20 @@ def test_the_report_shows_a_row_per_sampled_phase() -> None:
     lines = run_report.waits_table(stores)
     rows = [line for line in lines if line.startswith("| short")]
     assert rows == ["| short | 8 | 0.00 | 0.50 | 0.00 | 1.50 | 0.00 | 4.0 | 2.50 |"]
+
+
+def test_a_short_store_run_through_the_service_reports_its_backends() -> None:
+    """bench.run --db-waits end to end: a real serve on its embedded Postgres, the official
+    client, the sampler beside it; every measured store is one write transaction."""
+    args = run.parse_args(
+        ["--calls", "30", "--warmup", "5", "--list-calls", "2", "--clients", "2",
+         "--sizes", "short", "--env", "CPERSONA_EMBEDDING_MODE=none", "--skip-starts",
+         "--db-waits"]
+    )  # fmt: skip
+    results = run.run(args)
+    (phase,) = results["store"]
+    waits = phase["db_waits"]
+    assert phase["outcomes"] == {"stored": 30}
+    assert waits["samples"] > 0
+    assert waits["write_transactions"] >= 30
+    assert "Postgres backends on average" in run_report.markdown(results)

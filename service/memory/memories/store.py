@@ -170,11 +170,12 @@ async def store(
     """
     if waits_for_vector(lib):
         return await _store_with_vector(lib, tenant_id, req, guard)
+    deferred = InlineEmbedding()  # no vector yet: queued, embedded after the commit
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         await pauses.obey(conn, tenant_id, guard)
         prepared = _prepare(lib, req)
-        result = await _insert(conn, lib, tenant_id, req, prepared.row, InlineEmbedding())
-    return _answered(lib, tenant_id, result, prepared, InlineEmbedding())
+        result = await _insert(conn, lib, tenant_id, req, prepared.row, deferred)
+    return _answered(lib, tenant_id, result, prepared, deferred)
 
 
 async def _store_with_vector(
