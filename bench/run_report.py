@@ -113,7 +113,9 @@ def waits_table(stores: Sequence[dict[str, Any]]) -> list[str]:
                 "n/a" if flush is None else f"{flush:.2f}",
             ]
         )
-    caption = "Postgres backends on average during the measured stores (bench.db_waits):"
+    caption = (
+        "Postgres backends on average during the measured stores and their drain (bench.db_waits):"
+    )
     return [caption, "", *table(columns, "l" + "r" * 8, rows)]
 
 
