@@ -40,8 +40,10 @@ FROM pg_stat_io WHERE object = 'wal'
 SETTLE_S = 1.2
 """Cumulative statistics (``pg_stat_io``) reach the view at most once a second per
 backend: the WAL counters are read this long after the phase, and are approximate to
-about a second's flushes at either edge. Write transactions are counted exactly, by the
-transaction ids the cluster assigned (every store is one; the sampler takes none)."""
+about a second's flushes at either edge. Write transactions are counted by the
+transaction ids the cluster assigned in the phase (every store takes one, the sampler and
+read-only statements none); the count is the cluster's, so a maintenance transaction of
+autovacuum (an analyze writes its statistics) lands in it now and then."""
 
 
 def embedded_url(pgdata: Path) -> str:

@@ -32,8 +32,11 @@ async def test_a_transaction_left_waiting_and_the_commits_are_seen(
     direct_database_url: str,
 ) -> None:
     """One connection holds a transaction open (the service between two statements),
-    another commits ten writes: the samples show about one backend idle in a
-    transaction and the ten write transactions are counted exactly."""
+    another commits ten writes and runs twenty reads: the samples show about one backend
+    idle in a transaction and the ten write transactions are counted, the reads not. The
+    count is the cluster's transaction ids, which the test cluster's autovacuum also takes
+    now and then (an analyze of another test's tables), so a few more are allowed and
+    twenty are not."""
     holder = await asyncpg.connect(direct_database_url)
     writer = await asyncpg.connect(direct_database_url)
     try:
@@ -44,6 +47,8 @@ async def test_a_transaction_left_waiting_and_the_commits_are_seen(
             await holder.execute("SELECT 1")
             for n in range(10):
                 await writer.execute("INSERT INTO waits_probe VALUES ($1)", n)
+                await writer.fetchval("SELECT count(*) FROM waits_probe")
+                await writer.fetchval("SELECT $1::int + 1", n)
             await writer.execute("SELECT pg_stat_force_next_flush()")
             await asyncio.sleep(0.3)
             await transaction.rollback()
@@ -53,7 +58,7 @@ async def test_a_transaction_left_waiting_and_the_commits_are_seen(
         await writer.close()
     assert result["samples"] >= 10
     assert 0.5 <= db_waits.grouped(result["backends"])["round trip"] <= 1.0
-    assert result["write_transactions"] == 10
+    assert 10 <= result["write_transactions"] <= 14
     # the test server runs with fsync off, so it flushes nothing; a benchmark's does
     assert (result["wal_flushes"] == 0) == (result["commits_per_flush"] is None)
 
