@@ -8,6 +8,7 @@ from datetime import datetime
 
 import asyncpg
 
+from service.db.pauses import PauseRow
 from service.db.pool import Connection
 from service.db.sql import QUERIES
 from service.errors import Conflict
@@ -36,6 +37,8 @@ class StoreResult:
     inserted_id: int | None
     queued: bool = False
     """Whether the inserted row's embedding job was written with it."""
+    pause: PauseRow | None = None
+    """The persistence pause the write obeyed (nothing was written), when asked to."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,9 +68,11 @@ async def store_memory(
     project_scope: Sequence[str],
     channel_scope: Sequence[str],
     job: QueuedJob | None,
+    obey_pause_of: str | None = None,
 ) -> StoreResult:
     """Register the agent if new, probe, insert and (with ``job``) queue the row's
-    embedding job: one statement, one round trip."""
+    embedding job: one statement, one round trip. With ``obey_pause_of`` (a session key,
+    '' for the tenant-wide pause only) a pause in force writes nothing and is returned."""
     record = await conn.fetchrow(
         QUERIES["store_memory"],
         tenant_id,
@@ -86,13 +91,20 @@ async def store_memory(
         row.embedding_model,
         job is not None,
         None if job is None else job.last_error,
+        obey_pause_of,
     )
     assert record is not None
+    pause = None
+    if record["pause_expires_at"] is not None:
+        pause = PauseRow(
+            record["pause_session_key"], record["pause_expires_at"], record["pause_remaining"]
+        )
     return StoreResult(
         duplicate_msg_id=record["duplicate_msg_id"],
         duplicate_content=record["duplicate_content"],
         inserted_id=record["inserted_id"],
         queued=record["queued"],
+        pause=pause,
     )
 
 

@@ -5,7 +5,7 @@ Every pause policy is applied here: by the dispatcher for every tool with a
 import tool's policy) and by the CLI's ``checkup --fix``. One indexed read per call that
 can write, never cached, so a pause set through any replica holds at once: here, in a
 transaction of its own, or, for an ``in_write`` policy (store), inside the write's own
-transaction (:func:`service.memory.pauses.obey`), whose finding :func:`run` answers.
+transaction (store reads it in its write statement), whose finding :func:`run` answers.
 """
 
 from __future__ import annotations

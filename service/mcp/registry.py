@@ -70,7 +70,7 @@ class PausePolicy:
     under a pause gets the skipped body (store, archive_episode, ...).
     ``applies`` says whether a call writes at all (import/merge dry runs do not
     and run normally under a pause). ``in_write`` says the library write reads the
-    pause itself, first inside its own transaction: the handler passes
+    pause itself, inside its own transaction: the handler passes
     ``env.pause_guard`` on, and the :class:`~service.memory.pauses.WritePaused` it
     raises is answered with ``body`` as above (store: one transaction per call
     instead of two).

@@ -158,13 +158,22 @@ async def active_pause(
 async def pause_in_force(
     conn: Connection, tenant_id: TenantId, session_key: str = ""
 ) -> ActivePause | None:
-    """:func:`active_pause` inside the caller's tenant transaction. A session key that
-    is not a valid key cannot name a stored pause, so it only sees the tenant-wide one."""
-    key = session_key if valid_session_key(session_key) else ""
-    rows = await store.pauses_in_force(conn, tenant_id, key)
+    """:func:`active_pause` inside the caller's tenant transaction (see
+    :func:`pausable_key` for an invalid session key)."""
+    rows = await store.pauses_in_force(conn, tenant_id, pausable_key(session_key))
     if not rows:
         return None
-    row = max(rows, key=lambda item: item.expires_at)
+    return active_of(max(rows, key=lambda item: item.expires_at))
+
+
+def pausable_key(session_key: str) -> str:
+    """The session key whose pause a write obeys: a key that is not a valid key cannot
+    name a stored pause, so its write obeys only the tenant-wide one ('')."""
+    return session_key if valid_session_key(session_key) else ""
+
+
+def active_of(row: store.PauseRow) -> ActivePause:
+    """The stored pause row as the pause in force a write obeys."""
     return ActivePause(scope_of(row.session_key), row.session_key, row.expires_at, row.remaining)
 
 
@@ -174,10 +183,10 @@ class PauseGuard:
     write's own transaction instead of one of its own before it.
 
     The same read as :func:`active_pause`, in the snapshot the write commits from, and
-    three round trips fewer (BEGIN, tenant setup, COMMIT) on the path that matters for
-    throughput: store. A library write that takes a guard calls :func:`obey` first in
-    its transaction, before it validates, so bad input under a pause is skipped as
-    CPersona skips it.
+    no transaction of its own on the path that matters for throughput: store, which reads
+    it in its write statement (``store_memory``), and calls :func:`obey` only before it
+    refuses bad input (bad input under a pause is skipped, as CPersona skips it) or
+    before work it must not do under a pause (an inline embedding).
     """
 
     session_key: str = ""

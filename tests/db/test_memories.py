@@ -97,3 +97,58 @@ async def test_a_duplicate_writes_no_row_and_no_job(db: Database) -> None:
             "SELECT count(*) FROM embedding_jobs WHERE tenant_id = $1", tenant
         )
     assert jobs == 1
+
+
+async def _obeying(
+    db: Database, tenant: TenantId, content: str, session_key: str
+) -> memories.StoreResult:
+    async with db.tenant_tx(tenant, cached_plans=True) as conn:
+        return await memories.store_memory(
+            conn, tenant, _row(content), [""], [""], memories.QueuedJob(), session_key
+        )
+
+
+async def _written(db: Database, tenant: TenantId) -> tuple[int, int, int]:
+    async with db.admin_conn() as conn:
+        record = await conn.fetchrow(
+            "SELECT (SELECT count(*) FROM agents WHERE tenant_id = $1) AS agents,"
+            " (SELECT count(*) FROM memories WHERE tenant_id = $1) AS memories,"
+            " (SELECT count(*) FROM embedding_jobs WHERE tenant_id = $1) AS jobs",
+            tenant,
+        )
+    assert record is not None
+    return record["agents"], record["memories"], record["jobs"]
+
+
+async def test_a_write_obeying_a_pause_writes_nothing_and_returns_the_longest_pause(
+    db: Database,
+) -> None:
+    """Under the tenant-wide pause and a longer one of its session, the statement
+    registers no agent, inserts no row and queues no job, and returns the session's
+    pause (the one that lasts longer); another session's pause does not stop a write,
+    and a write that is not asked to obey (NULL) never reads one."""
+    tenant = TenantId((await tenants.create_tenant(db, "paused")).id)
+    async with db.tenant_tx(tenant) as conn:
+        await conn.execute(
+            "INSERT INTO persistence_pauses (tenant_id, session_key, expires_at, created_by)"
+            " VALUES ($1, 's1', now() + interval '1 hour', 'test'),"
+            " ($1, '', now() + interval '10 minutes', 'test')",
+            tenant,
+        )
+    paused = await _obeying(db, tenant, "kept out", "s1")
+    assert paused.pause is not None
+    assert paused.pause.session_key == "s1"
+    assert 3000 < paused.pause.remaining <= 3600
+    assert paused.inserted_id is None
+    tenant_wide = await _obeying(db, tenant, "kept out", "")
+    assert tenant_wide.pause is not None and tenant_wide.pause.session_key == ""
+    assert await _written(db, tenant) == (0, 0, 0)
+    async with db.tenant_tx(tenant) as conn:
+        await conn.execute(
+            "DELETE FROM persistence_pauses WHERE tenant_id = $1 AND session_key = ''", tenant
+        )
+    other_session = await _obeying(db, tenant, "let in", "s2")
+    assert other_session.pause is None and other_session.inserted_id is not None
+    unguarded = await _store(db, tenant, "not asked")
+    assert unguarded.pause is None and unguarded.inserted_id is not None
+    assert await _written(db, tenant) == (1, 2, 2)

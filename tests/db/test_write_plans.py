@@ -61,7 +61,7 @@ async def test_the_write_path_keeps_its_indexes_under_generic_plans(db: Database
         tenant,
         {
             "store_memory": f"'{tenant}', 'agent3', '', '', 'msg-4', 'note new', '{{}}', 't',"
-            " NULL, '{}', '{\"\"}', '{\"\"}', NULL, NULL, true, NULL",
+            " NULL, '{}', '{\"\"}', '{\"\"}', NULL, NULL, true, NULL, 'session-1'",
             "probe_memory_duplicate": f"'{tenant}', 'agent3', 'msg-4', 'note new', '{{\"\"}}',"
             " '{\"\"}'",
             "claim_embedding_items": f"'{tenant}', '{{mem,mem}}', '{{5,6}}', 60.0",

@@ -11,16 +11,28 @@
 -- The job (only when $15) is dated an hour back like enqueue_embedding's. The statement
 -- runs with cached plans: m.msg_id <> '' lets a generic plan use the partial msg_id
 -- index ($5 <> '' alone does not imply its predicate).
+-- With $17 the write obeys the persistence pause (spec §10.5) read in its own snapshot:
+-- the pause that pauses_in_force would find for session $17 ('' = the tenant-wide one
+-- only), the longest-lasting first; when one holds nothing is written (no agent, no row,
+-- no job) and the pause is returned. NULL reads no pause.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 msg_id text, $6 content text, $7 source jsonb, $8 timestamp_text text,
 -- $9 timestamp_at timestamptz, $10 metadata jsonb, $11 project scope text[],
 -- $12 channel scope text[], $13 embedding vector, $14 embedding_model text,
--- $15 queue an embedding job boolean, $16 job last_error text (NULL when none)
-WITH known_agent AS (
+-- $15 queue an embedding job boolean, $16 job last_error text (NULL when none),
+-- $17 session key whose pause to obey text (NULL = none)
+WITH pause AS (
+    SELECT session_key, expires_at, extract(epoch FROM expires_at - now())::float8 AS remaining
+    FROM persistence_pauses
+    WHERE $17::text IS NOT NULL AND tenant_id = $1 AND session_key IN ('', $17)
+      AND expires_at > now()
+    ORDER BY expires_at DESC LIMIT 1
+), known_agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), new_agent AS (
     INSERT INTO agents (tenant_id, name)
-    SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM known_agent)
+    SELECT $1, $2
+    WHERE NOT EXISTS (SELECT 1 FROM known_agent) AND NOT EXISTS (SELECT 1 FROM pause)
     ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name
     RETURNING id
 ), agent AS (
@@ -43,6 +55,7 @@ WITH known_agent AS (
     SELECT $1, agent.id, $3, $4, $5, $6, $7, $8, $9, $10, $13, $14
     FROM agent
     WHERE NOT EXISTS (SELECT 1 FROM msg_hit) AND NOT EXISTS (SELECT 1 FROM content_hit)
+      AND NOT EXISTS (SELECT 1 FROM pause)
     ON CONFLICT DO NOTHING
     RETURNING id
 ), queued AS (
@@ -55,7 +68,10 @@ WITH known_agent AS (
 SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
        (SELECT id FROM content_hit) AS duplicate_content,
        (SELECT id FROM inserted) AS inserted_id,
-       EXISTS (SELECT 1 FROM queued) AS queued
+       EXISTS (SELECT 1 FROM queued) AS queued,
+       pause.session_key AS pause_session_key, pause.expires_at AS pause_expires_at,
+       pause.remaining AS pause_remaining
+FROM (SELECT 1) AS one LEFT JOIN pause ON true
 
 -- probe_memory_duplicate --
 -- The read-only half of store_memory's dedup probes (same scopes, spec §5.2), run

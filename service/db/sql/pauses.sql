@@ -24,7 +24,8 @@ RETURNING expires_at > now() AS was_active
 -- pauses_in_force --
 -- The pauses a write of this session obeys, while in force: the tenant-wide one and the
 -- session's own (two primary-key probes; $2 '' asks for the tenant-wide one only), with
--- their seconds left by the database clock.
+-- their seconds left by the database clock. store_memory reads the same pauses inside
+-- its statement (its pause CTE): a change to what a pause covers changes both.
 -- $1 tenant_id uuid, $2 session_key text
 SELECT session_key, expires_at, extract(epoch FROM expires_at - now())::float8 AS remaining
 FROM persistence_pauses

@@ -160,22 +160,38 @@ async def store(
     upsert: a known msg_id or identical content in scope is skipped
     and reported with the existing id. Concurrent identical stores insert one row;
     the unique indexes absorb the rest ("duplicate (unique index)", no id). With
-    ``guard`` the persistence pause is read first in the write's transaction (before the
-    refusals: bad input under a pause is skipped) and a pause raises WritePaused.
+    ``guard`` the persistence pause is read in the write's transaction and a pause raises
+    WritePaused, for bad input too (bad input under a pause is skipped, not refused).
 
     By default (inline timeout 0) the row is inserted with its embedding job and
     answered at once (``embedded: false``); the write-behind embedder embeds it moments
-    later. The transaction is the pause read and one statement (``store_memory``: agent,
-    probes, insert and job), so a store costs the tenant setup and two round trips.
+    later. The transaction is one statement (``store_memory``: the pause, agent, probes,
+    insert and job), so a store costs the tenant setup and one round trip.
     """
     if waits_for_vector(lib):
         return await _store_with_vector(lib, tenant_id, req, guard)
     deferred = InlineEmbedding()  # no vector yet: queued, embedded after the commit
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        await pauses.obey(conn, tenant_id, guard)
-        prepared = _prepare(lib, req)
-        result = await _insert(conn, lib, tenant_id, req, prepared.row, deferred)
+        prepared = await _prepare_obeying(conn, lib, tenant_id, req, guard)
+        result = await _insert(conn, lib, tenant_id, req, prepared.row, deferred, guard)
     return _answered(lib, tenant_id, result, prepared, deferred)
+
+
+async def _prepare_obeying(
+    conn: Connection,
+    lib: Library,
+    tenant_id: TenantId,
+    req: StoreRequest,
+    guard: pauses.PauseGuard | None,
+) -> _Prepared:
+    """:func:`_prepare`, except that input it refuses is first checked against the pause
+    (WritePaused wins over Refused): the read costs a round trip only on the refusal path,
+    the write statement reads the pause itself."""
+    try:
+        return _prepare(lib, req)
+    except Refused:
+        await pauses.obey(conn, tenant_id, guard)
+        raise
 
 
 async def _store_with_vector(
@@ -193,7 +209,7 @@ async def _store_with_vector(
         return duplicate
     inline = await embed_inline(lib, prepared.row.content)
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        result = await _insert(conn, lib, tenant_id, req, prepared.row, inline)
+        result = await _insert(conn, lib, tenant_id, req, prepared.row, inline, guard)
     return _answered(lib, tenant_id, result, prepared, inline)
 
 
@@ -204,14 +220,20 @@ async def _insert(
     req: StoreRequest,
     row: memories.NewMemory,
     inline: InlineEmbedding,
+    guard: pauses.PauseGuard | None,
 ) -> memories.StoreResult:
-    """The write itself: the row with its vector when it has one, else with its job."""
+    """The write itself: the row with its vector when it has one, else with its job;
+    with ``guard``, nothing and WritePaused when the statement finds a pause in force."""
     row = dataclasses.replace(row, embedding=inline.vector, embedding_model=inline.model)
     queued = inline.vector is None and lib.queue_enabled
     job = memories.QueuedJob(inline.error) if queued else None
-    return await memories.store_memory(
-        conn, tenant_id, row, _scope(req.project_id), _scope(req.channel), job
+    obeying = None if guard is None else pauses.pausable_key(guard.session_key)
+    result = await memories.store_memory(
+        conn, tenant_id, row, _scope(req.project_id), _scope(req.channel), job, obeying
     )
+    if result.pause is not None:
+        raise pauses.WritePaused(pauses.active_of(result.pause))
+    return result
 
 
 def _answered(
