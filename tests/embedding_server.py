@@ -87,6 +87,9 @@ class EmbeddingServer:
     received: list[str] = dataclasses.field(default_factory=list)
     answered: list[str] = dataclasses.field(default_factory=list)
     port: int = 0
+    generation: int = 0
+    """Bumped by :meth:`reset`: a request that arrived before it is not recorded when it
+    is answered after it (a slow answer to an earlier test's request is not this one's)."""
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
 
@@ -98,6 +101,7 @@ class EmbeddingServer:
         """Switch mode (``failing`` is ``fail``) and forget what was seen."""
         self.set_mode(mode or ("fail" if failing else "ok"))
         self.delay = delay
+        self.generation += 1
         self.received.clear()
         self.answered.clear()
 
@@ -110,6 +114,7 @@ class EmbeddingServer:
 
     async def _endpoint(self, request: Request) -> Response:
         texts: list[str] = (await request.json())["texts"]
+        generation = self.generation
         self.received.extend(texts)
         deadline = time.monotonic() + HANG_LIMIT_SECONDS
         # the mode is switched from the test's thread and loop: poll it (bounded)
@@ -122,7 +127,7 @@ class EmbeddingServer:
         if any(text.startswith("!poison") for text in texts):
             return Response("cannot embed that", status_code=400)
         width = self.wrong_dimension if self.mode == "width" else self.dimension
-        if self.mode == "ok":
+        if self.mode == "ok" and generation == self.generation:
             self.answered.extend(texts)
         return JSONResponse({"embeddings": [fake_vector(text, width) for text in texts]})
 
