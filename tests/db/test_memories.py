@@ -141,14 +141,17 @@ async def test_a_write_obeying_a_pause_writes_nothing_and_returns_the_longest_pa
     assert 3000 < paused.pause.remaining <= 3600
     assert paused.inserted_id is None
     tenant_wide = await _obeying(db, tenant, "kept out", "")
-    assert tenant_wide.pause is not None and tenant_wide.pause.session_key == ""
+    assert tenant_wide.pause is not None
+    assert tenant_wide.pause.session_key == ""
     assert await _written(db, tenant) == (0, 0, 0)
     async with db.tenant_tx(tenant) as conn:
         await conn.execute(
             "DELETE FROM persistence_pauses WHERE tenant_id = $1 AND session_key = ''", tenant
         )
     other_session = await _obeying(db, tenant, "let in", "s2")
-    assert other_session.pause is None and other_session.inserted_id is not None
+    assert other_session.pause is None
+    assert other_session.inserted_id is not None
     unguarded = await _store(db, tenant, "not asked")
-    assert unguarded.pause is None and unguarded.inserted_id is not None
+    assert unguarded.pause is None
+    assert unguarded.inserted_id is not None
     assert await _written(db, tenant) == (1, 2, 2)
