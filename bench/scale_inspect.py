@@ -14,7 +14,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
@@ -41,14 +41,13 @@ async def open_service_conn(url: str) -> asyncpg.Connection[Any]:
 
 async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
     """Inside a transaction: enter ``slug``'s tenant exactly as a recall does (the
-    service's ``enter_tenant_cached_plans`` with the default settings: application role,
-    RLS tenant, HNSW iterative scan and search breadth, planner costs, and the plan cache
-    left to choose between custom and generic plans)."""
+    service's ``enter_tenant`` with the default settings: application role, RLS tenant,
+    HNSW iterative scan and search breadth, planner costs, custom plans)."""
     from service.db.pool import Database
     from service.models import TenantId
 
     tenant: uuid.UUID = await conn.fetchval("SELECT id FROM tenants WHERE slug = $1", slug)
-    await conn.execute(*Database("unused").entering(TenantId(tenant), cached_plans=True))
+    await conn.execute(*Database("unused").entering(TenantId(tenant)))
     return tenant
 
 
@@ -126,13 +125,7 @@ async def production_call(
     return capture.sql, capture.args
 
 
-class Fetches(Protocol):
-    """A connection or a pool's connection proxy: what :func:`sql_literals` needs."""
-
-    async def fetchval(self, query: str, *args: Any) -> Any: ...
-
-
-async def sql_literals(conn: Fetches, args: Sequence[Any]) -> str:
+async def _literals(conn: asyncpg.Connection[Any], args: Sequence[Any]) -> str:
     """The arguments as SQL literals quoted by Postgres (``quote_nullable``)."""
     out = []
     for value in args:
@@ -175,7 +168,7 @@ async def explain_recall(
             tenant = await as_tenant(conn, slug)
             calls = [await production_call(tenant, agent, t, v) for t, v in queries]
             await _prepare_plan(conn, calls[0][0])
-            literals = [await sql_literals(conn, args) for _, args in calls]
+            literals = [await _literals(conn, args) for _, args in calls]
             for literal in literals[:WARM_EXECUTIONS]:
                 await conn.execute(f"EXECUTE {PLAN_NAME} ({literal})")
             for mode in ("chosen", "force_custom_plan", "force_generic_plan"):

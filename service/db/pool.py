@@ -84,8 +84,8 @@ class _PooledConnection(asyncpg.Connection):
 @dataclasses.dataclass(frozen=True, slots=True)
 class Planning:
     """The planner settings every tenant transaction sets, transaction-local (safe behind
-    a transaction pooler): HNSW's search breadth (CPERSONA_HNSW_EF_SEARCH) and the cost of
-    a random page read (CPERSONA_RANDOM_PAGE_COST), in both kinds.
+    a transaction pooler): HNSW's search breadth (CPERSONA_HNSW_EF_SEARCH) in both kinds,
+    the cost of a random page read (CPERSONA_RANDOM_PAGE_COST) in those that plan per call.
     One value, so a new setting is added here and in ``enter_tenant``, not at every place
     that builds a :class:`Database`."""
 
@@ -218,11 +218,10 @@ class Database:
         statement sees the same snapshot (an export's header counts and the rows
         streamed after them agree even while other clients write).
 
-        By default every statement is planned for its actual values. ``cached_plans``
-        lets Postgres reuse a statement's generic plan instead, for transactions of
-        statements whose plan does not depend on the values: short keyed ones (the store
-        path, the pause check, the write-behind) and recall's statement, rendered per
-        shape (``db.recall.statement``).
+        By default every statement is planned for its actual values (recall's needs
+        that). ``cached_plans`` lets Postgres reuse a statement's generic plan instead,
+        for transactions of short keyed statements (the store path, the pause check,
+        the write-behind) whose plan does not depend on the values.
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
         async with (
@@ -234,10 +233,11 @@ class Database:
 
     def entering(self, tenant_id: TenantId, *, cached_plans: bool = False) -> tuple[str, ...]:
         """The statement and arguments that confine a transaction to ``tenant_id`` (the
-        ``enter_tenant`` queries: role, RLS tenant, HNSW search, page cost, and per-call
-        planning unless ``cached_plans``)."""
-        enter = _ENTER_CACHED if cached_plans else _ENTER
-        return enter, APP_ROLE, str(tenant_id), self._breadth, self._page_cost
+        ``enter_tenant`` queries: role, RLS tenant, HNSW search, and the planner settings
+        of per-call planning unless ``cached_plans``)."""
+        if cached_plans:
+            return _ENTER_CACHED, APP_ROLE, str(tenant_id), self._breadth
+        return _ENTER, APP_ROLE, str(tenant_id), self._breadth, self._page_cost
 
     @asynccontextmanager
     async def admin_conn(self) -> AsyncIterator[Connection]:

@@ -4,13 +4,12 @@ and the per-tenant advisory state (queries in ``sql/recall.sql``)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES, VECTOR_DIMS, shaped
+from service.db.sql import QUERIES, VECTOR_DIMS
 from service.models import TenantId
 
 
@@ -83,58 +82,13 @@ def _width(vector: Sequence[float] | None) -> int:
     return len(vector) if len(vector) in VECTOR_DIMS else VECTOR_DIMS[0]
 
 
-def statement(width: int, scope: Scope, wanted: Retrieval) -> str:
-    """The recall statement for this recall's shape (``recall_candidates[dim]``, rendered
-    by :func:`service.db.sql.shaped`): the scope filters it uses and its depths. Recalls
-    of one shape share one prepared statement per connection, and Postgres may reuse its
-    plan instead of planning every recall afresh."""
-    kept = frozenset(
-        name
-        for name, used in (
-            ("project", scope.project_id is not None),
-            ("channel", scope.channel != ""),
-            ("source", scope.source_pattern is not None),
-        )
-        if used
-    )
-    vector_depth = wanted.limit if wanted.vector_depth is None else wanted.vector_depth
-    return _shaped(width, kept, wanted.limit, vector_depth, wanted.budget)
-
-
-def plan_reusable(scope: Scope) -> bool:
-    """Whether recalls of this scope's shape may run on a plan made once for all of them
-    (``tenant_tx(cached_plans=True)``): yes unless they filter by source id, whose
-    selectivity is the pattern's (one source's rows, or every row) and only a plan made
-    for the value can weigh it against the HNSW index (plan guard:
-    tests/db/test_recall_plan.py)."""
-    return scope.source_pattern is None
-
-
-@functools.lru_cache(maxsize=256)
-def _shaped(width: int, kept: frozenset[str], depth: int, vector_depth: int, budget: int) -> str:
-    numbers = {"depth": depth, "vector_depth": vector_depth, "budget": budget}
-    if min(numbers.values()) < 0:
-        raise ValueError(f"recall depths must not be negative: {numbers}")
-    return shaped(QUERIES[f"recall_candidates_{width}"], kept, numbers)
-
-
 async def recall_candidates(
     conn: Connection, tenant_id: TenantId, scope: Scope, wanted: Retrieval
 ) -> Candidates:
+    width = _width(wanted.vector)
+    vector = None if wanted.vector is None or len(wanted.vector) != width else wanted.vector
     records = await conn.fetch(
-        statement(_width(wanted.vector), scope, wanted), *arguments(tenant_id, scope, wanted)
-    )
-    hits = [_hit(r) for r in records if r["channel"] != "meta"]
-    meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")
-    return Candidates(hits=hits, meta=meta)
-
-
-def arguments(tenant_id: TenantId, scope: Scope, wanted: Retrieval) -> list[Any]:
-    """The recall statement's parameters ($1..$15, as its legend in ``recall.sql``)."""
-    vector = wanted.vector
-    if vector is not None and len(vector) != _width(vector):
-        vector = None  # no index of its width: the vector channel is off
-    return [
+        QUERIES[f"recall_candidates_{width}"],
         tenant_id,
         scope.agent,
         scope.project_id,
@@ -143,20 +97,20 @@ def arguments(tenant_id: TenantId, scope: Scope, wanted: Retrieval) -> list[Any]
         None if vector is None else list(vector),
         wanted.tsquery,
         list(wanted.patterns),
+        wanted.limit,
         wanted.episodes,
         wanted.recency,
         list(wanted.lexemes),
         wanted.confidence,
+        wanted.limit if wanted.vector_depth is None else wanted.vector_depth,
         wanted.query,
+        wanted.budget,
         wanted.simple_weight,
         wanted.english_weight,
-    ]
-
-
-async def plan_each_statement(conn: Connection) -> None:
-    """From here to the end of the transaction, plan every statement for its values
-    (for a statement whose best plan depends on them, in a transaction of cached plans)."""
-    await conn.execute(QUERIES["plan_each_statement"])
+    )
+    hits = [_hit(r) for r in records if r["channel"] != "meta"]
+    meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")
+    return Candidates(hits=hits, meta=meta)
 
 
 def _hit(record: Any) -> Hit:

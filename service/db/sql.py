@@ -10,7 +10,7 @@ Python function per query, of the same name, in the module of the same path
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
 from types import MappingProxyType
@@ -21,34 +21,6 @@ VECTOR_DIMS = (384, 1536)
 """Embedding widths with an HNSW index (migration 0003). A query named ``name[dim]``
 exists once per width as ``name_<width>``, with ``{dim}`` replaced by that constant:
 pgvector needs the width in the cast that matches the partial index expression."""
-
-
-_SHAPE_LINE = re.compile(r"^(\s*[^-\s].*?)\s+-- shape: ([a-z_]+)$")
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
-
-
-def shaped(statement: str, kept: Set[str], numbers: Mapping[str, int]) -> str:
-    """``statement`` rendered for one shape: a line ending in ``-- shape: X`` is kept
-    (without the marker) only when X is in ``kept``, and each ``{name}`` becomes the
-    integer ``numbers[name]``. For statements whose plan must not depend on parameters
-    Postgres cannot see when it plans once for many calls: optional filters and LIMITs.
-    Only integers are written in; every value from a caller stays a bound parameter."""
-    lines = []
-    for line in statement.splitlines():
-        marked = _SHAPE_LINE.match(line)
-        if marked is None:
-            lines.append(line)
-        elif marked.group(2) in kept:
-            lines.append(marked.group(1))
-    text = "\n".join(lines)
-
-    def number(match: re.Match[str]) -> str:
-        value = numbers.get(match.group(1))
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"no integer for {{{match.group(1)}}}")
-        return str(value)
-
-    return _PLACEHOLDER.sub(number, text)
 
 
 def _expand(name: str, body: str) -> dict[str, str]:

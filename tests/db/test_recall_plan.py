@@ -12,20 +12,13 @@ dropped during the load and recreated from their own definitions (a bulk build i
 far faster than row-by-row insertion), then ANALYZE runs, so the planner sees the
 production indexes with real statistics. EXPLAIN runs as the application role
 inside a tenant transaction, exactly like a recall.
-
-A recall reuses its statement's plan (the statement is rendered per shape, so the plan
-cache may settle on a generic plan after five executions): the generic plan of each
-reusable shape, made without the values as Postgres makes it, must keep the indexes too.
-Before the statement was rendered per shape, its generic plan priced the optional
-filters and the LIMITs blind and sorted every vector of the agent.
 """
 
 from __future__ import annotations
 
 import uuid
 
-from bench.scale_inspect import sql_literals
-from service.db import recall as store
+from service.db import sql
 from service.db.pool import Database
 from service.memory.recall import query_terms
 from service.models import TenantId
@@ -71,71 +64,48 @@ async def _load(db: Database) -> str:
     return str(tenant)
 
 
-def _call(tenant: str, query: str, scope: store.Scope) -> tuple[str, list[object]]:
-    """The statement and arguments of a default (hybrid) recall, captured from the
-    service's own db function: lexical depth 100, vector depth 20, its query terms."""
+async def _plan(db: Database, tenant: str, query: str) -> str:
+    """The plan of the statement as a default (hybrid) recall runs it: lexical depth 100,
+    vector depth 20, the service's own query terms."""
+    statement = sql.QUERIES["recall_candidates_384"]
+    vector = [1.0] + [0.0] * 383
     terms = query_terms.build(query)
-    wanted = store.Retrieval(
-        vector=[1.0] + [0.0] * 383, tsquery=terms.tsquery, lexemes=list(terms.lexemes),
-        patterns=list(terms.patterns), limit=100, episodes=True, recency=False,
-        vector_depth=20, query=query,
-    )  # fmt: skip
-    return store.statement(384, scope, wanted), store.arguments(
-        TenantId(uuid.UUID(tenant)), scope, wanted
-    )
-
-
-async def _plan(
-    db: Database, tenant: str, query: str, scope: store.Scope, *, generic: bool = False
-) -> str:
-    """The plan of the statement as a recall runs it, for its values; with ``generic``,
-    the plan Postgres reuses for every recall of this shape once it stops planning per
-    call (the statement prepared and explained under ``force_generic_plan``: planned
-    without the values)."""
-    statement, args = _call(tenant, query, scope)
     async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(*db.entering(TenantId(uuid.UUID(tenant)), cached_plans=True))
-        if generic:
-            await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            await conn.execute(f"PREPARE guarded AS {statement}")
-            literals = await sql_literals(conn, args)
-            rows = await conn.fetch(f"EXPLAIN (COSTS OFF) EXECUTE guarded ({literals})")
-            await conn.execute("DEALLOCATE guarded")
-        else:
-            rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement, *args)
+        await conn.execute(*db.entering(TenantId(uuid.UUID(tenant))))
+        rows = await conn.fetch(
+            "EXPLAIN (COSTS OFF) " + statement,
+            tenant,
+            "target",
+            None,
+            "",
+            None,
+            vector,
+            terms.tsquery,
+            list(terms.patterns),
+            100,
+            True,
+            False,
+            list(terms.lexemes),
+            False,
+            20,
+            query,
+            2000,
+            0.5,
+            1.0,
+        )
     return "\n".join(row[0] for row in rows)
 
 
-SCOPE = store.Scope("target", None, "", None)
-SHAPES = {
-    "no filter": SCOPE,
-    "project and channel": store.Scope("target", "", "general", None),
-}
-BY_SOURCE = store.Scope("target", None, "", "chat%")
-
-
-def _uses_the_indexes(plan: str) -> None:
-    assert "Seq Scan on memories" not in plan, plan
-    assert "Index Scan using memories_embedding_384 on memories" in plan, plan
-    assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
-    assert "Bitmap Index Scan on memories_tsv_en" in plan, plan
-    assert "Index Scan using lexicon_terms_pkey on lexicon_terms" in plan, plan
-    assert "Seq Scan on lexicon_terms" not in plan, plan
-    scoped = ("memories_agent_recent", "memories_isolation", "memories_content_probe")
-    assert any(f"Scan using {name}" in plan or f"Scan on {name}" in plan for name in scoped)
-
-
 async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
-    """For its values (the first executions of a prepared statement) and on the generic
-    plan of every shape whose plan is reused (what Postgres runs afterwards)."""
     tenant = await _load(db)
     # a rare word plus an id; a topic word (10% of rows); words in every row (the top-up)
     for query in ("tea 4242", "travelling", "notes about it"):
-        _uses_the_indexes(await _plan(db, tenant, query, SCOPE))
-    for name, scope in SHAPES.items():
-        assert store.plan_reusable(scope), name
-        plan = await _plan(db, tenant, "tea 4242", scope, generic=True)
-        assert "$3" in plan or name != "project and channel", plan  # the shape's filter
-        _uses_the_indexes(plan)
-    # a source filter's selectivity is its pattern's: those recalls plan per call
-    assert not store.plan_reusable(BY_SOURCE)
+        plan = await _plan(db, tenant, query)
+        assert "Seq Scan on memories" not in plan, plan
+        assert "Index Scan using memories_embedding_384 on memories" in plan, plan
+        assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
+        assert "Bitmap Index Scan on memories_tsv_en" in plan, plan
+        assert "Index Scan using lexicon_terms_pkey on lexicon_terms" in plan, plan
+        assert "Seq Scan on lexicon_terms" not in plan, plan
+        scoped = ("memories_agent_recent", "memories_isolation", "memories_content_probe")
+        assert any(f"Scan using {name}" in plan or f"Scan on {name}" in plan for name in scoped)

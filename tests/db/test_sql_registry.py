@@ -28,40 +28,11 @@ def _legend_arity(statement: str) -> int:
     return max(numbers, default=0)
 
 
-def _renderings(statement: str) -> list[str]:
-    """A statement as it is sent: a shaped one (``-- shape: X`` lines, ``{name}``
-    numbers) with none and with all of its shape lines."""
-    shapes = set(re.findall(r"-- shape: ([a-z_]+)$", statement, re.MULTILINE))
-    if not shapes:
-        return [statement]
-    placeholders = set(re.findall(r"\{([a-z_]+)\}", statement))
-    numbers = dict.fromkeys(placeholders, 10)
-    return [sql.shaped(statement, kept, numbers) for kept in (set(), shapes)]
-
-
 async def test_every_query_prepares_with_the_arity_its_legend_declares(db: Database) -> None:
     async with db.admin_tx() as conn:
         for name, statement in sql.QUERIES.items():
-            for rendered in _renderings(statement):
-                prepared = await conn.prepare(rendered)
-                assert len(prepared.get_parameters()) == _legend_arity(statement), name
-
-
-def test_a_shaped_statement_keeps_its_shapes_lines_and_writes_in_its_numbers() -> None:
-    statement = (
-        "SELECT id FROM t\n"
-        "WHERE a = $1\n"
-        "  AND b = $2  -- shape: b\n"
-        "  AND c = $3  -- shape: c\n"
-        "LIMIT {depth}"
-    )
-    assert sql.shaped(statement, {"c"}, {"depth": 20}) == (
-        "SELECT id FROM t\nWHERE a = $1\n  AND c = $3\nLIMIT 20"
-    )
-    with pytest.raises(ValueError, match="depth"):
-        sql.shaped(statement, set(), {})
-    with pytest.raises(ValueError, match="depth"):
-        sql.shaped(statement, set(), {"depth": True})
+            prepared = await conn.prepare(statement)
+            assert len(prepared.get_parameters()) == _legend_arity(statement), name
 
 
 def test_dimensioned_queries_expand_once_per_width() -> None:

@@ -18,16 +18,13 @@ SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
 -- enter_tenant_cached_plans --
 -- enter_tenant without forcing a custom plan per execution (plan_cache_mode stays
 -- auto: Postgres reuses a prepared statement's generic plan once it is no costlier).
--- For transactions of statements whose plan does not depend on the values: short keyed
--- ones (store's write, the pause check, the write-behind's claim and settle: re-planning
--- the store statement on every call costs about 0.6 ms of Postgres CPU) and recall's,
--- rendered per shape so that its filters and depths are in its text (planning it took
--- about 4 ms of every recall).
--- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text, $4 random_page_cost text
+-- For transactions of short keyed statements whose plan does not depend on the values
+-- (store's write, the pause check, the write-behind's claim and settle): re-planning
+-- the store statement on every call costs about 0.6 ms of Postgres CPU.
+-- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text
 SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('hnsw.ef_search', $3, true),
-       set_config('random_page_cost', $4, true)
+       set_config('hnsw.ef_search', $3, true)
 
 -- ping --
 -- Liveness of the database connection.

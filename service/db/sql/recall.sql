@@ -10,69 +10,60 @@
 -- BM25 statistics are the agent's own, kept on write (lexicon_terms plus the backlog in
 -- lexicon_changes, migration 0007): nothing is sampled per query.
 -- Lexical candidates: every row holding one of the rarest query terms, taken rarest
--- first while their postings add up to at most {budget} rows (exact BM25 over them); when
--- those are fewer than {depth}, rows holding the next rarest term (the first beyond the
--- budget) top the candidates up to {depth} (bounded: a query of common words never scores
--- an unbounded posting list, and reads one posting list, not the union of all of them).
+-- first while their postings add up to at most $16 rows (exact BM25 over them); when
+-- those are fewer than $9, rows holding the next rarest term (the first beyond the
+-- budget) top the candidates up to $9 (bounded: a query of common words never scores an
+-- unbounded posting list, and reads one posting list, not the union of all of them).
 -- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
 -- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
--- The statement is rendered per shape (db.recall.statement): a line marked
--- ``-- shape: X`` is kept only when the recall filters by X (project, channel, source),
--- and the depths are written in as numbers ({depth} lexical, episode and recency rows,
--- {vector_depth} vector rows, {budget} postings), so that Postgres can plan it once per
--- shape and reuse the plan: with the filters and depths as parameters a generic plan
--- prices them blind and leaves the HNSW and full-text indexes (plan guard:
--- tests/db/test_recall_plan.py).
--- $1 tenant_id uuid, $2 agent name text, $3 project_id text (shape project), $4 channel
--- text (shape channel), $5 source_id LIKE pattern text (shape source), $6 query vector
--- (NULL = no vector channel), $7 tsquery text (NULL = none), $8 substring LIKE patterns
--- text[] (empty = none), $9 episodes eligible boolean, $10 recency listing boolean, $11
--- query lexemes text[] (the words of $7), $12 confidence scoring on boolean (adds the
--- memory time span to meta), $13 query text (its English vector gives the stems' order
--- for the phrase feature), $14 BM25 weight of the simple vector float8, $15 BM25 weight of
--- the English vector float8 (0 = no stemming)
-WITH parameters AS (
-    -- Never read: gives the scope parameters a shape leaves out their types.
-    SELECT $3::text AS project_id, $4::text AS channel, $5::text AS source_pattern
-), agent AS (
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
+-- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
+-- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
+-- $9 lexical depth int, $10 episodes eligible boolean, $11 recency listing boolean,
+-- $12 query lexemes text[] (the words of $7), $13 confidence scoring on boolean (adds the
+-- memory time span to meta), $14 vector depth int, $15 query text (its English vector
+-- gives the stems' order for the phrase feature), $16 exhaustive postings budget int,
+-- $17 BM25 weight of the simple vector float8, $18 BM25 weight of the English vector
+-- float8 (0 = no stemming)
+WITH agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), scoped_memories AS NOT MATERIALIZED (
     SELECT m.* FROM memories m
     WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
-      AND (m.project_id = $3 OR m.project_id = '')  -- shape: project
-      AND (m.channel = $4 OR m.channel = '')  -- shape: channel
+      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
+      AND ($4::text = '' OR m.channel = $4 OR m.channel = '')
 ), scoped_episodes AS NOT MATERIALIZED (
     SELECT e.* FROM episodes e
     WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-      AND (e.project_id = $3 OR e.project_id = '')  -- shape: project
-      AND (e.channel = $4 OR e.channel = '')  -- shape: channel
+      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '')
+      AND ($4::text = '' OR e.channel = $4 OR e.channel = '')
 ), vec_mem AS (
     SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
     FROM scoped_memories m
     WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
-      AND m.source ->> 'id' LIKE $5  -- shape: source
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
     ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT {vector_depth}
+    LIMIT $14::int
 ), vec_ep AS (
     SELECT e.id, -(e.embedding::vector({dim}) <#> $6::vector({dim})) AS score
     FROM scoped_episodes e
-    WHERE $6::vector IS NOT NULL AND $9 AND e.embedding_dim = {dim}
+    WHERE $6::vector IS NOT NULL AND $10 AND e.embedding_dim = {dim}
     ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT {vector_depth}
+    LIMIT $14::int
 ), words AS MATERIALIZED (
     -- The query's terms per configuration: its words (simple) and their Snowball stems
     -- (english; none for an English stop word). Lexemes are cast, never parsed, into a
     -- tsquery, so a stem is not stemmed again and no input can make a tsquery invalid.
     SELECT DISTINCT w.config, w.term, quote_literal(w.term)::tsquery AS query,
-           CASE WHEN w.config = 'simple'::regconfig THEN $14::float8 ELSE $15::float8 END
+           CASE WHEN w.config = 'simple'::regconfig THEN $17::float8 ELSE $18::float8 END
                AS weight
     FROM (SELECT 'simple'::regconfig AS config, t.term
-          FROM unnest($11::text[]) AS t(term) WHERE $7::text IS NOT NULL
+          FROM unnest($12::text[]) AS t(term) WHERE $7::text IS NOT NULL
           UNION ALL
           SELECT 'english'::regconfig, u.lexeme
-          FROM unnest($11::text[]) AS t(term)
+          FROM unnest($12::text[]) AS t(term)
           CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u
-          WHERE $7::text IS NOT NULL AND $15::float8 > 0) w
+          WHERE $7::text IS NOT NULL AND $18::float8 > 0) w
 ), backlog AS MATERIALIZED (
     SELECT c.sign, c.simple, c.english FROM lexicon_changes c
     WHERE c.tenant_id = $1 AND c.agent_id = (SELECT id FROM agent) AND $7::text IS NOT NULL
@@ -112,16 +103,16 @@ WITH parameters AS (
 ), next_term AS MATERIALIZED (
     -- The rarest term beyond the postings budget: the top-up reads its postings only.
     SELECT s.config, s.term FROM stats s
-    WHERE s.df > 0 AND s.running > {budget}
+    WHERE s.df > 0 AND s.running > $16
     ORDER BY s.running, s.config, s.term
     LIMIT 1
 ), queries AS MATERIALIZED (
     SELECT (SELECT string_agg(s.term_query, ' | ') FROM (
                 SELECT quote_literal(s.term) AS term_query FROM stats s
-                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= {budget}) s
+                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= $16) s
            )::tsquery AS rare_simple,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
-            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= {budget})::tsquery
+            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= $16)::tsquery
                AS rare_english,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
             WHERE s.config = 'simple'::regconfig AND s.df > 0)::tsquery AS any_simple,
@@ -135,10 +126,10 @@ WITH parameters AS (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE $7::text IS NOT NULL
-      AND m.source ->> 'id' LIKE $5  -- shape: source
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
       AND (m.content_tsv @@ (SELECT rare_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT rare_english FROM queries))
-    LIMIT {budget}
+    LIMIT $16::int
 ), fts_common AS MATERIALIZED (
     -- Starvation guard: rows holding the next rarest (common) query word fill up to the
     -- depth. One posting list: the union of every common word's postings cost 40 ms at
@@ -146,17 +137,17 @@ WITH parameters AS (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE $7::text IS NOT NULL
-      AND (SELECT count(*) FROM fts_rare) < {depth}
-      AND m.source ->> 'id' LIKE $5  -- shape: source
+      AND (SELECT count(*) FROM fts_rare) < $9
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
       AND (m.content_tsv @@ (SELECT next_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT next_english FROM queries))
       AND m.id NOT IN (SELECT id FROM fts_rare)
-    LIMIT {depth}
+    LIMIT $9
 ), pattern_candidates AS MATERIALIZED (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE cardinality($8::text[]) > 0
-      AND m.source ->> 'id' LIKE $5  -- shape: source
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
       AND m.content ILIKE ANY ($8::text[])
     LIMIT 2000
 ), fts_pool AS (
@@ -185,7 +176,7 @@ WITH parameters AS (
                   ELSE 0 END AS score
     FROM fts_pool c
     ORDER BY score DESC, c.id DESC
-    LIMIT {depth}
+    LIMIT $9
 ), fts_ep AS (
     SELECT e.id,
            ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce($7, '')), 1)
@@ -193,18 +184,17 @@ WITH parameters AS (
               WHERE (e.summary || ' ' || e.keywords) ILIKE p)::float8
              / greatest(cardinality($8::text[]), 1) AS score
     FROM scoped_episodes e
-    WHERE $9
+    WHERE $10
       AND (($7::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', $7))
            OR (e.summary || ' ' || e.keywords) ILIKE ANY ($8::text[]))
     ORDER BY score DESC, e.id DESC
-    LIMIT {depth}
+    LIMIT $9
 ), recent_mem AS (
     SELECT m.id, NULL::float8 AS score
     FROM scoped_memories m
-    WHERE $10
-      AND m.source ->> 'id' LIKE $5  -- shape: source
+    WHERE $11 AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
     ORDER BY m.created_at DESC, m.id DESC
-    LIMIT {depth}
+    LIMIT $9
 ), hits AS (
     SELECT 'vector' AS channel, 'mem' AS kind, id, score,
            row_number() OVER (ORDER BY score DESC, id DESC) AS position FROM vec_mem
@@ -223,7 +213,7 @@ WITH parameters AS (
     -- order) as phrase queries at the query's own distance (``a <N> b``).
     SELECT s.term, s.query, s.idf, min(u.pos) AS pos
     FROM stats s
-    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, $13::text)) v
+    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, $15::text)) v
                        CROSS JOIN LATERAL unnest(v.positions) p WHERE v.lexeme = s.term) u ON true
     WHERE s.config = 'english'::regconfig
     GROUP BY s.term, s.query, s.idf
@@ -273,8 +263,8 @@ FROM found f
 UNION ALL
 SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object(
-           'span_oldest', CASE WHEN $12 THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
-           'span_newest', CASE WHEN $12 THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
+           'span_oldest', CASE WHEN $13 THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
+           'span_newest', CASE WHEN $13 THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
            'agent_exists', EXISTS (SELECT 1 FROM agent),
            'pool', (SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 500) x)
                  + (SELECT count(*) FROM (SELECT 1 FROM scoped_episodes LIMIT 500) y),
@@ -301,12 +291,6 @@ SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NUL
 -- $1 tenant_id uuid, $2 memory ids bigint[]
 UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = now()
 WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
-
--- plan_each_statement --
--- The rest of the transaction plans each statement for its values (plan_cache_mode is
--- transaction-local): the LIKE fallback's best plan depends on its pattern, and it runs
--- inside recall's transaction, whose recall statement reuses its plan.
-SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- like_fallback --
 -- Literal case-insensitive substring match of the whole query, newest first (spec

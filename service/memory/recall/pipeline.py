@@ -1,10 +1,8 @@
 """The recall pipeline (spec §3): retrieve in SQL, rank in pure functions, build messages.
 
 One database round trip fetches every retriever's candidates, the pool size, the
-episode boundary, the profile and the calibrated gate (``db.recall``), in a transaction
-that lets Postgres reuse the statement's plan (it is rendered per shape); the LIKE
-fallback costs two more (per-call planning, then the match) only when full text found
-nothing. Ranking is the pure
+episode boundary, the profile and the calibrated gate (``db.recall``); the LIKE
+fallback costs a second one only when full text found nothing. Ranking is the pure
 modules of this package: the default ``hybrid`` mode fuses scores (``fusion``), reorders
 the head (``rerank``) and gates on matches (``gate``); the spec's rrf, rsf and cascade
 stay selectable (``CPERSONA_RECALL_MODE``). The library returns full content: previews
@@ -151,7 +149,6 @@ async def _keyword_fallback(
     """The literal substring match of the whole query (spec §3.2 LIKE fallback)."""
     fetch = min(10_000, max(5 * limit, 50))
     pattern = query_terms.like_pattern(req.query.strip())
-    await store.plan_each_statement(conn)  # its best plan depends on the pattern
     rows = await store.like_fallback(conn, tenant_id, scope, pattern, fetch)
     return rows[:limit]
 
@@ -267,7 +264,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     depth = depth_of(lib, limit, mode) if limit else 0
     terms = query_terms.build(req.query)
     scope = _scope(req)
-    async with lib.db.tenant_tx(tenant_id, cached_plans=store.plan_reusable(scope)) as conn:
+    async with lib.db.tenant_tx(tenant_id) as conn:
         found = await store.recall_candidates(
             conn, tenant_id, scope, _retrieval(lib, req, depth, embedded.vector, terms, mode)
         )
