@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import json
 import re
 import uuid
@@ -40,14 +41,18 @@ async def open_service_conn(url: str) -> asyncpg.Connection[Any]:
 
 
 async def as_tenant(conn: asyncpg.Connection[Any], slug: str) -> uuid.UUID:
-    """Inside a transaction: enter ``slug``'s tenant exactly as a recall does (the
+    """Inside a transaction: enter ``slug``'s tenant exactly as a default recall does (the
     service's ``enter_tenant`` with the default settings: application role, RLS tenant,
-    HNSW iterative scan and search breadth, planner costs, custom plans)."""
+    HNSW iterative scan and search breadth, planner costs, and generic plans where the
+    service's code runs them; a code snapshot from before them plans per call)."""
     from service.db.pool import Database
     from service.models import TenantId
 
     tenant: uuid.UUID = await conn.fetchval("SELECT id FROM tenants WHERE slug = $1", slug)
-    await conn.execute(*Database("unused").entering(TenantId(tenant)))
+    db = Database("unused")
+    generic = "generic_plans" in inspect.signature(db.entering).parameters
+    entering = db.entering(TenantId(tenant), **({"generic_plans": True} if generic else {}))
+    await conn.execute(*entering)
     return tenant
 
 
@@ -125,7 +130,7 @@ async def production_call(
     return capture.sql, capture.args
 
 
-async def _literals(conn: asyncpg.Connection[Any], args: Sequence[Any]) -> str:
+async def sql_literals(conn: asyncpg.Connection[Any], args: Sequence[Any]) -> str:
     """The arguments as SQL literals quoted by Postgres (``quote_nullable``)."""
     out = []
     for value in args:
@@ -168,7 +173,7 @@ async def explain_recall(
             tenant = await as_tenant(conn, slug)
             calls = [await production_call(tenant, agent, t, v) for t, v in queries]
             await _prepare_plan(conn, calls[0][0])
-            literals = [await _literals(conn, args) for _, args in calls]
+            literals = [await sql_literals(conn, args) for _, args in calls]
             for literal in literals[:WARM_EXECUTIONS]:
                 await conn.execute(f"EXECUTE {PLAN_NAME} ({literal})")
             for mode in ("chosen", "force_custom_plan", "force_generic_plan"):

@@ -59,6 +59,7 @@ analysed and rewrote its thirty-odd CTEs again (about 2 ms of a 10k recall)."""
 
 _ENTER = sql.QUERIES["enter_tenant"]
 _ENTER_CACHED = sql.QUERIES["enter_tenant_cached_plans"]
+_ENTER_GENERIC = sql.QUERIES["enter_tenant_generic_plans"]
 _bulk: contextvars.ContextVar[bool] = contextvars.ContextVar("cpersona_bulk_lane", default=False)
 
 
@@ -210,7 +211,12 @@ class Database:
 
     @asynccontextmanager
     async def tenant_tx(
-        self, tenant_id: TenantId, *, snapshot: bool = False, cached_plans: bool = False
+        self,
+        tenant_id: TenantId,
+        *,
+        snapshot: bool = False,
+        cached_plans: bool = False,
+        generic_plans: bool = False,
     ) -> AsyncIterator[Connection]:
         """One transaction confined to ``tenant_id`` by role and RLS setting.
 
@@ -221,23 +227,32 @@ class Database:
         By default every statement is planned for its actual values (recall's needs
         that). ``cached_plans`` lets Postgres reuse a statement's generic plan instead,
         for transactions of short keyed statements (the store path, the pause check,
-        the write-behind) whose plan does not depend on the values.
+        the write-behind) whose plan does not depend on the values. ``generic_plans``
+        makes every statement run its generic plan at once (the recall statement of a
+        shape whose generic plan is as good as a custom one: the planning is saved).
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
         async with (
             self._connection() as conn,
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
-            await conn.execute(*self.entering(tenant_id, cached_plans=cached_plans))
+            entering = self.entering(
+                tenant_id, cached_plans=cached_plans, generic_plans=generic_plans
+            )
+            await conn.execute(*entering)
             yield conn
 
-    def entering(self, tenant_id: TenantId, *, cached_plans: bool = False) -> tuple[str, ...]:
+    def entering(
+        self, tenant_id: TenantId, *, cached_plans: bool = False, generic_plans: bool = False
+    ) -> tuple[str, ...]:
         """The statement and arguments that confine a transaction to ``tenant_id`` (the
         ``enter_tenant`` queries: role, RLS tenant, HNSW search, and the planner settings
-        of per-call planning unless ``cached_plans``)."""
+        of per-call planning, of generic plans with ``generic_plans``, or none with
+        ``cached_plans``)."""
         if cached_plans:
             return _ENTER_CACHED, APP_ROLE, str(tenant_id), self._breadth
-        return _ENTER, APP_ROLE, str(tenant_id), self._breadth, self._page_cost
+        enter = _ENTER_GENERIC if generic_plans else _ENTER
+        return enter, APP_ROLE, str(tenant_id), self._breadth, self._page_cost
 
     @asynccontextmanager
     async def admin_conn(self) -> AsyncIterator[Connection]:

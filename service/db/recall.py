@@ -4,12 +4,13 @@ and the per-tenant advisory state (queries in ``sql/recall.sql``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES, VECTOR_DIMS
+from service.db.sql import QUERIES, VECTOR_DIMS, shaped
 from service.models import TenantId
 
 
@@ -82,13 +83,49 @@ def _width(vector: Sequence[float] | None) -> int:
     return len(vector) if len(vector) in VECTOR_DIMS else VECTOR_DIMS[0]
 
 
+def plan_reusable(scope: Scope) -> bool:
+    """Whether the recall statement of ``scope`` may run a generic plan
+    (``tenant_tx(generic_plans=True)``): every shape except a source filter, whose LIKE
+    pattern's selectivity only a plan for the actual pattern can judge."""
+    return scope.source_pattern is None
+
+
+@functools.lru_cache(maxsize=256)
+def _shape(width: int, omit: frozenset[str], depth: int, vector_depth: int, budget: int) -> str:
+    return shaped(
+        QUERIES[f"recall_candidates_{width}"],
+        omit=omit,
+        literals={9: depth, 14: vector_depth, 16: budget},
+    )
+
+
+def statement(scope: Scope, wanted: Retrieval) -> str:
+    """The recall statement rendered for this call's shape (``sql.shaped``): the filters
+    that are off left out, the depths written in. Few shapes occur (the depths follow
+    the recall's ``limit``), so each is rendered once and prepared once per connection."""
+    omit = frozenset(
+        tag
+        for tag, off in (
+            ("project", scope.project_id is None),
+            ("channel", scope.channel == ""),
+            ("source", scope.source_pattern is None),
+        )
+        if off
+    )
+    return _shape(_width(wanted.vector), omit, wanted.limit, _vector_depth(wanted), wanted.budget)
+
+
+def _vector_depth(wanted: Retrieval) -> int:
+    return wanted.limit if wanted.vector_depth is None else wanted.vector_depth
+
+
 async def recall_candidates(
     conn: Connection, tenant_id: TenantId, scope: Scope, wanted: Retrieval
 ) -> Candidates:
     width = _width(wanted.vector)
     vector = None if wanted.vector is None or len(wanted.vector) != width else wanted.vector
     records = await conn.fetch(
-        QUERIES[f"recall_candidates_{width}"],
+        statement(scope, wanted),
         tenant_id,
         scope.agent,
         scope.project_id,
@@ -102,7 +139,7 @@ async def recall_candidates(
         wanted.recency,
         list(wanted.lexemes),
         wanted.confidence,
-        wanted.limit if wanted.vector_depth is None else wanted.vector_depth,
+        _vector_depth(wanted),
         wanted.query,
         wanted.budget,
         wanted.simple_weight,
@@ -133,6 +170,12 @@ def _hit(record: Any) -> Hit:
         record["phrase"],
         bool(record["matched"]),
     )
+
+
+async def plan_each_statement(conn: Connection) -> None:
+    """Plan the rest of this transaction's statements for their values again (after a
+    recall statement with a generic plan: the LIKE fallback's pattern needs it)."""
+    await conn.execute(QUERIES["plan_each_statement"])
 
 
 async def like_fallback(

@@ -30,6 +30,35 @@ def _expand(name: str, body: str) -> dict[str, str]:
     return {f"{base}_{dim}": body.replace("{dim}", str(dim)) for dim in VECTOR_DIMS}
 
 
+_SHAPE_TAG = re.compile(r" -- shape: ([a-z_]+)$")
+TYPING_TAG = "typing"
+"""Lines tagged ``-- shape: typing`` only fix parameter types; they keep their ``$n``."""
+
+
+def shaped(statement: str, *, omit: frozenset[str], literals: Mapping[int, int]) -> str:
+    """``statement`` rendered for one shape of its arguments.
+
+    A line ending in ``-- shape: <tag>`` is dropped when ``tag`` is in ``omit`` (its
+    condition must then hold for the arguments of that shape anyway, so the result is
+    unchanged); every ``$n`` of ``literals`` is written in as that integer, except on
+    ``typing`` lines, which keep the parameter's type known when no other line names it.
+    Why: a prepared statement's generic plan is made without the values; with the
+    switched-off filters gone and the depths known, it is as good as a custom one.
+    """
+    numbers = "|".join(map(str, literals))
+    pattern = re.compile(r"\$(" + numbers + r")(?![0-9])") if literals else None
+    out: list[str] = []
+    for line in statement.split("\n"):
+        tag = _SHAPE_TAG.search(line)
+        if tag is not None and tag.group(1) in omit:
+            continue
+        code = not line.lstrip().startswith("--") and (tag is None or tag.group(1) != TYPING_TAG)
+        if pattern is not None and code:
+            line = pattern.sub(lambda m: str(literals[int(m.group(1))]), line)
+        out.append(line)
+    return "\n".join(out)
+
+
 def parse_queries(text: str) -> dict[str, str]:
     """Split one .sql file's text into {name: statement}."""
     parts = _HEADER.split(text)

@@ -1,5 +1,6 @@
 """The pool: every named query stays prepared per connection (the recall statement
-included), and tenant transactions plan for their values unless asked to reuse plans.
+included), and tenant transactions plan for their values unless asked to reuse plans
+(``cached_plans``, Postgres's choice) or to run generic plans (``generic_plans``).
 
 asyncpg caches prepared statements only up to ``max_cacheable_statement_size``; its default
 (15 KiB) left the recall statement out, so every recall parsed it again (an extra round
@@ -37,16 +38,48 @@ async def test_a_repeated_recall_statement_is_prepared_once_per_connection(db: D
         vector=None, tsquery="'tea'", lexemes=["tea"], patterns=[], limit=10,
         episodes=True, recency=False, query="tea",
     )  # fmt: skip
-    statement = sql.QUERIES["recall_candidates_384"]
-    async with db.tenant_tx(tenant) as conn:
+    statement = store.statement(scope, wanted)
+    async with db.tenant_tx(tenant, generic_plans=store.plan_reusable(scope)) as conn:
         for _ in range(3):
             await store.recall_candidates(conn, tenant, scope, wanted)
         prepared = await conn.fetch(
-            "SELECT generic_plans + custom_plans AS runs FROM pg_prepared_statements"
-            " WHERE statement = $1",
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
             statement,
         )
-    assert [row["runs"] for row in prepared] == [3]
+    # one prepared statement of this shape, its one generic plan run three times
+    assert [tuple(row) for row in prepared] == [(3, 0)]
+
+
+def test_the_recall_statement_is_rendered_once_per_shape() -> None:
+    wanted = store.Retrieval(
+        vector=None, tsquery="'tea'", lexemes=["tea"], patterns=[], limit=10,
+        episodes=True, recency=False, query="tea", vector_depth=5,
+    )  # fmt: skip
+    plain = store.statement(store.Scope("a", None, "", None), wanted)
+    assert plain is store.statement(store.Scope("b", None, "", None), wanted)
+    for absent in ("project_id = $3", "m.channel = $4", "LIKE $5"):
+        assert absent not in plain
+    for present in ("LIMIT 10", "LIMIT 5::int"):
+        assert present in plain
+    filtered = store.statement(store.Scope("a", "p", "c", "x%"), wanted)
+    for present in ("project_id = $3", "m.channel = $4", "LIKE $5"):
+        assert present in filtered
+    assert store.plan_reusable(store.Scope("a", "p", "c", None))
+    assert not store.plan_reusable(store.Scope("a", None, "", "x%"))
+
+
+async def test_generic_plans_keep_the_planner_costs_and_plan_once(db: Database) -> None:
+    tenant = TenantId((await tenants.create_tenant(db, "generic-plans")).id)
+    async with db.tenant_tx(tenant, generic_plans=True) as conn:
+        row = await conn.fetchrow(SETTINGS)
+        assert tuple(await conn.fetchrow(COSTS) or ())[1] == str(db.planning.random_page_cost)
+        await store.plan_each_statement(conn)
+        again = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
+    assert row is not None
+    assert tuple(row) == (APP_ROLE, str(tenant), "force_generic_plan")
+    assert again == "force_custom_plan"
+    async with db.admin_conn() as conn:
+        assert await conn.fetchval("SELECT current_setting('plan_cache_mode')") == "auto"
 
 
 async def test_a_tenant_transaction_plans_each_statement_for_its_values_by_default(

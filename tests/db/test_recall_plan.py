@@ -17,8 +17,10 @@ inside a tenant transaction, exactly like a recall.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from service.db import sql
+from bench.scale_inspect import sql_literals
+from service.db import recall as store
 from service.db.pool import Database
 from service.memory.recall import query_terms
 from service.models import TenantId
@@ -64,48 +66,92 @@ async def _load(db: Database) -> str:
     return str(tenant)
 
 
-async def _plan(db: Database, tenant: str, query: str) -> str:
-    """The plan of the statement as a default (hybrid) recall runs it: lexical depth 100,
-    vector depth 20, the service's own query terms."""
-    statement = sql.QUERIES["recall_candidates_384"]
-    vector = [1.0] + [0.0] * 383
+def _call(tenant: str, query: str, scope: store.Scope) -> tuple[str, list[Any]]:
+    """The statement and arguments of a default (hybrid) recall: lexical depth 100,
+    vector depth 20, the service's own query terms, rendered for ``scope``."""
     terms = query_terms.build(query)
+    wanted = store.Retrieval(
+        vector=[1.0] + [0.0] * 383,
+        tsquery=terms.tsquery,
+        lexemes=terms.lexemes,
+        patterns=terms.patterns,
+        limit=100,
+        episodes=True,
+        recency=False,
+        vector_depth=20,
+        query=query,
+    )
+    args: list[Any] = [
+        tenant,
+        scope.agent,
+        scope.project_id,
+        scope.channel,
+        scope.source_pattern,
+        wanted.vector,
+        terms.tsquery,
+        list(terms.patterns),
+        100,
+        True,
+        False,
+        list(terms.lexemes),
+        False,
+        20,
+        query,
+        2000,
+        0.5,
+        1.0,
+    ]
+    return store.statement(scope, wanted), args
+
+
+async def _plan(db: Database, tenant: str, query: str) -> str:
+    """The plan the default recall runs with per-call planning (custom plan)."""
+    statement, args = _call(tenant, query, DEFAULT_SCOPE)
     async with db.pool.acquire() as conn, conn.transaction():
         await conn.execute(*db.entering(TenantId(uuid.UUID(tenant))))
-        rows = await conn.fetch(
-            "EXPLAIN (COSTS OFF) " + statement,
-            tenant,
-            "target",
-            None,
-            "",
-            None,
-            vector,
-            terms.tsquery,
-            list(terms.patterns),
-            100,
-            True,
-            False,
-            list(terms.lexemes),
-            False,
-            20,
-            query,
-            2000,
-            0.5,
-            1.0,
-        )
+        rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement, *args)
     return "\n".join(row[0] for row in rows)
+
+
+async def _generic_plan(db: Database, tenant: str, query: str, scope: store.Scope) -> str:
+    """The generic plan of ``scope``'s statement, in a transaction entered as a reusable
+    recall enters it (``generic_plans``): prepared, then EXPLAIN EXECUTE with the values
+    as literals, which a generic plan does not look at."""
+    statement, args = _call(tenant, query, scope)
+    async with db.pool.acquire() as conn, conn.transaction():
+        await conn.execute(*db.entering(TenantId(uuid.UUID(tenant)), generic_plans=True))
+        await conn.execute(f"PREPARE guard_recall AS {statement}")
+        literals = await sql_literals(conn, args)
+        rows = await conn.fetch(f"EXPLAIN (COSTS OFF) EXECUTE guard_recall({literals})")
+        await conn.execute("DEALLOCATE guard_recall")
+    return "\n".join(row[0] for row in rows)
+
+
+def _assert_indexed(plan: str) -> None:
+    assert "Seq Scan on memories" not in plan, plan
+    assert "Index Scan using memories_embedding_384 on memories" in plan, plan
+    assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
+    assert "Bitmap Index Scan on memories_tsv_en" in plan, plan
+    assert "Index Scan using lexicon_terms_pkey on lexicon_terms" in plan, plan
+    assert "Seq Scan on lexicon_terms" not in plan, plan
+    scoped = ("memories_agent_recent", "memories_isolation", "memories_content_probe")
+    assert any(f"Scan using {name}" in plan or f"Scan on {name}" in plan for name in scoped)
+
+
+QUERIES = ("tea 4242", "travelling", "notes about it")
+"""A rare word plus an id; a topic word (10% of rows); words in every row (the top-up)."""
+DEFAULT_SCOPE = store.Scope("target", None, "", None)
+FILTERED_SCOPE = store.Scope("target", "proj", "chan", None)
 
 
 async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
     tenant = await _load(db)
-    # a rare word plus an id; a topic word (10% of rows); words in every row (the top-up)
-    for query in ("tea 4242", "travelling", "notes about it"):
-        plan = await _plan(db, tenant, query)
-        assert "Seq Scan on memories" not in plan, plan
-        assert "Index Scan using memories_embedding_384 on memories" in plan, plan
-        assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
-        assert "Bitmap Index Scan on memories_tsv_en" in plan, plan
-        assert "Index Scan using lexicon_terms_pkey on lexicon_terms" in plan, plan
-        assert "Seq Scan on lexicon_terms" not in plan, plan
-        scoped = ("memories_agent_recent", "memories_isolation", "memories_content_probe")
-        assert any(f"Scan using {name}" in plan or f"Scan on {name}" in plan for name in scoped)
+    for query in QUERIES:
+        _assert_indexed(await _plan(db, tenant, query))
+    # the shapes that run generic plans keep the same indexes, made without the values
+    for scope in (DEFAULT_SCOPE, FILTERED_SCOPE):
+        assert store.plan_reusable(scope)
+        for query in QUERIES:
+            plan = await _generic_plan(db, tenant, query, scope)
+            _assert_indexed(plan)
+            assert "Sort Key: ((m.embedding)::vector(384) <#>" not in plan, plan

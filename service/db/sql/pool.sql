@@ -26,6 +26,18 @@ SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search', $3, true)
 
+-- enter_tenant_generic_plans --
+-- enter_tenant with each prepared statement's generic plan, made once per connection and
+-- reused, instead of a plan per execution: for the recall statement rendered per shape
+-- (service/db/recall.py), whose generic plan keeps the HNSW and full-text indexes
+-- (tests/db/test_recall_plan.py) and saves its planning, about 3 ms of every recall.
+-- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text, $4 random_page_cost text
+SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
+       set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', $3, true),
+       set_config('random_page_cost', $4, true),
+       set_config('plan_cache_mode', 'force_generic_plan', true)
+
 -- ping --
 -- Liveness of the database connection.
 SELECT 1

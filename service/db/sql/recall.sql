@@ -16,6 +16,13 @@
 -- unbounded posting list, and reads one posting list, not the union of all of them).
 -- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
 -- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
+-- Shapes: the service runs this statement rendered for the filters a recall uses
+-- (``sql.shaped``): a line tagged ``shape: project`` / ``channel`` / ``source`` is dropped
+-- when its filter is off ($3 NULL, $4 '', $5 NULL), and the depths $9, $14 and $16 are
+-- written in as integers, so one prepared statement per shape can keep one generic
+-- plan that still sees its indexes (the ``typing`` CTE, never read, keeps the
+-- parameter types when a shape no longer mentions them). As written here, with every
+-- line, it is the statement of every shape.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
 -- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
@@ -25,23 +32,25 @@
 -- gives the stems' order for the phrase feature), $16 exhaustive postings budget int,
 -- $17 BM25 weight of the simple vector float8, $18 BM25 weight of the English vector
 -- float8 (0 = no stemming)
-WITH agent AS (
+WITH typing AS (
+    SELECT $3::text, $4::text, $5::text, $9::int, $14::int, $16::int -- shape: typing
+), agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), scoped_memories AS NOT MATERIALIZED (
     SELECT m.* FROM memories m
     WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
-      AND ($4::text = '' OR m.channel = $4 OR m.channel = '')
+      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '') -- shape: project
+      AND ($4::text = '' OR m.channel = $4 OR m.channel = '') -- shape: channel
 ), scoped_episodes AS NOT MATERIALIZED (
     SELECT e.* FROM episodes e
     WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '')
-      AND ($4::text = '' OR e.channel = $4 OR e.channel = '')
+      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
+      AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
 ), vec_mem AS (
     SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
     FROM scoped_memories m
     WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
     ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
     LIMIT $14::int
 ), vec_ep AS (
@@ -126,7 +135,7 @@ WITH agent AS (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE $7::text IS NOT NULL
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
       AND (m.content_tsv @@ (SELECT rare_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT rare_english FROM queries))
     LIMIT $16::int
@@ -138,7 +147,7 @@ WITH agent AS (
     FROM scoped_memories m
     WHERE $7::text IS NOT NULL
       AND (SELECT count(*) FROM fts_rare) < $9
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
       AND (m.content_tsv @@ (SELECT next_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT next_english FROM queries))
       AND m.id NOT IN (SELECT id FROM fts_rare)
@@ -147,7 +156,7 @@ WITH agent AS (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
     WHERE cardinality($8::text[]) > 0
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
       AND m.content ILIKE ANY ($8::text[])
     LIMIT 2000
 ), fts_pool AS (
@@ -192,7 +201,8 @@ WITH agent AS (
 ), recent_mem AS (
     SELECT m.id, NULL::float8 AS score
     FROM scoped_memories m
-    WHERE $11 AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
+    WHERE $11
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
     ORDER BY m.created_at DESC, m.id DESC
     LIMIT $9
 ), hits AS (
@@ -291,6 +301,11 @@ SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NUL
 -- $1 tenant_id uuid, $2 memory ids bigint[]
 UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = now()
 WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
+
+-- plan_each_statement --
+-- Back to a custom plan per execution for the rest of the transaction, after the
+-- recall statement ran with its generic plan (plan_cache_mode is transaction-local).
+SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- like_fallback --
 -- Literal case-insensitive substring match of the whole query, newest first (spec

@@ -149,6 +149,8 @@ async def _keyword_fallback(
     """The literal substring match of the whole query (spec §3.2 LIKE fallback)."""
     fetch = min(10_000, max(5 * limit, 50))
     pattern = query_terms.like_pattern(req.query.strip())
+    if store.plan_reusable(scope):  # the recall statement ran its generic plan
+        await store.plan_each_statement(conn)
     rows = await store.like_fallback(conn, tenant_id, scope, pattern, fetch)
     return rows[:limit]
 
@@ -264,7 +266,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     depth = depth_of(lib, limit, mode) if limit else 0
     terms = query_terms.build(req.query)
     scope = _scope(req)
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
         found = await store.recall_candidates(
             conn, tenant_id, scope, _retrieval(lib, req, depth, embedded.vector, terms, mode)
         )
