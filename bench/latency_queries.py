@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -89,3 +93,25 @@ def corpus_like_vectors(count: int, seed: int) -> list[list[float]]:
     rng = np.random.default_rng(seed + 11)
     topics = [int(t) for t in rng.integers(0, corpus.TOPICS, count)]
     return [list(map(float, row)) for row in corpus.clustered(rng, corpus.centroids(seed), topics)]
+
+
+COMMON_WORDS = 15
+"""How many of the corpus's most widespread words the common-word queries draw from."""
+_WORD = re.compile(r"[a-z]+")
+
+
+def common_word_queries(
+    texts: Sequence[str], count: int, seed: int, lexeme: Callable[[str], str | None]
+) -> list[str]:
+    """``count`` unique three-word queries drawn from the ``COMMON_WORDS`` words found in
+    the most ``texts`` (a word counts once per text; stop words, for which ``lexeme``
+    gives None, are skipped): the lexical channel's worst case, every posting list long.
+    Why: the issue's "common-word query at 100k" target, measured through MCP as users
+    send it instead of in a scratch client."""
+    spread: Counter[str] = Counter()
+    for text in texts:
+        spread.update({w for w in _WORD.findall(text.lower()) if lexeme(w) is not None})
+    words = [word for word, _ in spread.most_common(COMMON_WORDS)]
+    triples = [" ".join(t) for t in itertools.permutations(words, 3)]
+    random.Random(seed).shuffle(triples)
+    return triples[:count]

@@ -20,7 +20,7 @@ from typing import Any
 from bench import harness, latency_corpus, scale_corpus as corpus
 from bench.embed import embed
 from bench.latency_probe import LOCAL, Target, Tree, latency_runs, queries_needed
-from bench.latency_queries import corpus_like_vectors, query_texts
+from bench.latency_queries import common_word_queries, corpus_like_vectors, query_texts
 from bench.scale_inspect import explain_recall, memory_rows, vector_channel_check
 
 TIERS = {"1k": 1_000, "3k": 3_000, "10k": 10_000, "100k": 100_000}
@@ -79,7 +79,13 @@ def _versions(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
 
 
 def _query_texts(args: argparse.Namespace, count: int, seed: int) -> list[str]:
-    """Unique query texts: LoCoMo's questions with the LoCoMo corpus, else synthetic."""
+    """Unique query texts: LoCoMo's questions with the LoCoMo corpus, else synthetic;
+    with ``--query-set common-words``, three of the corpus's most widespread words."""
+    if args.query_set == "common-words":
+        from service.memory.recall.query_terms import word_lexeme
+
+        texts = latency_corpus.turns(args.data) if args.corpus == "locomo" else ()
+        return common_word_queries(texts or query_texts(2000, seed), count, seed, word_lexeme)
     if args.corpus == "locomo":
         pool = list(latency_corpus.questions(args.data))
         return [pool[(seed + i) % len(pool)] for i in range(count)]

@@ -86,6 +86,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     add("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (default: %(default)s)")
     add(
+        "--query-set",
+        choices=("questions", "common-words"),
+        default="questions",
+        help="the corpus's questions, or three of its most widespread words per query"
+        " (the lexical worst case; default: %(default)s)",
+    )
+    add(
         "--compare",
         type=Path,
         help="also measure the service of this checkout (e.g. main), in turn",

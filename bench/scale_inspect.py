@@ -130,7 +130,9 @@ async def production_call(
     return capture.sql, capture.args
 
 
-async def sql_literals(conn: asyncpg.Connection[Any], args: Sequence[Any]) -> str:
+async def sql_literals(
+    conn: asyncpg.Connection[Any] | asyncpg.pool.PoolConnectionProxy[Any], args: Sequence[Any]
+) -> str:
     """The arguments as SQL literals quoted by Postgres (``quote_nullable``)."""
     out = []
     for value in args:

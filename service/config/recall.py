@@ -25,14 +25,14 @@ Measured on a 100k-row agent of LoCoMo-derived memories with real question vecto
 nearest rows the channel finds is 0.74 at 40, 0.88 at 100 and 0.93 at 200, for a fraction
 of a millisecond. It also enters the planner's cost of an HNSW scan (the larger it is, the
 larger a table must be before the planner prefers HNSW to the exact plan), which is why
-the tenant transactions that plan per call price random reads for data in memory
-(``DEFAULT_RANDOM_PAGE_COST``)."""
+the tenant transactions that plan their statements (per call, or recall's generic plans)
+price random reads for data in memory (``DEFAULT_RANDOM_PAGE_COST``)."""
 
 
 DEFAULT_RANDOM_PAGE_COST: Final = 1.1
-"""The planner's cost of a random page read in the tenant transactions that plan every
-statement for its values — recall's, and every one not on the cached-plan path (Postgres's
-own default is 4.0).
+"""The planner's cost of a random page read in the tenant transactions that plan their
+statements — recall's generic plans and every transaction planned per call, not the
+cached-plan path (Postgres's own default is 4.0).
 
 4.0 prices a random read as four sequential ones, a spinning disk's ratio; a recall's data
 lives in memory, where the two cost the same. With 4.0 the planner takes the exact plan
@@ -78,8 +78,8 @@ class RecallSettings:
     random_page_cost: float = setting(
         DEFAULT_RANDOM_PAGE_COST, "CPERSONA_RANDOM_PAGE_COST", parse=parse_float(0.01, 100.0)
     )
-    """``random_page_cost`` of the tenant transactions that plan every statement for its
-    values (recall's and the others not on the cached-plan path); the server's elsewhere."""
+    """``random_page_cost`` of the tenant transactions that plan their statements
+    (recall's generic plans, and every one planned per call); the server's elsewhere."""
     hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
     lexical_english_weight: float = setting(
         1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)

@@ -8,7 +8,9 @@ outlive a transaction on the server:
   distinct query; PgBouncer 1.18 does not track them, so the next transaction finds
   "prepared statement __asyncpg_stmt_N__ does not exist" (or one of another client).
   ``statement_cache_size=0`` makes asyncpg use the unnamed statement, parsed, bound and
-  executed in one exchange on one server connection.
+  executed in one exchange on one server connection. So a recall's generic plan
+  (``tenant_tx(generic_plans=True)``) is made again at every execution there: as safe as
+  with the cache, without its saving.
 * **Session state.** Every setting the service makes (role, ``app.tenant_id``, the
   planner and HNSW settings) is transaction-local (``set_config(..., true)``);
   ``tests/db/test_session_state.py`` fails on any statement that would leave state on

@@ -45,6 +45,8 @@ def shaped(statement: str, *, omit: frozenset[str], literals: Mapping[int, int])
     Why: a prepared statement's generic plan is made without the values; with the
     switched-off filters gone and the depths known, it is as good as a custom one.
     """
+    if any(type(value) is not int for value in literals.values()):
+        raise TypeError("only integers are written into a statement; every other value is bound")
     numbers = "|".join(map(str, literals))
     pattern = re.compile(r"\$(" + numbers + r")(?![0-9])") if literals else None
     out: list[str] = []

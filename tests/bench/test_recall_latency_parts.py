@@ -57,6 +57,19 @@ Planning Time: 0.5 ms
 Execution Time: 1.25 ms"""
 
 
+def test_common_word_queries_take_the_most_widespread_words_and_skip_stop_words() -> None:
+    from service.memory.recall.query_terms import word_lexeme
+
+    texts = [f"the cat and the dog saw a bird {n}" for n in range(20)] + ["rare owl"] * 3
+    texts += [f"the cat ran {n}" for n in range(5)]
+    queries = latency_queries.common_word_queries(texts, 40, 7, word_lexeme)
+    assert len(queries) == len(set(queries)) == 40
+    used = {word for query in queries for word in query.split()}
+    assert {"cat", "dog", "saw", "bird"} <= used
+    assert not used & {"the", "and", "a"}
+    assert all(len(query.split()) == 3 for query in queries)
+
+
 def test_plan_outline_keeps_access_paths_and_hides_conditions() -> None:
     assert latency_report.plan_outline(PLAN) == [
         "Limit  (cost=1..2 rows=10) (actual time=0.1..0.2 rows=10 loops=1)",
