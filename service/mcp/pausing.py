@@ -4,8 +4,9 @@ Every pause policy is applied here: by the dispatcher for every tool with a
 :class:`~service.mcp.registry.PausePolicy`, by the ``/v1/import`` endpoint (with the
 import tool's policy) and by the CLI's ``checkup --fix``. One indexed read per call that
 can write, never cached, so a pause set through any replica holds at once: here, in a
-transaction of its own, or, for an ``in_write`` policy (store), inside the write's own
-transaction (store reads it in its write statement), whose finding :func:`run` answers.
+transaction of its own, or, for an ``in_write`` policy (store, archive_episode,
+update_memory), inside the write's own transaction (store reads it in its write
+statement), whose finding :func:`run` answers.
 """
 
 from __future__ import annotations

@@ -72,8 +72,8 @@ class PausePolicy:
     and run normally under a pause). ``in_write`` says the library write reads the
     pause itself, inside its own transaction: the handler passes
     ``env.pause_guard`` on, and the :class:`~service.memory.pauses.WritePaused` it
-    raises is answered with ``body`` as above (store: one transaction per call
-    instead of two).
+    raises is answered with ``body`` as above (store, archive_episode, update_memory:
+    one transaction per call instead of two).
 
     A policy without ``body`` informs instead of skipping: the call runs with
     ``env.paused`` set, and the handler does less (check_health reports instead

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
-from service.memory import text
+from service.memory import pauses, text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.queue.inline import embed_inline, embed_soon, episode_text
+from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
 from service.models import JsonObject, TenantId
 
 LIST_EPISODES_MAX = 200
@@ -45,23 +45,31 @@ def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
     return (min(stamps), max(stamps)) if stamps else (None, None)
 
 
-async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest) -> JsonObject:
+async def archive_episode(
+    lib: Library,
+    tenant_id: TenantId,
+    req: ArchiveRequest,
+    guard: pauses.PauseGuard | None = None,
+) -> JsonObject:
     """Store a session summary as a new episode (never deduplicated).
 
     The episode is stored with its embedding job and embedded moments later (or,
     with an inline timeout, embedded before the transaction; a miss queues it the
-    same way).
+    same way). With ``guard`` the persistence pause is read in the write's own
+    transaction (one transaction per archive), and before a refusal or an inline
+    embedding; a pause raises WritePaused and nothing is written.
     """
-    if not req.summary:
-        raise Refused(EMPTY_SUMMARY)
-    limit = lib.settings.max_content_length
-    summary = text.sanitise(req.summary, limit)
-    keywords = text.sanitise(req.keywords if isinstance(req.keywords, str) else "", limit)
-    if not summary.text:
-        raise Refused(BLANK_SUMMARY)
+    try:
+        summary, keywords = _texts(lib, req)
+    except Refused:
+        await pauses.obey_now(lib, tenant_id, guard)
+        raise
     start, end = history_span(req.history)
+    if waits_for_vector(lib):
+        await pauses.obey_now(lib, tenant_id, guard)
     inline = await embed_inline(lib, episode_text(summary.text, keywords.text))
     async with lib.db.tenant_tx(tenant_id) as conn:
+        await pauses.obey(conn, tenant_id, guard)
         agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)
         row = episodes.NewEpisode(
             agent_id=agent,
@@ -84,6 +92,18 @@ async def archive_episode(lib: Library, tenant_id: TenantId, req: ArchiveRequest
     if summary.truncated or keywords.truncated:
         body["truncated"] = True
     return body
+
+
+def _texts(lib: Library, req: ArchiveRequest) -> tuple[text.Sanitised, text.Sanitised]:
+    """The sanitised summary and keywords, or Refused for an empty or blank summary."""
+    if not req.summary:
+        raise Refused(EMPTY_SUMMARY)
+    limit = lib.settings.max_content_length
+    summary = text.sanitise(req.summary, limit)
+    keywords = text.sanitise(req.keywords if isinstance(req.keywords, str) else "", limit)
+    if not summary.text:
+        raise Refused(BLANK_SUMMARY)
+    return summary, keywords
 
 
 def _episode_row(row: episodes.EpisodeListRow) -> JsonObject:

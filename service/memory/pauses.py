@@ -210,6 +210,17 @@ async def obey(conn: Connection, tenant_id: TenantId, guard: PauseGuard | None) 
         raise WritePaused(active)
 
 
+async def obey_now(lib: Library, tenant_id: TenantId, guard: PauseGuard | None) -> None:
+    """:func:`obey` in a transaction of its own, for a guarded write that stops before its
+    write's transaction: a refusal of bad input (a pause wins over it, as the spec orders)
+    or an inline embedding (work not to do under a pause)."""
+    if guard is None:
+        return
+    active = await active_pause(lib, tenant_id, guard.session_key)
+    if active is not None:
+        raise WritePaused(active)
+
+
 def skipped_body(default: JsonObject, tool: str, active: ActivePause) -> JsonObject:
     """A write tool's answer under a pause: its success shape with nothing done.
 

@@ -44,7 +44,7 @@ async def _archive_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
         project_id=args["project_id"],
         channel=args["channel"],
     )
-    return await episodes.archive_episode(env.lib, env.caller.tenant_id, request)
+    return await episodes.archive_episode(env.lib, env.caller.tenant_id, request, env.pause_guard)
 
 
 def _refuse_episode(message: str) -> JsonObject:
@@ -77,7 +77,10 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
     demands=on_agent("agent_id", "read-write"),
     idempotent=False,
     refusal=_refuse_episode,
-    pause=skip_with({"ok": True, "queued": False, "task_id": None, "episode_id": None, "id": 0}),
+    pause=skip_with(
+        {"ok": True, "queued": False, "task_id": None, "episode_id": None, "id": 0},
+        in_write=True,
+    ),
 )
 
 

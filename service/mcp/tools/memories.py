@@ -103,7 +103,12 @@ LIST_MEMORIES = ToolSpec(
 
 async def _update_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.update_memory(
-        env.lib, env.caller.tenant_id, args["memory_id"], args["content"], args["agent_id"]
+        env.lib,
+        env.caller.tenant_id,
+        args["memory_id"],
+        args["content"],
+        args["agent_id"],
+        env.pause_guard,
     )
 
 
@@ -121,7 +126,7 @@ updated_id}.""",
     ),
     handler=_update_memory,
     demands=on_agent("agent_id", "read-write"),
-    pause=skip_with({"ok": True, "updated_id": None}),
+    pause=skip_with({"ok": True, "updated_id": None}, in_write=True),
 )
 
 

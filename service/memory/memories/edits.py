@@ -11,7 +11,7 @@ from __future__ import annotations
 from service.db import memories, queue
 from service.db.pool import Connection
 from service.errors import Conflict, NotFound, Refused
-from service.memory import text
+from service.memory import pauses, text
 from service.memory.library import Library
 from service.memory.queue.inline import (
     InlineEmbedding,
@@ -48,7 +48,12 @@ def _check_owner(memory_id: int, target: memories.EditTarget, agent_id: str) -> 
 
 
 async def update_memory(
-    lib: Library, tenant_id: TenantId, memory_id: int, content: str, agent_id: str = ""
+    lib: Library,
+    tenant_id: TenantId,
+    memory_id: int,
+    content: str,
+    agent_id: str = "",
+    guard: pauses.PauseGuard | None = None,
 ) -> JsonObject:
     """Replace a memory's content; msg_id, timestamp, channel and project stay.
 
@@ -57,15 +62,19 @@ async def update_memory(
     new content is embedded before the transaction instead (after a cheap check that
     the edit is allowed, so a refused edit costs no embedding).
     Refused for the spec's reasons (§5.4); content equal to another row of the same
-    exact bucket is a Conflict whose message is CPersona's UNIQUE failure.
+    exact bucket is a Conflict whose message is CPersona's UNIQUE failure. With
+    ``guard`` the persistence pause is read first in each transaction (and before a
+    refusal of the input): a pause raises WritePaused and nothing is written.
     """
-    if not content.strip():
-        raise Refused("Content cannot be empty")
-    _check_id(memory_id)
-    clean = text.sanitise(content, lib.settings.max_content_length)
+    try:
+        clean = _content(lib, memory_id, content)
+    except (Refused, NotFound):
+        await pauses.obey_now(lib, tenant_id, guard)
+        raise
     inline = InlineEmbedding()
     if waits_for_vector(lib) and clean.text:
         async with lib.db.tenant_tx(tenant_id) as conn:
+            await pauses.obey(conn, tenant_id, guard)
             _check_edit(
                 memory_id,
                 await memories.memory_for_edit(conn, tenant_id, memory_id),
@@ -74,7 +83,7 @@ async def update_memory(
             )
         inline = await embed_inline(lib, clean.text)
     try:
-        await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline)
+        await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline, guard)
     except Conflict as exc:
         columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
         raise Conflict(f"UNIQUE constraint failed: {columns}") from None
@@ -86,6 +95,15 @@ async def update_memory(
     return body
 
 
+def _content(lib: Library, memory_id: int, content: str) -> text.Sanitised:
+    """The sanitised new content; Refused for empty content, NotFound for an id no row
+    can have."""
+    if not content.strip():
+        raise Refused("Content cannot be empty")
+    _check_id(memory_id)
+    return text.sanitise(content, lib.settings.max_content_length)
+
+
 async def _apply_update(
     lib: Library,
     tenant_id: TenantId,
@@ -93,9 +111,11 @@ async def _apply_update(
     content: str,
     agent_id: str,
     inline: InlineEmbedding,
+    guard: pauses.PauseGuard | None,
 ) -> None:
-    """The update transaction, with the checks in the spec's order."""
+    """The update transaction, with the checks in the spec's order (the pause first)."""
     async with lib.db.tenant_tx(tenant_id) as conn:
+        await pauses.obey(conn, tenant_id, guard)
         target = await memories.memory_for_edit(conn, tenant_id, memory_id)
         _check_edit(memory_id, target, agent_id, "edited")
         if not content:

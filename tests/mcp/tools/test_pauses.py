@@ -16,9 +16,9 @@ import pytest
 from service.config import Settings
 from service.errors import InvalidInput, Refused
 from service.mcp.registry import PausePolicy, skip_with
-from service.memory import pauses
+from service.memory import episodes, pauses
 from service.memory.library import Library
-from service.memory.memories import store
+from service.memory.memories import edits, store
 from service.memory.operating_context import storage
 from service.models import TenantId
 from tests.support import Agent, Served, SessionAgent, mcp_session, new_tenant, serve, text
@@ -161,6 +161,14 @@ def _write_calls(ids: dict[str, int]) -> list[tuple[str, dict[str, Any], dict[st
             {"ok": True, "updated_id": None},
         ),
         ("update_memory", {"memory_id": mem, "content": "  "}, {"ok": True, "updated_id": None}),
+        # pause first: a row that does not exist or is locked is not even looked up
+        ("update_memory", {"memory_id": 99_999, "content": "x"}, {"ok": True, "updated_id": None}),
+        ("update_memory", {"memory_id": 0, "content": "x"}, {"ok": True, "updated_id": None}),
+        (
+            "update_memory",
+            {"memory_id": ids["locked"], "content": "x"},
+            {"ok": True, "updated_id": None},
+        ),
         ("delete_memory", {"memory_id": mem}, {"ok": True, "deleted_id": None}),
         ("delete_episode", {"episode_id": ep}, {"ok": True, "deleted_id": None}),
         ("lock_memory", {"memory_id": mem}, {"ok": True, "locked_id": None}),
@@ -418,6 +426,42 @@ async def test_a_guarded_store_that_waits_for_its_vector_obeys_the_pause(
     await pauses.resume(local_lib, tenant)
     stored = await _guarded_store(local_lib, tenant, "embedded before its commit")
     assert (stored["result"], stored["embedded"]) == ("stored", True)
+
+
+async def _guarded_edits_are_paused(lib: Library, tenant: TenantId, memory_id: int) -> None:
+    """Under a pause a guarded archive and update raise WritePaused for good and bad
+    input alike, and write nothing."""
+    before = await _snapshot(lib)
+    for summary in ("a new episode", ""):
+        request = episodes.ArchiveRequest(agent_id="fresh", summary=summary)
+        with pytest.raises(pauses.WritePaused):
+            await episodes.archive_episode(lib, tenant, request, pauses.PauseGuard())
+    for target, content in ((memory_id, "changed"), (memory_id, " "), (0, "x"), (99_999, "x")):
+        with pytest.raises(pauses.WritePaused):
+            await edits.update_memory(lib, tenant, target, content, "", pauses.PauseGuard())
+    assert await _snapshot(lib) == before
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["write-behind", "inline-embedding"])
+async def test_guarded_archive_and_update_read_the_pause_in_their_own_transaction(
+    lib: Library, local_lib: Library, inline: bool
+) -> None:
+    """archive_episode and update_memory obey the pause like store (one transaction per
+    call); with an inline timeout they obey it before anything is embedded."""
+    lib = local_lib if inline else lib
+    await new_tenant(lib, "acme")
+    tenant = await _tenant_id(lib, "acme")
+    memory_id = (await _guarded_store(lib, tenant, "an old fact"))["id"]
+    await pauses.pause(lib, tenant, 60)
+    await _guarded_edits_are_paused(lib, tenant, memory_id)
+    await pauses.resume(lib, tenant)
+    request = episodes.ArchiveRequest(agent_id="fresh", summary="after the pause")
+    archived = await episodes.archive_episode(lib, tenant, request, pauses.PauseGuard())
+    assert archived["episode_id"] > 0
+    updated = await edits.update_memory(lib, tenant, memory_id, "new", "", pauses.PauseGuard())
+    assert updated["updated_id"] == memory_id
+    with pytest.raises(Refused):  # no pause: the refusal again
+        await edits.update_memory(lib, tenant, memory_id, " ", "", pauses.PauseGuard())
 
 
 async def test_validate_first_tools_refuse_bad_input_and_others_skip_it(client: Agent) -> None:
