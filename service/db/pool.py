@@ -59,7 +59,6 @@ analysed and rewrote its thirty-odd CTEs again (about 2 ms of a 10k recall)."""
 
 _ENTER = sql.QUERIES["enter_tenant"]
 _ENTER_CACHED = sql.QUERIES["enter_tenant_cached_plans"]
-_ENTER_GENERIC = sql.QUERIES["enter_tenant_generic_plans"]
 _bulk: contextvars.ContextVar[bool] = contextvars.ContextVar("cpersona_bulk_lane", default=False)
 
 
@@ -251,8 +250,8 @@ class Database:
         ``cached_plans``)."""
         if cached_plans:
             return _ENTER_CACHED, APP_ROLE, str(tenant_id), self._breadth
-        enter = _ENTER_GENERIC if generic_plans else _ENTER
-        return enter, APP_ROLE, str(tenant_id), self._breadth, self._page_cost
+        plans = "force_generic_plan" if generic_plans else "force_custom_plan"
+        return _ENTER, APP_ROLE, str(tenant_id), self._breadth, self._page_cost, plans
 
     @asynccontextmanager
     async def admin_conn(self) -> AsyncIterator[Connection]:
