@@ -31,7 +31,7 @@ def _expand(name: str, body: str) -> dict[str, str]:
 
 
 _SHAPE_TAG = re.compile(r" -- shape: ([a-z_]+)$")
-TYPING_TAG = "typing"
+_TYPING_TAG = "typing"
 """Lines tagged ``-- shape: typing`` only fix parameter types; they keep their ``$n``."""
 
 
@@ -54,7 +54,7 @@ def shaped(statement: str, *, omit: frozenset[str], literals: Mapping[int, int])
         tag = _SHAPE_TAG.search(line)
         if tag is not None and tag.group(1) in omit:
             continue
-        code = not line.lstrip().startswith("--") and (tag is None or tag.group(1) != TYPING_TAG)
+        code = not line.lstrip().startswith("--") and (tag is None or tag.group(1) != _TYPING_TAG)
         if pattern is not None and code:
             line = pattern.sub(lambda m: str(literals[int(m.group(1))]), line)
         out.append(line)

@@ -216,9 +216,8 @@ async def obey_now(lib: Library, tenant_id: TenantId, guard: PauseGuard | None) 
     or an inline embedding (work not to do under a pause)."""
     if guard is None:
         return
-    active = await active_pause(lib, tenant_id, guard.session_key)
-    if active is not None:
-        raise WritePaused(active)
+    async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
+        await obey(conn, tenant_id, guard)
 
 
 def skipped_body(default: JsonObject, tool: str, active: ActivePause) -> JsonObject:

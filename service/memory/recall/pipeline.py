@@ -149,8 +149,7 @@ async def _keyword_fallback(
     """The literal substring match of the whole query (spec §3.2 LIKE fallback)."""
     fetch = min(10_000, max(5 * limit, 50))
     pattern = query_terms.like_pattern(req.query.strip())
-    if store.plan_reusable(scope):  # the recall statement ran its generic plan
-        await store.plan_each_statement(conn)
+    await store.plan_each_statement(conn)  # after a recall statement's generic plan
     rows = await store.like_fallback(conn, tenant_id, scope, pattern, fetch)
     return rows[:limit]
 
