@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 
 if TYPE_CHECKING:
-    from service.db.recall import Candidates, Retrieval
+    from service.db.recall import Candidates, Retrieval, Scope
 
 PLAN_NAME = "bench_recall_plan"
 WARM_EXECUTIONS = 8  # past Postgres's 5 custom plans, so the plan cache has decided
@@ -104,9 +104,15 @@ class _Capture:
 
 
 async def candidates(
-    conn: Any, tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
+    conn: Any,
+    tenant: uuid.UUID,
+    agent: str,
+    text: str,
+    vector: Sequence[float],
+    scope: Scope | None = None,
 ) -> Candidates:
-    """``recall_candidates`` of the service for one query.
+    """``recall_candidates`` of the service for one query (``scope``: the agent's whole
+    pool, no project, channel or source filter, unless given).
 
     ``conn`` is an asyncpg connection or a :class:`_Capture` standing in for one (only
     ``fetch`` is called), hence ``Any``.
@@ -114,17 +120,21 @@ async def candidates(
     from service.db import recall as store
     from service.models import TenantId
 
-    scope = store.Scope(agent, None, "", None)
+    scope = scope or store.Scope(agent, None, "", None)
     return await store.recall_candidates(conn, TenantId(tenant), scope, retrieval(text, vector))
 
 
 async def production_call(
-    tenant: uuid.UUID, agent: str, text: str, vector: Sequence[float]
+    tenant: uuid.UUID,
+    agent: str,
+    text: str,
+    vector: Sequence[float],
+    scope: Scope | None = None,
 ) -> tuple[str, list[Any]]:
     """The statement and arguments the service would send for this recall."""
     capture = _Capture()
     with contextlib.suppress(_Captured):
-        await candidates(capture, tenant, agent, text, vector)
+        await candidates(capture, tenant, agent, text, vector, scope)
     if not capture.sql:
         raise RuntimeError("the service ran no statement")
     return capture.sql, capture.args

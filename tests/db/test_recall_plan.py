@@ -19,10 +19,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from bench.scale_inspect import sql_literals
+from bench.scale_inspect import production_call, sql_literals
 from service.db import recall as store
 from service.db.pool import Database
-from service.memory.recall import query_terms
 from service.models import TenantId
 
 LOAD_TIMEOUT_SECONDS = 600.0
@@ -66,47 +65,16 @@ async def _load(db: Database) -> str:
     return str(tenant)
 
 
-def _call(tenant: str, query: str, scope: store.Scope) -> tuple[str, list[Any]]:
-    """The statement and arguments of a default (hybrid) recall: lexical depth 100,
-    vector depth 20, the service's own query terms, rendered for ``scope``."""
-    terms = query_terms.build(query)
-    wanted = store.Retrieval(
-        vector=[1.0] + [0.0] * 383,
-        tsquery=terms.tsquery,
-        lexemes=terms.lexemes,
-        patterns=terms.patterns,
-        limit=100,
-        episodes=True,
-        recency=False,
-        vector_depth=20,
-        query=query,
-    )
-    args: list[Any] = [
-        tenant,
-        scope.agent,
-        scope.project_id,
-        scope.channel,
-        scope.source_pattern,
-        wanted.vector,
-        terms.tsquery,
-        list(terms.patterns),
-        100,
-        True,
-        False,
-        list(terms.lexemes),
-        False,
-        20,
-        query,
-        2000,
-        0.5,
-        1.0,
-    ]
-    return store.statement(scope, wanted), args
+async def _call(tenant: str, query: str, scope: store.Scope) -> tuple[str, list[Any]]:
+    """The statement and arguments the service sends for a default (hybrid) recall
+    (lexical depth 100, vector depth 20, its own query terms) in ``scope``."""
+    vector = [1.0] + [0.0] * 383
+    return await production_call(uuid.UUID(tenant), scope.agent, query, vector, scope)
 
 
 async def _plan(db: Database, tenant: str, query: str) -> str:
     """The plan the default recall runs with per-call planning (custom plan)."""
-    statement, args = _call(tenant, query, DEFAULT_SCOPE)
+    statement, args = await _call(tenant, query, DEFAULT_SCOPE)
     async with db.pool.acquire() as conn, conn.transaction():
         await conn.execute(*db.entering(TenantId(uuid.UUID(tenant))))
         rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement, *args)
@@ -117,7 +85,7 @@ async def _generic_plan(db: Database, tenant: str, query: str, scope: store.Scop
     """The generic plan of ``scope``'s statement, in a transaction entered as a reusable
     recall enters it (``generic_plans``): prepared, then EXPLAIN EXECUTE with the values
     as literals, which a generic plan does not look at."""
-    statement, args = _call(tenant, query, scope)
+    statement, args = await _call(tenant, query, scope)
     async with db.pool.acquire() as conn, conn.transaction():
         await conn.execute(*db.entering(TenantId(uuid.UUID(tenant)), generic_plans=True))
         await conn.execute(f"PREPARE guard_recall AS {statement}")
