@@ -4,10 +4,12 @@ The local ONNX model is several times cheaper per text in a batch than alone, an
 HTTP provider takes a list per round trip, yet every request used to embed on its own.
 :class:`EmbeddingBatcher` sits between the library and the provider: callers hand it
 texts and await their vectors; a single runner task coalesces what is waiting into one
-provider call of at most ``max_batch`` texts. When the provider is idle the runner
-waits ``window`` seconds (a few milliseconds) for company before calling; while a call
-runs, new texts simply collect and form the next batch, so under load batches fill
-without any added wait.
+provider call of at most ``max_batch`` texts. While a call runs, new texts simply collect
+and form the next batch, so under load batches fill without any added wait. When the
+provider is idle the runner waits ``window`` seconds (a few milliseconds) for company
+before calling, but only when company is to be expected: the last call was shared by
+several callers. A lone caller after a lone call (one client's recalls, a quiet
+deployment) is embedded at once instead of paying the window for nobody.
 
 Two lanes: ``query`` (recall's query embeddings, and the writes that wait for their
 vector) and ``write`` (rows embedded after their commit and the queue worker's
@@ -113,6 +115,9 @@ class EmbeddingBatcher:
         self._calls: set[asyncio.Task[None]] = set()
         self._closed = False
         self._asymmetric = isinstance(provider, AsymmetricProvider)
+        self._company = False
+        """Whether the last call was shared by several callers (so waiting for company
+        when idle is worth the window)."""
         self.stats = BatcherStats()
 
     @property
@@ -201,15 +206,21 @@ class EmbeddingBatcher:
             while self._pending():
                 idle = not self._calls
                 await self._slots.acquire()
-                if idle and self._window and self._pending() < self._max_batch:
+                if self._worth_waiting(idle):
                     await asyncio.sleep(self._window)  # let concurrent callers join
                 batch = self._take()
                 if not batch:
                     self._slots.release()
                     break
+                self._company = len(batch) > 1
                 call = asyncio.create_task(self._call(batch))
                 self._calls.add(call)
                 call.add_done_callback(self._finished)
+
+    def _worth_waiting(self, idle: bool) -> bool:
+        """Whether an idle provider should wait the window before its next call: callers
+        have been arriving together, and the batch is not full already."""
+        return idle and self._company and self._window > 0 and self._pending() < self._max_batch
 
     def _finished(self, call: asyncio.Task[None]) -> None:
         self._calls.discard(call)

@@ -53,6 +53,27 @@ async def test_concurrent_callers_share_one_provider_call() -> None:
     assert provider.closed
 
 
+async def test_a_lone_caller_after_a_lone_call_is_not_held_for_the_window() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=32, window=60.0)
+    for text in ("first", "second", "third"):  # one client's recalls, one after the other
+        assert await asyncio.wait_for(batcher.embed([text]), WAIT) == [[float(len(text)), 1.0]]
+    assert provider.calls == [["first"], ["second"], ["third"]]
+    await batcher.aclose()
+
+
+async def test_after_a_shared_call_an_idle_batcher_waits_for_company() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=32, window=0.5)
+    await asyncio.gather(batcher.embed(["a"]), batcher.embed(["b"]))  # callers come together
+    early = asyncio.create_task(batcher.embed(["c"]))
+    await asyncio.sleep(0.05)  # well inside the window: "c" is still waiting for company
+    assert provider.calls == [["a", "b"]]
+    await asyncio.gather(early, batcher.embed(["d"]))
+    assert provider.calls == [["a", "b"], ["c", "d"]]
+    await batcher.aclose()
+
+
 async def test_batches_are_bounded_and_keep_the_input_order() -> None:
     provider = Recording()
     batcher = EmbeddingBatcher(provider, max_batch=4, window=0.0)
