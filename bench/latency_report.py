@@ -117,10 +117,15 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             f"Execution times: {plan_times(s['explain'])}",
             "",
-            "Chosen plan (outline):",
+            "Chosen plans (outline; a second statement's follows the first):",
             "",
             "```",
-            *plan_outline(s["explain"]["chosen"]),
+            *(
+                line
+                for mode, plan in s["explain"].items()
+                if mode.startswith("chosen")
+                for line in plan_outline(plan)
+            ),
             "```",
         ]
     return "\n".join(lines) + "\n"

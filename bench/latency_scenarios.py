@@ -3,7 +3,7 @@
 Tiers: 1k, 10k and 100k memories in ONE agent (loaded one after another into the same
 database, each into its own agent, so the table holds 1.1k, 11.1k, 111.1k rows when the
 tier is measured), and 1M memories spread over 1,000 agents in 100 tenants (a fresh
-database). After each load the EXPLAIN plan of ``recall_candidates_384`` is recorded.
+database). After each load the EXPLAIN plans of the recall statements are recorded.
 """
 
 from __future__ import annotations

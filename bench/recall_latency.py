@@ -10,9 +10,10 @@ database). The corpus is bulk-loaded with :mod:`bench.scale_corpus` (synthetic t
 clustered unit vectors, ``embedding_model`` = the local model so nothing is
 re-embedded); the service runs with ``CPERSONA_EMBEDDING_MODE=local`` so every query
 is embedded by the real model, exactly as in production. Queries go through the
-official MCP client to a real ``serve`` process. After each load the EXPLAIN plan of
-``recall_candidates_384`` is recorded (the plan Postgres actually chooses for the
-prepared statement, after the custom/generic plan decision).
+official MCP client to a real ``serve`` process. After each load the EXPLAIN plans of
+the recall statements are recorded (``recall_lexical`` and ``recall_vectors_384``; one
+``recall_candidates_384`` for a snapshot from before the split): the plans Postgres
+actually chooses for the prepared statements, after the custom/generic plan decision.
 
 The parts: :mod:`bench.latency_scenarios` (loading and inspecting each tier),
 :mod:`bench.latency_probe` (measuring recall with concurrent clients),

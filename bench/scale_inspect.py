@@ -8,7 +8,6 @@ check against brute force). The service is imported late, so a benchmark can poi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import json
@@ -87,20 +86,18 @@ def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
     )
 
 
-class _Captured(Exception):
-    """Raised by :class:`_Capture` once it has the statement (nothing is executed)."""
+class _Recorder:
+    """Stands in for a connection: runs every fetch on ``conn`` and records its statement
+    and arguments (the vector half's arguments are the lexical half's results, so the
+    statements are run, not just captured)."""
 
-
-class _Capture:
-    """Stands in for a connection: records the statement and arguments of one fetch."""
-
-    def __init__(self) -> None:
-        self.sql = ""
-        self.args: list[Any] = []
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.calls: list[tuple[str, list[Any]]] = []
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        self.sql, self.args = sql, list(args)
-        raise _Captured
+        self.calls.append((sql, list(args)))
+        return list(await self.conn.fetch(sql, *args))
 
 
 async def candidates(
@@ -114,7 +111,7 @@ async def candidates(
     """``recall_candidates`` of the service for one query (``scope``: the agent's whole
     pool, no project, channel or source filter, unless given).
 
-    ``conn`` is an asyncpg connection or a :class:`_Capture` standing in for one (only
+    ``conn`` is an asyncpg connection or a :class:`_Recorder` standing in for one (only
     ``fetch`` is called), hence ``Any``.
     """
     from service.db import recall as store
@@ -124,79 +121,100 @@ async def candidates(
     return await store.recall_candidates(conn, TenantId(tenant), scope, retrieval(text, vector))
 
 
-async def production_call(
+async def production_calls(
+    conn: Any,
     tenant: uuid.UUID,
     agent: str,
     text: str,
     vector: Sequence[float],
     scope: Scope | None = None,
-) -> tuple[str, list[Any]]:
-    """The statement and arguments the service would send for this recall."""
-    capture = _Capture()
-    with contextlib.suppress(_Captured):
-        await candidates(capture, tenant, agent, text, vector, scope)
-    if not capture.sql:
+) -> list[tuple[str, list[Any]]]:
+    """The statements and arguments the service sends for this recall, in order, run on
+    ``conn`` (inside a transaction entered as the tenant): one statement for a code
+    snapshot from before the lexical/vector split, two after it."""
+    recorder = _Recorder(conn)
+    await candidates(recorder, tenant, agent, text, vector, scope)
+    if not recorder.calls:
         raise RuntimeError("the service ran no statement")
-    return capture.sql, capture.args
+    return recorder.calls
 
 
 async def sql_literals(
-    conn: asyncpg.Connection[Any] | asyncpg.pool.PoolConnectionProxy[Any], args: Sequence[Any]
+    conn: asyncpg.Connection[Any] | asyncpg.pool.PoolConnectionProxy[Any],
+    statement: str,
+    args: Sequence[Any],
 ) -> str:
-    """The arguments as SQL literals quoted by Postgres (``quote_nullable``)."""
+    """``statement``'s arguments as SQL literals, each encoded as the parameter type
+    Postgres infers for it and quoted by Postgres (``quote_nullable``)."""
     out = []
-    for value in args:
-        if isinstance(value, list) and (not value or isinstance(value[0], str)):
-            text = await conn.fetchval("SELECT ($1::text[])::text", value)
-        elif isinstance(value, list):
-            text = "[" + ",".join(f"{x:.7g}" for x in value) + "]"
-        elif isinstance(value, bool):
-            text = "true" if value else "false"
-        else:
-            text = None if value is None else str(value)
-        out.append(await conn.fetchval("SELECT quote_nullable($1::text)", text))
+    for value, kind in zip(args, await parameter_types(conn, statement), strict=True):
+        literal = await conn.fetchval(f"SELECT quote_nullable(($1::{kind})::text)", value)
+        out.append(literal)
     return ", ".join(out)
+
+
+async def parameter_types(
+    conn: asyncpg.Connection[Any] | asyncpg.pool.PoolConnectionProxy[Any], statement: str
+) -> list[str]:
+    """The SQL type of each of ``statement``'s parameters, as Postgres infers them."""
+    oids = [t.oid for t in (await conn.prepare(statement)).get_parameters()]
+    types: list[str] = await conn.fetchval(
+        "SELECT array_agg(format_type(o, NULL) ORDER BY n) FROM unnest($1::oid[])"
+        " WITH ORDINALITY AS u(o, n)",
+        oids,
+    )
+    return types
 
 
 async def _prepare_plan(conn: asyncpg.Connection[Any], sql: str) -> None:
     """``PREPARE`` the service's statement with the parameter types Postgres infers."""
-    oids = [t.oid for t in (await conn.prepare(sql)).get_parameters()]
-    types = await conn.fetchval(
-        "SELECT string_agg(format_type(o, NULL), ', ' ORDER BY n) FROM unnest($1::oid[])"
-        " WITH ORDINALITY AS u(o, n)",
-        oids,
-    )
+    types = ", ".join(await parameter_types(conn, sql))
     await conn.execute(f"PREPARE {PLAN_NAME} ({types}) AS {sql}")
 
 
 async def explain_recall(
     url: str, slug: str, agent: str, queries: Sequence[tuple[str, Sequence[float]]]
 ) -> dict[str, str]:
-    """EXPLAIN (ANALYZE, BUFFERS) of the recall statement as the service runs it.
+    """EXPLAIN (ANALYZE, BUFFERS) of the recall statements as the service runs them.
 
-    The statement is prepared (as asyncpg does) and executed ``WARM_EXECUTIONS``
+    Each statement is prepared (as asyncpg does) and executed ``WARM_EXECUTIONS``
     times, so the plan shown is the one the plan cache settled on ("chosen"); the
-    forced custom and generic plans are recorded next to it.
+    forced custom and generic plans are recorded next to it. The first statement's
+    plans are keyed by mode; a later statement's by mode and its number ("chosen 2").
     """
-    conn = await asyncpg.connect(url)
+    conn = await open_service_conn(url)
     plans: dict[str, str] = {}
     try:
         async with conn.transaction():
             tenant = await as_tenant(conn, slug)
-            calls = [await production_call(tenant, agent, t, v) for t, v in queries]
-            await _prepare_plan(conn, calls[0][0])
-            literals = [await sql_literals(conn, args) for _, args in calls]
-            for literal in literals[:WARM_EXECUTIONS]:
-                await conn.execute(f"EXECUTE {PLAN_NAME} ({literal})")
-            for mode in ("chosen", "force_custom_plan", "force_generic_plan"):
-                if mode != "chosen":
-                    await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
-                rows = await conn.fetch(
-                    f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE {PLAN_NAME} ({literals[-1]})"
-                )
-                plans[mode] = LONG_VECTOR.sub("'[...384 floats...]'", "\n".join(r[0] for r in rows))
+            recalls = [await production_calls(conn, tenant, agent, t, v) for t, v in queries]
+            for number in range(len(recalls[0])):
+                calls = [calls[number] for calls in recalls]
+                suffix = "" if number == 0 else f" {number + 1}"
+                for mode, plan in (await _explain(conn, calls)).items():
+                    plans[mode + suffix] = plan
     finally:
         await conn.close()
+    return plans
+
+
+async def _explain(
+    conn: asyncpg.Connection[Any], calls: list[tuple[str, list[Any]]]
+) -> dict[str, str]:
+    """The chosen, forced custom and forced generic plans of one statement."""
+    await _prepare_plan(conn, calls[0][0])
+    literals = [await sql_literals(conn, sql, args) for sql, args in calls]
+    for literal in literals[:WARM_EXECUTIONS]:
+        await conn.execute(f"EXECUTE {PLAN_NAME} ({literal})")
+    entered = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
+    plans: dict[str, str] = {}
+    for mode in ("chosen", "force_custom_plan", "force_generic_plan"):
+        if mode != "chosen":
+            await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        rows = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE {PLAN_NAME} ({literals[-1]})")
+        plans[mode] = LONG_VECTOR.sub("'[...384 floats...]'", "\n".join(r[0] for r in rows))
+    await conn.execute("SELECT set_config('plan_cache_mode', $1, true)", entered)
+    await conn.execute(f"DEALLOCATE {PLAN_NAME}")
     return plans
 
 

@@ -1,5 +1,6 @@
-"""Storage side of recall: candidate retrieval in one statement, the LIKE fallback,
-and the per-tenant advisory state (queries in ``sql/recall.sql``)."""
+"""Storage side of recall: candidate retrieval in two statements (a lexical half that
+needs no query vector and a vector half), the LIKE fallback, and the per-tenant
+advisory state (queries in ``sql/recall.sql``)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,33 @@ class Candidates:
     meta: dict[str, Any]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class FeatureTerms:
+    """What ``recall_lexical`` computed its rows' text features from, handed to
+    ``recall_vectors`` so the rows only vectors find get the very same features:
+    the English stems as tsqueries with their IDF (in one order, so sums agree to the
+    last bit), the phrase queries and the any-word queries (tsquery text, or None)."""
+
+    stems: list[str]
+    idfs: list[float]
+    phrases: list[str]
+    any_simple: str | None
+    any_english: str | None
+
+
+NO_TERMS = FeatureTerms([], [], [], None, None)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lexical:
+    """The lexical half of a recall: its hits (no cosines yet), the meta row, and the
+    terms the vector half needs."""
+
+    hits: list[Hit]
+    meta: dict[str, Any]
+    terms: FeatureTerms
+
+
 def _width(vector: Sequence[float] | None) -> int:
     """The query's width when an index exists for it; 384 when no vector is used."""
     if vector is None:
@@ -83,27 +111,20 @@ def _width(vector: Sequence[float] | None) -> int:
     return len(vector) if len(vector) in VECTOR_DIMS else VECTOR_DIMS[0]
 
 
+def searches_vectors(wanted: Retrieval) -> bool:
+    """Whether the vector half runs: a query vector of a width with an index."""
+    return wanted.vector is not None and len(wanted.vector) in VECTOR_DIMS
+
+
 def plan_reusable(scope: Scope) -> bool:
-    """Whether the recall statement of ``scope`` may run a generic plan
+    """Whether the recall statements of ``scope`` may run generic plans
     (``tenant_tx(generic_plans=True)``): every shape except a source filter, whose LIKE
     pattern's selectivity only a plan for the actual pattern can judge."""
     return scope.source_pattern is None
 
 
-@functools.lru_cache(maxsize=256)
-def _shape(width: int, omit: frozenset[str], depth: int, vector_depth: int, budget: int) -> str:
-    return shaped(
-        QUERIES[f"recall_candidates_{width}"],
-        omit=omit,
-        literals={9: depth, 14: vector_depth, 16: budget},
-    )
-
-
-def statement(scope: Scope, wanted: Retrieval) -> str:
-    """The recall statement rendered for this call's shape (``sql.shaped``): the filters
-    that are off left out, the depths written in. Few shapes occur (the depths follow
-    the recall's ``limit``), so each is rendered once and prepared once per connection."""
-    omit = frozenset(
+def _omitted(scope: Scope) -> frozenset[str]:
+    return frozenset(
         tag
         for tag, off in (
             ("project", scope.project_id is None),
@@ -112,26 +133,43 @@ def statement(scope: Scope, wanted: Retrieval) -> str:
         )
         if off
     )
-    return _shape(_width(wanted.vector), omit, wanted.limit, _vector_depth(wanted), wanted.budget)
+
+
+@functools.lru_cache(maxsize=256)
+def _shape(query: str, omit: frozenset[str], literals: tuple[tuple[int, int], ...]) -> str:
+    return shaped(query, omit=omit, literals=dict(literals))
+
+
+def lexical_statement(scope: Scope, wanted: Retrieval) -> str:
+    """``recall_lexical`` rendered for this call's shape (``sql.shaped``): the filters
+    that are off left out, the depths written in. Few shapes occur (the depths follow
+    the recall's ``limit``), so each is rendered once and prepared once per connection."""
+    depths = ((8, wanted.limit), (14, wanted.budget))
+    return _shape(QUERIES["recall_lexical"], _omitted(scope), depths)
+
+
+def vector_statement(scope: Scope, wanted: Retrieval) -> str:
+    """``recall_vectors`` of the query's width, rendered as ``lexical_statement`` is."""
+    query = QUERIES[f"recall_vectors_{_width(wanted.vector)}"]
+    return _shape(query, _omitted(scope), ((8, _vector_depth(wanted)),))
 
 
 def _vector_depth(wanted: Retrieval) -> int:
     return wanted.limit if wanted.vector_depth is None else wanted.vector_depth
 
 
-async def recall_candidates(
+async def lexical_candidates(
     conn: Connection, tenant_id: TenantId, scope: Scope, wanted: Retrieval
-) -> Candidates:
-    width = _width(wanted.vector)
-    vector = None if wanted.vector is None or len(wanted.vector) != width else wanted.vector
+) -> Lexical:
+    """The lexical channels, the meta row and the feature terms (``recall_lexical``);
+    ``wanted.vector`` is not read, so this runs while the query is being embedded."""
     records = await conn.fetch(
-        statement(scope, wanted),
+        lexical_statement(scope, wanted),
         tenant_id,
         scope.agent,
         scope.project_id,
         scope.channel,
         scope.source_pattern,
-        None if vector is None else list(vector),
         wanted.tsquery,
         list(wanted.patterns),
         wanted.limit,
@@ -139,18 +177,69 @@ async def recall_candidates(
         wanted.recency,
         list(wanted.lexemes),
         wanted.confidence,
-        _vector_depth(wanted),
         wanted.query,
         wanted.budget,
         wanted.simple_weight,
         wanted.english_weight,
     )
-    hits = [_hit(r) for r in records if r["channel"] != "meta"]
-    meta = next(dict(r["meta"]) for r in records if r["channel"] == "meta")
-    return Candidates(hits=hits, meta=meta)
+    hits = [_hit(r, None) for r in records if r["channel"] != "meta"]
+    meta = next(r for r in records if r["channel"] == "meta")
+    terms = FeatureTerms(
+        list(meta["stem_queries"] or ()),
+        [float(idf) for idf in meta["stem_idfs"] or ()],
+        list(meta["phrase_queries"] or ()),
+        meta["any_simple"],
+        meta["any_english"],
+    )
+    return Lexical(hits=hits, meta=dict(meta["meta"]), terms=terms)
 
 
-def _hit(record: Any) -> Hit:
+async def with_vectors(
+    conn: Connection, tenant_id: TenantId, scope: Scope, wanted: Retrieval, lexical: Lexical
+) -> Candidates:
+    """Every candidate of the recall: ``lexical``'s hits with their stored cosines, and
+    the vector channels' hits (``recall_vectors``). Without a searchable query vector
+    (``searches_vectors``) the lexical hits alone, with no cosines, as the vector
+    channel never ran."""
+    if not searches_vectors(wanted):
+        return Candidates(hits=lexical.hits, meta=lexical.meta)
+    assert wanted.vector is not None
+    records = await conn.fetch(
+        vector_statement(scope, wanted),
+        tenant_id,
+        scope.agent,
+        scope.project_id,
+        scope.channel,
+        scope.source_pattern,
+        list(wanted.vector),
+        wanted.episodes,
+        _vector_depth(wanted),
+        [str(h.id) for h in lexical.hits if h.kind == "mem"],
+        [str(h.id) for h in lexical.hits if h.kind == "ep"],
+        lexical.terms.stems,
+        [repr(idf) for idf in lexical.terms.idfs],
+        lexical.terms.phrases,
+        lexical.terms.any_simple,
+        lexical.terms.any_english,
+        list(wanted.patterns),
+    )
+    cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
+    scored = [dataclasses.replace(h, cosine=cosines.get((h.kind, h.id))) for h in lexical.hits]
+    found = [_hit(r, r["cosine"]) for r in records if r["channel"] != "cosine"]
+    return Candidates(hits=scored + found, meta=lexical.meta)
+
+
+async def recall_candidates(
+    conn: Connection, tenant_id: TenantId, scope: Scope, wanted: Retrieval
+) -> Candidates:
+    """Both halves of a recall on one connection, one after the other (calibration and
+    the benchmarks' inspection; a recall itself overlaps the lexical half with the
+    query's embedding, ``memory.recall.pipeline``)."""
+    lexical = await lexical_candidates(conn, tenant_id, scope, wanted)
+    return await with_vectors(conn, tenant_id, scope, wanted, lexical)
+
+
+def _hit(record: Any, cosine: float | None) -> Hit:
     return Hit(
         record["channel"],
         record["kind"],
@@ -163,7 +252,7 @@ def _hit(record: Any) -> Hit:
         record["msg_id"],
         record["created_at"],
         record["resolved"],
-        record["cosine"],
+        cosine,
         record["recall_count"] or 0,
         record["last_recalled_at"],
         record["coverage"],

@@ -38,7 +38,7 @@ async def test_a_repeated_recall_statement_is_prepared_once_per_connection(db: D
         vector=None, tsquery="'tea'", lexemes=["tea"], patterns=[], limit=10,
         episodes=True, recency=False, query="tea",
     )  # fmt: skip
-    statement = store.statement(scope, wanted)
+    statement = store.lexical_statement(scope, wanted)
     async with db.tenant_tx(tenant, generic_plans=store.plan_reusable(scope)) as conn:
         for _ in range(3):
             await store.recall_candidates(conn, tenant, scope, wanted)
@@ -55,13 +55,16 @@ def test_the_recall_statement_is_rendered_once_per_shape() -> None:
         vector=None, tsquery="'tea'", lexemes=["tea"], patterns=[], limit=10,
         episodes=True, recency=False, query="tea", vector_depth=5,
     )  # fmt: skip
-    plain = store.statement(store.Scope("a", None, "", None), wanted)
-    assert plain is store.statement(store.Scope("b", None, "", None), wanted)
+    plain = store.lexical_statement(store.Scope("a", None, "", None), wanted)
+    assert plain is store.lexical_statement(store.Scope("b", None, "", None), wanted)
     for absent in ("project_id = $3", "m.channel = $4", "LIKE $5"):
         assert absent not in plain
-    for present in ("LIMIT 10", "LIMIT 5::int"):
-        assert present in plain
-    filtered = store.statement(store.Scope("a", "p", "c", "x%"), wanted)
+    assert "LIMIT 10" in plain
+    nearest = store.vector_statement(store.Scope("a", None, "", None), wanted)
+    assert nearest is store.vector_statement(store.Scope("b", None, "", None), wanted)
+    assert "LIMIT 5::int" in nearest
+    assert "m.channel = $4" not in nearest
+    filtered = store.lexical_statement(store.Scope("a", "p", "c", "x%"), wanted)
     for present in ("project_id = $3", "m.channel = $4", "LIKE $5"):
         assert present in filtered
     assert store.plan_reusable(store.Scope("a", "p", "c", None))

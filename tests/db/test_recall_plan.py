@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from bench.scale_inspect import production_call, sql_literals
+from bench.scale_inspect import production_calls, sql_literals
 from service.db import recall as store
 from service.db.pool import Database
 from service.models import TenantId
@@ -65,33 +65,36 @@ async def _load(db: Database) -> str:
     return str(tenant)
 
 
-async def _call(tenant: str, query: str, scope: store.Scope) -> tuple[str, list[Any]]:
-    """The statement and arguments the service sends for a default (hybrid) recall
-    (lexical depth 100, vector depth 20, its own query terms) in ``scope``."""
+async def _plans(
+    db: Database, tenant: str, query: str, scope: store.Scope, *, generic: bool
+) -> str:
+    """The plans of the statements the service sends for a default (hybrid) recall
+    (lexical depth 100, vector depth 20, its own query terms) in ``scope``, one after
+    the other: planned per call, or (``generic``) as a reusable recall runs them, in a
+    transaction entered with ``generic_plans``, prepared, then EXPLAIN EXECUTE with the
+    values as literals, which a generic plan does not look at."""
     vector = [1.0] + [0.0] * 383
-    return await production_call(uuid.UUID(tenant), scope.agent, query, vector, scope)
-
-
-async def _plan(db: Database, tenant: str, query: str) -> str:
-    """The plan the default recall runs with per-call planning (custom plan)."""
-    statement, args = await _call(tenant, query, DEFAULT_SCOPE)
+    tenant_id = TenantId(uuid.UUID(tenant))
+    plans = []
     async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(*db.entering(TenantId(uuid.UUID(tenant))))
-        rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement, *args)
+        await conn.execute(*db.entering(tenant_id, generic_plans=generic))
+        calls = await production_calls(conn, uuid.UUID(tenant), scope.agent, query, vector, scope)
+        for statement, args in calls:
+            plans.append(await (_generic_plan if generic else _custom_plan)(conn, statement, args))
+    assert len(plans) == 2  # the lexical half and the vector half
+    return "\n".join(plans)
+
+
+async def _custom_plan(conn: Any, statement: str, args: list[Any]) -> str:
+    rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement, *args)
     return "\n".join(row[0] for row in rows)
 
 
-async def _generic_plan(db: Database, tenant: str, query: str, scope: store.Scope) -> str:
-    """The generic plan of ``scope``'s statement, in a transaction entered as a reusable
-    recall enters it (``generic_plans``): prepared, then EXPLAIN EXECUTE with the values
-    as literals, which a generic plan does not look at."""
-    statement, args = await _call(tenant, query, scope)
-    async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(*db.entering(TenantId(uuid.UUID(tenant)), generic_plans=True))
-        await conn.execute(f"PREPARE guard_recall AS {statement}")
-        literals = await sql_literals(conn, args)
-        rows = await conn.fetch(f"EXPLAIN (COSTS OFF) EXECUTE guard_recall({literals})")
-        await conn.execute("DEALLOCATE guard_recall")
+async def _generic_plan(conn: Any, statement: str, args: list[Any]) -> str:
+    await conn.execute(f"PREPARE guard_recall AS {statement}")
+    literals = await sql_literals(conn, statement, args)
+    rows = await conn.fetch(f"EXPLAIN (COSTS OFF) EXECUTE guard_recall({literals})")
+    await conn.execute("DEALLOCATE guard_recall")
     return "\n".join(row[0] for row in rows)
 
 
@@ -115,11 +118,11 @@ FILTERED_SCOPE = store.Scope("target", "proj", "chan", None)
 async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
     tenant = await _load(db)
     for query in QUERIES:
-        _assert_indexed(await _plan(db, tenant, query))
+        _assert_indexed(await _plans(db, tenant, query, DEFAULT_SCOPE, generic=False))
     # the shapes that run generic plans keep the same indexes, made without the values
     for scope in (DEFAULT_SCOPE, FILTERED_SCOPE):
         assert store.plan_reusable(scope)
         for query in QUERIES:
-            plan = await _generic_plan(db, tenant, query, scope)
+            plan = await _plans(db, tenant, query, scope, generic=True)
             _assert_indexed(plan)
             assert "Sort Key: ((m.embedding)::vector(384) <#>" not in plan, plan

@@ -10,6 +10,11 @@ each failure mode: stores keep succeeding within the inline timeout, recalls ans
 within 2 s with the ``fault`` advisory and still find the exact-content row, no job
 reaches a terminal state however often it failed, and once the provider is back the
 app's own worker embeds every row with the declared width and recalls are healthy.
+
+A held embedder no longer holds up a recall's lexical half either: it runs while the
+query is being embedded (Postgres shows it, held up by a lock the test takes so it can
+be seen), and its connection is idle, not idle in a transaction, before the vector
+arrives (issue 15). Before, nothing ran until the vector had arrived.
 """
 
 from __future__ import annotations
@@ -158,3 +163,65 @@ async def test_an_exact_content_query_finds_a_row_stored_during_an_outage(
         found = await client.call("recall", agent_id="a", query=FACTS[0])
         assert "advisory" not in found
         assert found["messages"][-1]["content"] == FACTS[0]
+
+
+HELD_SECONDS = 10.0
+# pg_stat_activity keeps a query's first 1,024 bytes (track_activity_query_size): the
+# statement is known by the start of its header comment
+WAITING_LEXICAL = """
+SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND state = 'active' AND wait_event_type = 'Lock'
+  AND query LIKE '-- The lexical half of a recall%'
+"""
+BACKEND_STATE = "SELECT state FROM pg_stat_activity WHERE pid = $1"
+
+
+async def _fetchval(lib: Library, query: str, *args: object) -> object:
+    async with lib.db.admin_tx() as conn:
+        return await conn.fetchval(query, *args)
+
+
+async def test_the_lexical_half_runs_and_lets_go_of_its_connection_while_the_query_embeds(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    slow_query = dataclasses.replace(
+        fault_settings(settings, provider, queue=False),
+        embedding_timeout_secs=30.0,  # the held request is neither timed out nor retried
+        embedding_query_timeout_secs=30.0,
+    )
+    async with serve(slow_query, database_url) as served:
+        client = Agent(served, await new_tenant(lib, "acme"))
+        fact = "the spare key of the boathouse hangs behind the blue door"
+        for content in (fact, "the weather was fine on tuesday"):
+            await client.call("store", agent_id="a", message={"content": content})
+        assert all(row["embedding_dim"] == WIDTH for row in await rows(lib))
+
+        provider.reset(mode="hang")
+        query = "where is the boathouse key"
+        async with lib.db.admin_tx() as blocker:
+            # only the lexical half reads the calibration: held here, it shows itself
+            # in pg_stat_activity, waiting, while the embedding is held too
+            await blocker.execute("LOCK TABLE recall_calibration IN ACCESS EXCLUSIVE MODE")
+            recall = asyncio.ensure_future(client.call("recall", agent_id="a", query=query))
+
+            async def embedding_held() -> bool:
+                return query in provider.received
+
+            await wait_until(embedding_held, HELD_SECONDS, "the query's embedding request")
+
+            async def lexical_running() -> bool:
+                return await _fetchval(lib, WAITING_LEXICAL) is not None
+
+            await wait_until(lexical_running, HELD_SECONDS, "the lexical statement, running")
+            pid = await _fetchval(lib, WAITING_LEXICAL)
+
+        async def connection_let_go() -> bool:
+            return await _fetchval(lib, BACKEND_STATE, pid) == "idle"
+
+        await wait_until(connection_let_go, HELD_SECONDS, "the lexical transaction, ended")
+        assert not recall.done()  # the vector is still held, so the recall waits for it
+
+        provider.set_mode("ok")
+        found = await recall
+        assert "advisory" not in found
+        assert found["messages"][-1]["content"] == fact

@@ -1,39 +1,40 @@
--- recall_candidates[dim] --
--- Every retriever of one recall in a single round trip (spec §3.2): vector over
--- memories and over episodes (HNSW, inner product on unit vectors), BM25 full text over
--- memories (the language-neutral and the stemmed English vector, plus trigram
--- substrings for CJK and identifiers), full text over episodes, the newest memories for
--- empty queries, and one 'meta' row carrying the pool size (capped at 500: the gate only
--- needs that much), the episode boundary, the profile, the calibrated gate and the
--- advisory state. Every returned row also carries the second-stage text features of
--- the query's English stems (coverage, phrase) and whether it shares a query word.
+-- recall_lexical --
+-- The lexical half of a recall (spec §3.2), in one round trip that needs no query
+-- vector, so it runs while the query is being embedded: BM25 full text over memories
+-- (the language-neutral and the stemmed English vector, plus trigram substrings for CJK
+-- and identifiers), full text over episodes, the newest memories for empty queries, and
+-- one 'meta' row carrying the pool size (capped at 500: the gate only needs that much),
+-- the episode boundary, the profile, the calibrated gate and the advisory state. Every
+-- returned row also carries the second-stage text features of the query's English stems
+-- (coverage, phrase) and whether it shares a query word; the meta row carries what those
+-- features were computed from (stems with their IDF, phrase queries, any-word queries),
+-- so ``recall_vectors`` computes the same features for the rows only vectors find.
 -- BM25 statistics are the agent's own, kept on write (lexicon_terms plus the backlog in
 -- lexicon_changes, migration 0007): nothing is sampled per query.
 -- Lexical candidates: every row holding one of the rarest query terms, taken rarest
--- first while their postings add up to at most $16 rows (exact BM25 over them); when
--- those are fewer than $9, rows holding the next rarest term (the first beyond the
--- budget) top the candidates up to $9 (bounded: a query of common words never scores an
+-- first while their postings add up to at most $14 rows (exact BM25 over them); when
+-- those are fewer than $8, rows holding the next rarest term (the first beyond the
+-- budget) top the candidates up to $8 (bounded: a query of common words never scores an
 -- unbounded posting list, and reads one posting list, not the union of all of them).
 -- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
 -- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
 -- Shapes: the service runs this statement rendered for the filters a recall uses
 -- (``sql.shaped``): a line tagged ``shape: project`` / ``channel`` / ``source`` is dropped
--- when its filter is off ($3 NULL, $4 '', $5 NULL), and the depths $9, $14 and $16 are
+-- when its filter is off ($3 NULL, $4 '', $5 NULL), and the depths $8 and $14 are
 -- written in as integers, so one prepared statement per shape can keep one generic
 -- plan that still sees its indexes (the ``typing`` CTE, never read, keeps the
 -- parameter types when a shape no longer mentions them). As written here, with every
 -- line, it is the statement of every shape.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
--- $5 source_id LIKE pattern text (NULL = none), $6 query vector (NULL = no vector channel),
--- $7 tsquery text (NULL = none), $8 substring LIKE patterns text[] (empty = none),
--- $9 lexical depth int, $10 episodes eligible boolean, $11 recency listing boolean,
--- $12 query lexemes text[] (the words of $7), $13 confidence scoring on boolean (adds the
--- memory time span to meta), $14 vector depth int, $15 query text (its English vector
--- gives the stems' order for the phrase feature), $16 exhaustive postings budget int,
--- $17 BM25 weight of the simple vector float8, $18 BM25 weight of the English vector
--- float8 (0 = no stemming)
+-- $5 source_id LIKE pattern text (NULL = none), $6 tsquery text (NULL = none),
+-- $7 substring LIKE patterns text[] (empty = none), $8 lexical depth int,
+-- $9 episodes eligible boolean, $10 recency listing boolean, $11 query lexemes text[]
+-- (the words of $6), $12 confidence scoring on boolean (adds the memory time span to
+-- meta), $13 query text (its English vector gives the stems' order for the phrase
+-- feature), $14 exhaustive postings budget int, $15 BM25 weight of the simple vector
+-- float8, $16 BM25 weight of the English vector float8 (0 = no stemming)
 WITH typing AS (
-    SELECT $3::text, $4::text, $5::text, $9::int, $14::int, $16::int -- shape: typing
+    SELECT $3::text, $4::text, $5::text, $8::int, $14::int -- shape: typing
 ), agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), scoped_memories AS NOT MATERIALIZED (
@@ -46,36 +47,23 @@ WITH typing AS (
     WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
       AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
       AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
-), vec_mem AS (
-    SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
-    FROM scoped_memories m
-    WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
-    ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT $14::int
-), vec_ep AS (
-    SELECT e.id, -(e.embedding::vector({dim}) <#> $6::vector({dim})) AS score
-    FROM scoped_episodes e
-    WHERE $6::vector IS NOT NULL AND $10 AND e.embedding_dim = {dim}
-    ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT $14::int
 ), words AS MATERIALIZED (
     -- The query's terms per configuration: its words (simple) and their Snowball stems
     -- (english; none for an English stop word). Lexemes are cast, never parsed, into a
     -- tsquery, so a stem is not stemmed again and no input can make a tsquery invalid.
     SELECT DISTINCT w.config, w.term, quote_literal(w.term)::tsquery AS query,
-           CASE WHEN w.config = 'simple'::regconfig THEN $17::float8 ELSE $18::float8 END
+           CASE WHEN w.config = 'simple'::regconfig THEN $15::float8 ELSE $16::float8 END
                AS weight
     FROM (SELECT 'simple'::regconfig AS config, t.term
-          FROM unnest($12::text[]) AS t(term) WHERE $7::text IS NOT NULL
+          FROM unnest($11::text[]) AS t(term) WHERE $6::text IS NOT NULL
           UNION ALL
           SELECT 'english'::regconfig, u.lexeme
-          FROM unnest($12::text[]) AS t(term)
+          FROM unnest($11::text[]) AS t(term)
           CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u
-          WHERE $7::text IS NOT NULL AND $18::float8 > 0) w
+          WHERE $6::text IS NOT NULL AND $16::float8 > 0) w
 ), backlog AS MATERIALIZED (
     SELECT c.sign, c.simple, c.english FROM lexicon_changes c
-    WHERE c.tenant_id = $1 AND c.agent_id = (SELECT id FROM agent) AND $7::text IS NOT NULL
+    WHERE c.tenant_id = $1 AND c.agent_id = (SELECT id FROM agent) AND $6::text IS NOT NULL
 ), totals AS MATERIALIZED (
     -- Memories and mean vector length per configuration (folded plus backlog).
     SELECT g.config,
@@ -92,7 +80,7 @@ WITH typing AS (
                                         THEN k.simple ELSE k.english END)) AS len
         FROM backlog k
         WHERE g.config = 'simple'::regconfig OR k.english IS NOT NULL) b ON true
-    WHERE $7::text IS NOT NULL
+    WHERE $6::text IS NOT NULL
 ), stats AS MATERIALIZED (
     -- Each query term's document frequency in the agent and its BM25 IDF; ``running``
     -- orders terms rarest first and adds up their postings.
@@ -112,16 +100,16 @@ WITH typing AS (
 ), next_term AS MATERIALIZED (
     -- The rarest term beyond the postings budget: the top-up reads its postings only.
     SELECT s.config, s.term FROM stats s
-    WHERE s.df > 0 AND s.running > $16
+    WHERE s.df > 0 AND s.running > $14
     ORDER BY s.running, s.config, s.term
     LIMIT 1
 ), queries AS MATERIALIZED (
     SELECT (SELECT string_agg(s.term_query, ' | ') FROM (
                 SELECT quote_literal(s.term) AS term_query FROM stats s
-                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= $16) s
+                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= $14) s
            )::tsquery AS rare_simple,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
-            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= $16)::tsquery
+            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= $14)::tsquery
                AS rare_english,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
             WHERE s.config = 'simple'::regconfig AND s.df > 0)::tsquery AS any_simple,
@@ -134,30 +122,30 @@ WITH typing AS (
 ), fts_rare AS MATERIALIZED (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
-    WHERE $7::text IS NOT NULL
+    WHERE $6::text IS NOT NULL
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
       AND (m.content_tsv @@ (SELECT rare_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT rare_english FROM queries))
-    LIMIT $16::int
+    LIMIT $14::int
 ), fts_common AS MATERIALIZED (
     -- Starvation guard: rows holding the next rarest (common) query word fill up to the
     -- depth. One posting list: the union of every common word's postings cost 40 ms at
     -- 100k rows for three common words (the bitmaps are built whole before any LIMIT).
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
-    WHERE $7::text IS NOT NULL
-      AND (SELECT count(*) FROM fts_rare) < $9
+    WHERE $6::text IS NOT NULL
+      AND (SELECT count(*) FROM fts_rare) < $8
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
       AND (m.content_tsv @@ (SELECT next_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT next_english FROM queries))
       AND m.id NOT IN (SELECT id FROM fts_rare)
-    LIMIT $9
+    LIMIT $8
 ), pattern_candidates AS MATERIALIZED (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
-    WHERE cardinality($8::text[]) > 0
+    WHERE cardinality($7::text[]) > 0
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
-      AND m.content ILIKE ANY ($8::text[])
+      AND m.content ILIKE ANY ($7::text[])
     LIMIT 2000
 ), fts_pool AS (
     SELECT * FROM fts_rare
@@ -179,39 +167,35 @@ WITH typing AS (
                      FROM stats s
                      WHERE CASE WHEN s.config = 'simple'::regconfig
                                 THEN c.content_tsv ELSE c.content_tsv_en END @@ s.query), 0)
-           + CASE WHEN cardinality($8::text[]) > 0
-                  THEN (SELECT count(*) FROM unnest($8::text[]) p, memories x
+           + CASE WHEN cardinality($7::text[]) > 0
+                  THEN (SELECT count(*) FROM unnest($7::text[]) p, memories x
                         WHERE x.tenant_id = $1 AND x.id = c.id AND x.content ILIKE p)::float8
                   ELSE 0 END AS score
     FROM fts_pool c
     ORDER BY score DESC, c.id DESC
-    LIMIT $9
+    LIMIT $8
 ), fts_ep AS (
     SELECT e.id,
-           ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce($7, '')), 1)
-           + (SELECT count(*) FROM unnest($8::text[]) p
+           ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce($6, '')), 1)
+           + (SELECT count(*) FROM unnest($7::text[]) p
               WHERE (e.summary || ' ' || e.keywords) ILIKE p)::float8
-             / greatest(cardinality($8::text[]), 1) AS score
+             / greatest(cardinality($7::text[]), 1) AS score
     FROM scoped_episodes e
-    WHERE $10
-      AND (($7::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', $7))
-           OR (e.summary || ' ' || e.keywords) ILIKE ANY ($8::text[]))
+    WHERE $9
+      AND (($6::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', $6))
+           OR (e.summary || ' ' || e.keywords) ILIKE ANY ($7::text[]))
     ORDER BY score DESC, e.id DESC
-    LIMIT $9
+    LIMIT $8
 ), recent_mem AS (
     SELECT m.id, NULL::float8 AS score
     FROM scoped_memories m
-    WHERE $11
+    WHERE $10
       AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
     ORDER BY m.created_at DESC, m.id DESC
-    LIMIT $9
+    LIMIT $8
 ), hits AS (
-    SELECT 'vector' AS channel, 'mem' AS kind, id, score,
-           row_number() OVER (ORDER BY score DESC, id DESC) AS position FROM vec_mem
-    UNION ALL
-    SELECT 'vector', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC) FROM vec_ep
-    UNION ALL
-    SELECT 'memory_text', 'mem', id, score, row_number() OVER (ORDER BY score DESC, id DESC)
+    SELECT 'memory_text' AS channel, 'mem' AS kind, id, score,
+           row_number() OVER (ORDER BY score DESC, id DESC) AS position
     FROM fts_mem
     UNION ALL
     SELECT 'episode_text', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC)
@@ -223,7 +207,7 @@ WITH typing AS (
     -- order) as phrase queries at the query's own distance (``a <N> b``).
     SELECT s.term, s.query, s.idf, min(u.pos) AS pos
     FROM stats s
-    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, $15::text)) v
+    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, $13::text)) v
                        CROSS JOIN LATERAL unnest(v.positions) p WHERE v.lexeme = s.term) u ON true
     WHERE s.config = 'english'::regconfig
     GROUP BY s.term, s.query, s.idf
@@ -241,8 +225,6 @@ WITH typing AS (
     SELECT h.channel, h.kind, h.id, h.score, h.position,
            m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
            NULL::boolean AS resolved,
-           CASE WHEN $6::vector IS NOT NULL AND m.embedding_dim = {dim}
-                THEN -(m.embedding::vector({dim}) <#> $6::vector({dim})) END AS cosine,
            m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
     FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
     WHERE h.kind = 'mem'
@@ -252,15 +234,13 @@ WITH typing AS (
            coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
                                           'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
            '', e.created_at, e.resolved,
-           CASE WHEN $6::vector IS NOT NULL AND e.embedding_dim = {dim}
-                THEN -(e.embedding::vector({dim}) <#> $6::vector({dim})) END,
            0, NULL, e.search_tsv,
            to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
     FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
     WHERE h.kind = 'ep'
 )
 SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
-       f.msg_id, f.created_at, f.resolved, f.cosine, f.recall_count, f.last_recalled_at,
+       f.msg_id, f.created_at, f.resolved, f.recall_count, f.last_recalled_at,
        NULL::jsonb AS meta,
        (SELECT sum(s.idf) FILTER (WHERE f.tsv_en @@ s.query) / nullif(sum(s.idf), 0)
         FROM stems s) AS coverage,
@@ -268,13 +248,15 @@ SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.time
         FROM phrases p) AS phrase,
        coalesce(f.tsv @@ (SELECT any_simple FROM queries), false)
            OR coalesce(f.tsv_en @@ (SELECT any_english FROM queries), false)
-           OR (cardinality($8::text[]) > 0 AND f.content ILIKE ANY ($8::text[])) AS matched
+           OR (cardinality($7::text[]) > 0 AND f.content ILIKE ANY ($7::text[])) AS matched,
+       NULL::text[] AS stem_queries, NULL::text[] AS stem_idfs, NULL::text[] AS phrase_queries,
+       NULL::text AS any_simple, NULL::text AS any_english
 FROM found f
 UNION ALL
-SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object(
-           'span_oldest', CASE WHEN $13 THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
-           'span_newest', CASE WHEN $13 THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
+           'span_oldest', CASE WHEN $12 THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
+           'span_newest', CASE WHEN $12 THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
            'agent_exists', EXISTS (SELECT 1 FROM agent),
            'pool', (SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 500) x)
                  + (SELECT count(*) FROM (SELECT 1 FROM scoped_episodes LIMIT 500) y),
@@ -294,7 +276,107 @@ SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NUL
            'advisory_long_sent',
                (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
        ),
-       NULL, NULL, NULL
+       NULL, NULL, NULL,
+       st.queries, st.idfs, ph.queries, q.any_simple::text, q.any_english::text
+FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
+      FROM stems s) st,
+     (SELECT array_agg(p.query::text) AS queries FROM phrases p) ph,
+     queries q
+
+-- recall_vectors[dim] --
+-- The vector half of a recall (spec §3.2), run once the query is embedded: nearest
+-- memories and episodes (HNSW, inner product on unit vectors) with the same text
+-- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
+-- one 'cosine' row per lexical hit with a vector of this width (hybrid fusion and the
+-- confidence backfill score rows found by words alone by their stored cosine).
+-- Scope and shapes as ``recall_lexical`` ($8, the vector depth, is written in).
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
+-- $5 source_id LIKE pattern text (NULL = none), $6 query vector, $7 episodes eligible
+-- boolean, $8 vector depth int, $9 memory ids of the lexical hits, $10 their episode
+-- ids, $11 stem queries and $12 their IDFs (in ``recall_lexical``'s order, so coverage
+-- sums alike), $13 phrase queries, all text[]; $14 any-word query of the simple vector
+-- text, $15 of the English vector text, $16 substring LIKE patterns text[].
+-- Ids and IDFs travel as text (float8 text is exact: shortest round-trip digits):
+-- text[] is the one array type asyncpg encodes without introspecting it, and its
+-- introspection sets ``jit`` at session level, state PgBouncer would hand to others.
+WITH typing AS (
+    SELECT $3::text, $4::text, $5::text, $8::int -- shape: typing
+), agent AS (
+    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+), scoped_memories AS NOT MATERIALIZED (
+    SELECT m.* FROM memories m
+    WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
+      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '') -- shape: project
+      AND ($4::text = '' OR m.channel = $4 OR m.channel = '') -- shape: channel
+), scoped_episodes AS NOT MATERIALIZED (
+    SELECT e.* FROM episodes e
+    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
+      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
+      AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
+), vec_mem AS (
+    SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
+    FROM scoped_memories m
+    WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
+      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
+    ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
+    LIMIT $8::int
+), vec_ep AS (
+    SELECT e.id, -(e.embedding::vector({dim}) <#> $6::vector({dim})) AS score
+    FROM scoped_episodes e
+    WHERE $6::vector IS NOT NULL AND $7 AND e.embedding_dim = {dim}
+    ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
+    LIMIT $8::int
+
+), stems AS MATERIALIZED (
+    SELECT u.query::tsquery AS query, u.idf
+    FROM unnest($11::text[], $12::text[]::float8[]) AS u(query, idf)
+), phrases AS MATERIALIZED (
+    SELECT u.query::tsquery AS query FROM unnest($13::text[]) AS u(query)
+), hits AS (
+    SELECT 'vector' AS channel, 'mem' AS kind, id, score,
+           row_number() OVER (ORDER BY score DESC, id DESC) AS position FROM vec_mem
+    UNION ALL
+    SELECT 'vector', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC) FROM vec_ep
+), found AS (
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
+           NULL::boolean AS resolved,
+           -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS cosine,
+           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
+    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
+    WHERE h.kind = 'mem'
+    UNION ALL
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
+           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
+           '', e.created_at, e.resolved,
+           -(e.embedding::vector({dim}) <#> $6::vector({dim})),
+           0, NULL, e.search_tsv,
+           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
+    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
+    WHERE h.kind = 'ep'
+)
+SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
+       f.msg_id, f.created_at, f.resolved, f.cosine, f.recall_count, f.last_recalled_at,
+       (SELECT sum(s.idf) FILTER (WHERE f.tsv_en @@ s.query) / nullif(sum(s.idf), 0)
+        FROM stems s) AS coverage,
+       (SELECT count(*) FILTER (WHERE f.tsv_en @@ p.query)::float8 / nullif(count(*), 0)
+        FROM phrases p) AS phrase,
+       coalesce(f.tsv @@ $14::tsquery, false)
+           OR coalesce(f.tsv_en @@ $15::tsquery, false)
+           OR (cardinality($16::text[]) > 0 AND f.content ILIKE ANY ($16::text[])) AS matched
+FROM found f
+UNION ALL
+SELECT 'cosine', 'mem', m.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+       -(m.embedding::vector({dim}) <#> $6::vector({dim})), NULL, NULL, NULL, NULL, NULL
+FROM memories m
+WHERE m.tenant_id = $1 AND m.id = ANY ($9::text[]::bigint[]) AND m.embedding_dim = {dim}
+UNION ALL
+SELECT 'cosine', 'ep', e.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+       -(e.embedding::vector({dim}) <#> $6::vector({dim})), NULL, NULL, NULL, NULL, NULL
+FROM episodes e
+WHERE e.tenant_id = $1 AND e.id = ANY ($10::text[]::bigint[]) AND e.embedding_dim = {dim}
 
 -- bump_recall_stats --
 -- Credit the memories a recall returned (confidence scoring only, spec §3.9).

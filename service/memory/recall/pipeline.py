@@ -1,8 +1,11 @@
 """The recall pipeline (spec §3): retrieve in SQL, rank in pure functions, build messages.
 
-One database round trip fetches every retriever's candidates, the pool size, the
-episode boundary, the profile and the calibrated gate (``db.recall``); the LIKE
-fallback costs a second one only when full text found nothing. Ranking is the pure
+Retrieval is two statements (``db.recall``). The lexical one (full text, the pool
+size, the episode boundary, the profile, the calibrated gate) needs no query vector, so
+it runs in a short transaction of its own while the query is being embedded; the
+vector one then adds the nearest rows and the lexical hits' stored cosines. Overlapping
+the two saves most of the embedding's time on every recall. The LIKE fallback costs a
+round trip more only when full text found nothing. Ranking is the pure
 modules of this package: the default ``hybrid`` mode fuses scores (``fusion``), reorders
 the head (``rerank``) and gates on matches (``gate``); the spec's rrf, rsf and cascade
 stay selectable (``CPERSONA_RECALL_MODE``). The library returns full content: previews
@@ -11,6 +14,7 @@ and budgets belong to the MCP boundary.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -118,17 +122,19 @@ def _retrieval(
     lib: Library,
     req: RecallRequest,
     depth: int,
-    vector: list[float] | None,
     terms: query_terms.Terms,
     mode: candidate.Mode,
 ) -> store.Retrieval:
-    """The hybrid vector channel is ``CPERSONA_RECALL_VECTOR_DEPTH`` deep whatever the
+    """What to retrieve, without the query vector (the embedding runs alongside the
+    lexical half; the vector half gets the vector once it is there).
+
+    The hybrid vector channel is ``CPERSONA_RECALL_VECTOR_DEPTH`` deep whatever the
     ``limit`` (a small LIMIT keeps Postgres on the HNSW index at scale, and ``limit`` never
     changes the candidates); the spec's modes take ``depth`` rows from every retriever."""
     s = lib.settings
     fts = s.fts_enabled or mode == "cascade"
     return store.Retrieval(
-        vector=vector,
+        vector=None,
         tsquery=terms.tsquery if fts else None,
         lexemes=terms.lexemes if fts else (),
         patterns=terms.patterns if fts else (),
@@ -155,7 +161,7 @@ async def _keyword_fallback(
 
 
 async def _advisory(
-    lib: Library, conn: Connection, tenant_id: TenantId, meta: JsonObject, embedded: _Embedded
+    lib: Library, tenant_id: TenantId, meta: JsonObject, embedded: _Embedded
 ) -> JsonObject | None:
     """The degraded advisory for this recall, recording state changes (spec §3.10)."""
     severity: advisory.Severity | None = None
@@ -165,25 +171,21 @@ async def _advisory(
         severity = "fault"
     if severity is None:
         if meta.get("advisory_state") not in (None, "healthy"):
-            await _note_advisory(lib, conn, tenant_id, "healthy", False)
+            await _note_advisory(lib, tenant_id, "healthy", False)
         return None
     if not lib.settings.degraded_advisory:
         return None
     first = not meta.get("advisory_long_sent") or meta.get("advisory_state") == "healthy"
     if first or meta.get("advisory_state") != severity:
-        first = not await _note_advisory(lib, conn, tenant_id, severity, True) or first
+        first = not await _note_advisory(lib, tenant_id, severity, True) or first
     return advisory.advisory(severity, long_form=first)
 
 
-async def _note_advisory(
-    lib: Library, conn: Connection, tenant_id: TenantId, state: str, long_form: bool
-) -> bool:
-    """Record a change of advisory state: in the recall's own transaction, or, when the
-    recall reads a replica (which takes no writes), in a transaction on the primary."""
-    if lib.primary is None:
+async def _note_advisory(lib: Library, tenant_id: TenantId, state: str, long_form: bool) -> bool:
+    """Record a change of advisory state, in a transaction of its own on the primary
+    (a recall may read a replica, which takes no writes; changes are rare)."""
+    async with lib.write_db.tenant_tx(tenant_id) as conn:
         return await store.note_advisory(conn, tenant_id, state, long_form)
-    async with lib.write_db.tenant_tx(tenant_id) as primary:
-        return await store.note_advisory(primary, tenant_id, state, long_form)
 
 
 def _gate(lib: Library, meta: JsonObject, mode: candidate.Mode) -> candidate.CalibratedGate | None:
@@ -261,20 +263,17 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     """Hybrid recall for one agent: messages in ascending strength (last = best)."""
     limit = clamp(req.limit, 0, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
-    embedded = await _embed(lib, req.query, mode) if limit else _Embedded(None, False)
     depth = depth_of(lib, limit, mode) if limit else 0
-    terms = query_terms.build(req.query)
     scope = _scope(req)
-    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
-        found = await store.recall_candidates(
-            conn, tenant_id, scope, _retrieval(lib, req, depth, embedded.vector, terms, mode)
-        )
-        hits = found.hits
-        text_hits = [h for h in hits if h.channel == "memory_text"]
-        keyword_on = lib.settings.fts_enabled or mode == "cascade"
-        if limit and req.query.strip() and not text_hits and keyword_on:
-            hits = hits + await _keyword_fallback(conn, tenant_id, req, scope, limit)
-        notice = await _advisory(lib, conn, tenant_id, found.meta, embedded)
+    wanted = _retrieval(lib, req, depth, query_terms.build(req.query), mode)
+    embedded, lexical, fallback = await _alongside_embedding(
+        lib, tenant_id, req, scope, wanted, limit, mode
+    )
+    found = await _with_vectors(
+        lib, tenant_id, scope, dataclasses.replace(wanted, vector=embedded.vector), lexical
+    )
+    hits = found.hits + fallback
+    notice = await _advisory(lib, tenant_id, found.meta, embedded)
     body: JsonObject = {"messages": []}
     if limit:
         unseen = _vector_unseen(lib, hits, embedded.vector)
@@ -285,6 +284,62 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     if notice is not None:
         body["advisory"] = notice
     return body
+
+
+async def _alongside_embedding(
+    lib: Library,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    scope: store.Scope,
+    wanted: store.Retrieval,
+    limit: int,
+    mode: candidate.Mode,
+) -> tuple[_Embedded, store.Lexical, list[store.Hit]]:
+    """The query's embedding and the lexical half at once: the statement runs while the
+    model works, and its transaction ends before the vector is awaited, so no pooled
+    connection waits on an embedder (a slow provider, a queue behind an import batch).
+    A failed lexical half cancels the embedding; a recall of ``limit`` 0 embeds nothing."""
+    embedding = asyncio.ensure_future(_embed(lib, req.query if limit else "", mode))
+    try:
+        lexical, fallback = await _lexical(lib, tenant_id, req, scope, wanted, limit, mode)
+    except BaseException:
+        embedding.cancel()
+        await asyncio.gather(embedding, return_exceptions=True)
+        raise
+    return await embedding, lexical, fallback
+
+
+async def _lexical(
+    lib: Library,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    scope: store.Scope,
+    wanted: store.Retrieval,
+    limit: int,
+    mode: candidate.Mode,
+) -> tuple[store.Lexical, list[store.Hit]]:
+    """The lexical half, and the LIKE fallback when full text found nothing."""
+    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
+        lexical = await store.lexical_candidates(conn, tenant_id, scope, wanted)
+        text_hits = [h for h in lexical.hits if h.channel == "memory_text"]
+        keyword_on = lib.settings.fts_enabled or mode == "cascade"
+        if limit and req.query.strip() and not text_hits and keyword_on:
+            return lexical, await _keyword_fallback(conn, tenant_id, req, scope, limit)
+    return lexical, []
+
+
+async def _with_vectors(
+    lib: Library,
+    tenant_id: TenantId,
+    scope: store.Scope,
+    wanted: store.Retrieval,
+    lexical: store.Lexical,
+) -> store.Candidates:
+    """The vector half, in a transaction of its own; none without a searchable vector."""
+    if not store.searches_vectors(wanted):
+        return store.Candidates(hits=lexical.hits, meta=lexical.meta)
+    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
+        return await store.with_vectors(conn, tenant_id, scope, wanted, lexical)
 
 
 def _span(meta: JsonObject, now: datetime) -> time.TimeSpan:
