@@ -82,16 +82,14 @@ class FeatureTerms:
     """What ``recall_lexical`` computed its rows' text features from, handed to
     ``recall_vectors`` so the rows only vectors find get the very same features:
     the English stems as tsqueries with their IDF (in one order, so sums agree to the
-    last bit), the phrase queries and the any-word queries (tsquery text, or None)."""
+    last bit; as Postgres wrote it, float8 text, which is exact), the phrase queries and
+    the any-word queries (tsquery text, or None)."""
 
     stems: list[str]
-    idfs: list[float]
+    idfs: list[str]
     phrases: list[str]
     any_simple: str | None
     any_english: str | None
-
-
-NO_TERMS = FeatureTerms([], [], [], None, None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -186,7 +184,7 @@ async def lexical_candidates(
     meta = next(r for r in records if r["channel"] == "meta")
     terms = FeatureTerms(
         list(meta["stem_queries"] or ()),
-        [float(idf) for idf in meta["stem_idfs"] or ()],
+        list(meta["stem_idfs"] or ()),
         list(meta["phrase_queries"] or ()),
         meta["any_simple"],
         meta["any_english"],
@@ -217,7 +215,7 @@ async def with_vectors(
         [str(h.id) for h in lexical.hits if h.kind == "mem"],
         [str(h.id) for h in lexical.hits if h.kind == "ep"],
         lexical.terms.stems,
-        [repr(idf) for idf in lexical.terms.idfs],
+        lexical.terms.idfs,
         lexical.terms.phrases,
         lexical.terms.any_simple,
         lexical.terms.any_english,

@@ -2,9 +2,9 @@
 
 Retrieval is two statements (``db.recall``). The lexical one (full text, the pool
 size, the episode boundary, the profile, the calibrated gate) needs no query vector, so
-it runs in a short transaction of its own while the query is being embedded; the
-vector one then adds the nearest rows and the lexical hits' stored cosines. Overlapping
-the two saves most of the embedding's time on every recall. The LIKE fallback costs a
+it runs while the query is being embedded; the vector one then adds the nearest rows
+and the lexical hits' stored cosines, in the same transaction when the vector is
+already there, else in one of its own (no connection waits on an embedder). The LIKE fallback costs a
 round trip more only when full text found nothing. Ranking is the pure
 modules of this package: the default ``hybrid`` mode fuses scores (``fusion``), reorders
 the head (``rerank``) and gates on matches (``gate``); the spec's rrf, rsf and cascade
@@ -266,12 +266,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = _scope(req)
     wanted = _retrieval(lib, req, depth, query_terms.build(req.query), mode)
-    embedded, lexical, fallback = await _alongside_embedding(
-        lib, tenant_id, req, scope, wanted, limit, mode
-    )
-    found = await _with_vectors(
-        lib, tenant_id, scope, dataclasses.replace(wanted, vector=embedded.vector), lexical
-    )
+    embedded, found, fallback = await _retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
     hits = found.hits + fallback
     notice = await _advisory(lib, tenant_id, found.meta, embedded)
     body: JsonObject = {"messages": []}
@@ -286,7 +281,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     return body
 
 
-async def _alongside_embedding(
+async def _retrieve(
     lib: Library,
     tenant_id: TenantId,
     req: RecallRequest,
@@ -294,38 +289,50 @@ async def _alongside_embedding(
     wanted: store.Retrieval,
     limit: int,
     mode: candidate.Mode,
-) -> tuple[_Embedded, store.Lexical, list[store.Hit]]:
-    """The query's embedding and the lexical half at once: the statement runs while the
-    model works, and its transaction ends before the vector is awaited, so no pooled
-    connection waits on an embedder (a slow provider, a queue behind an import batch).
-    A failed lexical half cancels the embedding; a recall of ``limit`` 0 embeds nothing."""
+) -> tuple[_Embedded, store.Candidates, list[store.Hit]]:
+    """The query's embedding and the lexical half at once, then the vector half.
+
+    The lexical statement runs while the model works. If the vector is there when it
+    is done (a lone recall: the statement takes longer than the model), the vector
+    half runs in the same transaction; otherwise the transaction ends first and the
+    vector half gets one of its own, so no pooled connection waits on an embedder (a
+    slow provider, a queue behind an import batch). A failed lexical half cancels the
+    embedding; a recall of ``limit`` 0 embeds nothing."""
     embedding = asyncio.ensure_future(_embed(lib, req.query if limit else "", mode))
     try:
-        lexical, fallback = await _lexical(lib, tenant_id, req, scope, wanted, limit, mode)
+        async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
+            lexical = await store.lexical_candidates(conn, tenant_id, scope, wanted)
+            fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
+            if embedding.done():
+                embedded = embedding.result()
+                vectors = dataclasses.replace(wanted, vector=embedded.vector)
+                found = await store.with_vectors(conn, tenant_id, scope, vectors, lexical)
+                return embedded, found, fallback
     except BaseException:
         embedding.cancel()
         await asyncio.gather(embedding, return_exceptions=True)
         raise
-    return await embedding, lexical, fallback
+    embedded = await embedding
+    vectors = dataclasses.replace(wanted, vector=embedded.vector)
+    return embedded, await _with_vectors(lib, tenant_id, scope, vectors, lexical), fallback
 
 
-async def _lexical(
+async def _fallback(
     lib: Library,
+    conn: Connection,
     tenant_id: TenantId,
     req: RecallRequest,
     scope: store.Scope,
-    wanted: store.Retrieval,
+    lexical: store.Lexical,
     limit: int,
     mode: candidate.Mode,
-) -> tuple[store.Lexical, list[store.Hit]]:
-    """The lexical half, and the LIKE fallback when full text found nothing."""
-    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
-        lexical = await store.lexical_candidates(conn, tenant_id, scope, wanted)
-        text_hits = [h for h in lexical.hits if h.channel == "memory_text"]
-        keyword_on = lib.settings.fts_enabled or mode == "cascade"
-        if limit and req.query.strip() and not text_hits and keyword_on:
-            return lexical, await _keyword_fallback(conn, tenant_id, req, scope, limit)
-    return lexical, []
+) -> list[store.Hit]:
+    """The LIKE fallback's rows when full text found nothing (else none)."""
+    text_hits = [h for h in lexical.hits if h.channel == "memory_text"]
+    keyword_on = lib.settings.fts_enabled or mode == "cascade"
+    if limit and req.query.strip() and not text_hits and keyword_on:
+        return await _keyword_fallback(conn, tenant_id, req, scope, limit)
+    return []
 
 
 async def _with_vectors(
