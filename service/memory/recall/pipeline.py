@@ -4,12 +4,12 @@ Retrieval is two statements (``db.recall``). The lexical one (full text, the poo
 size, the episode boundary, the profile, the calibrated gate) needs no query vector, so
 it runs while the query is being embedded; the vector one then adds the nearest rows
 and the lexical hits' stored cosines, in the same transaction when the vector is
-already there, else in one of its own (no connection waits on an embedder). The LIKE fallback costs a
-round trip more only when full text found nothing. Ranking is the pure
-modules of this package: the default ``hybrid`` mode fuses scores (``fusion``), reorders
-the head (``rerank``) and gates on matches (``gate``); the spec's rrf, rsf and cascade
-stay selectable (``CPERSONA_RECALL_MODE``). The library returns full content: previews
-and budgets belong to the MCP boundary.
+already there, else in one of its own (no connection waits on an embedder). The LIKE
+fallback costs a round trip more only when full text found nothing. Ranking is the
+pure modules of this package: the default ``hybrid`` mode fuses scores (``fusion``),
+reorders the head (``rerank``) and gates on matches (``gate``); the spec's rrf, rsf and
+cascade stay selectable (``CPERSONA_RECALL_MODE``). The library returns full content:
+previews and budgets belong to the MCP boundary.
 """
 
 from __future__ import annotations
