@@ -133,6 +133,12 @@ class EmbeddingBatcher:
     def dimension(self) -> int:
         return self._provider.dimension
 
+    @property
+    def busy(self) -> bool:
+        """Whether a provider call is running or texts are waiting: a text submitted now
+        would not start at once (callers use it to tell a loaded process from an idle one)."""
+        return bool(self._calls) or self._pending() > 0
+
     def lane(self, lane: Lane) -> EmbeddingProvider:
         """A provider view whose ``embed`` queues in ``lane``."""
         return _LaneView(self, lane)

@@ -74,6 +74,28 @@ async def test_after_a_shared_call_an_idle_batcher_waits_for_company() -> None:
     await batcher.aclose()
 
 
+async def test_a_batcher_is_busy_while_a_call_runs_or_texts_wait() -> None:
+    provider = Recording()
+    batcher = EmbeddingBatcher(provider, max_batch=1, window=0.0)
+    assert not batcher.busy
+    provider.gate.clear()
+    first = asyncio.ensure_future(batcher.embed(["first"]))
+    await asyncio.wait_for(provider.entered.wait(), WAIT)
+    assert batcher.busy  # a call runs
+    second = asyncio.ensure_future(batcher.embed(["second"]))
+    await asyncio.sleep(0)
+    assert batcher.busy
+    provider.gate.set()
+    await asyncio.wait_for(asyncio.gather(first, second), WAIT)
+
+    async def idle() -> None:  # the finished call is forgotten by its done callback
+        while batcher.busy:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(idle(), WAIT)
+    await batcher.aclose()
+
+
 async def test_batches_are_bounded_and_keep_the_input_order() -> None:
     provider = Recording()
     batcher = EmbeddingBatcher(provider, max_batch=4, window=0.0)
