@@ -72,6 +72,24 @@ class RecallRequest:
     paused: bool = False
 
 
+class _InFlight:
+    """How many recalls this process is running (a context manager counts one)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __enter__(self) -> None:
+        self.count += 1
+
+    def __exit__(self, *_: object) -> None:
+        self.count -= 1
+
+
+RUNNING = _InFlight()
+"""This process's recalls in flight: with company, the process is loaded and the lexical
+half does not overlap the embedding (``_retrieve``)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Embedded:
     vector: list[float] | None
@@ -267,7 +285,8 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = _scope(req)
     wanted = _retrieval(lib, req, depth, query_terms.build(req.query), mode)
-    embedded, found, fallback = await _retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
+    with RUNNING:
+        embedded, found, fallback = await _retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
     hits = found.hits + fallback
     notice = await _advisory(lib, tenant_id, found.meta, embedded)
     body: JsonObject = {"messages": []}
@@ -293,17 +312,17 @@ async def _retrieve(
 ) -> tuple[_Embedded, store.Candidates, list[store.Hit]]:
     """The query's embedding, the lexical half and the vector half.
 
-    When the embedder is idle, the lexical statement runs while the model works (the
-    model's time is hidden behind it). If the vector is there when it ends (a lone
+    When the process is otherwise idle, the lexical statement runs while the model
+    works (the model's time is hidden behind it). If the vector is there when it ends (a lone
     recall: the statement takes longer than the model), the vector half runs in the
     same transaction; otherwise the transaction ends first and the vector half gets one
     of its own, so no pooled connection waits on an embedder (a slow provider, a queue
-    behind an import batch). When the embedder is busy with other callers the process
-    is loaded, overlapping hides nothing, and that second transaction would only cost
-    throughput (8 clients: 6 %), so the query is embedded first and one transaction
-    runs both halves. A failed lexical half cancels the embedding; a recall of
+    behind an import batch). When other recalls are running or the embedder is busy,
+    the process is loaded: overlapping hides nothing there and cost 8 clients 6-15 % of
+    their throughput, so the query is embedded first and one transaction runs both
+    halves. A failed lexical half cancels the embedding; a recall of
     ``limit`` 0 embeds nothing."""
-    busy = _embedder_busy(lib)
+    busy = RUNNING.count > 1 or _embedder_busy(lib)
     embedding = asyncio.ensure_future(_embed(lib, req.query if limit else "", mode))
     try:
         if busy:  # loaded: the vector first, then one transaction for both halves
