@@ -1,9 +1,9 @@
-"""What a loaded corpus looks like to the service's recall statement.
+"""What a loaded corpus looks like to the service's recall statements.
 
-The recall statement is run exactly as the service runs it: the service's own db
-function builds the arguments (captured, for EXPLAIN) or executes it (the vector-channel
-check against brute force). The service is imported late, so a benchmark can point
-``sys.path`` at its code snapshot first.
+The recall statements are run exactly as the service runs them: the service's own db
+function builds the arguments and executes them (recorded as they run, for EXPLAIN; or
+read, for the vector-channel check against brute force). The service is imported late, so
+a benchmark can point ``sys.path`` at its code snapshot first.
 """
 
 from __future__ import annotations
