@@ -371,12 +371,14 @@ UNION ALL
 SELECT 'cosine', 'mem', m.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
        -(m.embedding::vector({dim}) <#> $6::vector({dim})), NULL, NULL, NULL, NULL, NULL
 FROM memories m
-WHERE m.tenant_id = $1 AND m.id = ANY ($9::text[]::bigint[]) AND m.embedding_dim = {dim}
+WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
+  AND m.id = ANY ($9::text[]::bigint[]) AND m.embedding_dim = {dim}
 UNION ALL
 SELECT 'cosine', 'ep', e.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
        -(e.embedding::vector({dim}) <#> $6::vector({dim})), NULL, NULL, NULL, NULL, NULL
 FROM episodes e
-WHERE e.tenant_id = $1 AND e.id = ANY ($10::text[]::bigint[]) AND e.embedding_dim = {dim}
+WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
+  AND e.id = ANY ($10::text[]::bigint[]) AND e.embedding_dim = {dim}
 
 -- bump_recall_stats --
 -- Credit the memories a recall returned (confidence scoring only, spec §3.9).
