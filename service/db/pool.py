@@ -59,14 +59,36 @@ analysed and rewrote its thirty-odd CTEs again (about 2 ms of a 10k recall)."""
 
 _ENTER = sql.QUERIES["enter_tenant"]
 _ENTER_CACHED = sql.QUERIES["enter_tenant_cached_plans"]
+_LEARN_ARRAY_CODECS = sql.QUERIES["learn_array_codecs"]
 _bulk: contextvars.ContextVar[bool] = contextvars.ContextVar("cpersona_bulk_lane", default=False)
 
 
 async def _init_connection(conn: asyncpg.Connection[asyncpg.Record]) -> None:
-    """Register codecs once per connection: jsonb as Python objects, vectors."""
+    """Register codecs once per connection: jsonb as Python objects, vectors, and the
+    array types the named queries use (:func:`_learn_array_codecs`)."""
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
     await conn.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
     await register_vector(conn)
+    await _learn_array_codecs(conn)
+
+
+async def _learn_array_codecs(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """Have asyncpg introspect the queries' array types now, in a transaction that rolls
+    back.
+
+    asyncpg learns a type it has no codec for on its first use, and switches ``jit`` off
+    and back on around that introspection with session-level ``set_config``. Inside a
+    committed tenant transaction that leaves ``jit`` set for the session, which behind
+    PgBouncer is whichever client gets the server connection next. The codec cache is
+    per client connection, so learning the types once here, and rolling the settings
+    back, keeps every later transaction free of it.
+    """
+    learning = conn.transaction()
+    await learning.start()
+    try:
+        await conn.prepare(_LEARN_ARRAY_CODECS)
+    finally:
+        await learning.rollback()
 
 
 class _PooledConnection(asyncpg.Connection):

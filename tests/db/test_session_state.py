@@ -20,7 +20,7 @@ import pytest
 from service.config import DbPooler, Settings
 from service.db import sql
 from service.db.pool import Database
-from service.memory import pauses, tenants
+from service.memory import contents, ledger, pauses, tenants
 from service.memory.library import Library
 from service.memory.memories import listing, store
 from service.memory.recall import pipeline
@@ -137,6 +137,9 @@ async def _tenant_work(db: Database, settings: Settings) -> None:
     await store.store(lib, tenant, store.StoreRequest("a", {"content": "a pooled fact"}))
     await listing.list_memories(lib, tenant, agent_id="a", project_id=None, limit=5)
     await pipeline.recall(lib, tenant, pipeline.RecallRequest("a", "pooled fact"))
+    await contents.get_contents(lib, tenant, "a", ["mem:1", "ep:1"])
+    offered = [ledger.Offered("mem", 1, 10, 2, True)]
+    await ledger.deliver(lib, tenant, "s", offered, budget=None, look_up=True)
     await pauses.pause(lib, tenant, ttl_seconds=60, by="test")
 
 
@@ -172,3 +175,27 @@ async def test_a_pooled_connection_keeps_no_session_state_after_tenant_work(
     else:  # asyncpg's statement cache: what PgBouncer 1.18 cannot carry between clients
         assert isinstance(prepared, int)
         assert prepared > 0
+
+
+@pytest.mark.parametrize("pooler", ["pgbouncer", "none"])
+async def test_no_named_query_makes_the_driver_set_session_state(
+    direct_database_url: str, pooler: DbPooler
+) -> None:
+    """asyncpg learns a type on first use with a session-level ``set_config('jit', ...)``.
+
+    Every named query is prepared (its parameter and result types learned) inside a
+    committed transaction, as the service's first use of it would be: no setting may be
+    left on the session. A query with an array type ``learn_array_codecs`` misses fails.
+    """
+    db = await Database(direct_database_url, min_size=1, max_size=1, pooler=pooler).open()
+    try:
+        async with db.admin_tx() as conn:
+            for statement in sql.QUERIES.values():
+                await conn.prepare(statement)
+        async with db.admin_conn() as conn:
+            left = await conn.fetch(
+                "SELECT name FROM pg_settings WHERE source = 'session' ORDER BY name"
+            )
+    finally:
+        await db.close()
+    assert [row["name"] for row in left] == []

@@ -35,3 +35,14 @@ SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
 -- ping --
 -- Liveness of the database connection.
 SELECT 1
+
+-- learn_array_codecs --
+-- Names every array type a named query binds or returns that asyncpg has no built-in
+-- codec for (text[] and oid[] it has). Prepared once per connection inside a
+-- transaction that rolls back (service/db/pool.py): asyncpg learns such a type by an
+-- introspection query it wraps in a session-level set_config('jit', ...), and rolling
+-- back undoes that, where a first use inside a committed tenant transaction would leave
+-- jit set on the server connection for whichever client PgBouncer hands it to next.
+-- tests/db/test_session_state.py fails when a named query uses a type missing here.
+SELECT NULL::bigint[], NULL::integer[], NULL::boolean[], NULL::double precision[],
+       NULL::bytea[], NULL::name[], NULL::timestamptz[], NULL::uuid[], NULL::vector[]

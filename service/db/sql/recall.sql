@@ -296,9 +296,8 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- ids, $11 stem queries and $12 their IDFs (in ``recall_lexical``'s order, so coverage
 -- sums alike), $13 phrase queries, all text[]; $14 any-word query of the simple vector
 -- text, $15 of the English vector text, $16 substring LIKE patterns text[].
--- Ids and IDFs travel as text (float8 text is exact: shortest round-trip digits):
--- text[] is the one array type asyncpg encodes without introspecting it, and its
--- introspection sets ``jit`` at session level, state PgBouncer would hand to others.
+-- Ids and IDFs travel back as the text ``recall_lexical`` wrote them (float8 text is
+-- exact: shortest round-trip digits), so no value is re-encoded on the way.
 WITH typing AS (
     SELECT $3::text, $4::text, $5::text, $8::int -- shape: typing
 ), agent AS (
