@@ -360,9 +360,8 @@ async def _fallback(
     mode: candidate.Mode,
 ) -> list[store.Hit]:
     """The LIKE fallback's rows when full text found nothing (else none)."""
-    text_hits = [h for h in lexical.hits if h.channel == "memory_text"]
     keyword_on = lib.settings.fts_enabled or mode == "cascade"
-    if limit and req.query.strip() and not text_hits and keyword_on:
+    if limit and req.query.strip() and not lexical.found_by("memory_text") and keyword_on:
         return await _keyword_fallback(conn, tenant_id, req, scope, limit)
     return []
 
@@ -376,7 +375,7 @@ async def _with_vectors(
 ) -> store.Candidates:
     """The vector half, in a transaction of its own; none without a searchable vector."""
     if not store.searches_vectors(wanted):
-        return store.Candidates(hits=lexical.hits, meta=lexical.meta)
+        return lexical.alone()
     async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
         return await store.with_vectors(conn, tenant_id, scope, wanted, lexical)
 
