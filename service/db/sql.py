@@ -5,6 +5,12 @@ comment lines (description and the ``$n`` legend) and the statement. Names are
 unique across all files. Only ``service/db/**/*.py`` reads this registry: one
 Python function per query, of the same name, in the module of the same path
 (``sql/health/records.sql`` pairs with ``db/health/records.py``).
+
+A block headed ``-- part: name --`` is not a query but text that the queries of the same
+file include where they write ``{part:name}`` (say, the scope CTEs two statements share,
+with the same ``$n``). It is written in at load time, before anything else, so the
+registry holds whole statements; a part no query includes, or an include of a part the
+file does not have, is an error.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import LiteralString
 
-_HEADER = re.compile(r"^-- ([a-z0-9_]+(?:\[dim\])?) --$", re.MULTILINE)
+_HEADER = re.compile(r"^-- ((?:part: )?[a-z0-9_]+(?:\[dim\])?) --$", re.MULTILINE)
+_PART = "part: "
+_INCLUDE = re.compile(r"\{part:([a-z0-9_]+)\}")
 VECTOR_DIMS = (384, 1536)
 """Embedding widths with an HNSW index (migration 0003). A query named ``name[dim]``
 exists once per width as ``name_<width>``, with ``{dim}`` replaced by that constant:
@@ -61,12 +69,50 @@ def shaped(statement: str, *, omit: frozenset[str], literals: Mapping[int, int])
     return "\n".join(out)
 
 
+def _with_parts(blocks: dict[str, str], parts: Mapping[str, str]) -> dict[str, str]:
+    """``blocks`` with every ``{part:name}`` replaced by that part's text."""
+    included: set[str] = set()
+
+    def include(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in parts:
+            raise ValueError(f"no part {name!r} in this file")
+        included.add(name)
+        return parts[name]
+
+    whole = {header: _INCLUDE.sub(include, body) for header, body in blocks.items()}
+    unused = sorted(parts.keys() - included)
+    if unused:
+        raise ValueError(f"part(s) {unused} included by no query")
+    return whole
+
+
+def _part_text(body: str) -> str:
+    """A part without its leading comment lines (its description)."""
+    lines = body.strip().split("\n")
+    while lines and lines[0].startswith("--"):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
 def parse_queries(text: str) -> dict[str, str]:
-    """Split one .sql file's text into {name: statement}."""
-    parts = _HEADER.split(text)
+    """Split one .sql file's text into {name: statement}, parts written in."""
+    pieces = _HEADER.split(text)
+    blocks: dict[str, str] = {}
+    parts: dict[str, str] = {}
+    for header, body in zip(pieces[1::2], pieces[2::2], strict=True):
+        if header.startswith(_PART):
+            name = header.removeprefix(_PART)
+            if name in parts:
+                raise ValueError(f"duplicate part name {name!r}")
+            parts[name] = _part_text(body)
+        elif header in blocks:
+            raise ValueError(f"duplicate query name {header!r}")
+        else:
+            blocks[header] = body.strip()
     queries: dict[str, str] = {}
-    for header, body in zip(parts[1::2], parts[2::2], strict=True):
-        for name, statement in _expand(header, body.strip()).items():
+    for header, body in _with_parts(blocks, parts).items():
+        for name, statement in _expand(header, body).items():
             if name in queries:
                 raise ValueError(f"duplicate query name {name!r}")
             queries[name] = statement

@@ -23,6 +23,30 @@ def test_parse_queries_rejects_duplicate_names() -> None:
         sql.parse_queries("-- a --\nSELECT 1\n-- a --\nSELECT 2\n")
 
 
+def test_a_part_is_written_into_the_queries_of_its_file_and_is_no_query() -> None:
+    text = (
+        "-- part: scope --\n-- what it is\nagent AS (SELECT $1)\n\n"
+        "-- one --\nWITH {part:scope} SELECT 1\n-- two[dim] --\nWITH {part:scope} SELECT {dim}\n"
+    )
+    parsed = sql.parse_queries(text)
+    assert parsed["one"] == "WITH agent AS (SELECT $1) SELECT 1"
+    assert parsed["two_384"] == "WITH agent AS (SELECT $1) SELECT 384"
+    assert "scope" not in parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("-- part: p --\nx\n-- one --\nSELECT 1\n", "included by no query"),
+        ("-- one --\nWITH {part:p} SELECT 1\n", "no part 'p'"),
+        ("-- part: p --\nx\n-- part: p --\ny\n-- one --\n{part:p}\n", "duplicate part"),
+    ],
+)
+def test_parts_that_are_unused_unknown_or_twice_are_refused(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        sql.parse_queries(text)
+
+
 def _legend_arity(statement: str) -> int:
     numbers = [int(n) for n in re.findall(r"\$(\d+)", statement)]
     return max(numbers, default=0)

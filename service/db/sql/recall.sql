@@ -1,3 +1,23 @@
+-- part: recall_scope --
+-- The scope CTEs both halves of a recall share (included as {part:recall_scope}): the
+-- agent, and its memories and episodes in the recall's project and channel. Project
+-- NULL = all, '' = the global pool, X = X plus the global pool; channel '' = no filter,
+-- C = C plus channel-less rows. $1 tenant_id uuid, $2 agent name text, $3 project_id
+-- text, $4 channel text.
+agent AS (
+    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+), scoped_memories AS NOT MATERIALIZED (
+    SELECT m.* FROM memories m
+    WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
+      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '') -- shape: project
+      AND ($4::text = '' OR m.channel = $4 OR m.channel = '') -- shape: channel
+), scoped_episodes AS NOT MATERIALIZED (
+    SELECT e.* FROM episodes e
+    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
+      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
+      AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
+)
+
 -- recall_lexical --
 -- The lexical half of a recall (spec §3.2), in one round trip that needs no query
 -- vector, so it runs while the query is being embedded: BM25 full text over memories
@@ -35,19 +55,7 @@
 -- float8, $16 BM25 weight of the English vector float8 (0 = no stemming)
 WITH typing AS (
     SELECT $3::text, $4::text, $5::text, $8::int, $14::int -- shape: typing
-), agent AS (
-    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
-), scoped_memories AS NOT MATERIALIZED (
-    SELECT m.* FROM memories m
-    WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '') -- shape: project
-      AND ($4::text = '' OR m.channel = $4 OR m.channel = '') -- shape: channel
-), scoped_episodes AS NOT MATERIALIZED (
-    SELECT e.* FROM episodes e
-    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
-      AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
-), words AS MATERIALIZED (
+), {part:recall_scope}, words AS MATERIALIZED (
     -- The query's terms per configuration: its words (simple) and their Snowball stems
     -- (english; none for an English stop word). Lexemes are cast, never parsed, into a
     -- tsquery, so a stem is not stemmed again and no input can make a tsquery invalid.
@@ -300,19 +308,7 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- exact: shortest round-trip digits), so no value is re-encoded on the way.
 WITH typing AS (
     SELECT $3::text, $4::text, $5::text, $8::int -- shape: typing
-), agent AS (
-    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
-), scoped_memories AS NOT MATERIALIZED (
-    SELECT m.* FROM memories m
-    WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '') -- shape: project
-      AND ($4::text = '' OR m.channel = $4 OR m.channel = '') -- shape: channel
-), scoped_episodes AS NOT MATERIALIZED (
-    SELECT e.* FROM episodes e
-    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
-      AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
-), vec_mem AS (
+), {part:recall_scope}, vec_mem AS (
     SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
     FROM scoped_memories m
     WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
