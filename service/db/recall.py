@@ -8,6 +8,7 @@ import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from service.db.pool import Connection
@@ -98,6 +99,10 @@ class FeatureTerms:
     any_english: str | None
 
 
+NO_COSINES: Mapping[tuple[str, int], float] = MappingProxyType({})
+"""The cosines of a recall whose vector half did not run: none."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Lexical:
     """The lexical half of a recall: its rows, the meta row, and the terms the vector
@@ -119,10 +124,8 @@ class Lexical:
         """The ids of the rows of ``kind`` ('mem' or 'ep'), as text (``recall_vectors``)."""
         return [str(r["id"]) for r in self.rows if r["kind"] == kind]
 
-    def hits(self, cosines: Mapping[tuple[str, int], float] | None = None) -> list[Hit]:
-        """The rows as hits, each with its cosine from ``cosines`` (None: no vector ran)."""
-        if cosines is None:
-            return [_hit(r, None) for r in self.rows]
+    def hits(self, cosines: Mapping[tuple[str, int], float] = NO_COSINES) -> list[Hit]:
+        """The rows as hits, each with its cosine from ``cosines`` (none: no vector ran)."""
         return [_hit(r, cosines.get((r["kind"], r["id"]))) for r in self.rows]
 
     def alone(self) -> Candidates:
