@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli import env_pair, write_json, write_results
-from bench.locomo_data import DEFAULT_DATA, LIMIT, Conversation, load, questions_of
+from bench.locomo_data import DEFAULT_DATA, LIMIT, Conversation, load, pooled, questions_of
 from bench.locomo_metrics import sharing_counts
 from bench.locomo_offline import offline_bm25, what_if
 from bench.locomo_probe import run_mode
@@ -46,7 +46,7 @@ DEFAULT_OUT = Path("bench/results/locomo.json")
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Load the data, run every mode (and the what-ifs); the JSON-ready results."""
     convs = args.conversations_given or load(args.data, args.conversations, args.questions)
-    return run_on(args, convs)
+    return run_on(args, [pooled(convs)] if args.pooled else convs)
 
 
 def run_on(args: argparse.Namespace, convs: Sequence[Conversation]) -> dict[str, Any]:
@@ -69,6 +69,7 @@ def run_on(args: argparse.Namespace, convs: Sequence[Conversation]) -> dict[str,
             "tune": args.tune,
             "recall50": args.r50,
             "data_name": args.data_name,
+            "pooled": args.pooled,
         },
         "code": args.code_id,
         "offline_bm25": {k: dataclasses.asdict(v) for k, v in offline_bm25(convs).items()},
@@ -115,6 +116,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--per-question", type=Path, help="also write each question's ranking here")
     add("--keep-data", action="store_true", help="keep the temporary data directories")
+    add(
+        "--pooled",
+        action="store_true",
+        help="store every conversation in one agent (the others' turns as distractors)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

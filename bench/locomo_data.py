@@ -16,6 +16,7 @@ from bench import quality
 from bench.harness import REPO_ROOT
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
+POOLED_AGENT = "pooled"
 LIMIT = 10  # every question is one recall of this many rows, scored at this depth
 
 
@@ -74,6 +75,27 @@ def conversation_of(sample: dict[str, Any], max_questions: int | None) -> Conver
                 )
             )
     return Conversation(sample["sample_id"], tuple(turns), tuple(questions[:max_questions]))
+
+
+def pooled(convs: Sequence[Conversation]) -> Conversation:
+    """Every conversation in one agent: the same questions against ``len(convs)`` times the
+    rows, the others' turns as distractors (turn ids become ``<sample>/<dia_id>``).
+
+    LoCoMo's agents hold 369-689 turns each, too few for the lexical channel's postings
+    budget or the vector channel's depth to bind; pooled, they bind as at a larger agent."""
+    turns = tuple(
+        dataclasses.replace(t, dia_id=f"{c.sample_id}/{t.dia_id}") for c in convs for t in c.turns
+    )
+    questions = tuple(
+        dataclasses.replace(
+            q,
+            sample_id=POOLED_AGENT,
+            number=number,
+            relevant=tuple(f"{q.sample_id}/{r}" for r in q.relevant),
+        )
+        for number, q in enumerate(questions_of(convs))
+    )
+    return Conversation(POOLED_AGENT, turns, questions)
 
 
 def read_samples(path: Path, conversations: int | None) -> list[dict[str, Any]]:

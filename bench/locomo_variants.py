@@ -65,6 +65,10 @@ ALTERNATIVES = (
     Variant("hybrid, no second stage", {"CPERSONA_RERANK_DEPTH": "0"}),
     Variant("hybrid, lexical weight 0.6", {"CPERSONA_HYBRID_LEXICAL_WEIGHT": "0.6"}),
     Variant("hybrid, lexical weight 0.3", {"CPERSONA_HYBRID_LEXICAL_WEIGHT": "0.3"}),
+    Variant("postings budget 2000", {"CPERSONA_RECALL_POSTINGS_BUDGET": "2000"}),
+    Variant("postings budget 1000", {"CPERSONA_RECALL_POSTINGS_BUDGET": "1000"}),
+    Variant("postings budget 500", {"CPERSONA_RECALL_POSTINGS_BUDGET": "500"}),
+    Variant("postings budget 250", {"CPERSONA_RECALL_POSTINGS_BUDGET": "250"}),
 )
 """The documented alternatives to the default and the choices around it (issue 9), run with
 the local embedder (lexical-only is mode ``none``, E5 mode ``local-e5``)."""

@@ -41,6 +41,23 @@ plan reads every vector back from TOAST: at 3,000 rows through MCP a recall took
 p50 against 30.8 ms with 1.1 (docs/benchmarks-throughput.md, "Planner costs")."""
 
 
+DEFAULT_POSTINGS_BUDGET: Final = 500
+"""Postings of the rarest query terms the lexical channel scores with BM25 in full: terms
+are taken rarest first while their rows add up to at most this many, and rows holding only
+commoner terms compete only when those rows are fewer than the lexical depth (one posting
+list then tops them up). It bounds a query's lexical cost at any corpus size.
+
+Chosen by quality on three benchmarks of different shapes, not by speed
+(docs/benchmarks-recall.md, "The postings budget"): from 2000 to 500, LoCoMo NDCG@10 went
+0.526 to 0.527, LoCoMo with all ten conversations in one agent 0.477 to 0.482, and the
+held-out FAQ set stayed at 0.688; 250 was better still on both LoCoMo shapes but cost the
+held-out set 0.012, so 500 (five times the hybrid lexical depth) is the smallest budget no
+benchmark loses on. A row that shares only a common word with the query is weak lexical
+evidence, and the gate keeps every lexical match, so fewer of them is no loss. At a
+10k-row agent the lexical statement's median fell from ~7.4 to ~4 ms
+(docs/benchmarks-throughput.md)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RecallSettings:
     # -- recall ranking
@@ -71,6 +88,10 @@ class RecallSettings:
     recall_depth: int = setting(0, "CPERSONA_RECALL_DEPTH", parse=parse_int(0, 1000))
     """Candidates per retriever; 0: the mode's own (hybrid 100, the spec's modes ``limit``)."""
     recall_vector_depth: int = setting(20, "CPERSONA_RECALL_VECTOR_DEPTH", parse=parse_int(1, 1000))
+    recall_postings_budget: int = setting(
+        DEFAULT_POSTINGS_BUDGET, "CPERSONA_RECALL_POSTINGS_BUDGET", parse=parse_int(1, 1_000_000)
+    )
+    """Postings of the rarest query terms BM25 scores in full (``DEFAULT_POSTINGS_BUDGET``)."""
     hnsw_ef_search: int = setting(
         DEFAULT_HNSW_EF_SEARCH, "CPERSONA_HNSW_EF_SEARCH", parse=parse_int(1, 1000)
     )

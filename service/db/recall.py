@@ -11,6 +11,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from service.config.recall import DEFAULT_POSTINGS_BUDGET
 from service.db.pool import Connection
 from service.db.sql import QUERIES, VECTOR_DIMS, shaped
 from service.models import TenantId
@@ -46,7 +47,7 @@ class Retrieval:
     confidence: bool = False
     vector_depth: int | None = None
     query: str = ""
-    budget: int = 2000
+    budget: int = DEFAULT_POSTINGS_BUDGET
     simple_weight: float = 0.5
     english_weight: float = 1.0
 

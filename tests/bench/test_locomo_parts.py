@@ -50,6 +50,20 @@ def test_load_reads_the_first_samples(tmp_path: Path) -> None:
     assert len(locomo_data.questions_of(locomo_data.load(path, None, 1))) == 2
 
 
+def test_pooled_puts_every_conversation_in_one_agent_with_distinct_ids() -> None:
+    convs = [locomo_data.conversation_of({**SAMPLE, "sample_id": s}, None) for s in ("a", "b")]
+    one = locomo_data.pooled(convs)
+    assert one.sample_id == locomo_data.POOLED_AGENT
+    assert [t.dia_id for t in one.turns][:4] == ["a/D1:1", "a/D1:2", "a/D2:1", "b/D1:1"]
+    assert len({t.dia_id for t in one.turns}) == 6
+    assert [(q.sample_id, q.number, q.relevant) for q in one.questions] == [
+        ("pooled", 0, ("a/D1:2",)),
+        ("pooled", 1, ("a/D2:1", "a/D1:1")),
+        ("pooled", 2, ("b/D1:2",)),
+        ("pooled", 3, ("b/D2:1", "b/D1:1")),
+    ]
+
+
 def test_variants_for_modes_tuning_and_names() -> None:
     assert [v.name for v in locomo_variants.variants_for("none", True, [])] == ["default", "deep"]
     tuned = locomo_variants.variants_for("local", True, [])

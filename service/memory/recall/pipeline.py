@@ -55,8 +55,6 @@ DEFAULT_LIMIT = 10
 HYBRID_DEPTH = 100
 """Lexical candidates of a hybrid recall when ``CPERSONA_RECALL_DEPTH`` is 0: deep enough
 that ``limit`` (at most 100) never changes which rows compete."""
-POSTINGS_BUDGET = 2000
-"""Postings of the rarest query terms that BM25 scores in full (``db.recall``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -163,7 +161,7 @@ def _retrieval(
         confidence=s.confidence_enabled,
         vector_depth=min(depth, s.recall_vector_depth) if mode == "hybrid" else None,
         query=req.query,
-        budget=POSTINGS_BUDGET,
+        budget=s.recall_postings_budget,
         english_weight=s.lexical_english_weight,
     )
 
