@@ -37,11 +37,13 @@ async def test_with_every_posting_in_the_budget_four_common_words_outscore_one_r
     lib: Library,
 ) -> None:
     recalled = await _recalled(lib, budget=2000)
-    assert recalled and all(text.startswith("ordinary") for text in recalled)
+    assert recalled
+    assert all(text.startswith("ordinary") for text in recalled)
 
 
 async def test_a_budget_of_the_rare_word_alone_scores_its_rows_only(lib: Library) -> None:
     """Budget 3: 'zephyr' (3 rows) fits and fills the depth of 3, so the rows of the
     common words are never read."""
     recalled = await _recalled(lib, budget=3)
-    assert recalled and all(text.startswith("zephyr") for text in recalled)
+    assert recalled
+    assert all(text.startswith("zephyr") for text in recalled)
