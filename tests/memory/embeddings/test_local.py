@@ -154,3 +154,39 @@ async def test_a_closed_provider_refuses_work() -> None:
     await local.aclose()
     with pytest.raises(EmbeddingError, match="closed"):
         await local.embed(["hello"])
+
+
+QUERIES = [
+    "When did Caroline go to the LGBTQ support group?",
+    "What does the user prefer to drink in the morning?",
+    "記憶服務はどこにありますか",
+    "deploy checklist for the payments service",
+]
+
+
+async def test_query_vectors_are_unit_vectors_close_to_the_stored_form(
+    provider: LocalEmbeddingProvider,
+) -> None:
+    stored = await provider.embed(QUERIES)
+    queries = await provider.embed_queries(QUERIES)
+    assert [len(vector) for vector in queries] == [384] * len(QUERIES)
+    for stored_vector, query_vector in zip(stored, queries, strict=True):
+        assert math.hypot(*query_vector) == pytest.approx(1.0, abs=1e-5)
+        assert _dot(stored_vector, query_vector) >= 0.98  # the same model, int8 products
+    assert _max_difference(stored, queries) > 1e-4  # the query form really ran
+
+
+async def test_the_query_form_keeps_related_above_unrelated(
+    provider: LocalEmbeddingProvider,
+) -> None:
+    (query,) = await provider.embed_queries(["Where is the cat sitting?"])
+    cat, revenue = await provider.embed(["The cat sat on the mat", "Quarterly revenue grew 5%"])
+    assert _dot(query, cat) > _dot(query, revenue) + 0.3
+
+
+async def test_a_query_vector_does_not_depend_on_the_queries_beside_it(
+    provider: LocalEmbeddingProvider,
+) -> None:
+    batched = await provider.embed_queries(QUERIES)
+    single = [(await provider.embed_queries([text]))[0] for text in QUERIES]
+    assert batched == single  # each query runs alone: its quantisation is its own
