@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import quality
-from bench.embed import embed
 from bench.locomo_data import LIMIT, Conversation, Question, Turn
 
 WHAT_IF_DEPTH = 100
@@ -105,32 +104,36 @@ def _top(docs: Any, queries: Any, turns: Sequence[Turn]) -> list[dict[str, float
     return out
 
 
-def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
-    """Exact cosine top-``WHAT_IF_DEPTH`` per question with the service's local model."""
+def _exact_scores(
+    provider: Any, turns: Sequence[Turn], questions: Sequence[Question]
+) -> list[dict[str, float]]:
+    """Exact cosine top-``WHAT_IF_DEPTH`` per question: turns in ``provider``'s stored form,
+    questions in its query form (as recall embeds them); closes ``provider``."""
     import numpy as np
 
-    vectors = np.asarray(
-        asyncio.run(embed([t.content for t in turns] + [q.text for q in questions]))
-    )
-    return _top(vectors[: len(turns)], vectors[len(turns) :], turns)
-
-
-def _e5_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
-    """The same with multilingual-e5-small (``passage:`` / ``query:``), when installed."""
-    from service.memory.embeddings.e5 import E5EmbeddingProvider
-
     async def both() -> tuple[list[list[float]], list[list[float]]]:
-        provider = E5EmbeddingProvider()
         try:
             docs = await provider.embed([t.content for t in turns])
             return docs, await provider.embed_queries([q.text for q in questions])
         finally:
             await provider.aclose()
 
-    import numpy as np
-
     docs, queries = asyncio.run(both())
     return _top(np.asarray(docs), np.asarray(queries), turns)
+
+
+def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
+    """The service's local model (MiniLM)."""
+    from service.memory.embeddings.local import LocalEmbeddingProvider
+
+    return _exact_scores(LocalEmbeddingProvider(), turns, questions)
+
+
+def _e5_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
+    """multilingual-e5-small (``passage:`` / ``query:``), when installed."""
+    from service.memory.embeddings.e5 import E5EmbeddingProvider
+
+    return _exact_scores(E5EmbeddingProvider(), turns, questions)
 
 
 def what_if(convs: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
