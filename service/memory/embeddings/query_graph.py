@@ -12,9 +12,9 @@ from the graph as shipped: only the query side, whose vectors are never stored, 
 form, and no stored vector changes.
 
 The weights are the shipped int8 values shifted to uint8 (`UINT8_ZERO`): exactly the same
-products. The rewrite touches only the pattern ``MatMul(x, Mul(Cast(W_int8), scale[1, N]))`` with a
-per-column scale; any other node is left as it is, and a graph without the pattern comes
-back unchanged in meaning.
+products. The rewrite touches only the pattern ``MatMul(x, Mul(Cast(W_int8), scale[1, N]))``
+(a per-column scale); any other node is left as it is, and a graph without the pattern
+comes back unchanged in meaning.
 """
 
 from __future__ import annotations
