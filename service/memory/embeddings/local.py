@@ -34,7 +34,7 @@ from tokenizers import Encoding, Tokenizer
 
 from service.memory.embeddings.base import check_vectors
 from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
-from service.memory.embeddings.query_graph import int8_matmul_graph
+from service.memory.embeddings.query_graph import query_form
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
@@ -72,7 +72,7 @@ class _Model:
     session: _Session
     """The graph as shipped: stored texts."""
     query_session: _Session
-    """The query form (`int8_matmul_graph`): recall queries."""
+    """The query form (`query_graph.query_form`): recall queries."""
     tokenizer: Tokenizer
 
 
@@ -225,7 +225,7 @@ class LocalEmbeddingProvider:
         model_bytes = read_verified(model_path, MODEL_SHA256)
         return _Model(
             session=_open_session(model_bytes),
-            query_session=_open_session(int8_matmul_graph(model_bytes)),
+            query_session=_open_session(query_form(model_bytes)),
             tokenizer=_open_tokenizer(tokenizer_bytes, MAX_TOKENS),
         )
 
