@@ -58,6 +58,11 @@ class OAuthSettings(PortabilitySettings):
     )
     """Client registrations one address may make per hour (and at once) per process; 0 =
     unlimited. ``/register`` takes no credential, so this bounds what a stranger can add."""
+    oauth_consent_attempts_per_hour: float = setting(
+        30.0, "CPERSONA_OAUTH_CONSENT_ATTEMPTS_PER_HOUR", parse=parse_float(0, 1_000_000)
+    )
+    """API keys one address, and one key prefix, may try on the consent page per hour (and
+    at once) per process; 0 = unlimited. The page checks keys, so this bounds guessing."""
 
     @property
     def oauth_mode(self) -> OAuthMode:

@@ -3,8 +3,9 @@
 Control plane (admin connections, like API keys): a presented code or token is looked
 up by its hash before the tenant is known. The ``New*`` records list their fields in
 the order of their query's ``$n`` legend; the row records are the queries' columns.
-Codes and refresh tokens are taken with ``DELETE ... RETURNING``, so two concurrent
-requests can never both use one.
+Codes and refresh tokens are used with ``UPDATE ... RETURNING`` on the live row only
+(a row lock), so two concurrent requests can never both use one; the used row is kept,
+so the loser's request is recognised as a replay and revokes the family.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class NewCode:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CodeRow:
-    """A consumed authorization code; ``usable``: unexpired and its key still valid."""
+    """A redeemed authorization code; ``usable``: unexpired and its key still valid."""
 
     tenant_id: uuid.UUID
     key_prefix: str
@@ -53,6 +54,7 @@ class CodeRow:
     code_challenge: str
     resource: str
     scope: str
+    family_id: uuid.UUID
     usable: bool
 
 
@@ -66,18 +68,31 @@ class NewToken:
     resource: str
     scope: str
     lifetime_seconds: float
+    family_id: uuid.UUID
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RefreshRow:
-    """A consumed refresh token; ``usable``: unexpired and its key still valid."""
+    """A rotated refresh token (the grant a new pair is issued for); ``usable``:
+    unexpired and its key still valid."""
 
     tenant_id: uuid.UUID
     key_prefix: str
     client_id: str
     resource: str
     scope: str
+    family_id: uuid.UUID
     usable: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RevokedFamily:
+    """The grant of a replayed code or refresh token, and how many tokens it lost."""
+
+    tenant_id: uuid.UUID
+    client_id: str
+    key_prefix: str
+    tokens_revoked: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -124,18 +139,28 @@ async def insert_oauth_code(conn: Connection, code: NewCode) -> None:
     await conn.execute(QUERIES["insert_oauth_code"], *dataclasses.astuple(code))
 
 
-async def take_oauth_code(conn: Connection, code_hash: bytes) -> CodeRow | None:
-    record = await conn.fetchrow(QUERIES["take_oauth_code"], code_hash)
+async def use_oauth_code(conn: Connection, code_hash: bytes) -> CodeRow | None:
+    record = await conn.fetchrow(QUERIES["use_oauth_code"], code_hash)
     return None if record is None else _row(CodeRow, record)
+
+
+async def revoke_code_family(conn: Connection, code_hash: bytes) -> RevokedFamily | None:
+    record = await conn.fetchrow(QUERIES["revoke_code_family"], code_hash)
+    return None if record is None else _row(RevokedFamily, record)
 
 
 async def insert_oauth_token(conn: Connection, token: NewToken) -> None:
     await conn.execute(QUERIES["insert_oauth_token"], *dataclasses.astuple(token))
 
 
-async def take_refresh_token(conn: Connection, token_hash: bytes) -> RefreshRow | None:
-    record = await conn.fetchrow(QUERIES["take_refresh_token"], token_hash)
+async def rotate_refresh_token(conn: Connection, token_hash: bytes) -> RefreshRow | None:
+    record = await conn.fetchrow(QUERIES["rotate_refresh_token"], token_hash)
     return None if record is None else _row(RefreshRow, record)
+
+
+async def revoke_refresh_family(conn: Connection, token_hash: bytes) -> RevokedFamily | None:
+    record = await conn.fetchrow(QUERIES["revoke_refresh_family"], token_hash)
+    return None if record is None else _row(RevokedFamily, record)
 
 
 async def access_token_for_auth(conn: Connection, token_hash: bytes) -> AccessRow | None:

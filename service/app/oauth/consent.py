@@ -5,7 +5,12 @@ out of frames and caches, send no referrer, and allow the form to post only to t
 page and to follow the redirect to the client's own redirect URI (Chromium applies
 ``form-action`` to the redirect that answers a form post). CSRF protection is a
 double-submit token: a random value in an ``HttpOnly; SameSite=Strict`` cookie and in a
-hidden field, compared in constant time on the post.
+hidden field, compared in constant time on the post. Served over https (a
+``CPERSONA_PUBLIC_URL`` of https, or a TLS request) the cookie is ``__Host-`` prefixed
+(``Secure``, ``Path=/``, no ``Domain``), so no sibling subdomain can plant or overwrite it.
+
+The ``form-action`` source of the redirect URI is re-serialised from its parsed origin
+(:func:`service.app.oauth.redirects.csp_source`), never copied from the URI.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ import secrets
 from collections.abc import Mapping
 from html import escape
 from string import Template
-from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from service.app.oauth.redirects import csp_source
+
 CSRF_COOKIE = "cpersona_oauth_csrf"
+HOST_PREFIX = "__Host-"
 CSRF_FIELD = "csrf"
 
 PAGE = Template("""<!doctype html>
@@ -49,13 +56,9 @@ $hidden
 def safe_headers(redirect_uri: str | None = None) -> dict[str, str]:
     """Headers of every page and redirect of the authorization endpoint."""
     targets = "'self'"
-    if redirect_uri:
-        parts = urlsplit(redirect_uri)
-        targets += (
-            f" {parts.scheme}://{parts.netloc}"
-            if parts.scheme in ("http", "https")
-            else f" {parts.scheme}:"
-        )
+    source = csp_source(redirect_uri) if redirect_uri else None
+    if source is not None:
+        targets += f" {source}"
     return {
         "content-security-policy": (
             "default-src 'none'; style-src 'unsafe-inline'; "
@@ -68,8 +71,13 @@ def safe_headers(redirect_uri: str | None = None) -> dict[str, str]:
     }
 
 
-def csrf_valid(request: Request, presented: str) -> bool:
-    cookie = request.cookies.get(CSRF_COOKIE, "")
+def cookie_name(secure: bool) -> str:
+    """The CSRF cookie's name: ``__Host-`` prefixed when served over https."""
+    return HOST_PREFIX + CSRF_COOKIE if secure else CSRF_COOKIE
+
+
+def csrf_valid(request: Request, presented: str, secure: bool) -> bool:
+    cookie = request.cookies.get(cookie_name(secure), "")
     return bool(cookie) and hmac.compare_digest(cookie.encode(), presented.encode())
 
 
@@ -78,11 +86,15 @@ def page(
     client_name: str,
     fields: Mapping[str, str],
     *,
+    secure: bool,
     error: str = "",
     status: int = 200,
+    headers: Mapping[str, str] | None = None,
 ) -> HTMLResponse:
-    """The consent form carrying the authorization request in hidden fields."""
-    token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+    """The consent form carrying the authorization request in hidden fields (``secure``:
+    served over https, see :func:`cookie_name`)."""
+    name = cookie_name(secure)
+    token = request.cookies.get(name) or secrets.token_urlsafe(32)
     hidden = "\n".join(
         f'<input type="hidden" name="{escape(name)}" value="{escape(value)}">'
         for name, value in {**fields, CSRF_FIELD: token}.items()
@@ -94,23 +106,29 @@ def page(
         hidden=hidden,
         error=f'<p class="error" role="alert">{escape(error)}</p>' if error else "",
     )
-    response = HTMLResponse(body, status, headers=safe_headers(fields.get("redirect_uri")))
+    all_headers = {**safe_headers(fields.get("redirect_uri")), **(headers or {})}
+    response = HTMLResponse(body, status, headers=all_headers)
     response.set_cookie(
-        CSRF_COOKIE,
+        name,
         token,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
-        path=request.url.path,
+        secure=secure,
+        path="/" if secure else request.url.path,
     )
     return response
 
 
-def error_page(message: str, status: int = 400) -> HTMLResponse:
-    """A request that cannot be sent back to the client (unknown client or redirect URI)."""
+def error_page(message: str, status: int = 400, back: str = "") -> HTMLResponse:
+    """An authorization request answered on this server's own page, not at the client's
+    redirect URI: one that cannot go back (unknown client or redirect URI) or that is
+    invalid (RFC 9700 section 4.11: no automatic redirect to a URI anyone may register).
+    ``back``: the client's redirect URI with the error, offered as a link the person may
+    follow."""
+    link = f'<p><a href="{escape(back)}">Return to the application</a></p>' if back else ""
     body = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorization '
         f"failed</title></head><body><h1>Authorization failed</h1><p>{escape(message)}</p>"
-        "</body></html>"
+        f"{link}</body></html>"
     )
     return HTMLResponse(body, status, headers=safe_headers())

@@ -19,7 +19,7 @@ import json
 import math
 import time
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from mcp.shared.auth import OAuthClientMetadata
 from pydantic import ValidationError
@@ -27,15 +27,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from service.app.admission import RateBuckets
-from service.app.oauth import forms
+from service.app.oauth import audit, forms
 from service.app.oauth.authorize import same_resource
+from service.app.oauth.redirects import MAX_URIS, redirect_uri_problem
 from service.memory.library import Library
 from service.memory.oauth import OAuthRefusal, server
 
 NO_STORE: Final = {"cache-control": "no-store", "pragma": "no-cache"}
 AUTH_METHODS: Final = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES: Final = frozenset({"authorization_code", "refresh_token"})
-LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 
 
 def refusal(error: str, description: str, status: int = 400) -> Response:
@@ -79,7 +79,9 @@ async def client_request(
         return unreadable.response
     client = await authenticated_client(lib, request, form)
     if client is None:
-        return refusal("invalid_client", "unknown client or wrong client secret", 401)
+        refused = OAuthRefusal("invalid_client", "unknown client or wrong client secret")
+        audit.token_refused(request, refused, form)
+        return refusal(refused.error, refused.description, 401)
     return form, client
 
 
@@ -98,15 +100,10 @@ class TokenEndpoint:
         if isinstance(authenticated, Response):
             return authenticated
         form, client = authenticated
-        grant_type = form.get("grant_type", "")
-        if grant_type not in GRANT_TYPES or grant_type not in client.grant_types:
-            return refusal("unsupported_grant_type", "use authorization_code or refresh_token")
-        resource = form.get("resource")
-        if resource is not None and not same_resource(resource, self.resource):
-            return refusal("invalid_target", f"this server's resource is {self.resource}")
         try:
-            tokens = await self._grant(grant_type, form, client.client_id)
+            tokens = await self._grant(form, client)
         except OAuthRefusal as refused:
+            audit.token_refused(request, refused, {**form, "client_id": client.client_id})
             return refusal(refused.error, refused.description)
         body: dict[str, Any] = {
             "access_token": tokens.access_token,
@@ -118,7 +115,14 @@ class TokenEndpoint:
             body["scope"] = tokens.scope
         return JSONResponse(body, 200, NO_STORE)
 
-    async def _grant(self, grant_type: str, form: dict[str, str], client_id: str) -> server.Tokens:
+    async def _grant(self, form: dict[str, str], client: server.Client) -> server.Tokens:
+        """The tokens of a token request of ``client``; OAuthRefusal saying why not."""
+        grant_type, client_id = form.get("grant_type", ""), client.client_id
+        if grant_type not in GRANT_TYPES or grant_type not in client.grant_types:
+            raise OAuthRefusal("unsupported_grant_type", "use authorization_code or refresh_token")
+        resource = form.get("resource")
+        if resource is not None and not same_resource(resource, self.resource):
+            raise OAuthRefusal("invalid_target", f"this server's resource is {self.resource}")
         if grant_type == "refresh_token":
             token = form.get("refresh_token", "")
             return await server.refresh(self._lib.db, token, client_id, None, self.lifetimes)
@@ -134,22 +138,12 @@ class TokenEndpoint:
         return await server.redeem_code(self._lib.db, exchange, self.lifetimes)
 
 
-def redirect_uri_problem(uri: str) -> str | None:
-    """OAuth 2.1: https, http only on loopback, or an app's private scheme; no fragment."""
-    parts = urlsplit(uri)
-    if parts.fragment or not parts.scheme:
-        return f"redirect URI {uri!r} must be absolute and have no fragment"
-    if parts.scheme in ("javascript", "data", "file", "vbscript"):
-        return f"redirect URI scheme {parts.scheme!r} is not allowed"
-    if parts.scheme == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
-        return f"redirect URI {uri!r}: plain http is allowed only on a loopback address"
-    return None
-
-
 def registration_problem(raw: Any, metadata: OAuthClientMetadata) -> str | None:
     uris = raw.get("redirect_uris") if isinstance(raw, dict) else None
     if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
         return "redirect_uris must be a list of URIs"
+    if not 1 <= len(uris) <= MAX_URIS:
+        return f"redirect_uris must list 1 to {MAX_URIS} URIs"
     for uri in uris:
         problem = redirect_uri_problem(uri)
         if problem is not None:
@@ -215,10 +209,12 @@ class RegisterEndpoint:
         except forms.Unreadable as unreadable:
             return unreadable.response
         except (ValueError, ValidationError) as error:
-            message = str(error).splitlines()[0]
-            return refusal("invalid_client_metadata", f"not valid client metadata: {message}")
+            message = f"not valid client metadata: {str(error).splitlines()[0]}"
+            audit.registration_refused(request, message)
+            return refusal("invalid_client_metadata", message)
         problem = registration_problem(raw, metadata)
         if problem is not None:
+            audit.registration_refused(request, problem)
             return refusal("invalid_client_metadata", problem)
         document = metadata.model_dump(mode="json", exclude_none=True)
         method = metadata.token_endpoint_auth_method or "client_secret_basic"
@@ -226,6 +222,7 @@ class RegisterEndpoint:
         client_id, secret = await server.register_client(
             self._lib.db, document, confidential=method != "none"
         )
+        audit.registered(request, client_id, document)
         answer = {**document, "client_id": client_id, "client_id_issued_at": int(time.time())}
         if secret is not None:
             answer.update(client_secret=secret, client_secret_expires_at=0)

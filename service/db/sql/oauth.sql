@@ -17,43 +17,90 @@ INSERT INTO oauth_codes (tenant_id, code_hash, client_id, key_prefix, redirect_u
                          code_challenge, resource, scope, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
 
--- take_oauth_code --
--- Consume an authorization code (single use: the row is gone whatever the outcome), with
--- whether it and the key it was issued from are still valid.
+-- use_oauth_code --
+-- Redeem an authorization code once: it is marked used (whatever the outcome of the
+-- request) and given the family its tokens will carry; its expiry moves to now, so no
+-- other reader takes it for a live code. The row is kept to detect a replay. With whether
+-- it was unexpired and the key it was issued from is still valid. No row: unknown or used.
 -- $1 code_hash bytea
-WITH taken AS (
-    DELETE FROM oauth_codes WHERE code_hash = $1
-    RETURNING tenant_id, key_prefix, client_id, redirect_uri, code_challenge, resource, scope,
-              expires_at
+WITH pending AS (
+    SELECT tenant_id, code_hash, expires_at FROM oauth_codes
+    WHERE code_hash = $1 AND used_at IS NULL
+    FOR UPDATE
+), used AS (
+    UPDATE oauth_codes c
+    SET used_at = now(), expires_at = least(c.expires_at, now()),
+        family_id = gen_random_uuid()
+    FROM pending p
+    WHERE c.tenant_id = p.tenant_id AND c.code_hash = p.code_hash
+    RETURNING c.tenant_id, c.key_prefix, c.client_id, c.redirect_uri, c.code_challenge,
+              c.resource, c.scope, c.family_id, p.expires_at AS was_expiring
 )
-SELECT taken.tenant_id, taken.key_prefix, taken.client_id, taken.redirect_uri,
-       taken.code_challenge, taken.resource, taken.scope,
-       taken.expires_at > now() AND k.revoked_at IS NULL
+SELECT used.tenant_id, used.key_prefix, used.client_id, used.redirect_uri,
+       used.code_challenge, used.resource, used.scope, used.family_id,
+       used.was_expiring > now() AND k.revoked_at IS NULL
            AND (k.expires_at IS NULL OR k.expires_at > now()) AS usable
-FROM taken
-JOIN api_keys k ON k.tenant_id = taken.tenant_id AND k.prefix = taken.key_prefix
+FROM used
+JOIN api_keys k ON k.tenant_id = used.tenant_id AND k.prefix = used.key_prefix
+
+-- revoke_code_family --
+-- A redeemed code presented again: every token issued from it (its family, rotations
+-- included) is deleted. One row naming the grant when the code was a used one.
+-- $1 code_hash bytea
+WITH replayed AS (
+    SELECT tenant_id, family_id, client_id, key_prefix FROM oauth_codes
+    WHERE code_hash = $1 AND used_at IS NOT NULL
+), revoked AS (
+    DELETE FROM oauth_tokens o USING replayed r
+    WHERE o.tenant_id = r.tenant_id AND o.family_id = r.family_id
+    RETURNING o.token_hash
+)
+SELECT r.tenant_id, r.client_id, r.key_prefix,
+       (SELECT count(*) FROM revoked)::int AS tokens_revoked
+FROM replayed r
 
 -- insert_oauth_token --
--- Store an access or refresh token's hash.
+-- Store an access or refresh token's hash, in its family.
 -- $1 tenant_id uuid, $2 token_hash bytea, $3 kind text, $4 key_prefix text, $5 client_id text,
--- $6 resource text, $7 scope text, $8 lifetime_seconds float8
+-- $6 resource text, $7 scope text, $8 lifetime_seconds float8, $9 family_id uuid
 INSERT INTO oauth_tokens (tenant_id, token_hash, kind, key_prefix, client_id, resource, scope,
-                          expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
+                          expires_at, family_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), $9)
 
--- take_refresh_token --
--- Consume a refresh token (rotation: each is exchanged once), with whether it and the key it
--- was issued from are still valid.
+-- rotate_refresh_token --
+-- Exchange a refresh token once (rotation): it becomes kind 'rotated', kept until it would
+-- have expired so that its reuse is detected; a token issued before families gets one now.
+-- With whether it and the key it was issued from are still valid. No row: unknown or used.
 -- $1 token_hash bytea
-WITH taken AS (
-    DELETE FROM oauth_tokens WHERE token_hash = $1 AND kind = 'refresh'
-    RETURNING tenant_id, key_prefix, client_id, resource, scope, expires_at
+WITH rotated AS (
+    UPDATE oauth_tokens SET kind = 'rotated', rotated_at = now(),
+                            family_id = coalesce(family_id, gen_random_uuid())
+    WHERE token_hash = $1 AND kind = 'refresh'
+    RETURNING tenant_id, key_prefix, client_id, resource, scope, family_id, expires_at
 )
-SELECT taken.tenant_id, taken.key_prefix, taken.client_id, taken.resource, taken.scope,
-       taken.expires_at > now() AND k.revoked_at IS NULL
+SELECT rotated.tenant_id, rotated.key_prefix, rotated.client_id, rotated.resource,
+       rotated.scope, rotated.family_id,
+       rotated.expires_at > now() AND k.revoked_at IS NULL
            AND (k.expires_at IS NULL OR k.expires_at > now()) AS usable
-FROM taken
-JOIN api_keys k ON k.tenant_id = taken.tenant_id AND k.prefix = taken.key_prefix
+FROM rotated
+JOIN api_keys k ON k.tenant_id = rotated.tenant_id AND k.prefix = rotated.key_prefix
+
+-- revoke_refresh_family --
+-- A rotated refresh token presented again: every token of its family is deleted (access
+-- tokens too, so they are refused on the next request). One row naming the grant when
+-- the token was a rotated one.
+-- $1 token_hash bytea
+WITH reused AS (
+    SELECT tenant_id, family_id, client_id, key_prefix FROM oauth_tokens
+    WHERE token_hash = $1 AND kind = 'rotated'
+), revoked AS (
+    DELETE FROM oauth_tokens o USING reused r
+    WHERE o.tenant_id = r.tenant_id AND o.family_id = r.family_id
+    RETURNING o.token_hash
+)
+SELECT r.tenant_id, r.client_id, r.key_prefix,
+       (SELECT count(*) FROM revoked)::int AS tokens_revoked
+FROM reused r
 
 -- access_token_for_auth --
 -- The caller of a presented access token: its key's grants, tool set, tenant and validity
@@ -82,6 +129,8 @@ WHERE r.kind = 'refresh' AND o.kind = 'access' AND o.client_id = $2
   AND o.tenant_id = r.tenant_id AND o.key_prefix = r.key_prefix
 
 -- delete_expired_oauth --
--- Drop codes and tokens that expired more than a day ago (run when a code is issued).
+-- Drop codes and tokens that expired more than a day ago (run when a code is issued): a
+-- used code's replay is detected for a day, a rotated token's reuse until a day after it
+-- would have expired.
 WITH codes AS (DELETE FROM oauth_codes WHERE expires_at < now() - interval '1 day')
 DELETE FROM oauth_tokens WHERE expires_at < now() - interval '1 day'

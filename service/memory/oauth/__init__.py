@@ -9,6 +9,9 @@ unchanged. Transport (routes, pages, metadata documents) is in ``service.app.oau
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
+
 
 class OAuthRefusal(Exception):
     """An OAuth error response: ``error`` is the RFC 6749 code, ``description`` says why."""
@@ -16,6 +19,27 @@ class OAuthRefusal(Exception):
     def __init__(self, error: str, description: str) -> None:
         super().__init__(f"{error}: {description}")
         self.error, self.description = error, description
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplayedGrant:
+    """Whose grant a replay revoked: for the audit line (no secret in it)."""
+
+    grant: str
+    tenant_id: uuid.UUID
+    client_id: str
+    key_prefix: str
+
+
+class GrantReplayed(OAuthRefusal):
+    """A used authorization code or a rotated refresh token was presented again: the
+    whole family of tokens issued from that grant was revoked (``tokens_revoked``).
+    Answered ``invalid_grant`` like any dead grant; the boundary logs ``replayed``."""
+
+    def __init__(self, replayed: ReplayedGrant, tokens_revoked: int) -> None:
+        what = replayed.grant.replace("_", " ")
+        super().__init__("invalid_grant", f"the {what} was already used; its tokens are revoked")
+        self.replayed, self.tokens_revoked = replayed, tokens_revoked
 
 
 class TokenRejected(Exception):

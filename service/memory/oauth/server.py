@@ -7,6 +7,13 @@ next request. Codes, tokens and client secrets are 256-bit random strings stored
 SHA-256 hashes (no stretching needed at that entropy). Codes are single use and expire
 after ``CODE_SECONDS``; a refresh token is exchanged once (rotation); PKCE is S256 only;
 redirect URIs are compared as exact strings.
+
+Every token issued from one code, and every pair rotated from them, is one *family*.
+Used codes and rotated refresh tokens are kept (as hashes), so presenting one again is
+recognised as a replay: one of the two holders is not the client, and which one cannot
+be told, so the whole family is revoked and :class:`GrantReplayed` raised (OAuth 2.1
+section 4.3.1, RFC 9700 sections 2.2.2 and 4.14.2). The use, the checks and the new
+tokens are one transaction, so a concurrent replay waits for the tokens it revokes.
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ from collections.abc import Sequence
 from typing import Any, Final, cast
 
 from service.db import oauth as store
-from service.db.pool import Database
+from service.db.pool import Connection, Database
 from service.memory import tenants
-from service.memory.oauth import OAuthRefusal
+from service.memory.oauth import GrantReplayed, OAuthRefusal, ReplayedGrant
 from service.models import Caller, Permission, TenantId
 
 CODE_SECONDS: Final = 120.0
@@ -149,63 +156,111 @@ async def issue_code(db: Database, caller: Caller, consent: Consent) -> str:
     return code
 
 
-def _check_code(row: store.CodeRow | None, exchange: CodeExchange) -> store.CodeRow:
-    if row is None or row.client_id != exchange.client_id or not row.usable:
-        raise OAuthRefusal("invalid_grant", "the authorization code is unknown, used or expired")
+def _check_code(row: store.CodeRow, exchange: CodeExchange) -> OAuthRefusal | None:
+    """Why a redeemed code gives no tokens to ``exchange``, or None."""
+    if row.client_id != exchange.client_id or not row.usable:
+        return OAuthRefusal("invalid_grant", "the authorization code is unknown, used or expired")
     if exchange.redirect_uri is not None and exchange.redirect_uri != row.redirect_uri:
-        raise OAuthRefusal("invalid_grant", "redirect_uri differs from the authorization request")
+        return OAuthRefusal("invalid_grant", "redirect_uri differs from the authorization request")
     if not hmac.compare_digest(s256(exchange.code_verifier), row.code_challenge):
-        raise OAuthRefusal("invalid_grant", "code_verifier does not match the code_challenge")
+        return OAuthRefusal("invalid_grant", "code_verifier does not match the code_challenge")
     if exchange.resource is not None and exchange.resource != row.resource:
-        raise OAuthRefusal("invalid_target", "resource differs from the authorization request")
-    return row
+        return OAuthRefusal("invalid_target", "resource differs from the authorization request")
+    return None
+
+
+def _replayed(grant: str, family: store.RevokedFamily | None, unknown: str) -> OAuthRefusal:
+    """The refusal of a code or refresh token that is not live: a replay when it was
+    used (its family is revoked by then), else unknown or expired."""
+    if family is None:
+        return OAuthRefusal("invalid_grant", unknown)
+    replayed = ReplayedGrant(grant, family.tenant_id, family.client_id, family.key_prefix)
+    return GrantReplayed(replayed, family.tokens_revoked)
+
+
+def _grant_of(code: store.CodeRow) -> store.RefreshRow:
+    """The grant a valid code's tokens are issued for (the family its redemption began)."""
+    return store.RefreshRow(
+        code.tenant_id, code.key_prefix, code.client_id, code.resource, code.scope,
+        code.family_id, usable=True,
+    )  # fmt: skip
 
 
 async def redeem_code(db: Database, exchange: CodeExchange, lifetimes: Lifetimes) -> Tokens:
-    """Exchange a code for tokens; the code is consumed even when the request is refused."""
+    """Exchange a code for tokens of a new family. The code is used even when the request
+    is refused; a used code presented again revokes its family (GrantReplayed)."""
+    code_hash = _hash(exchange.code)
     async with db.admin_tx() as conn:
-        row = await store.take_oauth_code(conn, _hash(exchange.code))
-    row = _check_code(row, exchange)
-    grant = store.RefreshRow(
-        row.tenant_id, row.key_prefix, row.client_id, row.resource, row.scope, True
-    )
-    return await _issue_tokens(db, grant, lifetimes)
+        row = await store.use_oauth_code(conn, code_hash)
+        if row is None:
+            family = await store.revoke_code_family(conn, code_hash)
+            outcome: Tokens | OAuthRefusal = _replayed(
+                "authorization_code", family, "the authorization code is unknown, used or expired"
+            )
+        else:
+            outcome = _check_code(row, exchange) or await _issue_tokens(
+                conn, _grant_of(row), lifetimes
+            )
+    if isinstance(outcome, OAuthRefusal):
+        raise outcome
+    return outcome
+
+
+def _check_refresh(
+    row: store.RefreshRow, client_id: str, resource: str | None
+) -> OAuthRefusal | None:
+    if row.client_id != client_id or not row.usable:
+        return OAuthRefusal("invalid_grant", "the refresh token is unknown, used or expired")
+    if resource is not None and resource != row.resource:
+        return OAuthRefusal("invalid_target", "resource differs from the one the token is for")
+    return None
 
 
 async def refresh(
     db: Database, refresh_token: str, client_id: str, resource: str | None, lifetimes: Lifetimes
 ) -> Tokens:
-    """A new token pair for a refresh token, which is consumed (rotation)."""
+    """A new token pair of the same family for a refresh token, which is rotated (kept,
+    never exchanged again); a rotated token presented again revokes its family
+    (GrantReplayed)."""
+    token_hash = _hash(refresh_token)
     async with db.admin_tx() as conn:
-        row = await store.take_refresh_token(conn, _hash(refresh_token))
-    if row is None or row.client_id != client_id or not row.usable:
-        raise OAuthRefusal("invalid_grant", "the refresh token is unknown, used or expired")
-    if resource is not None and resource != row.resource:
-        raise OAuthRefusal("invalid_target", "resource differs from the one the token is for")
-    return await _issue_tokens(db, row, lifetimes)
+        row = await store.rotate_refresh_token(conn, token_hash)
+        if row is None:
+            family = await store.revoke_refresh_family(conn, token_hash)
+            outcome: Tokens | OAuthRefusal = _replayed(
+                "refresh_token", family, "the refresh token is unknown, used or expired"
+            )
+        else:
+            outcome = _check_refresh(row, client_id, resource) or await _issue_tokens(
+                conn, row, lifetimes
+            )
+    if isinstance(outcome, OAuthRefusal):
+        raise outcome
+    return outcome
 
 
-async def _issue_tokens(db: Database, grant: store.RefreshRow, lifetimes: Lifetimes) -> Tokens:
+async def _issue_tokens(conn: Connection, grant: store.RefreshRow, lifetimes: Lifetimes) -> Tokens:
+    """A new access and refresh token of ``grant``'s family (in the caller's transaction)."""
     access = ACCESS_PREFIX + secrets.token_urlsafe(32)
     refresh_token = REFRESH_PREFIX + secrets.token_urlsafe(32)
-    async with db.admin_tx() as conn:
-        for kind, token, seconds in (
-            ("access", access, lifetimes.access_seconds),
-            ("refresh", refresh_token, lifetimes.refresh_seconds),
-        ):
-            await store.insert_oauth_token(
-                conn,
-                store.NewToken(
-                    tenant_id=grant.tenant_id,
-                    token_hash=_hash(token),
-                    kind=kind,
-                    key_prefix=grant.key_prefix,
-                    client_id=grant.client_id,
-                    resource=grant.resource,
-                    scope=grant.scope,
-                    lifetime_seconds=seconds,
-                ),
-            )
+    for kind, token, seconds in (
+        ("access", access, lifetimes.access_seconds),
+        ("refresh", refresh_token, lifetimes.refresh_seconds),
+    ):
+        await store.insert_oauth_token(
+            conn,
+            store.NewToken(
+                tenant_id=grant.tenant_id,
+                token_hash=_hash(token),
+                kind=kind,
+                key_prefix=grant.key_prefix,
+                client_id=grant.client_id,
+                resource=grant.resource,
+                scope=grant.scope,
+                lifetime_seconds=seconds,
+                family_id=grant.family_id,
+            ),
+        )
     return Tokens(access, refresh_token, int(lifetimes.access_seconds), grant.scope)
 
 

@@ -9,13 +9,18 @@ no redirects followed); ``tests/app/oauth/browser.py`` does it with headless Chr
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import dataclasses
+import hashlib
 import html
 import re
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.client import Client
@@ -136,3 +141,65 @@ class OAuthSession:
     def access_token(self) -> str:
         assert self.storage.tokens is not None
         return self.storage.tokens.access_token
+
+
+def pkce() -> tuple[str, str]:
+    """A PKCE (verifier, S256 challenge) pair."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+async def register(http: httpx.AsyncClient, served: Served, **extra: Any) -> dict[str, Any]:
+    """Register a public client (``extra`` overrides the metadata); its registration."""
+    metadata = {
+        "client_name": "test client",
+        "redirect_uris": [CALLBACK],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+        **extra,
+    }
+    answer = await http.post(f"{served.base_url}/register", json=metadata)
+    assert answer.status_code == 201, answer.text
+    registered: dict[str, Any] = answer.json()
+    return registered
+
+
+def authorize_query(served: Served, client_id: str, challenge: str) -> dict[str, str]:
+    """The query of a valid authorization request of ``client_id`` to CALLBACK."""
+    return {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": CALLBACK,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "st4te",
+        "resource": served.mcp_url,
+    }
+
+
+async def approve(http: httpx.AsyncClient, served: Served, client_id: str, key: str) -> Grant:
+    """Run /authorize by hand (the page, then the post with ``key``) and redeem the code."""
+    verifier, challenge = pkce()
+    url = f"{served.base_url}/authorize"
+    page = await http.get(url, params=authorize_query(served, client_id, challenge))
+    assert page.status_code == 200, page.text
+    answer = await http.post(
+        url, data={**hidden_fields(page.text), "api_key": key, "decision": "approve"}
+    )
+    assert answer.status_code == 302, answer.text
+    code = code_from_redirect(answer.headers["location"]).code
+    form = {"grant_type": "authorization_code", "client_id": client_id, "code": code,
+            "redirect_uri": CALLBACK, "code_verifier": verifier}  # fmt: skip
+    tokens = await http.post(f"{served.base_url}/token", data=form)
+    assert tokens.status_code == 200, tokens.text
+    return Grant(form, tokens.json()["access_token"], tokens.json()["refresh_token"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Grant:
+    """A redeemed code: the token request that redeemed it and the tokens it got."""
+
+    redemption: dict[str, str]
+    access_token: str
+    refresh_token: str
