@@ -176,11 +176,12 @@ class AuthorizeEndpoint:
         return redirect(checked, self.issuer, code=code)
 
     def _throttled(self, request: Request, checked: Checked, pasted: str, wait: int) -> Response:
-        """The consent page again, 429 with Retry-After; one log line per address and
-        interval (a script hammering the page does not flood the log)."""
-        suppressed = throttled("oauth_consent_throttled", audit.address(request))
+        """The consent page again, 429 with Retry-After; one log line per address, client
+        and interval (a script hammering the page does not flood the log)."""
+        client_id = checked.client.client_id
+        suppressed = throttled("oauth_consent_throttled", audit.address(request), client_id)
         if suppressed is not None:
-            audit.consent_throttled(request, checked.client.client_id, pasted, suppressed)
+            audit.consent_throttled(request, client_id, pasted, suppressed)
         return consent.page(
             request,
             checked.client.name,

@@ -9,6 +9,10 @@ as a public client, with its ``client_id`` alone (PKCE protects its codes).
 ``/register`` takes no credential, so each client address may register at most
 ``CPERSONA_OAUTH_REGISTRATIONS_PER_HOUR`` clients an hour per process (429 beyond it,
 with ``Retry-After``): a stranger cannot fill the clients table at wire speed.
+
+Registrations (and refused ones) and refused token and revocation requests each leave
+one audit line without a secret (``audit.py``); redirect URIs are checked by
+``redirects.py``.
 """
 
 from __future__ import annotations
