@@ -21,6 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from service.app.factory import create_app
+from service.cli.connections import server_config
 from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
@@ -64,8 +65,7 @@ async def serve(
         origin = f"http://127.0.0.1:{listener.getsockname()[1]}"
         settings = dataclasses.replace(settings, public_url=origin)
     app = create_app(pooling.apply(settings), database_url, anonymous)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app, settings, host="127.0.0.1", port=0))
     task = asyncio.create_task(server.serve(sockets=sockets))
     deadline = asyncio.get_running_loop().time() + 30
     while not server.started:

@@ -1,6 +1,7 @@
 """Work a serving process runs beside its requests: the embedding worker, the
-write-behind embedder, the usage flusher, the export-area sweeper and the embedded
-Postgres supervisor, each an async context manager entered in the application lifespan."""
+write-behind embedder, the usage flusher, the export-area sweeper, the sweeper of unused
+OAuth clients and the embedded Postgres supervisor, each an async context manager
+entered in the application lifespan."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from service.db.embedded import EmbeddedPostgres, RestartFailed
 from service.db.pool import Database
 from service.logs import get_logger, throttled
 from service.memory.library import Library
+from service.memory.oauth import server as oauth_server
 from service.memory.portability import export_area
 from service.memory.queue import worker
 from service.memory.queue.writebehind import run_write_behind
@@ -23,6 +25,8 @@ USAGE_FLUSH_SECONDS = 5.0
 SUPERVISE_SECONDS = 0.5
 """How often the supervisor checks that the embedded postmaster is alive."""
 RESTART_BACKOFF_MAX = 5.0
+OAUTH_SWEEP_SECONDS = 600.0
+"""How often unused OAuth clients are looked for (their expiry is in hours)."""
 
 
 @contextlib.asynccontextmanager
@@ -146,3 +150,30 @@ async def export_area_sweeper(lib: Library) -> AsyncIterator[None]:
     finally:
         stop.set()
         await task
+
+
+@contextlib.asynccontextmanager
+async def oauth_client_sweeper(lib: Library) -> AsyncIterator[None]:
+    """Delete OAuth clients never issued a token CPERSONA_OAUTH_UNUSED_CLIENT_HOURS after
+    they registered: at start, then every ``OAUTH_SWEEP_SECONDS`` while serving. Every
+    replica sweeps; sweeps are idempotent, and a failed one (database down) waits for
+    the next round."""
+    task = asyncio.create_task(_sweep_oauth_clients(lib), name="oauth-client-sweeper")
+    try:
+        yield
+    finally:
+        await _cancelled(task)
+
+
+async def _sweep_oauth_clients(lib: Library) -> None:
+    hours = lib.settings.oauth_unused_client_hours
+    while True:
+        try:
+            deleted = await oauth_server.expire_unused_clients(lib.db, hours)
+        except Exception:  # an outage: one line per interval, and the next round retries
+            if (suppressed := throttled("oauth_client_sweep_failed")) is not None:
+                log.warning("oauth_client_sweep_failed", suppressed=suppressed)
+        else:
+            if deleted:
+                log.info("oauth_unused_clients_deleted", clients=deleted, older_than_hours=hours)
+        await asyncio.sleep(OAUTH_SWEEP_SECONDS)

@@ -117,6 +117,7 @@ def create_app(
                 background.write_behind(lib),
                 background.usage_flusher(lib, usage),
                 background.export_area_sweeper(lib),
+                background.oauth_client_sweeper(lib),
             ):
                 yield
         finally:

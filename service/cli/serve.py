@@ -9,7 +9,7 @@ import socket
 import uvicorn
 
 from service.app.factory import create_app
-from service.cli import workers
+from service.cli import connections, workers
 from service.cli.runtime import (
     CliError,
     Commands,
@@ -115,8 +115,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> None:
         stop = None if embedded is None else embedded.stop
         app = create_app(settings, url, anonymous, stop, embedded)
         log.info("serving", host=host, port=port, embedded=settings.uses_embedded_postgres)
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(connections.server_config(app, settings)).run(sockets=[sock])
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> None:

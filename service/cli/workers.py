@@ -41,6 +41,7 @@ import structlog
 import uvicorn
 
 from service.app.factory import create_app
+from service.cli import connections
 from service.config import Settings
 from service.db.embedded import EmbeddedPostgres, RestartFailed
 from service.logs import configure_logging, get_logger
@@ -90,8 +91,7 @@ def run_worker(
     structlog.contextvars.bind_contextvars(worker=index)
     assert settings.database_url is not None
     app = create_app(settings, settings.database_url, anonymous)
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(connections.server_config(app, settings)).run(sockets=[sock])
 
 
 @dataclasses.dataclass

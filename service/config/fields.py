@@ -9,6 +9,7 @@ ConfigError naming the variable.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -90,6 +91,23 @@ def parse_choice(*choices: str) -> Parser:
 
 def parse_list(name: str, raw: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def parse_proxies(name: str, raw: str) -> tuple[str, ...]:
+    """Trusted proxy addresses: IP addresses and CIDR networks, comma-separated, or ``*``
+    alone (every peer, only where nothing but the proxy can reach the port)."""
+    items = parse_list(name, raw)
+    if items == ("*",):
+        return items
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"{name}: expected IP addresses or networks (a.b.c.d, a.b.c.0/24) or *, "
+                f"got {item!r}"
+            ) from None
+    return items
 
 
 def parse_str(name: str, raw: str) -> str:

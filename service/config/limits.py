@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from service.config.fields import COUNT, RATE, SECONDS, parse_bool, parse_int, setting
+from service.config.fields import (
+    COUNT,
+    RATE,
+    SECONDS,
+    parse_bool,
+    parse_int,
+    parse_proxies,
+    setting,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,3 +34,19 @@ class LimitSettings:
     body_min_rate: int = setting(1024, "CPERSONA_BODY_MIN_RATE", parse=COUNT)
     stream_stall_timeout: float = setting(30.0, "CPERSONA_STREAM_STALL_TIMEOUT", parse=SECONDS)
     metrics_host_check: bool = setting(True, "CPERSONA_METRICS_HOST_CHECK", parse=parse_bool)
+    # -- connections (docs/reliability.md, "The edge (hardening round two)")
+    forwarded_allow_ips: tuple[str, ...] = setting((), "FORWARDED_ALLOW_IPS", parse=parse_proxies)
+    """Peers whose X-Forwarded-For / X-Forwarded-Proto are believed (the proxies in front);
+    empty = none, so the client address is the TCP peer's."""
+    http_header_timeout: float = setting(10.0, "CPERSONA_HTTP_HEADER_TIMEOUT", parse=SECONDS)
+    """Seconds a connection has to send a complete request line and headers: from when it
+    opens, and on a kept-alive connection from the first byte of the next request."""
+    http_keepalive_timeout: int = setting(
+        5, "CPERSONA_HTTP_KEEPALIVE_TIMEOUT", parse=parse_int(1, 3600)
+    )
+    """Seconds an idle kept-alive connection is held after an answer."""
+    http_max_connections_per_address: int = setting(
+        256, "CPERSONA_HTTP_MAX_CONNECTIONS_PER_ADDRESS", parse=COUNT
+    )
+    """Open connections one client address may hold per serving process (trusted proxies
+    are exempt); 0 = unlimited."""

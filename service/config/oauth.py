@@ -12,7 +12,14 @@ import dataclasses
 from typing import Literal
 from urllib.parse import urlsplit
 
-from service.config.fields import parse_bool, parse_float, parse_origin, parse_str, setting
+from service.config.fields import (
+    parse_bool,
+    parse_float,
+    parse_int,
+    parse_origin,
+    parse_str,
+    setting,
+)
 from service.config.portability import PortabilitySettings
 from service.errors import ConfigError
 
@@ -63,6 +70,16 @@ class OAuthSettings(PortabilitySettings):
     )
     """API keys one address, and one key prefix, may try on the consent page per hour (and
     at once) per process; 0 = unlimited. The page checks keys, so this bounds guessing."""
+    oauth_registrations_total_per_hour: int = setting(
+        1000, "CPERSONA_OAUTH_REGISTRATIONS_TOTAL_PER_HOUR", parse=parse_int(0, 1_000_000)
+    )
+    """Client registrations from all addresses together in the last hour (counted in the
+    database, so across replicas); 0 = unlimited. Rotating addresses cannot pass it."""
+    oauth_unused_client_hours: float = setting(
+        24.0, "CPERSONA_OAUTH_UNUSED_CLIENT_HOURS", parse=parse_float(0.1, 87_600)
+    )
+    """A registered client no token was ever issued to is deleted this long after it
+    registered, so abandoned and junk registrations do not pile up."""
 
     @property
     def oauth_mode(self) -> OAuthMode:

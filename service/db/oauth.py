@@ -110,9 +110,43 @@ class AccessRow:
 
 
 async def insert_oauth_client(
-    conn: Connection, client_id: str, secret_hash: bytes | None, metadata: dict[str, Any]
-) -> None:
-    await conn.execute(QUERIES["insert_oauth_client"], client_id, secret_hash, metadata)
+    conn: Connection,
+    client_id: str,
+    secret_hash: bytes | None,
+    metadata: dict[str, Any],
+    hourly_cap: int,
+) -> bool:
+    """Insert the client unless ``hourly_cap`` (0 = none) clients registered within the
+    last hour; False when the cap refused it. Call under :func:`lock_oauth_registrations`
+    so concurrent registrations cannot both pass a cap of one left."""
+    inserted = await conn.fetchval(
+        QUERIES["insert_oauth_client"], client_id, secret_hash, metadata, hourly_cap
+    )
+    return inserted is not None
+
+
+async def lock_oauth_registrations(conn: Connection) -> None:
+    """Serialise registrations until the transaction ends (they are rare)."""
+    await conn.execute(QUERIES["lock_oauth_registrations"])
+
+
+async def oauth_registration_wait(conn: Connection) -> float:
+    """Seconds until the oldest registration of the last hour leaves the window."""
+    return float(await conn.fetchval(QUERIES["oauth_registration_wait"]))
+
+
+async def mark_oauth_client_used(conn: Connection, client_id: str) -> None:
+    await conn.execute(QUERIES["mark_oauth_client_used"], client_id)
+
+
+async def delete_unused_oauth_clients(
+    conn: Connection, older_than_seconds: float, batch: int
+) -> int:
+    """Delete up to ``batch`` clients never issued a token, registered over
+    ``older_than_seconds`` ago; returns how many."""
+    return int(
+        await conn.fetchval(QUERIES["delete_unused_oauth_clients"], older_than_seconds, batch)
+    )
 
 
 async def oauth_client(conn: Connection, client_id: str) -> ClientRow | None:

@@ -7,8 +7,13 @@ authenticates with its secret (``client_secret_basic`` or ``client_secret_post``
 as a public client, with its ``client_id`` alone (PKCE protects its codes).
 
 ``/register`` takes no credential, so each client address may register at most
-``CPERSONA_OAUTH_REGISTRATIONS_PER_HOUR`` clients an hour per process (429 beyond it,
-with ``Retry-After``): a stranger cannot fill the clients table at wire speed.
+``CPERSONA_OAUTH_REGISTRATIONS_PER_HOUR`` clients an hour per process, and all addresses
+together ``CPERSONA_OAUTH_REGISTRATIONS_TOTAL_PER_HOUR`` (429 beyond either, with
+``Retry-After``): a stranger cannot fill the clients table at wire speed, even rotating
+addresses. The client address is the TCP peer's, or the one a configured proxy
+(``FORWARDED_ALLOW_IPS``) forwards: the server rewrites it before the application sees
+it (:mod:`service.cli.connections`). Clients never issued a token expire
+(``CPERSONA_OAUTH_UNUSED_CLIENT_HOURS``, :func:`service.app.background.oauth_client_sweeper`).
 
 Registrations (and refused ones) and refused token and revocation requests each leave
 one audit line without a secret (``audit.py``); redirect URIs are checked by
@@ -35,7 +40,7 @@ from service.app.oauth import audit, forms
 from service.app.oauth.authorize import same_resource
 from service.app.oauth.redirects import MAX_URIS, redirect_uri_problem
 from service.memory.library import Library
-from service.memory.oauth import OAuthRefusal, server
+from service.memory.oauth import OAuthRefusal, RegistrationsFull, server
 
 NO_STORE: Final = {"cache-control": "no-store", "pragma": "no-cache"}
 AUTH_METHODS: Final = ("none", "client_secret_post", "client_secret_basic")
@@ -185,11 +190,20 @@ class RevokeEndpoint:
         return Response(status_code=200, headers=NO_STORE)
 
 
+def too_many(what: str, wait: float) -> Response:
+    """429 ``temporarily_unavailable`` saying ``what``, with Retry-After of ``wait``."""
+    seconds = max(1, math.ceil(wait))
+    refused = refusal("temporarily_unavailable", f"{what}; retry in {seconds} s", 429)
+    refused.headers["retry-after"] = str(seconds)
+    return refused
+
+
 class RegisterEndpoint:
     def __init__(self, lib: Library) -> None:
         self._lib = lib
         per_hour = lib.settings.oauth_registrations_per_hour
         self._registrations = RateBuckets(per_hour / 3600, per_hour)
+        self._total_per_hour = lib.settings.oauth_registrations_total_per_hour
 
     def throttled(self, request: Request) -> Response | None:
         """The 429 of an address over its registrations per hour, else None (one spent)."""
@@ -197,11 +211,7 @@ class RegisterEndpoint:
         wait = self._registrations.take(address)
         if not wait:
             return None
-        seconds = max(1, math.ceil(wait))
-        description = f"too many client registrations from this address; retry in {seconds} s"
-        refused = refusal("temporarily_unavailable", description, 429)
-        refused.headers["retry-after"] = str(seconds)
-        return refused
+        return too_many("too many client registrations from this address", wait)
 
     async def handle(self, request: Request) -> Response:
         throttled = self.throttled(request)
@@ -223,9 +233,13 @@ class RegisterEndpoint:
         document = metadata.model_dump(mode="json", exclude_none=True)
         method = metadata.token_endpoint_auth_method or "client_secret_basic"
         document.update(redirect_uris=raw["redirect_uris"], token_endpoint_auth_method=method)
-        client_id, secret = await server.register_client(
-            self._lib.db, document, confidential=method != "none"
-        )
+        try:
+            client_id, secret = await server.register_client(
+                self._lib.db, document, method != "none", self._total_per_hour
+            )
+        except RegistrationsFull as full:
+            audit.registration_refused(request, f"overall cap reached ({full})")
+            return too_many(f"too many client registrations ({full})", full.retry_after)
         audit.registered(request, client_id, document)
         answer = {**document, "client_id": client_id, "client_id_issued_at": int(time.time())}
         if secret is not None:

@@ -1,8 +1,3 @@
--- insert_oauth_client --
--- Register an OAuth client (dynamic client registration).
--- $1 client_id text, $2 secret_hash bytea (NULL = public client), $3 metadata jsonb
-INSERT INTO oauth_clients (client_id, secret_hash, metadata) VALUES ($1, $2, $3)
-
 -- oauth_client --
 -- One registered client by its id.
 -- $1 client_id text
@@ -134,3 +129,49 @@ WHERE r.kind = 'refresh' AND o.kind = 'access' AND o.client_id = $2
 -- would have expired.
 WITH codes AS (DELETE FROM oauth_codes WHERE expires_at < now() - interval '1 day')
 DELETE FROM oauth_tokens WHERE expires_at < now() - interval '1 day'
+
+-- lock_oauth_registrations --
+-- Registrations one at a time (a transaction-scoped advisory lock), so the overall cap
+-- counts every registration that committed before this one.
+SELECT pg_advisory_xact_lock(hashtext('cpersona.oauth_registrations'))
+
+-- insert_oauth_client --
+-- Register an OAuth client unless $4 clients (0 = no cap) registered within the last hour;
+-- returns its client_id, or no row when the cap is reached.
+-- $1 client_id text, $2 secret_hash bytea (NULL = public client), $3 metadata jsonb,
+-- $4 cap int
+INSERT INTO oauth_clients (client_id, secret_hash, metadata)
+SELECT $1, $2, $3
+WHERE $4 = 0
+   OR (SELECT count(*) FROM (
+           SELECT 1 FROM oauth_clients WHERE created_at > now() - interval '1 hour' LIMIT $4
+       ) AS recent) < $4
+RETURNING client_id
+
+-- oauth_registration_wait --
+-- Seconds until the oldest registration of the last hour leaves the window (the overall
+-- cap's Retry-After).
+SELECT coalesce(extract(epoch FROM min(created_at) + interval '1 hour' - now()), 0)::float8
+FROM oauth_clients
+WHERE created_at > now() - interval '1 hour'
+
+-- mark_oauth_client_used --
+-- Note the first token issued to a client (later ones change nothing).
+-- $1 client_id text
+UPDATE oauth_clients SET used_at = now() WHERE client_id = $1 AND used_at IS NULL
+
+-- delete_unused_oauth_clients --
+-- Delete up to $2 clients never issued a token that registered over $1 seconds ago; returns
+-- how many went.
+-- $1 older_than_seconds float8, $2 batch int
+WITH gone AS (
+    DELETE FROM oauth_clients
+    WHERE client_id IN (
+        SELECT client_id FROM oauth_clients
+        WHERE used_at IS NULL AND created_at < now() - make_interval(secs => $1)
+        ORDER BY created_at
+        LIMIT $2
+    )
+    RETURNING 1
+)
+SELECT count(*) FROM gone

@@ -48,3 +48,12 @@ class TokenRejected(Exception):
 
 class TenantUnknown(Exception):
     """A valid token that names no tenant of this service (403, with this message)."""
+
+
+class RegistrationsFull(Exception):
+    """The overall cap on client registrations per hour is reached (429): no address may
+    register until ``retry_after`` seconds have passed."""
+
+    def __init__(self, cap: int, retry_after: float) -> None:
+        super().__init__(f"{cap} client registrations within the last hour, from all addresses")
+        self.cap, self.retry_after = cap, retry_after

@@ -29,12 +29,14 @@ from typing import Any, Final, cast
 from service.db import oauth as store
 from service.db.pool import Connection, Database
 from service.memory import tenants
-from service.memory.oauth import GrantReplayed, OAuthRefusal, ReplayedGrant
+from service.memory.oauth import GrantReplayed, OAuthRefusal, RegistrationsFull, ReplayedGrant
 from service.models import Caller, Permission, TenantId
 
 CODE_SECONDS: Final = 120.0
 ACCESS_PREFIX: Final = "cpo_"
 REFRESH_PREFIX: Final = "cpr_"
+EXPIRY_BATCH: Final = 1000
+"""Unused clients deleted per transaction."""
 
 
 def _hash(secret: str) -> bytes:
@@ -104,16 +106,39 @@ class CodeExchange:
 
 
 async def register_client(
-    db: Database, metadata: dict[str, Any], confidential: bool
+    db: Database, metadata: dict[str, Any], confidential: bool, hourly_cap: int = 0
 ) -> tuple[str, str | None]:
-    """Store a client's metadata; returns (client_id, secret or None for a public client)."""
+    """Store a client's metadata; returns (client_id, secret or None for a public client).
+
+    ``hourly_cap`` bounds the registrations of the last hour from everyone together (0 =
+    none): beyond it :class:`RegistrationsFull`. The count is in the database, so every
+    replica shares it, and registrations take turns, so concurrent ones cannot overshoot.
+    """
     client_id = secrets.token_urlsafe(18)
     secret = secrets.token_urlsafe(32) if confidential else None
+    secret_hash = None if secret is None else _hash(secret)
     async with db.admin_tx() as conn:
-        await store.insert_oauth_client(
-            conn, client_id, None if secret is None else _hash(secret), metadata
-        )
-    return client_id, secret
+        if hourly_cap:
+            await store.lock_oauth_registrations(conn)
+        if await store.insert_oauth_client(conn, client_id, secret_hash, metadata, hourly_cap):
+            return client_id, secret
+        wait = await store.oauth_registration_wait(conn)
+    raise RegistrationsFull(hourly_cap, wait)
+
+
+async def expire_unused_clients(db: Database, older_than_hours: float) -> int:
+    """Delete the clients no token was ever issued to that registered more than
+    ``older_than_hours`` ago (junk or abandoned registrations; ``/register`` takes no
+    credential); returns how many. In batches of their own transactions."""
+    deleted = 0
+    while True:
+        async with db.admin_tx() as conn:
+            batch = await store.delete_unused_oauth_clients(
+                conn, older_than_hours * 3600, EXPIRY_BATCH
+            )
+        deleted += batch
+        if batch < EXPIRY_BATCH:
+            return deleted
 
 
 async def find_client(db: Database, client_id: str) -> Client | None:
@@ -243,6 +268,7 @@ async def _issue_tokens(conn: Connection, grant: store.RefreshRow, lifetimes: Li
     """A new access and refresh token of ``grant``'s family (in the caller's transaction)."""
     access = ACCESS_PREFIX + secrets.token_urlsafe(32)
     refresh_token = REFRESH_PREFIX + secrets.token_urlsafe(32)
+    await store.mark_oauth_client_used(conn, grant.client_id)
     for kind, token, seconds in (
         ("access", access, lifetimes.access_seconds),
         ("refresh", refresh_token, lifetimes.refresh_seconds),
