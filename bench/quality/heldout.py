@@ -19,9 +19,9 @@ Headings are never stored, so a query is not a copy of its target; the labels ar
 FAQ authors' own pairing of question and answer. Metrics as LoCoMo's (every chunk of an
 answer is relevant). Fetch the sources once, outside the benchmark::
 
-    mkdir -p /tmp/heldout-src && cd /tmp/heldout-src
+    mkdir -p heldout-src && cd heldout-src               # any scratch folder
     apt-get download python3.11-doc debian-faq
-    for f in *.deb; do dpkg-deb -x "$f" x; done          # then --docs-root /tmp/heldout-src/x
+    for f in *.deb; do dpkg-deb -x "$f" x; done          # then --docs-root heldout-src/x
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``python -m bench.quality.locomo [--modes none,local] [--tune] [--conversations N] [--questions N]``
 
-Protocol (docs/benchmarks-recall.md): one agent per conversation (``agent_id`` =
+Protocol (docs/benchmarks/quality.md): one agent per conversation (``agent_id`` =
 ``sample_id``); every turn stored with ``store`` as one memory (``message.id`` = its
 dia_id, content ``"<speaker>: <text>"`` plus the photo caption, ``message.timestamp`` =
 the session's date); every question with evidence is one ``recall`` (``limit: 10``),

@@ -1,6 +1,6 @@
 """Retrieval-quality maths for the LoCoMo recall benchmark: pure functions, no I/O.
 
-The protocol (see ``docs/benchmarks-recall.md``): one corpus per conversation, every
+The protocol (see ``docs/benchmarks/quality.md``): one corpus per conversation, every
 dialogue turn one document ``"<speaker>: <text>"`` (plus `` [shares a photo: <caption>]``),
 every question with evidence one query, relevance = the question's evidence turn ids
 after :func:`normalise_evidence`. Metrics are binary-relevance NDCG@k, Recall@k, hit@k,
