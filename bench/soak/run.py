@@ -30,10 +30,9 @@ from typing import Any
 
 import psutil
 
-from bench.harness import serving as harness
+from bench.harness import machine, serving as harness
 from bench.harness.cli import env_pair, run_or_exit, write_results
 from bench.harness.client import mcp_session
-from bench.harness import machine
 from bench.soak.calls import ClientState, Outcome, Tally, one_call
 from bench.soak.report import summary, tables
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 
-from bench.harness import serving as harness
-from bench.harness import cli, client, machine, markdown, stats
+from bench.harness import cli, client, machine, markdown, serving as harness, stats
 from bench.throughput import store as store_throughput
 
 MACHINE = {

@@ -40,10 +40,9 @@ import asyncpg
 import httpx
 import psutil
 
-from bench.harness import serving as harness
+from bench.harness import markdown, serving as harness
 from bench.harness.cli import write_json
 from bench.harness.machine import machine_facts
-from bench.harness import markdown
 
 T = TypeVar("T")
 DEFAULT_OUT = Path("bench/results/portability.json")
