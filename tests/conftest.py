@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.proxies import PgBouncer, pgbouncer
 from service.config import Settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
@@ -35,6 +34,7 @@ from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
 from tests.servers import pooling
 from tests.servers.postgres import admin_execute, database_of, with_database
+from tests.servers.proxies import PgBouncer, pgbouncer
 from tests.support import Agent, Served, new_tenant, serve
 
 FAST_SETTINGS = (

@@ -19,7 +19,7 @@ def test_defaults_match_the_interface() -> None:
     assert settings.http_host == "127.0.0.1"
     assert settings.http_port == 8402
     assert settings.recall_preview_chars == 500
-    assert settings.recall_mode == "hybrid"  # measured best (docs/benchmarks-recall.md)
+    assert settings.recall_mode == "hybrid"  # measured best (docs/benchmarks/quality.md)
     assert settings.rrf_k == 60
     assert settings.max_content_length == 16_000
     assert settings.allow_unauthenticated_http is False
@@ -161,11 +161,12 @@ def test_bad_queue_values_fail_naming_the_variable(name: str, value: str) -> Non
 
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+RANKING = Path(__file__).resolve().parents[1] / "docs" / "ranking.md"
 
 
-def _documented_variables() -> set[str]:
-    """The variables named in the first column of the README's configuration table."""
-    section = README.read_text(encoding="utf-8").split("\n## Configuration\n", 1)[1]
+def _table_variables(path: Path, heading: str) -> set[str]:
+    """The variables named in the first column of the table under ``heading`` of ``path``."""
+    section = path.read_text(encoding="utf-8").split(f"\n{heading}\n", 1)[1]
     section = section.split("\n## ", 1)[0]
     names: set[str] = set()
     for line in section.splitlines():
@@ -174,12 +175,29 @@ def _documented_variables() -> set[str]:
     return names
 
 
-def test_every_setting_is_documented_in_the_readme_table() -> None:
+def _documented_variables() -> set[str]:
+    """Every variable documented for operators: the README's configuration table, and the
+    ranking knobs' table of docs/ranking.md (linked from it)."""
+    return _table_variables(README, "## Configuration") | _table_variables(
+        RANKING, "## Ranking knobs"
+    )
+
+
+def test_every_setting_is_documented_in_the_readme_or_the_ranking_reference() -> None:
     assert set(environment_variables()) - _documented_variables() == set()
 
 
-def test_the_readme_table_documents_only_real_settings() -> None:
+def test_the_documented_tables_name_only_real_settings() -> None:
     assert _documented_variables() - set(environment_variables()) == set()
+
+
+def test_each_setting_is_documented_in_one_place_and_the_readme_links_the_ranking_knobs() -> None:
+    """A setting in both tables would drift apart; the README sends readers to the knobs."""
+    readme = _table_variables(README, "## Configuration")
+    ranking = _table_variables(RANKING, "## Ranking knobs")
+    assert readme & ranking == set()
+    assert {"CPERSONA_RECALL_MODE", "CPERSONA_HYBRID_LEXICAL_WEIGHT"} <= ranking
+    assert "(docs/ranking.md)" in README.read_text(encoding="utf-8")
 
 
 def test_every_settings_field_is_read_from_the_environment_or_fixed() -> None:

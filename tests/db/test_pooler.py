@@ -15,7 +15,6 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bench.proxies import PgBouncer, pgbouncer
 from service.config import DbPooler, Settings
 from service.db.pool import Database
 from service.memory import tenants
@@ -25,6 +24,7 @@ from service.memory.recall import pipeline
 from service.models import TenantId
 from tests.servers import installed_or_skip
 from tests.servers.postgres import database_of
+from tests.servers.proxies import PgBouncer, pgbouncer
 
 CLIENTS = 6
 ROUNDS = 8

@@ -19,10 +19,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from bench.scale_inspect import production_calls, sql_literals
 from service.db import recall as store
 from service.db.pool import Database
 from service.models import TenantId
+from tests.recall_statements import production_calls, sql_literals
 
 LOAD_TIMEOUT_SECONDS = 600.0
 LOAD = """

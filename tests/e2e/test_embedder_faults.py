@@ -5,7 +5,7 @@ Issue 10 (4, 5, 6). Before: a ~90 s outage left rows ``failed`` for good, and th
 were then missing from a default recall even for an exact-content query; a hanging
 embedder made every recall wait the 30 s embedding timeout; a provider whose first
 answer had the wrong width pinned that width and every later store failed. Now,
-with the embedding server (``tests/embedding_server.py``, real HTTP on loopback) in
+with the embedding server (``tests/servers/embedding.py``, real HTTP on loopback) in
 each failure mode: stores keep succeeding within the inline timeout, recalls answer
 within 2 s with the ``fault`` advisory and still find the exact-content row, no job
 reaches a terminal state however often it failed, and once the provider is back the
@@ -29,7 +29,7 @@ import pytest
 
 from service.config import Settings
 from service.memory.library import Library
-from tests.embedding_server import EmbeddingServer, Mode, running_server
+from tests.servers.embedding import EmbeddingServer, Mode, running_server
 from tests.support import Agent, new_tenant, serve
 
 WIDTH = 384

@@ -4,7 +4,7 @@ The module starts three ``python -m service serve`` processes on loopback ports 
 one fresh test database (through the suite's PgBouncer when there is one), sharing
 ``CPERSONA_SIGNING_KEY`` and the export directory, each draining the embedding queue
 (``CPERSONA_SERVE_WORKER``) with a real HTTP embedding server the test runs
-(``tests/embedding_server.py``). HAProxy,
+(``tests/servers/embedding.py``). HAProxy,
 with a configuration written here, health-checks ``/readyz`` and names the replica
 that answered in ``X-CPersona-Replica``; every assertion below goes through the load
 balancer and checks that the requests landed on all three replicas.
@@ -29,14 +29,21 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from bench import harness
-from bench.proxies import REPLICA_HEADER, HAProxy, PgBouncer, haproxy
 from service.db.pool import Database
 from service.memory import tenants
 from tests.app.test_edge import INIT
-from tests.embedding_server import EmbeddingServer
 from tests.servers import installed_or_skip, pooling
+from tests.servers.embedding import EmbeddingServer
 from tests.servers.postgres import admin_execute, with_database
+from tests.servers.processes import (
+    ServiceOptions,
+    free_port,
+    service_env,
+    spawn_serve,
+    stop_serve,
+    wait_ready,
+)
+from tests.servers.proxies import REPLICA_HEADER, HAProxy, PgBouncer, haproxy
 from tests.servers.waiting import eventually
 from tests.support import body, run_cli
 
@@ -70,7 +77,7 @@ class Cluster:
 
 
 def _env(data_dir: Path, database_url: str, embed_url: str) -> dict[str, str]:
-    env = harness.service_env(data_dir, harness.ServiceOptions(database_url=database_url))
+    env = service_env(data_dir, ServiceOptions(database_url=database_url))
     env.update(pooling.cli_env(database_url))
     env.update(
         {
@@ -133,15 +140,15 @@ def cluster(
         embedder.set_mode("ok")
         stack.callback(embedder.close)
         key = _new_key(url)
-        ports = [harness.free_port() for _ in range(REPLICAS)]
+        ports = [free_port() for _ in range(REPLICAS)]
         logs = [root / f"replica-{n}.log" for n in range(1, REPLICAS + 1)]
         processes = []
         for n, (port, log) in enumerate(zip(ports, logs, strict=True), start=1):
             env = _env(root / f"replica-{n}", url, embedder.url)
-            processes.append(harness.spawn_serve(env, port, log))
-            stack.callback(harness.stop_serve, processes[-1], None)
+            processes.append(spawn_serve(env, port, log))
+            stack.callback(stop_serve, processes[-1], None)
         for port, process, log in zip(ports, processes, logs, strict=True):
-            harness.wait_ready(f"http://127.0.0.1:{port}", process, log, 60)
+            wait_ready(f"http://127.0.0.1:{port}", process, log, 60)
         lb = stack.enter_context(haproxy(ports, root / "haproxy"))
         lb.wait_all_up()
         yield Cluster(lb, key, url, tuple(logs), embedder)

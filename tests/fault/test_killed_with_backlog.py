@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.embedding_server import EmbeddingServer, running_server
 from tests.fault.service import Running, call, running_service, tool_body
+from tests.servers.embedding import EmbeddingServer, running_server
 
 WIDTH = 384
 ROWS = 24

@@ -1,15 +1,16 @@
 """Real servers the tests start on loopback: Postgres helpers (test databases, a
-streaming standby from the embedded binaries) and the suite's pooler mode (the HTTP
-embedding server is ``tests/embedding_server.py``). PgBouncer and HAProxy come from
-:mod:`bench.proxies` and ``serve`` processes from :mod:`bench.harness`, shared with the
-benchmarks."""
+streaming standby from the embedded binaries, :mod:`tests.servers.postgres`), the
+suite's pooler mode (:mod:`tests.servers.pooling`), the HTTP embedding server
+(:mod:`tests.servers.embedding`), PgBouncer and HAProxy (:mod:`tests.servers.proxies`)
+and ``serve`` processes (:mod:`tests.servers.processes`). The benchmarks (``bench/``)
+use the same helpers; nothing here imports ``bench``."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.harness import BenchError
-from bench.proxies import require
+from tests.servers.processes import ServerError
+from tests.servers.proxies import require
 
 
 def installed_or_skip(*programs: str) -> None:
@@ -18,5 +19,5 @@ def installed_or_skip(*programs: str) -> None:
     for program in programs:
         try:
             require(program)
-        except BenchError as exc:
+        except ServerError as exc:
             pytest.skip(str(exc))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.proxies import hand_over, service_user
+from tests.servers.proxies import hand_over, service_user
 
 PG_TIMEOUT_S = 60
 

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from service.memory.embeddings.base import EmbeddingError, l2_normalise
 from service.memory.embeddings.http import HttpEmbeddingProvider
-from tests.embedding_server import serve_in_thread, stop_thread
+from tests.servers.embedding import serve_in_thread, stop_thread
 
 API_KEY = "sk-test-key"
 MODEL = "test-embedder"

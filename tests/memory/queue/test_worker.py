@@ -1,6 +1,6 @@
 """The durable embedding queue and its worker, against a real HTTP embedding server.
 
-The server (``tests/embedding_server.py``: uvicorn on 127.0.0.1, its own thread) can be
+The server (``tests/servers/embedding.py``: uvicorn on 127.0.0.1, its own thread) can be
 switched to answer 500, to answer slowly, or to refuse single "poison" texts, so the
 provider really is down, slow or picky; the database is real. Covered: inline failures
 queue the row in the write transaction, the worker embeds it once the server recovers,
@@ -34,7 +34,7 @@ from service.memory.library import Library, build_library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog, worker
 from service.models import TenantId
-from tests.embedding_server import EmbeddingServer, fake_vector, running_server
+from tests.servers.embedding import EmbeddingServer, fake_vector, running_server
 from tests.support import run_cli
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from service.config import Settings
 from service.memory.library import Library
-from tests.embedding_server import EmbeddingServer, running_server
+from tests.servers.embedding import EmbeddingServer, running_server
 from tests.support import Agent, new_tenant, serve
 
 WIDTH = 384

@@ -1,0 +1,151 @@
+"""Soak: 50 MCP clients on mixed tools for 10 minutes against one real ``serve``.
+
+Run: ``.venv/bin/python -m bench.soak.run [--seconds 600] [--clients 50] [--tenants 5]
+[--env NAME=VALUE ...] [--kill-postgres-at SECONDS] [--out bench/results/soak.json]``.
+
+The service is ``python -m service serve`` on loopback with its embedded Postgres and
+default settings (a fresh data directory; ``--env`` changes a setting). The clients are
+official MCP SDK sessions, spread over ``--tenants`` tenants (one key each), each as
+its own agent, calling ``store``, ``recall``, ``get_contents``, ``list_memories`` and
+``archive_episode`` back to back (closed loop, no think time; after a refusal a client
+waits what ``Retry-After`` asks, at most 1 s) until the time is up.
+Every answer is classified (:mod:`bench.soak.calls`): served, a deliberate refusal
+(503 overloaded/unavailable, 429 rate or concurrency limit, each with Retry-After),
+or a real error. The report gives throughput, p50/p95/p99 per tool, errors by kind,
+throughput per minute and the RSS of the ``serve`` process over the run; the target
+is zero errors that are not deliberate refusals. ``--kill-postgres-at`` kills the
+embedded postmaster once at that second and reports the time to heal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.harness import machine, serving as harness
+from bench.harness.cli import env_pair, run_or_exit, write_results
+from bench.harness.client import mcp_session
+from bench.soak.calls import ClientState, Outcome, Tally, one_call
+from bench.soak.report import summary, tables
+
+DEFAULT_OUT = harness.REPO_ROOT / "bench" / "results" / "soak.json"
+RSS_EVERY_S = 5.0
+WARMUP_S = 30.0
+GRACE_S = 90.0
+RETRY_CAP_S = 1.0
+
+
+async def _client(mcp_url: str, key: str, number: int, deadline: float, tally: Tally) -> None:
+    """One MCP session calling mixed tools until ``deadline``; reconnects if it must."""
+    state = ClientState(number)
+    while time.monotonic() < deadline:
+        try:
+            async with mcp_session(mcp_url, key) as session:
+                while time.monotonic() < deadline:
+                    outcome = await one_call(session, state)
+                    tally.add(outcome)
+                    if outcome.deliberate:  # as a well-behaved client: honour Retry-After
+                        await asyncio.sleep(min(outcome.retry_after, RETRY_CAP_S))
+        except Exception as exc:  # a session that broke is an error to report, then reopen
+            tally.add(Outcome("session", f"transport {type(exc).__name__}", 0.0, time.monotonic()))
+            await asyncio.sleep(1.0)
+
+
+async def _sample_rss(pid: int, deadline: float, series: list[tuple[float, float]]) -> None:
+    process = psutil.Process(pid)
+    started = time.monotonic()
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            series.append((time.monotonic() - started, process.memory_info().rss / 2**20))
+        await asyncio.sleep(RSS_EVERY_S)
+
+
+async def _kill_postgres(service: harness.Service, at: float, tally: Tally) -> None:
+    await asyncio.sleep(at)
+    pid = harness.postmaster_pid(service.pgdata)
+    if pid is not None:
+        tally.killed_at = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+
+
+async def _soak(service: harness.Service, keys: list[str], args: argparse.Namespace) -> Tally:
+    tally = Tally(started=time.monotonic())
+    deadline = tally.started + args.seconds
+    rss: list[tuple[float, float]] = []
+    tasks = [
+        asyncio.create_task(_client(service.mcp_url, keys[n % len(keys)], n, deadline, tally))
+        for n in range(args.clients)
+    ]
+    tasks.append(asyncio.create_task(_sample_rss(service.process.pid, deadline + 1, rss)))
+    if args.kill_postgres_at is not None:
+        tasks.append(asyncio.create_task(_kill_postgres(service, args.kill_postgres_at, tally)))
+    await asyncio.wait_for(asyncio.gather(*tasks), args.seconds + GRACE_S)
+    tally.ended = time.monotonic()
+    tally.rss_mib = rss
+    return tally
+
+
+def _logged_errors(log_path: Path) -> dict[str, int]:
+    """Error-level lines and tracebacks the service logged during the run."""
+    text = log_path.read_text(errors="replace")
+    return {
+        "error_lines": text.count('"level": "error"'),
+        "tracebacks": text.count("Traceback (most recent call last)"),
+        "log_lines": text.count("\n"),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    results: dict[str, Any] = {"machine": machine.machine_facts(), "settings": vars(args).copy()}
+    results["settings"]["out"] = str(args.out)
+    options = harness.ServiceOptions(extra_env=dict(args.env))
+    with harness.scratch_dir() as data_dir:
+        env = harness.service_env(data_dir, options)
+        keys = [harness.new_key(env, f"soak-{n}", create_tenant=True) for n in range(args.tenants)]
+        with harness.serving(env, data_dir, keys[0]) as service:
+            tally = asyncio.run(_soak(service, keys, args))
+            results["logged"] = _logged_errors(service.log_path)
+    results.update(summary(tally, warmup_s=min(WARMUP_S, args.seconds / 10)))
+    machine.record_end(results, started)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=600.0, help="run time (default 600)")
+    parser.add_argument("--clients", type=int, default=50, help="MCP sessions (default 50)")
+    parser.add_argument("--tenants", type=int, default=5, help="tenants, one key each")
+    parser.add_argument(
+        "--env",
+        type=env_pair,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a service setting (repeatable)",
+    )
+    parser.add_argument(
+        "--kill-postgres-at",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="kill -9 the embedded postmaster once, this many seconds in",
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args()
+    if args.seconds <= 0 or args.clients < 1 or args.tenants < 1:
+        parser.error("--seconds, --clients and --tenants must be positive")
+    results = run_or_exit(lambda: run(args))
+    write_results(args.out, results, tables(results))
+
+
+if __name__ == "__main__":
+    main()
