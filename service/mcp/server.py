@@ -86,7 +86,8 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     if error.validator in ("maxLength", "maxItems") and isinstance(error.instance, str | list):
         where = "/".join(str(part) for part in error.absolute_path) or "arguments"
         unit = "characters" if error.validator == "maxLength" else "items"
-        return bounds.too_long(where, len(error.instance), int(error.validator_value), unit)
+        cap = error.validator_value
+        return bounds.too_long(where, len(error.instance), cap if isinstance(cap, int) else 0, unit)
     message = error.message
     if len(message) > MAX_SCHEMA_MESSAGE_CHARS:
         return message[:MAX_SCHEMA_MESSAGE_CHARS] + "…"

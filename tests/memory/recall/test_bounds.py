@@ -9,12 +9,13 @@ from service.memory import bounds
 from service.memory.library import Library
 from service.memory.recall import pipeline, with_context
 from service.memory.tenants import create_tenant
+from service.models import TenantId
 
 MAX = bounds.QUERY_CHARS
 
 
 async def test_recall_refuses_a_query_over_the_cap(lib: Library) -> None:
-    tenant = (await create_tenant(lib.db, "acme")).id
+    tenant = TenantId((await create_tenant(lib.db, "acme")).id)
     request = pipeline.RecallRequest(agent_id="a", query="q" * (MAX + 1))
     with pytest.raises(
         InvalidInput, match=rf"^query is too long \({MAX + 1} characters, max {MAX}\)$"
