@@ -31,7 +31,7 @@ from service.logs import get_logger
 from service.mcp import acl, pausing, project_gate, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting, tokens
-from service.memory import reads, text
+from service.memory import bounds, reads, text
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import Caller, JsonObject
@@ -73,6 +73,25 @@ def _validation_error(message: str) -> types.CallToolResult:
         content=[types.TextContent(type="text", text=f"Input validation error: {message}")],
         is_error=True,
     )
+
+
+MAX_SCHEMA_MESSAGE_CHARS = 500
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message for ``error``, short: its own quotes the offending value whole
+    (a 600 KB query came back in the answer), so a too-long string or list is named by its
+    path with its length and cap (the library's wording, ``bounds.too_long``), and any
+    other message is cut at ``MAX_SCHEMA_MESSAGE_CHARS``."""
+    if error.validator in ("maxLength", "maxItems") and isinstance(error.instance, str | list):
+        where = "/".join(str(part) for part in error.absolute_path) or "arguments"
+        unit = "characters" if error.validator == "maxLength" else "items"
+        cap = error.validator_value
+        return bounds.too_long(where, len(error.instance), cap if isinstance(cap, int) else 0, unit)
+    message = error.message
+    if len(message) > MAX_SCHEMA_MESSAGE_CHARS:
+        return message[:MAX_SCHEMA_MESSAGE_CHARS] + "…"
+    return message
 
 
 def _denial(spec: ToolSpec, caller: Caller, args: JsonObject) -> JsonObject | None:
@@ -145,7 +164,7 @@ class Dispatcher:
         error = jsonschema.exceptions.best_match(self._validators[name].iter_errors(args))
         if error is not None:
             request.note_tool(name, "invalid_input")
-            return _validation_error(error.message)
+            return _validation_error(_schema_message(error))
         try:
             body = await self._run(spec, with_defaults(spec.input_schema, args))
         except Unavailable as exc:  # a JSON-RPC error with 503, by refusals.UnavailableAsError

@@ -18,6 +18,7 @@ from typing import Final, Literal, TypeAlias
 
 from service.db import contents
 from service.errors import InvalidInput
+from service.memory import bounds
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
 
@@ -51,6 +52,7 @@ def checked_request(agent_id: object, refs: object) -> tuple[str, Sequence[objec
         raise InvalidInput(REFS_REQUIRED)
     if len(refs) > MAX_REFS:
         raise InvalidInput(f"too many refs ({len(refs)}; max {MAX_REFS}) — split the fetch")
+    bounds.check_texts("refs", refs, bounds.QUERY_CHARS)  # a malformed one is echoed in missing
     return agent_id, refs
 
 

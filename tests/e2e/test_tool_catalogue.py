@@ -11,8 +11,9 @@ import httpx2
 
 from tests.support import Agent, mcp_session
 
-CATALOGUE_BUDGET_CHARS = 14_000
-"""The whole tools/list answer, as served, in characters (about 3,500 tokens)."""
+CATALOGUE_BUDGET_CHARS = 15_000
+"""The whole tools/list answer, as served, in characters (about 3,750 tokens; 14,000
+until every string and list got its bound, issue 36: 13,912 -> 14,913)."""
 DESCRIPTION_BUDGET_CHARS = 400
 
 SPEC_ORDER = [

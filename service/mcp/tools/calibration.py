@@ -8,7 +8,7 @@ calls under a pause get their success shape with nothing measured or applied.
 from __future__ import annotations
 
 from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
-from service.mcp.schemas import AGENT_ID
+from service.mcp.schemas import AGENT_ID, name
 from service.memory import calibration
 from service.models import JsonObject
 
@@ -97,11 +97,7 @@ recalibrate (needs 10 embedded memories). Returns {ok, precision, beta}.""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,
-            "precision": {
-                "type": "string",
-                "default": "",
-                "description": "strict, balanced or lenient",
-            },
+            "precision": name(default="", description="strict, balanced or lenient"),
             "beta": {
                 "type": "number",
                 "default": 0,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
-from service.mcp.schemas import AGENT_ID
+from service.mcp.schemas import AGENT_ID, string
 from service.mcp.shaping import contents as shaping
-from service.memory import contents
+from service.memory import bounds, contents
 from service.models import JsonObject
 
 DESCRIPTION = """Full text of preview rows: their refs (at most 20) and agent_id.
@@ -15,7 +15,7 @@ deferred: call again with those."""
 
 REFS: JsonObject = {
     "type": "array",
-    "items": {"type": "string"},
+    "items": string(bounds.QUERY_CHARS),
     "maxItems": contents.MAX_REFS,
     "description": "mem:N or ep:N",
 }

@@ -13,7 +13,7 @@ from service.mcp.schemas import (
     WRITE_PROJECT_ID,
 )
 from service.mcp.shaping import listing as shaping
-from service.memory import episodes
+from service.memory import bounds, episodes
 from service.models import JsonObject
 
 
@@ -62,6 +62,7 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
             "history": {
                 "type": "array",
                 "items": {"type": "object"},
+                "maxItems": bounds.HISTORY_ITEMS,
                 "default": [],
                 "description": "[{role, content, timestamp}]",
             },

@@ -23,23 +23,16 @@ from service.mcp.registry import (
     obj,
     on_agent,
 )
+from service.mcp.schemas import identifier, names
 from service.memory import health
 from service.memory.health import channel_axis
 from service.models import JsonObject
 
-AGENT_SWEEP: JsonObject = {
-    "type": "string",
-    "default": "",
-    "description": "'' = all",
-}
+AGENT_SWEEP: JsonObject = identifier(default="", description="'' = all")
 FIX: JsonObject = {
     "type": "boolean",
     "default": False,
 }
-
-
-def _checks(description: str) -> JsonObject:
-    return {"type": "array", "items": {"type": "string"}, "default": [], "description": description}
 
 
 def _fix_demands(args: Mapping[str, Any]) -> list[Demand]:
@@ -84,7 +77,7 @@ CHECK_HEALTH = ToolSpec(
         {
             "agent_id": AGENT_SWEEP,
             "fix": FIX,
-            "checks": _checks("[] = all"),
+            "checks": names("[] = all"),
         }
     ),
     handler=_runs(health.check_health),
@@ -99,9 +92,9 @@ DEEP_CHECK = ToolSpec(
 profile, near duplicates); fix repairs the first two. Returns {results, fixed}.""",
     input_schema=obj(
         {
-            "agent_id": {"type": "string"},
+            "agent_id": identifier(),
             "fix": FIX,
-            "checks": _checks("[] = all"),
+            "checks": names("[] = all"),
         },
         ["agent_id"],
     ),

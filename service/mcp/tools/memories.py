@@ -12,8 +12,11 @@ from service.mcp.schemas import (
     OWNER_AGENT_ID,
     PROJECT_ID,
     WRITE_PROJECT_ID,
+    name,
+    string,
 )
 from service.mcp.shaping import listing as shaping
+from service.memory import bounds
 from service.memory.memories import edits, listing, store
 from service.models import JsonObject
 
@@ -45,13 +48,13 @@ STORE = ToolSpec(
             "agent_id": AGENT_ID,
             "message": obj(
                 {
-                    "id": {"type": "string", "description": "msg_id (dedup key)"},
+                    "id": string(bounds.MSG_ID_CHARS, description="msg_id (dedup key)"),
                     "content": {"type": "string"},
                     "source": {
                         "type": "object",
                         "description": "{type: User|Agent|System, id, name}",
                     },
-                    "timestamp": {"type": "string"},
+                    "timestamp": name(),
                     "metadata": {"type": "object"},
                 }
             ),

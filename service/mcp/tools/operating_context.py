@@ -6,6 +6,7 @@ The project gate it describes is applied by the dispatcher (``service.mcp.projec
 from __future__ import annotations
 
 from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
+from service.mcp.schemas import name
 from service.memory.operating_context import describe, storage
 from service.models import JsonObject
 
@@ -23,15 +24,7 @@ async def _get_operating_context(env: ToolEnv, args: JsonObject) -> JsonObject:
 GET_OPERATING_CONTEXT = ToolSpec(
     name="get_operating_context",
     description=DESCRIPTION,
-    input_schema=obj(
-        {
-            "section": {
-                "type": "string",
-                "default": "",
-                "description": "'' = overview",
-            }
-        }
-    ),
+    input_schema=obj({"section": name(default="", description="'' = overview")}),
     handler=_get_operating_context,
     demands=any_caller,
     read_only=True,

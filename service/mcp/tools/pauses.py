@@ -19,6 +19,7 @@ from service.models import JsonObject
 
 SESSION_KEY: JsonObject = {
     "type": "string",
+    "maxLength": pauses.SESSION_KEY_MAX,
     "default": "",
     "pattern": pauses.SESSION_KEY_PATTERN,
     "description": "'' = tenant",

@@ -28,6 +28,7 @@ from service.mcp.registry import (
     on_agent,
     unless_dry_run,
 )
+from service.mcp.schemas import identifier, name
 from service.memory.portability import export, hosted, import_, merge
 from service.memory.portability.access import Access, AgentDenied
 from service.models import JsonObject, Permission
@@ -71,11 +72,8 @@ EXPORT_MEMORIES = ToolSpec(
     description=EXPORT_DESCRIPTION,
     input_schema=obj(
         {
-            "agent_id": {
-                "type": "string",
-                "description": "'' = all",
-            },
-            "output_path": {"type": "string"},
+            "agent_id": identifier(description="'' = all"),
+            "output_path": name(),
             "include_embeddings": {
                 "type": "boolean",
                 "default": False,
@@ -114,15 +112,8 @@ IMPORT_MEMORIES = ToolSpec(
     description=IMPORT_DESCRIPTION,
     input_schema=obj(
         {
-            "input_path": {
-                "type": "string",
-                "description": "File name in your export area",
-            },
-            "target_agent_id": {
-                "type": "string",
-                "default": "",
-                "description": "'' = each record's own",
-            },
+            "input_path": name(description="File name in your export area"),
+            "target_agent_id": identifier(default="", description="'' = each record's own"),
             "dry_run": {
                 "type": "boolean",
                 "default": False,
@@ -183,17 +174,10 @@ MERGE_MEMORIES = ToolSpec(
     description=MERGE_DESCRIPTION,
     input_schema=obj(
         {
-            "source_agent_id": {"type": "string"},
-            "target_agent_id": {"type": "string"},
-            "strategy": {
-                "type": "string",
-                "default": "skip",
-            },
-            "mode": {
-                "type": "string",
-                "default": "copy",
-                "description": "copy or move",
-            },
+            "source_agent_id": identifier(),
+            "target_agent_id": identifier(),
+            "strategy": name(default="skip"),
+            "mode": name(default="copy", description="copy or move"),
             "dry_run": {
                 "type": "boolean",
                 "default": False,

@@ -5,17 +5,15 @@ from __future__ import annotations
 from service.config import Settings
 from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
-from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID
+from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.memory import bounds
 from service.memory.cursor import MAX_CURSOR_CHARS
 from service.memory.recall import pipeline, with_context
 from service.models import JsonObject
 
 _COMMON: JsonObject = {
     "agent_id": AGENT_ID,
-    "query": {
-        "type": "string",
-        "description": "'' = most recent",
-    },
+    "query": string(bounds.QUERY_CHARS, description="'' = most recent"),
     "limit": {
         "type": "integer",
         "default": pipeline.DEFAULT_LIMIT,
@@ -29,11 +27,7 @@ _COMMON: JsonObject = {
     },
     "channel": CHANNEL,
     "project_id": PROJECT_ID,
-    "source_id": {
-        "type": "string",
-        "default": "",
-        "description": "source.id prefix",
-    },
+    "source_id": identifier(default="", description="source.id prefix"),
     "full_content": {
         "type": "boolean",
         "default": False,
@@ -106,7 +100,8 @@ RECALL = ToolSpec(
             **_COMMON,
             "exclude_contents": {
                 "type": "array",
-                "items": {"type": "string"},
+                "items": string(bounds.QUERY_CHARS),
+                "maxItems": bounds.LIST_ITEMS,
                 "default": [],
                 "description": "texts you hold (left out)",
             },
@@ -121,6 +116,11 @@ RECALL = ToolSpec(
     pause=informing(_credits_statistics),
     primary_when=_scores_confidence,
 )
+
+TURN: JsonObject = {"content": {"maxLength": bounds.QUERY_CHARS}}
+"""A turn of ``external_context``: its content is bounded like a query (entries that are
+not objects are ignored by the library as before; it also bounds a turn's short strings,
+``with_context.TURN_NAMES``, whose schema the catalogue's budget leaves out)."""
 
 RECALL_WITH_CONTEXT_DESCRIPTION = """recall merged with your recent turns (external_context),
 oldest first; memories matching a turn are left out, turns come back as "conversation"
@@ -145,6 +145,8 @@ RECALL_WITH_CONTEXT = ToolSpec(
             **_COMMON,
             "external_context": {
                 "type": "array",
+                "items": {"properties": TURN},
+                "maxItems": bounds.LIST_ITEMS,
                 "default": [],
                 "description": "your turns [{role, content}]",
             },

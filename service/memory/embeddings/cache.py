@@ -80,15 +80,18 @@ async def embed_query(
     cache: QueryEmbeddingCache,
     text: str,
     within: float,
+    *,
+    tenant: str | None = None,
 ) -> list[float]:
     """The vector for one query text, from `cache` when fresh, else from the provider
     through `breaker` within `within` seconds; raises `EmbeddingError`.
 
     Concurrent misses for the same text each call the provider; the last result is kept.
+    ``tenant``: whom the query is for (the breaker accounts its failures to it).
     """
     cached = cache.get(provider.name, text)
     if cached is not None:
         return cached
-    [vector] = await embed_guarded(provider, breaker, [text], within, query=True)
+    [vector] = await embed_guarded(provider, breaker, [text], within, query=True, tenant=tenant)
     cache.put(provider.name, text, vector)
     return vector

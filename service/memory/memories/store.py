@@ -14,7 +14,7 @@ from typing import Any
 from service.db import memories
 from service.db.pool import Connection
 from service.errors import Refused
-from service.memory import pauses, text
+from service.memory import bounds, pauses, text
 from service.memory.library import Library
 from service.memory.queue.inline import (
     InlineEmbedding,
@@ -65,6 +65,9 @@ def _axis_refusal(lib: Library, req: StoreRequest, msg_id: str) -> str | None:
             return f"{name} too long ({len(value)} chars, max {limit})"
     if len(msg_id) > lib.settings.max_msg_id_length:
         return f"message.id too long ({len(msg_id)} chars, max {lib.settings.max_msg_id_length})"
+    stamp = req.message.get("timestamp")
+    if isinstance(stamp, str) and len(stamp) > bounds.NAME_CHARS:
+        return bounds.too_long("message/timestamp", len(stamp), bounds.NAME_CHARS)
     return None
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from service.db import recall as store
 from service.db.pool import Connection
 from service.db.sql import VECTOR_DIMS
+from service.memory import bounds
 from service.memory.embeddings.base import EmbeddingError
 from service.memory.embeddings.batcher import EmbeddingBatcher
 from service.memory.embeddings.cache import embed_query
@@ -70,6 +71,23 @@ class RecallRequest:
     paused: bool = False
 
 
+def check_request(req: RecallRequest) -> None:
+    """Refuse (InvalidInput) a request over its documented bounds: the query and each
+    excluded text at ``bounds.QUERY_CHARS``, at most ``bounds.LIST_ITEMS`` exclusions, the
+    names at ``bounds.IDENTIFIER_CHARS``. The schema says the same; the library checks it
+    again because it trusts no boundary, and an unbounded query costs every tenant (full
+    text, the LIKE fallback and the embedder all scale with it)."""
+    bounds.check_text("query", req.query, bounds.QUERY_CHARS)
+    bounds.check_texts("exclude_contents", req.exclude_contents, bounds.QUERY_CHARS)
+    for field, value in (
+        ("agent_id", req.agent_id),
+        ("project_id", req.project_id),
+        ("channel", req.channel),
+        ("source_id", req.source_id),
+    ):
+        bounds.check_text(field, value, bounds.IDENTIFIER_CHARS)
+
+
 class _InFlight:
     """How many recalls this process is running (a context manager counts one)."""
 
@@ -109,15 +127,16 @@ def tunables(lib: Library) -> candidate.Tunables:
     )
 
 
-async def _embed(lib: Library, query: str, mode: candidate.Mode) -> _Embedded:
+async def _embed(lib: Library, tenant_id: TenantId, query: str) -> _Embedded:
     """The query's vector within CPERSONA_EMBEDDING_QUERY_TIMEOUT_SECS (1 s), through the
-    provider's circuit breaker; a failure (or an open breaker) means lexical-only recall
-    with the ``fault`` advisory, never a slow answer."""
+    provider's circuit breaker, failures accounted to ``tenant_id``; a failure (or an open
+    breaker) means lexical-only recall with the ``fault`` advisory, never a slow answer."""
     if lib.embedder is None or not query.strip():
         return _Embedded(None, False)
     within = lib.settings.embedding_query_timeout_secs
+    cache, tenant = lib.query_cache, str(tenant_id)
     try:
-        vector = await embed_query(lib.embedder, lib.breaker, lib.query_cache, query, within)
+        vector = await embed_query(lib.embedder, lib.breaker, cache, query, within, tenant=tenant)
     except EmbeddingError:
         return _Embedded(None, True)
     return _Embedded(vector, False)
@@ -277,7 +296,9 @@ def _boundary(meta: JsonObject) -> datetime | None:
 
 
 async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonObject:
-    """Hybrid recall for one agent: messages in ascending strength (last = best)."""
+    """Hybrid recall for one agent: messages in ascending strength (last = best);
+    InvalidInput for a request over its bounds (``check_request``)."""
+    check_request(req)
     limit = clamp(req.limit, 0, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
@@ -321,7 +342,7 @@ async def _retrieve(
     halves. A failed lexical half cancels the embedding; a recall of
     ``limit`` 0 embeds nothing."""
     busy = RUNNING.count > 1 or _embedder_busy(lib)
-    embedding = asyncio.ensure_future(_embed(lib, req.query if limit else "", mode))
+    embedding = asyncio.ensure_future(_embed(lib, tenant_id, req.query if limit else ""))
     try:
         if busy:  # loaded: the vector first, then one transaction for both halves
             await asyncio.wait([embedding])

@@ -6,14 +6,32 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from service.memory import bounds
 from service.memory.library import Library
 from service.memory.recall.pipeline import RecallRequest, recall
 from service.models import JsonObject, TenantId
 
+TURN_NAMES = ("role", "name", "user_id", "timestamp")
+"""A turn's short strings (``content`` is bounded like a query)."""
 FILTER_NOTE = (
     "entries with these roles were used only to filter recalled memories; they are not "
     "echoed back (only user and assistant turns are)"
 )
+
+
+def check_turns(external: Sequence[object]) -> None:
+    """Refuse (InvalidInput) more than ``bounds.LIST_ITEMS`` turns, a turn's content over
+    ``bounds.QUERY_CHARS`` or one of its short strings over ``bounds.NAME_CHARS``: the
+    library's own copy of the schema's bounds (it trusts no boundary)."""
+    bounds.check_list("external_context", external)
+    for index, entry in enumerate(external):
+        if not isinstance(entry, Mapping):
+            continue
+        bounds.check_text(
+            f"external_context/{index}/content", entry.get("content"), bounds.QUERY_CHARS
+        )
+        for key in TURN_NAMES:
+            bounds.check_text(f"external_context/{index}/{key}", entry.get(key), bounds.NAME_CHARS)
 
 
 def _entries(external: Sequence[object]) -> list[Mapping[str, Any]]:
@@ -75,7 +93,9 @@ def filter_only_roles(external: Sequence[object]) -> list[str]:
 async def recall_with_context(
     lib: Library, tenant_id: TenantId, req: RecallRequest, external: Sequence[object]
 ) -> JsonObject:
-    """Recall excluding what the caller already holds, merged with its turns by time."""
+    """Recall excluding what the caller already holds, merged with its turns by time;
+    InvalidInput for turns over their bounds (``check_turns``) or a request over its own."""
+    check_turns(external)
     inner = dataclasses.replace(req, exclude_contents=exclusions(external))
     recalled = await recall(lib, tenant_id, inner)
     merged = [*recalled["messages"], *echoes(external)]

@@ -139,3 +139,47 @@ async def test_guarded_vectors_are_unit_length_of_the_declared_width() -> None:
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="cooldown"):
         CircuitBreaker(failures=1, cooldown=0)
+
+
+async def _for(provider: Scripted, breaker: CircuitBreaker, tenant: str) -> str:
+    try:
+        await embed_guarded(provider, breaker, ["x"], 5.0, tenant=tenant)
+    except ProviderUnavailable:
+        return "fast-fail"
+    except EmbeddingError:
+        return "failed"
+    return "ok"
+
+
+async def test_one_tenants_failures_open_only_its_own_circuit() -> None:
+    """Issue 36: one tenant's failing queries must not fail every tenant fast."""
+    clock, provider = Clock(), Scripted()
+    breaker = CircuitBreaker(failures=3, cooldown=10, clock=clock)
+    provider.behaviour = "fail"
+    assert [await _for(provider, breaker, "abuser") for _ in range(6)] == ["failed"] * 3 + [
+        "fast-fail"
+    ] * 3
+    assert breaker.state == "closed"
+    assert breaker.tenant_state("abuser") == "open"
+    provider.behaviour = "ok"
+    assert await _for(provider, breaker, "victim") == "ok"
+    assert await _for(provider, breaker, "abuser") == "fast-fail"
+    clock.now += 10
+    assert await _for(provider, breaker, "abuser") == "ok"  # its probe closes it
+    assert breaker.tenant_state("abuser") == "closed"
+
+
+async def test_failures_of_several_tenants_or_of_no_tenant_open_the_shared_circuit() -> None:
+    clock, provider = Clock(), Scripted()
+    breaker = CircuitBreaker(failures=3, cooldown=10, clock=clock)
+    provider.behaviour = "fail"
+    assert [await _for(provider, breaker, name) for name in ("a", "b", "a")] == ["failed"] * 3
+    assert breaker.state == "open"
+    assert await _for(provider, breaker, "c") == "fast-fail"
+    clock.now += 10
+    provider.behaviour = "ok"
+    assert await _for(provider, breaker, "c") == "ok"
+    provider.behaviour = "fail"
+    assert await _for(provider, breaker, "a") == "failed"
+    assert [await _call(provider, breaker) for _ in range(2)] == ["failed"] * 2
+    assert breaker.state == "open"  # the worker's calls are nobody's fault in particular

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import shutil
 from collections.abc import AsyncIterator
@@ -13,8 +14,10 @@ from tokenizers import Tokenizer
 from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError
 from service.memory.embeddings.bundled import installed_file
 from service.memory.embeddings.local import (
+    MAX_TOKENS,
     MODEL_DISTRIBUTION,
     MODEL_FILE,
+    QUERY_WINDOW_CHARS,
     TOKENIZER_DISTRIBUTION,
     TOKENIZER_FILE,
     LocalEmbeddingProvider,
@@ -190,3 +193,36 @@ async def test_a_query_vector_does_not_depend_on_the_queries_beside_it(
     batched = await provider.embed_queries(QUERIES)
     single = [(await provider.embed_queries([text]))[0] for text in QUERIES]
     assert batched == single  # each query runs alone: its quantisation is its own
+
+
+class _RecordingTokenizer:
+    """The real tokenizer, noting the length of every text it is asked to encode."""
+
+    def __init__(self, inner: Tokenizer) -> None:
+        self.inner = inner
+        self.lengths: list[int] = []
+
+    def encode(self, text: str) -> object:
+        self.lengths.append(len(text))
+        return self.inner.encode(text)
+
+
+async def test_a_long_query_is_cut_to_the_model_window_before_tokenizing(
+    provider: LocalEmbeddingProvider,
+) -> None:
+    """Issue 36: a 600 KB query cost its whole tokenization on the one model thread; now
+    at most QUERY_WINDOW_CHARS (8 characters per token of the window) are tokenized, and
+    the vector is the one of the window's text."""
+    model = provider._model
+    assert model is not None
+    recording = _RecordingTokenizer(model.tokenizer)
+    provider._model = dataclasses.replace(model, tokenizer=recording)  # type: ignore[arg-type]
+    try:
+        huge = SENTENCE * 4_000  # ~570,000 characters
+        [long_vector] = await provider.embed_queries([huge])
+        [window_vector] = await provider.embed_queries([huge[:QUERY_WINDOW_CHARS]])
+    finally:
+        provider._model = model
+    assert recording.lengths == [QUERY_WINDOW_CHARS, QUERY_WINDOW_CHARS]
+    assert long_vector == window_vector
+    assert QUERY_WINDOW_CHARS == 8 * MAX_TOKENS
