@@ -22,7 +22,7 @@ from service.config import Settings
 from service.memory import bounds
 from service.memory.library import Library
 from tests.e2e.test_embedder_faults import fault_settings
-from tests.embedding_server import EmbeddingServer, running_server
+from tests.servers.embedding import EmbeddingServer, running_server
 from tests.support import Agent, mcp_session, new_tenant, serve, text
 
 HUGE_QUERY = "needle " * 90_000  # 630,000 characters, the 624 KB
