@@ -193,7 +193,8 @@ class KeyLimits:
 
 def lane_of_tools(read_only: frozenset[str]) -> Callable[[bytes], LaneName]:
     """The lane of an MCP request: ``write`` for a ``tools/call`` of a tool not in
-    ``read_only``, ``read`` for everything else (other methods, unparsable bodies)."""
+    ``read_only``, ``read`` for everything else (other methods, unparsable bodies, a
+    ``name`` that is not a string, which the dispatcher refuses as invalid params)."""
 
     def lane_of(body: bytes) -> LaneName:
         try:
@@ -204,6 +205,8 @@ def lane_of_tools(read_only: frozenset[str]) -> Callable[[bytes], LaneName]:
             return "read"
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
+        if not isinstance(name, str):
+            return "read"
         return "read" if name in read_only else "write"
 
     return lane_of
