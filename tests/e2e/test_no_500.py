@@ -20,6 +20,7 @@ import pytest
 from service.config import Settings
 from service.memory.library import Library
 from tests.app.oauth.test_external import SigningKey, ping, running_issuer, service_with
+from tests.e2e.fuzzing import assert_quiet
 from tests.support import Agent, Served, new_tenant, serve
 
 MCP_HEADERS = {
@@ -35,11 +36,7 @@ def quiet_log(
 ) -> Iterator[None]:
     """Fails the test when anything logged a traceback or an error (stdlib or structlog)."""
     yield
-    out, err = capfd.readouterr()
-    logged = caplog.text + out + err
-    assert "Traceback" not in logged, logged[-4000:]
-    assert "edge_failed" not in logged, logged[-4000:]
-    assert not [r for r in caplog.records if r.exc_info], caplog.text[-4000:]
+    assert_quiet(caplog, capfd)
 
 
 @pytest.mark.usefixtures("quiet_log")
