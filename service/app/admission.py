@@ -9,9 +9,10 @@ Three limits decide whether a request runs, each answered with ``Retry-After``:
   at a time; up to ``CPERSONA_LANE_QUEUE`` more wait in arrival order, each at most
   ``CPERSONA_LANE_QUEUE_TIMEOUT`` seconds. Anything beyond is refused at once, so
   an overloaded process answers quickly instead of queueing without end. One tenant
-  may hold at most ``CPERSONA_LANE_TENANT_SHARE`` of each lane's places and of its
-  queue (``429`` beyond the queue share), and a freed place goes to the first waiter
-  under its tenant's share: another tenant keeps capacity under any one tenant's flood.
+  may hold at most ``CPERSONA_LANE_TENANT_SHARE`` of the places and queue of the
+  ``read`` and ``write`` lanes (``429`` beyond the queue share), and a freed place
+  goes to the first waiter under its tenant's share: another tenant keeps capacity
+  under any one tenant's flood.
 - **Concurrency per key** (per process, ``429``): at most
   ``CPERSONA_MAX_CONCURRENT_PER_KEY`` requests of one key in progress.
 - **Rate per key** (``429``): a token bucket of ``CPERSONA_RATE_LIMIT_PER_KEY``
@@ -145,7 +146,7 @@ class Lane:
 
 
 def build_lanes(settings: Settings) -> dict[LaneName, Lane]:
-    """The three lanes of one process, each shared fairly between tenants."""
+    """The three lanes of one process; the tools' lanes shared fairly between tenants."""
     queue, wait, share = (
         settings.lane_queue,
         settings.lane_queue_timeout,
@@ -154,7 +155,9 @@ def build_lanes(settings: Settings) -> dict[LaneName, Lane]:
     return {
         "read": Lane("read", settings.lane_read, queue, wait, share),
         "write": Lane("write", settings.lane_write, queue, wait, share),
-        "bulk": Lane("bulk", settings.lane_bulk, queue, wait, share),
+        # the streams have their own pool already; a tenant's share there would only
+        # refuse its second export sooner
+        "bulk": Lane("bulk", settings.lane_bulk, queue, wait),
     }
 
 
