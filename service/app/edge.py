@@ -6,10 +6,12 @@ the dispatcher fills in), the Host/Origin checks (DNS-rebinding protection), the
 methods the route refuses (``GET /mcp``: 405), the bearer credential (an API
 key or an OAuth access token, resolved by :class:`~service.app.oauth.bearer.BearerAuth`:
 401 ``{"error": "unauthorized"}`` with ``WWW-Authenticate: Bearer
-resource_metadata="..."``, 403 for a token of an unknown tenant), the key's limits
-(429), the declared body size (413), the body itself under a read timeout and a
-minimum rate (408; ``/mcp`` reads it whole here), a place in the request's lane
-(503), then the handler; afterwards one structured log line per request, and for
+resource_metadata="..."``, 403 for a token of an unknown tenant; 429 before any lookup
+for an address sending too many failed credentials, :mod:`service.app.credentials`),
+the key's limits (429), the declared body size (413), the body itself under a read
+timeout and a minimum rate (408; ``/mcp`` reads it whole here), a place in the
+request's lane within its tenant's share (503, 429), then the handler; afterwards one
+structured log line per request, and for
 ``/mcp`` the metrics and usage counts. The handler sees an :class:`Exchange`: the
 ASGI triple with a counting ``send``, the caller and the library.
 
@@ -38,15 +40,17 @@ from service.app import answers, bodies
 from service.app.admission import KeyLimits, Lane, LaneName, Refusal
 from service.app.answers import too_large_body
 from service.app.ceiling import RESPONSE_TOO_LARGE, RequestTee, ResponseGuard, oversized_reply
+from service.app.credentials import CredentialGate, client_address
 from service.app.exchange import Exchange, Handler, asgi_handler
 from service.app.hosts import transport_security
 from service.app.metrics import EdgeMetrics, request_outcome
-from service.app.oauth.bearer import BearerAuth, Denial
+from service.app.oauth.bearer import BearerAuth, Denial, bearer_credential
 from service.errors import Unavailable
 from service.logs import get_logger, throttled
 from service.mcp import request as mcp_request
 from service.memory.library import Library
 from service.memory.usage import UsageCounter
+from service.models import Caller
 
 __all__ = [
     "Edge",
@@ -87,7 +91,8 @@ class EdgeDeps:
     """What every :class:`Edge` of one application shares.
 
     ``lanes`` and ``limits`` are the process's admission control; ``lane_of`` picks
-    the lane of an MCP request from its body (read-only tools read, others write).
+    the lane of an MCP request from its body (read-only tools read, others write);
+    ``gate`` throttles failed credentials per address before they reach the database.
     """
 
     lib: Library
@@ -98,6 +103,7 @@ class EdgeDeps:
     lanes: dict[LaneName, Lane] | None = None
     limits: KeyLimits | None = None
     lane_of: Callable[[bytes], LaneName] = lambda body: "read"
+    gate: CredentialGate | None = None
 
 
 class Edge:
@@ -184,7 +190,7 @@ class Edge:
         if method == "OPTIONS":
             await self._handler(exchange)
             return
-        resolved = await self._deps.bearer.resolve(exchange.scope)
+        resolved = await self._authenticate(exchange.scope)
         exchange.info.session_key = mcp_request.session_key_from_headers(
             exchange.scope.get("headers", [])
         )
@@ -198,6 +204,19 @@ class Edge:
             return
         with self._deps.limits.hold(exchange.info.caller.key_id):
             await self._admitted(exchange)
+
+    async def _authenticate(self, scope: Scope) -> Caller | Denial:
+        """The bearer's caller, through the failed-credential gate when there is one."""
+        gate, credential = self._deps.gate, bearer_credential(scope)
+        if gate is None or credential is None:
+            return await self._deps.bearer.resolve(scope)
+        address = client_address(scope)
+        known = gate.before(address, credential)
+        if known is not None:
+            return known
+        resolved = await self._deps.bearer.resolve(scope)
+        gate.after(address, credential, resolved)
+        return resolved
 
     async def _admitted(self, exchange: Exchange) -> None:
         """Size, body and lane of a request its key may send; then the handler."""
@@ -213,7 +232,8 @@ class Edge:
         if self._deps.lanes is None:
             await self._run(exchange, lane)
             return
-        async with self._deps.lanes[lane].slot():
+        caller = exchange.info.caller
+        async with self._deps.lanes[lane].slot(str(caller.tenant_id) if caller else ""):
             await self._run(exchange, lane)
 
     async def _run(self, exchange: Exchange, lane: LaneName) -> None:

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from service.app import background, oauth, portability, probes
 from service.app.admission import KeyLimits, build_lanes, lane_of_tools
 from service.app.cors import Cors
+from service.app.credentials import CredentialGate
 from service.app.edge import Edge, EdgeDeps, asgi_handler
 from service.app.hosts import HostGuard, ProbeGuard, probe_security, transport_security
 from service.app.metrics import EdgeMetrics
@@ -90,6 +91,7 @@ def create_app(
         lanes=build_lanes(settings),
         limits=KeyLimits(settings),
         lane_of=lane_of_tools(read_only),
+        gate=CredentialGate(settings),
     )
     mcp_edge = Edge(
         deps,

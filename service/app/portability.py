@@ -209,6 +209,21 @@ async def upload_endpoint(call: Exchange) -> None:
         await call.json(201, {"ok": True, "path": name, "bytes": size})
 
 
+_UNSAFE_IN_HEADER: dict[int, str | None] = {
+    **dict.fromkeys([*range(0x20), 0x7F, ord("\\")], "_"),
+    ord('"'): None,
+}
+
+
+def attachment(name: str) -> bytes:
+    """The ``Content-Disposition`` of a download of file ``name``: its last segment,
+    quotes dropped, control characters and backslashes as ``_`` (a name may hold CR/LF,
+    which no header may: the answer would fail after its status, a 500 with a traceback),
+    characters outside Latin-1 as ``?``."""
+    filename = name.rsplit("/", 1)[-1].translate(_UNSAFE_IN_HEADER)
+    return f'attachment; filename="{filename}"'.encode("latin-1", "replace")
+
+
 async def download_endpoint(call: Exchange) -> None:
     settings = call.lib.settings
     grant = signing.verify(signing.signing_key(settings), call.scope["path_params"]["token"])
@@ -229,13 +244,11 @@ async def download_endpoint(call: Exchange) -> None:
     except AgentDenied as denied:
         await _denied(call, denied)
         return
-    filename = grant.name.rsplit("/", 1)[-1].replace('"', "")
-    disposition = f'attachment; filename="{filename}"'.encode("latin-1", "replace")
     await call.start_stream(
         [
             (b"content-type", JSONL),
             (b"content-length", str(size).encode()),
-            (b"content-disposition", disposition),
+            (b"content-disposition", attachment(grant.name)),
         ]
     )
     async with contextlib.aclosing(files.read_chunks(handle, None)) as chunks:

@@ -10,6 +10,7 @@ from service.config.fields import (
     RATE,
     SECONDS,
     parse_bool,
+    parse_float,
     parse_int,
     parse_proxies,
     setting,
@@ -26,9 +27,20 @@ class LimitSettings:
     lane_bulk: int = setting(4, "CPERSONA_LANE_BULK", parse=parse_int(1, 100_000))
     lane_queue: int = setting(64, "CPERSONA_LANE_QUEUE", parse=parse_int(0, 1_000_000))
     lane_queue_timeout: float = setting(2.0, "CPERSONA_LANE_QUEUE_TIMEOUT", parse=SECONDS)
+    lane_tenant_share: float = setting(
+        0.25, "CPERSONA_LANE_TENANT_SHARE", parse=parse_float(0.01, 1.0)
+    )
+    """The share of each lane's places (and of its queue) one tenant may hold."""
     max_concurrent_per_key: int = setting(16, "CPERSONA_MAX_CONCURRENT_PER_KEY", parse=COUNT)
     rate_limit_per_key: float = setting(0.0, "CPERSONA_RATE_LIMIT_PER_KEY", parse=RATE)
     rate_limit_burst: float = setting(0.0, "CPERSONA_RATE_LIMIT_BURST", parse=RATE)
+    auth_failure_rate: float = setting(1.0, "CPERSONA_AUTH_FAILURE_RATE", parse=RATE)
+    """Failed credentials per second one client address may send after its burst; then
+    429 before the database is asked (0: no throttle)."""
+    auth_failure_burst: float = setting(20.0, "CPERSONA_AUTH_FAILURE_BURST", parse=RATE)
+    auth_miss_cache: int = setting(10_000, "CPERSONA_AUTH_MISS_CACHE", parse=COUNT)
+    """Recently refused credentials remembered per process, answered 401 without the
+    database (0: none remembered)."""
     replicas: int = setting(1, "CPERSONA_REPLICAS", parse=parse_int(1, 100_000))
     body_read_timeout: float = setting(10.0, "CPERSONA_BODY_READ_TIMEOUT", parse=SECONDS)
     body_min_rate: int = setting(1024, "CPERSONA_BODY_MIN_RATE", parse=COUNT)

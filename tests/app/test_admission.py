@@ -122,3 +122,10 @@ def test_mcp_requests_are_laned_by_whether_the_tool_only_reads() -> None:
     assert lane_of(b'{"jsonrpc":"2.0","id":1,"method":"initialize"}') == "read"
     assert lane_of(b"not json") == "read"
     assert lane_of(b"[1, 2]") == "read"
+
+
+def test_a_tools_call_whose_name_is_not_a_string_goes_to_the_read_lane() -> None:
+    lane_of = lane_of_tools(frozenset({"recall"}))
+    for name in (b'["recall"]', b'{"a": 1}', b"5", b"null"):
+        call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%s}}' % name
+        assert lane_of(call) == "read"

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import time
 from typing import Any, Final
@@ -218,7 +217,7 @@ class RegisterEndpoint:
         if throttled is not None:
             return throttled
         try:
-            raw = json.loads(await forms.small_body(request))
+            raw = forms.json_document(await forms.small_body(request))
             metadata = OAuthClientMetadata.model_validate(raw)
         except forms.Unreadable as unreadable:
             return unreadable.response

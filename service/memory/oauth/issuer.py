@@ -5,8 +5,10 @@ The issuer's metadata (RFC 8414 ``oauth-authorization-server``, else OpenID
 ``cache_seconds`` and fetched again early when a token names a key id the cache does
 not hold (the provider rotated its keys), at most once per ``refetch_seconds`` so a
 stream of forged key ids cannot make this service hammer the provider. A token must be
-signed with an asymmetric algorithm by a key of that set and carry ``iss`` (the issuer),
-``aud`` (this service's audience) and ``exp``; ``exp`` and ``nbf`` are checked. The
+signed with an asymmetric algorithm by a key of that set, of the algorithm's key type
+(an ``ES256`` token naming an RSA key is rejected, not handed to a verifier that cannot
+use it), and carry ``iss`` (the issuer), ``aud`` (this service's audience) and ``exp``;
+``exp`` and ``nbf`` are checked. The
 tenant comes from a claim; grants from another (absent: read-write on every agent, the
 default of a new API key), and the tool set (``all`` or ``everyday``) from a third
 (absent: ``all``, again a new key's default).
@@ -29,6 +31,8 @@ from service.memory.oauth import TenantUnknown, TokenRejected
 from service.models import PERMISSIONS, TOOL_SETS, Caller, Permission, TenantId, ToolSet
 
 ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
+KEY_TYPES: Final = {"RS": "RSA", "PS": "RSA", "ES": "EC"}
+"""The JWK ``kty`` each algorithm family verifies with (RFC 7518)."""
 LEEWAY_SECONDS: Final = 30
 FETCH_TIMEOUT: Final = 10.0
 
@@ -134,6 +138,8 @@ class IssuerVerifier:
         if algorithm not in ALGORITHMS:
             raise TokenRejected(f"signing algorithm {algorithm!r} is not accepted")
         key = await self.keys.key(header.get("kid"))
+        if key.key_type != KEY_TYPES[str(algorithm)[:2]]:
+            raise TokenRejected(f"the token's key is a {key.key_type} key, not one for {algorithm}")
         try:
             return jwt.decode(
                 token,
@@ -144,7 +150,7 @@ class IssuerVerifier:
                 leeway=LEEWAY_SECONDS,
                 options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.PyJWTError as error:
+        except (jwt.PyJWTError, TypeError, ValueError) as error:  # a key unfit for the token
             raise TokenRejected(str(error)) from None
 
     async def authenticate(self, db: Database, token: str) -> Caller:
