@@ -18,6 +18,31 @@ agent AS (
       AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
 )
 
+-- part: recall_found --
+-- The rows a recall's ``hits`` CTE names, joined to their memory or episode (included
+-- as {part:recall_found} by both halves of a recall): the columns of a recall row, and
+-- the two text vectors the second-stage features are computed on. An episode reads as
+-- "[Episode] <summary>" with its start time (else its creation time) as the timestamp.
+-- In ``recall_vectors`` every hit is a vector hit, so its ``score`` is its cosine.
+found AS (
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
+           NULL::boolean AS resolved,
+           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
+    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
+    WHERE h.kind = 'mem'
+    UNION ALL
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
+           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
+           '', e.created_at, e.resolved,
+           0, NULL, e.search_tsv,
+           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
+    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
+    WHERE h.kind = 'ep'
+)
+
 -- recall_lexical --
 -- The lexical half of a recall (spec §3.2), in one round trip that needs no query
 -- vector, so it runs while the query is being embedded: BM25 full text over memories
@@ -229,24 +254,7 @@ WITH typing AS (
     SELECT c.vector_threshold, c.fused_gate, c.fused_gate_signal, c.agent_id
     FROM recall_calibration c
     WHERE c.tenant_id = $1 AND (c.agent_id = (SELECT id FROM agent) OR c.agent_id IS NULL)
-), found AS (
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-           NULL::boolean AS resolved,
-           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
-    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
-    WHERE h.kind = 'mem'
-    UNION ALL
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
-           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
-                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-           '', e.created_at, e.resolved,
-           0, NULL, e.search_tsv,
-           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
-    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
-    WHERE h.kind = 'ep'
-)
+), {part:recall_found}
 SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
        f.msg_id, f.created_at, f.resolved, f.recall_count, f.last_recalled_at,
        NULL::jsonb AS meta,
@@ -332,28 +340,9 @@ WITH typing AS (
            row_number() OVER (ORDER BY score DESC, id DESC) AS position FROM vec_mem
     UNION ALL
     SELECT 'vector', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC) FROM vec_ep
-), found AS (
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-           NULL::boolean AS resolved,
-           -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS cosine,
-           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
-    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
-    WHERE h.kind = 'mem'
-    UNION ALL
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
-           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
-                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-           '', e.created_at, e.resolved,
-           -(e.embedding::vector({dim}) <#> $6::vector({dim})),
-           0, NULL, e.search_tsv,
-           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
-    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
-    WHERE h.kind = 'ep'
-)
+), {part:recall_found}
 SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
-       f.msg_id, f.created_at, f.resolved, f.cosine, f.recall_count, f.last_recalled_at,
+       f.msg_id, f.created_at, f.resolved, f.score AS cosine, f.recall_count, f.last_recalled_at,
        (SELECT sum(s.idf) FILTER (WHERE f.tsv_en @@ s.query) / nullif(sum(s.idf), 0)
         FROM stems s) AS coverage,
        (SELECT count(*) FILTER (WHERE f.tsv_en @@ p.query)::float8 / nullif(count(*), 0)

