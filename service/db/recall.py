@@ -19,7 +19,7 @@ from service.models import TenantId
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Scope:
-    """The isolation axes of one recall (spec §6.1 read rules)."""
+    """The isolation axes of one recall (docs/tools.md, "Isolation axes")."""
 
     agent: str
     project_id: str | None

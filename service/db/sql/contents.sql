@@ -1,6 +1,6 @@
 -- get_contents --
 -- The full rows behind get_contents refs, memories and episodes in one round trip
--- (spec §4.4, §4.6). Each table is searched only with its own id list, so a mem: ref can
+-- (docs/tools.md, "Batch budget"; docs/tools.md, "Refs"). Each table is searched only with its own id list, so a mem: ref can
 -- never resolve to an episode or the reverse, even though both take ids from one
 -- sequence. Ownership is exact: the agent named $2 of tenant $1, resolved inside the
 -- statement; no project or channel filter. An unknown agent resolves nothing.

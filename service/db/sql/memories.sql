@@ -1,5 +1,5 @@
 -- store_memory --
--- The whole write of store (spec §5.1 steps 6 and 8) in one statement, so the store
+-- The whole write of store (steps 6 and 8 of docs/tools.md, "Store steps") in one statement, so the store
 -- transaction is one round trip between its BEGIN/tenant setup and its COMMIT: the
 -- agent is registered on its first write, the dedup probes run, the row is inserted
 -- when both miss, and its embedding job is queued with it (durable: committed with the
@@ -11,7 +11,7 @@
 -- The job (only when $15) is dated an hour back like enqueue_embedding's. The statement
 -- runs with cached plans: m.msg_id <> '' lets a generic plan use the partial msg_id
 -- index ($5 <> '' alone does not imply its predicate).
--- With $17 the write obeys the persistence pause (spec §10.5) read in its own snapshot:
+-- With $17 the write obeys the persistence pause (docs/tools.md, "pause_persistence") read in its own snapshot:
 -- the pause that pauses_in_force would find for session $17 ('' = the tenant-wide one
 -- only), the longest-lasting first; when one holds nothing is written (no agent, no row,
 -- no job) and the pause is returned. NULL reads no pause.
@@ -74,7 +74,7 @@ SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
 FROM (SELECT 1) AS one LEFT JOIN pause ON true
 
 -- probe_memory_duplicate --
--- The read-only half of store_memory's dedup probes (same scopes, spec §5.2), run
+-- The read-only half of store_memory's dedup probes (same scopes; docs/tools.md, "Dedup scopes"), run
 -- before the content is embedded so that a duplicate costs no embedding. store_memory
 -- probes again inside its transaction; this answer is only an optimisation.
 -- $1 tenant_id uuid, $2 agent name text, $3 msg_id text, $4 content text,

@@ -19,11 +19,9 @@ agent AS (
 )
 
 -- part: recall_found --
--- The rows a recall's ``hits`` CTE names, joined to their memory or episode (included
--- as {part:recall_found} by both halves of a recall): the columns of a recall row, and
--- the two text vectors the second-stage features are computed on. An episode reads as
--- "[Episode] <summary>" with its start time (else its creation time) as the timestamp.
--- In ``recall_vectors`` every hit is a vector hit, so its ``score`` is its cosine.
+-- The hits of a recall joined to their rows (both halves include {part:recall_found}):
+-- a recall row's columns and the two text vectors of the second-stage features. In
+-- ``recall_vectors`` every hit is a vector hit, so its ``score`` is its cosine.
 found AS (
     SELECT h.channel, h.kind, h.id, h.score, h.position,
            m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
@@ -44,7 +42,7 @@ found AS (
 )
 
 -- recall_lexical --
--- The lexical half of a recall (spec §3.2), in one round trip that needs no query
+-- The lexical half of a recall (docs/tools.md, "Retrievers"), in one round trip that needs no query
 -- vector, so it runs while the query is being embedded: BM25 full text over memories
 -- (the language-neutral and the stemmed English vector, plus trigram substrings for CJK
 -- and identifiers), full text over episodes, the newest memories for empty queries, and
@@ -300,7 +298,7 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
      queries q
 
 -- recall_vectors[dim] --
--- The vector half of a recall (spec §3.2), run once the query is embedded: nearest
+-- The vector half of a recall, run once the query is embedded: nearest
 -- memories and episodes (HNSW, inner product on unit vectors) with the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row per lexical hit with a vector of this width (hybrid fusion and the
@@ -365,7 +363,7 @@ WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
   AND e.id = ANY ($10::text[]::bigint[]) AND e.embedding_dim = {dim}
 
 -- bump_recall_stats --
--- Credit the memories a recall returned (confidence scoring only, spec §3.9).
+-- Credit the memories a recall returned (confidence scoring only; docs/tools.md, "Recall statistics").
 -- $1 tenant_id uuid, $2 memory ids bigint[]
 UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = now()
 WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
@@ -376,8 +374,8 @@ WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- like_fallback --
--- Literal case-insensitive substring match of the whole query, newest first (spec
--- §3.2): used only when full text produced no query or no rows.
+-- Literal case-insensitive substring match of the whole query, newest first
+-- (docs/tools.md, "Retrievers"): used only when full text produced no query or no rows.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 source_id LIKE pattern text, $6 LIKE pattern text, $7 fetch limit int
 SELECT m.id, m.content, m.source, m.timestamp_text, m.msg_id, m.created_at

@@ -80,7 +80,8 @@ def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
 
 def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     """Recall itself never writes unless confidence scoring bumps recall statistics,
-    which a persistence pause suppresses (spec §10.5); only then is the pause read."""
+    which a persistence pause suppresses (docs/tools.md, "pause_persistence"); only then is the
+    pause read."""
     return env.lib.settings.confidence_enabled
 
 

@@ -1,7 +1,7 @@
-"""The fused gate, calibrated by simulating recalls (spec §10.7).
+"""The fused gate, calibrated by simulating recalls (docs/tools.md, "calibrate_threshold").
 
-The quality gate (spec §3.5) keys on a per-row score that only exists relative to a
-query: the confidence score when confidence scoring is on, else the fused rrf / rsf
+The quality gate (docs/tools.md, "Quality gate") keys on a per-row score that only exists relative
+to a query: the confidence score when confidence scoring is on, else the fused rrf / rsf
 score. So its null and positive distributions come from simulation: random memories
 of the agent serve as pseudo-queries and run through the live mode's retrieval,
 fusion and pre-gate scoring at depth 20; each surfacing row whose gate signal is the
@@ -134,7 +134,8 @@ async def _simulate(
     floor = fusion.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
     pool = channels_from(found.hits, (), floor, DEPTH)
     fused = scoring.fuse(mode, pool, [], s.rrf_k, DEPTH)
-    if s.confidence_enabled:  # rows found by words alone get their stored cosine (§3.8)
+    # rows found by words alone get their stored cosine (docs/tools.md, "Confidence scoring")
+    if s.confidence_enabled:
         fused = confidence.backfill_cosines(fused, stored_cosines(found.hits))
     context = scoring.scoring_context(
         lib, found.meta, mode, limit=DEPTH, deep=False, query_empty=False
@@ -145,8 +146,9 @@ async def _simulate(
 async def calibrate_gate(
     lib: Library, tenant_id: TenantId, agent: str, dim: int, beta: float, vector_threshold: float
 ) -> dict[str, Any] | None:
-    """The agent's fused gate report (spec §10.7 ``fused_gate``), or None when there is
-    nothing to calibrate or too little data (the heuristic gate then stays in charge).
+    """The agent's fused gate report (``fused_gate`` of docs/tools.md, "calibrate_threshold"), or
+    None when there is nothing to calibrate or too little data (the heuristic gate then stays in
+    charge).
 
     ``dim`` is the width of the pseudo-queries' vectors (the provider's), ``beta`` the
     agent's precision, ``vector_threshold`` the similarity floor the live vector

@@ -54,7 +54,8 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
 async def _advisory(
     lib: Library, tenant_id: TenantId, meta: JsonObject, embedded: Embedded
 ) -> JsonObject | None:
-    """The degraded advisory for this recall, recording state changes (spec §3.10)."""
+    """The degraded advisory for this recall, recording state changes
+    (docs/tools.md, "Degraded advisory")."""
     severity: advisory.Severity | None = None
     if lib.embedder is None:
         severity = "hint"

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 DEFAULT_LIMIT = 10
-"""Rows a recall returns when the caller names no ``limit`` (spec §2.1)."""
+"""Rows a recall returns when the caller names no ``limit`` (docs/tools.md, "Tool reference")."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -112,7 +112,8 @@ def retrieval(
 async def _keyword_fallback(
     conn: Connection, tenant_id: TenantId, req: RecallRequest, scope: store.Scope, limit: int
 ) -> list[store.Hit]:
-    """The literal substring match of the whole query (spec §3.2 LIKE fallback)."""
+    """The literal substring match of the whole query (the LIKE fallback of
+    docs/tools.md, "Retrievers")."""
     fetch = min(10_000, max(5 * limit, 50))
     pattern = query_terms.like_pattern(req.query.strip())
     await store.plan_each_statement(conn)  # after a recall statement's generic plan

@@ -77,7 +77,7 @@ def fuse(
     lexical_weight: float = 0.5,
     cosines: dict[candidate.Identity, float] | None = None,
 ) -> list[candidate.Candidate]:
-    """Fuse the channels the configured way (spec §3.3); profiles are appended.
+    """Fuse the channels the configured way (docs/tools.md, "Fusion modes"); profiles are appended.
 
     ``lexical_weight`` is the text channels' weight (hybrid, rsf); ``cosines`` the stored
     cosines hybrid fusion gives rows found by words alone."""
@@ -173,7 +173,7 @@ def _confidence(
 
 
 def _credited(lib: Library, req: RecallRequest, ranked: rank.Ranked) -> list[int]:
-    """Memory ids whose recall statistics this recall bumps (spec §3.9)."""
+    """Memory ids whose recall statistics this recall bumps (docs/tools.md, "Recall statistics")."""
     if not lib.settings.confidence_enabled or req.deep or req.paused or ranked.gate_fallback:
         return []
     return [row.id for row in ranked.rows if row.kind == "mem" and row.id > 0]
