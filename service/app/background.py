@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 from service.db.embedded import EmbeddedPostgres, RestartFailed
 from service.db.pool import Database
@@ -113,9 +115,20 @@ async def embedding_worker(lib: Library, model_recorded: bool) -> AsyncIterator[
     if not (lib.queue_enabled and lib.settings.runs_worker_in_serve):
         yield
         return
+    work = functools.partial(worker.run_worker, lib, model_recorded=model_recorded)
+    async with _until_stopped(work, "embedding-worker"):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def _until_stopped(
+    run: Callable[[asyncio.Event], Coroutine[Any, Any, None]], name: str
+) -> AsyncIterator[None]:
+    """Run ``run(stop)`` as a task named ``name`` for the body's duration, then set
+    ``stop`` and wait for it: a loop that owns a batch finishes it instead of being
+    cancelled in the middle (the worker, the write-behind, the sweeper)."""
     stop = asyncio.Event()
-    work = worker.run_worker(lib, stop, model_recorded=model_recorded)
-    task = asyncio.create_task(work, name="embedding-worker")
+    task = asyncio.create_task(run(stop), name=name)
     try:
         yield
     finally:
@@ -130,26 +143,18 @@ async def write_behind(lib: Library) -> AsyncIterator[None]:
     if not lib.queue_enabled:
         yield
         return
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_write_behind(lib, stop), name="write-behind")
-    try:
+    async with _until_stopped(functools.partial(run_write_behind, lib), "write-behind"):
         yield
-    finally:
-        stop.set()
-        await task
 
 
 @contextlib.asynccontextmanager
 async def export_area_sweeper(lib: Library) -> AsyncIterator[None]:
     """Delete expired export-area files (CPERSONA_EXPORT_RETENTION_HOURS) every few
     minutes while serving; every replica sweeps, and sweeps are idempotent."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(export_area.run_sweeper(lib, stop), name="export-area-sweeper")
-    try:
+    async with _until_stopped(
+        functools.partial(export_area.run_sweeper, lib), "export-area-sweeper"
+    ):
         yield
-    finally:
-        stop.set()
-        await task
 
 
 @contextlib.asynccontextmanager

@@ -17,7 +17,7 @@ the import back; a streamed answer whose client stops reading is abandoned after
 ``CPERSONA_STREAM_STALL_TIMEOUT``. These routes run in the ``bulk`` lane, with their
 transactions on the bulk pool, so slow clients never hold the tools' connections.
 Grants are
-the tools' (spec §9.2): export and import need read-write on the agent (``*``
+the tools' (docs/tools.md, "Grants"): export and import need read-write on the agent (``*``
 when none is named; a body's records go to the target, or with none to their own
 agents, which the ``*`` grant covers); an upload needs read-write on some agent.
 The export area's rule holds on top (``memory.portability.export_area``): a

@@ -21,7 +21,7 @@ DEFAULT_HNSW_EF_SEARCH: Final = 100
 """HNSW's search breadth (pgvector's ``hnsw.ef_search``, whose own default is 40).
 
 Measured on a 100k-row agent of LoCoMo-derived memories with real question vectors
-(docs/benchmarks-throughput.md, "The vector channel at scale"): the share of the exact 10
+(docs/ranking.md, "Ranking knobs"): the share of the exact 10
 nearest rows the channel finds is 0.74 at 40, 0.88 at 100 and 0.93 at 200, for a fraction
 of a millisecond. It also enters the planner's cost of an HNSW scan (the larger it is, the
 larger a table must be before the planner prefers HNSW to the exact plan), which is why
@@ -38,7 +38,7 @@ cached-plan path (Postgres's own default is 4.0).
 lives in memory, where the two cost the same. With 4.0 the planner takes the exact plan
 for the vector channel (scan the agent's rows, sort by distance) on small tables, and that
 plan reads every vector back from TOAST: at 3,000 rows through MCP a recall took 43.1 ms at
-p50 against 30.8 ms with 1.1 (docs/benchmarks-throughput.md, "Planner costs")."""
+p50 against 30.8 ms with 1.1 (docs/ranking.md, "Ranking knobs")."""
 
 
 DEFAULT_POSTINGS_BUDGET: Final = 500
@@ -48,7 +48,7 @@ commoner terms compete only when those rows are fewer than the lexical depth (on
 list then tops them up). It bounds a query's lexical cost at any corpus size.
 
 Chosen by quality on three benchmarks of different shapes, not by speed
-(docs/benchmarks-recall.md, "The postings budget"): from 2000 to 500, LoCoMo NDCG@10 went
+(docs/benchmarks/quality.md, "Current numbers"): from 2000 to 500, LoCoMo NDCG@10 went
 0.526 to 0.527, LoCoMo with all ten conversations in one agent 0.477 to 0.482, and the
 held-out FAQ set stayed at 0.688; 250 was better still on both LoCoMo shapes but cost the
 held-out set 0.012, so 500 (five times the hybrid lexical depth) is the smallest budget no
@@ -56,7 +56,7 @@ benchmark loses on. A row that shares only a common word with the query is weak 
 evidence, and the gate keeps every lexical match, so fewer of them is no loss. The
 lexical statement's median fell from 6.4 to 4.0 ms at a 10k-row agent and from 9.7 to 6.2
 ms at 100k, its p95 from 10.1 to 5.5 and from 17.5 to 9.2 ms
-(docs/benchmarks-throughput.md, "the postings budget")."""
+(docs/benchmarks/latency.md, "What the numbers mean")."""
 
 
 @dataclasses.dataclass(frozen=True)

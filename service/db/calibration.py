@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 
@@ -133,17 +133,22 @@ async def save_calibration(
     """Store ``c``; False when the agent no longer exists (nothing written)."""
     record = await conn.fetchrow(
         QUERIES["save_calibration"],
-        tenant_id,
-        agent,
-        c.vector_threshold,
-        c.fused_gate,
-        c.fused_gate_signal,
-        c.beta,
-        c.set_beta,
-        c.precision_label,
-        c.embedding_model,
-        c.embedding_dim,
-        c.scoring_version,
-        c.report,
+        *arguments(
+            "save_calibration",
+            {
+                "tenant_id": tenant_id,
+                "agent": agent,
+                "vector_threshold": c.vector_threshold,
+                "fused_gate": c.fused_gate,
+                "fused_gate_signal": c.fused_gate_signal,
+                "beta": c.beta,
+                "set_beta": c.set_beta,
+                "precision": c.precision_label,
+                "embedding_model": c.embedding_model,
+                "embedding_width": c.embedding_dim,
+                "scoring_version": c.scoring_version,
+                "report": c.report,
+            },
+        ),
     )
     return record is not None

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 
@@ -40,17 +40,22 @@ class EpisodeListRow:
 async def insert_episode(conn: Connection, tenant_id: TenantId, row: NewEpisode) -> int:
     value = await conn.fetchval(
         QUERIES["insert_episode"],
-        tenant_id,
-        row.agent_id,
-        row.project_id,
-        row.channel,
-        row.summary,
-        row.keywords,
-        row.start_time,
-        row.end_time,
-        row.resolved,
-        None if row.embedding is None else list(row.embedding),
-        row.embedding_model,
+        *arguments(
+            "insert_episode",
+            {
+                "tenant_id": tenant_id,
+                "agent_id": row.agent_id,
+                "project_id": row.project_id,
+                "channel": row.channel,
+                "summary": row.summary,
+                "keywords": row.keywords,
+                "start_time": row.start_time,
+                "end_time": row.end_time,
+                "resolved": row.resolved,
+                "embedding": None if row.embedding is None else list(row.embedding),
+                "embedding_model": row.embedding_model,
+            },
+        ),
     )
     return int(value)
 

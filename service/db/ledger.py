@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 
@@ -45,17 +45,22 @@ async def ledger_deliver(
     """Look up and record one answer's deliveries (see the query's description)."""
     record = await conn.fetchrow(
         QUERIES["ledger_deliver"],
-        tenant_id,
-        session_key,
-        [o.kind for o in offered],
-        [o.row_id for o in offered],
-        [o.cost for o in offered],
-        [o.stub_cost for o in offered],
-        [o.whole for o in offered],
-        budget,
-        look_up,
-        ttl_seconds,
-        max_rows,
+        *arguments(
+            "ledger_deliver",
+            {
+                "tenant_id": tenant_id,
+                "session_key": session_key,
+                "kinds": [o.kind for o in offered],
+                "ids": [o.row_id for o in offered],
+                "costs": [o.cost for o in offered],
+                "stub_costs": [o.stub_cost for o in offered],
+                "whole": [o.whole for o in offered],
+                "budget": budget,
+                "look_up": look_up,
+                "ttl": ttl_seconds,
+                "max_rows": max_rows,
+            },
+        ),
     )
     assert record is not None  # an aggregate query always returns its one row
     return Exchange(frozenset(record["held"]), record["recorded"], record["swept"])

@@ -10,7 +10,7 @@ import asyncpg
 
 from service.db.pauses import PauseRow
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.errors import Conflict
 from service.models import TenantId
 
@@ -75,23 +75,28 @@ async def store_memory(
     '' for the tenant-wide pause only) a pause in force writes nothing and is returned."""
     record = await conn.fetchrow(
         QUERIES["store_memory"],
-        tenant_id,
-        row.agent_name,
-        row.project_id,
-        row.channel,
-        row.msg_id,
-        row.content,
-        row.source,
-        row.timestamp_text,
-        row.timestamp_at,
-        row.metadata,
-        list(project_scope),
-        list(channel_scope),
-        None if row.embedding is None else list(row.embedding),
-        row.embedding_model,
-        job is not None,
-        None if job is None else job.last_error,
-        obey_pause_of,
+        *arguments(
+            "store_memory",
+            {
+                "tenant_id": tenant_id,
+                "agent": row.agent_name,
+                "project_id": row.project_id,
+                "channel": row.channel,
+                "msg_id": row.msg_id,
+                "content": row.content,
+                "source": row.source,
+                "timestamp_text": row.timestamp_text,
+                "timestamp_at": row.timestamp_at,
+                "metadata": row.metadata,
+                "project_scope": list(project_scope),
+                "channel_scope": list(channel_scope),
+                "embedding": None if row.embedding is None else list(row.embedding),
+                "embedding_model": row.embedding_model,
+                "queue_job": job is not None,
+                "job_error": None if job is None else job.last_error,
+                "pause_session": obey_pause_of,
+            },
+        ),
     )
     assert record is not None
     pause = None

@@ -19,7 +19,7 @@ outlive a transaction on the server:
   already skipped by the pool (nothing to reset).
 
 Without a pooler asyncpg keeps its statement cache: a cached statement saves the parse
-and plan of every repeated query (``bench/pooler.py`` measures the difference).
+and plan of every repeated query (``bench/scaleout/pooler.py`` measures the difference).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Literal, TypeVar
 
@@ -20,7 +20,7 @@ from pgvector import Vector
 
 from service.db import episodes
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.errors import ServiceError
 from service.models import TenantId
 
@@ -153,54 +153,61 @@ class ImportMemory:
     """The model of ``embedding`` when it is known to be the configured one."""
 
 
-MEMORY_COLUMNS = (
-    "agent_id",
-    "project_id",
-    "channel",
-    "msg_id",
-    "content",
-    "source_json",
-    "timestamp_text",
-    "timestamp_at",
-    "metadata_json",
-    "created_at",
-    "locked",
-    "recall_count",
-    "last_recalled_at",
-    "embedding_model",
-)
-"""The column arrays of ``import_memories`` ($2..$15), in the legend's order."""
-EPISODE_COLUMNS = (
-    "agent_id",
-    "project_id",
-    "channel",
-    "summary",
-    "keywords",
-    "start_time",
-    "end_time",
-    "resolved",
-    "created_at",
-    "embedding_model",
-)
-"""The column arrays of ``import_episodes`` ($2..$11), in the legend's order."""
+MEMORY_COLUMNS = {
+    "agent_id": "agent_id",
+    "project_id": "project_id",
+    "channel": "channel",
+    "msg_id": "msg_id",
+    "content": "content",
+    "source": "source_json",
+    "timestamp_text": "timestamp_text",
+    "timestamp_at": "timestamp_at",
+    "metadata": "metadata_json",
+    "created_at": "created_at",
+    "locked": "locked",
+    "recall_count": "recall_count",
+    "last_recalled_at": "last_recalled_at",
+    "embedding_model": "embedding_model",
+}
+"""The column arrays of ``import_memories``: parameter name -> the row's attribute."""
+EPISODE_COLUMNS = {
+    name: name
+    for name in (
+        "agent_id",
+        "project_id",
+        "channel",
+        "summary",
+        "keywords",
+        "start_time",
+        "end_time",
+        "resolved",
+        "created_at",
+        "embedding_model",
+    )
+}
+"""The column arrays of ``import_episodes``: parameter name -> the row's attribute."""
 
 
 async def _insert_rows(
     conn: Connection,
-    query: str,
+    query: tuple[str, str],
     tenant_id: TenantId,
     rows: Sequence[ImportMemory] | Sequence[ImportEpisode],
-    names: Sequence[str],
+    columns: Mapping[str, str],
     queue: bool,
 ) -> int:
-    """Run an ``unnest``-based import statement: one array per column ``names`` (in the
-    legend's order), the vectors, and whether to queue rows without a vector of the
-    configured model; the count inserted."""
-    columns = [[getattr(row, name) for row in rows] for name in names]
+    """Run an ``unnest``-based import statement, ``query`` (its name and statement): one
+    array per parameter of ``columns`` (read from the row attribute it names), the
+    vectors, and whether to queue rows without a vector of the configured model; the
+    count inserted."""
+    name, statement = query
+    values: dict[str, object] = {
+        parameter: [getattr(row, attribute) for row in rows]
+        for parameter, attribute in columns.items()
+    }
+    values.update(tenant_id=tenant_id, embedding=[_vector(r.embedding) for r in rows], queue=queue)
     with _refusals():
-        value = await conn.fetchval(
-            query, tenant_id, *columns, [_vector(r.embedding) for r in rows], queue
-        )
+        value = await conn.fetchval(statement, *arguments(name, values))
     return int(value)
 
 
@@ -209,7 +216,12 @@ async def import_memories(
 ) -> int:
     """Insert ``rows`` in order, skipping exact-bucket duplicates; the count inserted."""
     return await _insert_rows(
-        conn, QUERIES["import_memories"], tenant_id, rows, MEMORY_COLUMNS, queue
+        conn,
+        ("import_memories", QUERIES["import_memories"]),
+        tenant_id,
+        rows,
+        MEMORY_COLUMNS,
+        queue,
     )
 
 
@@ -225,7 +237,12 @@ async def import_episodes(
 ) -> int:
     """Insert ``rows`` in order, skipping known (agent, project, channel, summary)."""
     return await _insert_rows(
-        conn, QUERIES["import_episodes"], tenant_id, rows, EPISODE_COLUMNS, queue
+        conn,
+        ("import_episodes", QUERIES["import_episodes"]),
+        tenant_id,
+        rows,
+        EPISODE_COLUMNS,
+        queue,
     )
 
 

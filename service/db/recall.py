@@ -13,13 +13,13 @@ from typing import Any, NamedTuple
 
 from service.config.recall import DEFAULT_POSTINGS_BUDGET
 from service.db.pool import Connection
-from service.db.sql import QUERIES, VECTOR_DIMS, shaped
+from service.db.sql import QUERIES, VECTOR_DIMS, arguments, number, shaped
 from service.models import TenantId
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Scope:
-    """The isolation axes of one recall (spec §6.1 read rules)."""
+    """The isolation axes of one recall (docs/tools.md, "Isolation axes")."""
 
     agent: str
     project_id: str | None
@@ -174,14 +174,29 @@ def lexical_statement(scope: Scope, wanted: Retrieval) -> str:
     """``recall_lexical`` rendered for this call's shape (``sql.shaped``): the filters
     that are off left out, the depths written in. Few shapes occur (the depths follow
     the recall's ``limit``), so each is rendered once and prepared once per connection."""
-    depths = ((8, wanted.limit), (14, wanted.budget))
+    depths = (
+        (number("recall_lexical", "depth"), wanted.limit),
+        (number("recall_lexical", "budget"), wanted.budget),
+    )
     return _shape(QUERIES["recall_lexical"], _omitted(scope), depths)
 
 
 def vector_statement(scope: Scope, wanted: Retrieval) -> str:
     """``recall_vectors`` of the query's width, rendered as ``lexical_statement`` is."""
+    name = f"recall_vectors_{_width(wanted.vector)}"
     query = QUERIES[f"recall_vectors_{_width(wanted.vector)}"]
-    return _shape(query, _omitted(scope), ((8, _vector_depth(wanted)),))
+    return _shape(query, _omitted(scope), ((number(name, "depth"), _vector_depth(wanted)),))
+
+
+def _scope_values(tenant_id: TenantId, scope: Scope) -> dict[str, object]:
+    """The arguments of the scope both recall statements share (their recall_scope part)."""
+    return {
+        "tenant_id": tenant_id,
+        "agent": scope.agent,
+        "project_id": scope.project_id,
+        "channel": scope.channel,
+        "source_pattern": scope.source_pattern,
+    }
 
 
 def _vector_depth(wanted: Retrieval) -> int:
@@ -193,25 +208,22 @@ async def lexical_candidates(
 ) -> Lexical:
     """The lexical channels, the meta row and the feature terms (``recall_lexical``);
     ``wanted.vector`` is not read, so this runs while the query is being embedded."""
-    records = await conn.fetch(
-        lexical_statement(scope, wanted),
-        tenant_id,
-        scope.agent,
-        scope.project_id,
-        scope.channel,
-        scope.source_pattern,
-        wanted.tsquery,
-        list(wanted.patterns),
-        wanted.limit,
-        wanted.episodes,
-        wanted.recency,
-        list(wanted.lexemes),
-        wanted.confidence,
-        wanted.query,
-        wanted.budget,
-        wanted.simple_weight,
-        wanted.english_weight,
-    )
+    values = {
+        **_scope_values(tenant_id, scope),
+        "tsquery": wanted.tsquery,
+        "patterns": list(wanted.patterns),
+        "depth": wanted.limit,
+        "episodes": wanted.episodes,
+        "recency": wanted.recency,
+        "lexemes": list(wanted.lexemes),
+        "confidence": wanted.confidence,
+        "query": wanted.query,
+        "budget": wanted.budget,
+        "simple_weight": wanted.simple_weight,
+        "english_weight": wanted.english_weight,
+    }
+    statement = lexical_statement(scope, wanted)
+    records = await conn.fetch(statement, *arguments("recall_lexical", values))
     rows = [r for r in records if r["channel"] != "meta"]
     meta = next(r for r in records if r["channel"] == "meta")
     terms = FeatureTerms(
@@ -234,24 +246,23 @@ async def with_vectors(
     if not searches_vectors(wanted):
         return lexical.alone()
     assert wanted.vector is not None
+    values = {
+        **_scope_values(tenant_id, scope),
+        "vector": list(wanted.vector),
+        "episodes": wanted.episodes,
+        "depth": _vector_depth(wanted),
+        "memory_ids": lexical.ids("mem"),
+        "episode_ids": lexical.ids("ep"),
+        "stems": lexical.terms.stems,
+        "idfs": lexical.terms.idfs,
+        "phrases": lexical.terms.phrases,
+        "any_simple": lexical.terms.any_simple,
+        "any_english": lexical.terms.any_english,
+        "patterns": list(wanted.patterns),
+    }
+    statement = vector_statement(scope, wanted)
     records = await conn.fetch(
-        vector_statement(scope, wanted),
-        tenant_id,
-        scope.agent,
-        scope.project_id,
-        scope.channel,
-        scope.source_pattern,
-        list(wanted.vector),
-        wanted.episodes,
-        _vector_depth(wanted),
-        lexical.ids("mem"),
-        lexical.ids("ep"),
-        lexical.terms.stems,
-        lexical.terms.idfs,
-        lexical.terms.phrases,
-        lexical.terms.any_simple,
-        lexical.terms.any_english,
-        list(wanted.patterns),
+        statement, *arguments(f"recall_vectors_{_width(wanted.vector)}", values)
     )
     cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
     found = [_hit(r, r["cosine"]) for r in records if r["channel"] != "cosine"]

@@ -11,6 +11,17 @@ file include where they write ``{part:name}`` (say, the scope CTEs two statement
 with the same ``$n``). It is written in at load time, before anything else, so the
 registry holds whole statements; a part no query includes, or an include of a part the
 file does not have, is an error.
+
+A statement with many parameters names them instead of numbering them: ``:tenant_id``
+where it would write ``$1`` (a ``::type`` cast is not a name). Its legend declares the
+order: from the first comment line that begins with a name (``-- :tenant_id uuid, ...``),
+the order in which the names first appear in the comment lines; the loader writes
+``$n`` in that order, so the registry holds the positional statement Postgres prepares,
+and :data:`PARAMETERS` keeps the names. Callers bind a mapping with :func:`arguments`,
+which refuses a missing or an unknown name; a name used twice is one parameter, bound
+once. Values stay bound: only the placeholder's spelling changes. Why: past ten ``$n`` a
+caller's positional list no longer reads against the legend
+(docs/contributing.md, "Where a new thing goes").
 """
 
 from __future__ import annotations
@@ -22,6 +33,11 @@ from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import LiteralString
 
+_NAME = re.compile(r"(?<![:\w[]):([a-z_][a-z0-9_]*)(?!:])")
+"""A named placeholder, ``:name``; never the second colon of a ``::type`` cast."""
+_LEGEND = re.compile(r"\s*-- :[a-z_]")
+"""The first line of a legend of names: a comment that begins with one."""
+_NUMBERED = re.compile(r"\$[0-9]")
 _HEADER = re.compile(r"^-- ((?:part: )?[a-z0-9_]+(?:\[dim\])?) --$", re.MULTILINE)
 _PART = "part: "
 _INCLUDE = re.compile(r"\{part:([a-z0-9_]+)\}")
@@ -95,8 +111,45 @@ def _part_text(body: str) -> str:
     return "\n".join(lines)
 
 
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("--")
+
+
+def _positional(statement: str) -> tuple[str, tuple[str, ...]]:
+    """``statement`` with its ``:name`` placeholders written as ``$n``, and the names in
+    ``$n`` order (the order of the legend); a statement without names is unchanged."""
+    lines = statement.split("\n")
+    code = [line for line in lines if not _is_comment(line)]
+    used = {name for line in code for name in _NAME.findall(line)}
+    if not used:
+        return statement, ()
+    if any(_NUMBERED.search(line) for line in code):
+        raise ValueError(f"both $n and named parameters ({sorted(used)}) in one statement")
+    start = next((i for i, line in enumerate(lines) if _LEGEND.match(line)), None)
+    if start is None:
+        raise ValueError(f"named parameters {sorted(used)} without a legend line '-- :name ...'")
+    legend = [line for line in lines[start:] if _is_comment(line)]
+    declared = list(dict.fromkeys(n for line in legend for n in _NAME.findall(line)))
+    order = tuple(name for name in declared if name in used)
+    if used - set(order):
+        raise ValueError(f"parameter(s) {sorted(used - set(order))} missing from the legend")
+    number = {name: f"${position}" for position, name in enumerate(order, start=1)}
+    rewritten = [
+        line if _is_comment(line) else _NAME.sub(lambda m: number[m.group(1)], line)
+        for line in lines
+    ]
+    return "\n".join(rewritten), order
+
+
 def parse_queries(text: str) -> dict[str, str]:
-    """Split one .sql file's text into {name: statement}, parts written in."""
+    """Split one .sql file's text into {name: statement}, parts written in, named
+    parameters written as ``$n``."""
+    return {name: statement for name, (statement, _) in parse_named(text).items()}
+
+
+def parse_named(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Split one .sql file's text into {name: (statement, parameter names)}; the names
+    are empty for a statement numbered ``$n`` by hand."""
     pieces = _HEADER.split(text)
     blocks: dict[str, str] = {}
     parts: dict[str, str] = {}
@@ -110,12 +163,12 @@ def parse_queries(text: str) -> dict[str, str]:
             raise ValueError(f"duplicate query name {header!r}")
         else:
             blocks[header] = body.strip()
-    queries: dict[str, str] = {}
+    queries: dict[str, tuple[str, tuple[str, ...]]] = {}
     for header, body in _with_parts(blocks, parts).items():
         for name, statement in _expand(header, body).items():
             if name in queries:
                 raise ValueError(f"duplicate query name {name!r}")
-            queries[name] = statement
+            queries[name] = _positional(statement)
     return queries
 
 
@@ -133,15 +186,43 @@ def sql_folder() -> Traversable:
     return resources.files("service.db").joinpath("sql")
 
 
-def load_queries() -> Mapping[str, LiteralString]:
-    """Read every .sql file shipped in the package; reject duplicate names."""
+def _load() -> tuple[Mapping[str, LiteralString], Mapping[str, tuple[str, ...]]]:
+    """Read every .sql file shipped in the package; reject duplicate names. Returns the
+    statements and, for the statements with named parameters, their names."""
     registry: dict[str, LiteralString] = {}
+    names: dict[str, tuple[str, ...]] = {}
     for path, entry in sql_files(sql_folder()):
-        for name, statement in parse_queries(entry.read_text(encoding="utf-8")).items():
+        for name, (statement, parameters) in parse_named(entry.read_text(encoding="utf-8")).items():
             if name in registry:
                 raise ValueError(f"duplicate query name {name!r} in {path}")
             registry[name] = statement
-    return MappingProxyType(registry)
+            if parameters:
+                names[name] = parameters
+    return MappingProxyType(registry), MappingProxyType(names)
 
 
-QUERIES: Mapping[str, LiteralString] = load_queries()
+def load_queries() -> Mapping[str, LiteralString]:
+    """Read every .sql file shipped in the package; reject duplicate names."""
+    return _load()[0]
+
+
+QUERIES, PARAMETERS = _load()
+"""The named queries, and the parameter names (in ``$n`` order) of those that name them."""
+
+
+def arguments(query: str, values: Mapping[str, object]) -> list[object]:
+    """The positional arguments of ``query`` (a name in :data:`PARAMETERS`) from
+    ``values`` by parameter name. Refuses (``TypeError``, a caller's bug) a name the
+    statement does not have and one it has that ``values`` lacks."""
+    order = PARAMETERS[query]
+    unknown = sorted(values.keys() - set(order))
+    missing = [name for name in order if name not in values]
+    if unknown or missing:
+        raise TypeError(f"{query}: unknown argument(s) {unknown}, missing argument(s) {missing}")
+    return [values[name] for name in order]
+
+
+def number(query: str, parameter: str) -> int:
+    """The ``$n`` of a named parameter of ``query``: what :func:`shaped` takes to write a
+    depth into the statement."""
+    return PARAMETERS[query].index(parameter) + 1

@@ -6,7 +6,7 @@ import dataclasses
 from datetime import date
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 
@@ -35,6 +35,21 @@ class UsageRow:
         )
 
 
+COUNTS = (
+    "calls",
+    "failures",
+    "bytes_out",
+    "chars_returned",
+    "chars_saved",
+    "tokens_delivered",
+    "tokens_saved_previews",
+    "tokens_saved_excerpts",
+    "tokens_saved_budgets",
+    "tokens_saved_ledger",
+)
+"""The counts ``add_usage`` adds, in the order its callers pass them."""
+
+
 async def add_usage(
     conn: Connection,
     tenant_id: TenantId,
@@ -44,7 +59,13 @@ async def add_usage(
 ) -> None:
     """Add (calls, failures, bytes_out, chars_returned, chars_saved, tokens_delivered,
     tokens saved by previews, excerpts, budgets, ledger) to one row."""
-    await conn.execute(QUERIES["add_usage"], tenant_id, day, tool, *counts)
+    values = {
+        "tenant_id": tenant_id,
+        "day": day,
+        "tool": tool,
+        **dict(zip(COUNTS, counts, strict=True)),
+    }
+    await conn.execute(QUERIES["add_usage"], *arguments("add_usage", values))
 
 
 async def usage_report(conn: Connection, tenant_id: TenantId, days: int) -> list[UsageRow]:

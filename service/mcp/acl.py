@@ -1,4 +1,4 @@
-"""Per-key grants with CPersona's ACL semantics inside a tenant (spec §9.2).
+"""Per-key grants with CPersona's ACL semantics inside a tenant (docs/tools.md, "Grants").
 
 Permissions order ``none < read < read-write``. The effective permission for
 agent A is the exact grant when present (even if lower than ``*``), else the
@@ -34,7 +34,8 @@ def allows(grants: Mapping[str, Permission], agent: str, required: Permission) -
 def denial(
     caller: Caller, agent: str | None, required: Permission, where: Mapping[str, object]
 ) -> dict[str, Any]:
-    """The ``permission_denied`` failure (spec §1.3) of a tool or an HTTP route.
+    """The ``permission_denied`` failure (docs/tools.md, "Answers and failures") of a tool or an
+    HTTP route.
 
     ``where`` names what was refused (``{"tool": name}`` or ``{"endpoint": path}``);
     ``agent`` is None when the demand is not about one agent.

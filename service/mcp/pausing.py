@@ -1,4 +1,4 @@
-"""The one place that applies a persistence pause (spec §10.5) to a call.
+"""The one place that applies a persistence pause (docs/tools.md, "pause_persistence") to a call.
 
 Every pause policy is applied here: by the dispatcher for every tool with a
 :class:`~service.mcp.registry.PausePolicy`, by the ``/v1/import`` endpoint (with the

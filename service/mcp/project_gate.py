@@ -1,4 +1,4 @@
-"""The operating context's project_id gate at the boundary (spec §9.4).
+"""The operating context's project_id gate at the boundary (docs/tools.md, "get_operating_context").
 
 The dispatcher applies it to every tool whose spec has ``project_gate`` (the six
 project tools), after the ACL check and before the pause step and the library, so

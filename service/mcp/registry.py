@@ -41,7 +41,8 @@ def refuse(message: str) -> JsonObject:
 
 def refuse_with(**empty: object) -> Callable[[str], JsonObject]:
     """A tool-failure shape that also carries the tool's empty answer (e.g. ``messages=[]``),
-    for the read tools whose refusal shapes the spec reserves (§9.4)."""
+    for the read tools whose refusal shapes the spec reserves
+    (docs/tools.md, "get_operating_context")."""
 
     def refusal(message: str) -> JsonObject:
         return {**refuse(message), **empty}
@@ -58,7 +59,8 @@ def every_call(env: ToolEnv, args: JsonObject) -> bool:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PausePolicy:
-    """How a write tool answers while its tenant or session is paused (spec §10.5).
+    """How a write tool answers while its tenant or session is paused
+    (docs/tools.md, "pause_persistence").
 
     ``body`` builds the tool's success shape for these arguments with nothing
     done (zero counts, ids present); the dispatcher then marks it skipped

@@ -1,8 +1,8 @@
 """The MCP server: registers tools, validates arguments, authorises, dispatches.
 
-Built with the SDK's low-level ``Server`` so the three failure layers of the
-spec (§1.2) are exact: a schema violation is an ``isError`` result whose text is
-``Input validation error: <message>``; an unknown tool is the bare
+Built with the SDK's low-level ``Server`` so the three failure layers
+(docs/tools.md, "Answers and failures") are exact: a schema violation is an ``isError`` result whose
+text is ``Input validation error: <message>``; an unknown tool is the bare
 ``{"error": "Unknown tool: <name>"}`` (flagged ``isError`` so clients that branch on it
 see a failure); a handler's semantic failure is its own
 ``{"ok": false, ...}`` object. Unexpected exceptions are logged and answered with
@@ -117,9 +117,10 @@ def with_defaults(schema: JsonObject, args: JsonObject) -> JsonObject:
 
 def without_null_defaults(schema: JsonObject, args: JsonObject) -> JsonObject:
     """``args`` without the top-level nulls of properties that declare a default: a null
-    there means "not given" (archive_episode's ``resolved: null`` is false, spec §2), so
-    the schemas stay single-typed (no ``["boolean", "null"]`` unions that strict
-    validators flag) and clients that send null keep working."""
+    there means "not given" (archive_episode's ``resolved: null`` is false;
+    docs/tools.md, "The catalogue an agent sees"), so the schemas stay single-typed (no
+    ``["boolean", "null"]`` unions that strict validators flag) and clients that send null keep
+    working."""
     properties = schema.get("properties", {})
     return {
         name: value
@@ -221,7 +222,8 @@ class Dispatcher:
         return await reads.on_replica(self._lib, gated)
 
     async def _gated(self, spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
-        """The operating-context project gate (spec §9.4), the pause step (§10.5), the handler.
+        """The operating-context project gate (docs/tools.md, "get_operating_context"), the pause
+        step (docs/tools.md, "pause_persistence"), the handler.
 
         The gate runs before the pause check and before the library: a refusal
         is returned as is; otherwise the notes (warning, resolved project) are

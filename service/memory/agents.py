@@ -1,4 +1,4 @@
-"""Whole-agent operations: delete_agent_data (spec §5.7)."""
+"""Whole-agent operations: delete_agent_data (docs/tools.md, "delete_agent_data")."""
 
 from __future__ import annotations
 

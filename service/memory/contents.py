@@ -1,4 +1,5 @@
-"""get_contents: resolve ``mem:<id>`` / ``ep:<id>`` refs back to whole rows (spec §4.4, §4.6).
+"""get_contents: resolve ``mem:<id>`` / ``ep:<id>`` refs back to whole rows
+(docs/tools.md, "Batch budget"; docs/tools.md, "Refs").
 
 The library returns every found row whole and applies no character budget: the
 40,000-character batch budget, ``deferred`` and ``budget_chars`` belong to the MCP boundary
@@ -127,7 +128,7 @@ def _item(ref: str, key: tuple[Kind, int] | None, found: contents.Contents) -> J
 
 
 def _memory_item(ref: str, row: contents.MemoryContent) -> JsonObject:
-    """Shaped like a recall message so a caller can splice it in (spec §2.2)."""
+    """Shaped like a recall message so a caller can splice it in (docs/tools.md, "Recall rows")."""
     item: JsonObject = {
         "ref": ref,
         "content": row.content,

@@ -1,4 +1,5 @@
-"""Episodes: archived session summaries (spec §2.2 archive_episode, list_episodes)."""
+"""Episodes: archived session summaries (docs/tools.md, "archive_episode";
+docs/tools.md, "list_episodes")."""
 
 from __future__ import annotations
 

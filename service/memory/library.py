@@ -3,7 +3,7 @@
 Built once by the application factory and passed down explicitly (no module
 state). The MCP boundary holds one but never reaches past it into storage.
 ``embedder`` is None when embeddings are off (lexical recall only);
-``query_cache`` holds recent query embeddings (spec §8 cache size and TTL);
+``query_cache`` holds recent query embeddings (its size and TTL: README.md, "Configuration");
 ``breaker`` stops calling a failing provider for a while (queries, writes and
 the worker of this process share it); ``handoff`` passes rows committed without
 a vector to this process's write-behind embedder.

@@ -1,4 +1,5 @@
-"""The persistence pause ("session no-persist mode", spec §10.5) in its hosted form.
+"""The persistence pause ("session no-persist mode"; docs/tools.md, "pause_persistence") in its
+hosted form.
 
 CPersona keeps one process-global flag that silences every client of the
 process. Here a pause is a row of ``persistence_pauses`` scoped to one tenant

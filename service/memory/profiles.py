@@ -1,4 +1,4 @@
-"""Agent profiles: one free-text row per agent, capped (spec §5.8)."""
+"""Agent profiles: one free-text row per agent, capped (docs/tools.md, "update_profile")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Write-seam normalisation shared by every write path (spec §5.1, §5.3).
+"""Write-seam normalisation shared by every write path (docs/tools.md, "Store steps";
+docs/tools.md, "Source normalisation").
 
 Pure functions: content sanitising with the length cap, source
 normalisation to the canonical ``{type, id, name}`` shape, the serialised-size
@@ -36,7 +37,7 @@ def sanitise(raw: str, max_length: int) -> Sanitised:
     """Strip ``[Memory from …]`` annotations, trim, cap at ``max_length`` code points.
 
     Annotations are echoes of earlier recalls that agents paste back; storing
-    them would duplicate memories under a new wording (spec §5.1 step 5).
+    them would duplicate memories under a new wording (step 5 of docs/tools.md, "Store steps").
     """
     text = _ANNOTATION.sub("", raw).strip()
     if len(text) > max_length:
@@ -69,7 +70,7 @@ def _from_single_key(key: str, value: object) -> dict[str, object] | None:
 
 
 def normalise_source(source: object) -> object:
-    """Fold the many historical source spellings into ``{type, id, name}`` (spec §5.3).
+    """Fold the many historical source spellings into ``{type, id, name}``.
 
     ``None`` becomes ``{}``; Rust-serde single-key objects and bare type words
     are folded; anything unrecognised is returned verbatim so a health check can
@@ -96,7 +97,7 @@ def normalise_source(source: object) -> object:
 
 
 def now_timestamp() -> str:
-    """Server time as ISO-8601 UTC with microseconds and ``+00:00`` (spec §5.1)."""
+    """Server time as ISO-8601 UTC with microseconds and ``+00:00``."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 

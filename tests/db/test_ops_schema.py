@@ -1,5 +1,5 @@
 """The ops schema and the read-only ops role (migration 0004), and the comment
-coverage that makes psql a usable operations interface (architecture §10)."""
+coverage that makes psql a usable operations interface (docs/psql.md, "Inspecting with psql")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Unit tests for ``service.mcp.shaping``: previews, refs and response budgets.
 
-Numbers in test docstrings refer to the acceptance behaviours of spec §11.
+Numbers in test docstrings are the acceptance behaviours of the CPersona reference.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def texts_of(rows: list[dict[str, object]]) -> list[object]:
     return [row["content"] for row in rows]
 
 
-# -- preview (§4.2) ------------------------------------------------------------------------
+# -- preview (docs/tools.md, "Preview tier") -------------------------------------------------------
 
 
 def test_preview_cuts_a_1479_char_row_to_its_first_500_chars_with_markers() -> None:
@@ -126,7 +126,7 @@ def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: in
     assert row.get("content_len", len(content)) == len(content)
 
 
-# -- full-content budget (§4.3) ------------------------------------------------------------
+# -- full-content budget (docs/tools.md, "Full-content budget") ------------------------------------
 
 
 def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() -> None:
@@ -224,7 +224,8 @@ def test_full_content_budget_does_not_mutate_its_input() -> None:
 
 
 def overflows_from_the_tail(sizes: list[int], i: int, budget: int) -> bool:
-    """Spec §4.3 in closed form: row ``i`` would push a non-zero total over the budget."""
+    """The full-content budget in closed form: row ``i`` would push a non-zero total over the
+    budget."""
     return sum(sizes[i + 1 :]) > 0 and sum(sizes[i:]) > budget
 
 
@@ -257,7 +258,7 @@ def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow
         assert shaped[-1] == rows[-1]
 
 
-# -- shape_recall (§4.1) -------------------------------------------------------------------
+# -- shape_recall (docs/tools.md, "Where trimming happens") ----------------------------------------
 
 
 def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
@@ -283,7 +284,7 @@ def test_shape_recall_with_full_content_adds_the_budget_when_it_is_spent() -> No
 
 
 def test_shape_recall_reports_a_spent_budget_even_when_no_row_was_trimmed() -> None:
-    """Spec §12.11: the recall marker means "spent", not "trimmed"."""
+    """The recall marker means "spent", not "trimmed" (docs/tools.md, "Full-content budget")."""
     response = {"messages": [mem(1, "x" * 5), mem(2, "y" * 99)]}
     shaped = recall.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
     assert shaped["full_content_budget_chars"] == 100
@@ -323,7 +324,7 @@ def test_shape_recall_does_not_mutate_the_response() -> None:
     assert response["messages"] is messages
 
 
-# -- refs (§4.4, §4.6) ---------------------------------------------------------------------
+# -- refs (docs/tools.md, "Batch budget"; docs/tools.md, "Refs") -----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -406,7 +407,7 @@ def test_parse_ref_never_raises_and_only_yields_valid_refs(ref: str) -> None:
         assert 0 < row_id <= library_contents.MAX_ROW_ID
 
 
-# -- get_contents batch budget (§4.4) ------------------------------------------------------
+# -- get_contents batch budget ------------------------------------------------------
 
 
 def item(ref: str, size: int) -> dict[str, object]:
@@ -491,7 +492,7 @@ def test_get_contents_items_are_copies() -> None:
     assert items[0] is not original
 
 
-# -- list budgets (§4.7) -------------------------------------------------------------------
+# -- list budgets (docs/tools.md, "List budgets") --------------------------------------------------
 
 
 def memory_row(row_id: object, size: int) -> dict[str, object]:
@@ -618,7 +619,7 @@ def test_list_budgets_do_not_mutate_their_input() -> None:
 def test_list_budget_degrades_exactly_the_rows_from_the_first_overflow_on(
     sizes: list[int], cap: int, budget: int
 ) -> None:
-    """Spec §4.7 in closed form; rows are never dropped and the first is never cut."""
+    """The list budgets in closed form; rows are never dropped and the first is never cut."""
     rows = [memory_row(i, n) for i, n in enumerate(sizes, start=1)]
     shaped, trimmed = listing.budget_list_memories(rows, cap, budget_chars=budget)
     overflow = [sum(sizes[:i]) > 0 and sum(sizes[: i + 1]) > budget for i in range(len(sizes))]

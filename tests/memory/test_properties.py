@@ -1,8 +1,8 @@
 """Property tests: dedup scopes and list isolation against a plain model of the spec.
 
-The model is written straight from the spec's words (§5.2, §6.1) and knows
-nothing of SQL; hypothesis drives random operation sequences through the real
-library on a real database, one fresh tenant per example.
+The model is written straight from the documented rules (docs/tools.md, "Dedup scopes";
+docs/tools.md, "Isolation axes") and knows nothing of SQL; hypothesis drives random operation
+sequences through the real library on a real database, one fresh tenant per example.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ OPS = st.builds(Op, AGENTS, PROJECTS, CHANNELS, MSG_IDS, CONTENTS)
 
 
 def scope(value: str) -> set[str]:
-    """§5.2: {X, ''} for a bucket X, {''} for the global pool."""
+    """docs/tools.md, "Dedup scopes": {X, ''} for a bucket X, {''} for the global pool."""
     return {value, ""} if value else {""}
 
 
@@ -68,7 +68,8 @@ def model_store(rows: list[Op], op: Op) -> str:
 
 
 def model_list(rows: list[Op], agent: str | None, project: str | None) -> list[Op]:
-    """§6.1 read rule for lists: empty/omitted agent = all; project None/''/X."""
+    """docs/tools.md, "Isolation axes", the rule for lists: empty/omitted agent = all; project
+    None/''/X."""
 
     def visible(row: Op) -> bool:
         if agent and row.agent != agent:

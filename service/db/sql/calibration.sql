@@ -104,30 +104,34 @@ LIMIT $4
 
 -- save_calibration --
 -- Store a calibration of the tenant (agent NULL) or of one existing agent: the vector
--- threshold, the fused gate (the stored gate and signal are kept when $4 is NULL), the
--- embedding fingerprint and the report; with $7 also the precision override ($6 NULL
--- clears it). Returns one row when written, none when the agent no longer exists.
--- $1 tenant_id uuid, $2 agent name text (NULL = tenant-wide), $3 vector threshold float8,
--- $4 fused gate float8, $5 fused gate signal text, $6 beta float8, $7 set beta boolean,
--- $8 precision label text, $9 embedding model text, $10 embedding width int,
--- $11 scoring version text, $12 report jsonb
+-- threshold, the fused gate (the stored gate and signal are kept when :fused_gate is NULL),
+-- the embedding fingerprint and the report; with :set_beta also the precision override
+-- (:beta NULL clears it). Returns one row when written, none when the agent no longer
+-- exists.
+-- :tenant_id uuid, :agent name text (NULL = tenant-wide), :vector_threshold vector
+-- threshold float8,
+-- :fused_gate fused gate float8, :fused_gate_signal fused gate signal text, :beta float8,
+-- :set_beta set beta boolean,
+-- :precision label text, :embedding_model embedding model text, :embedding_width embedding
+-- width int,
+-- :scoring_version scoring version text, :report jsonb
 INSERT INTO recall_calibration AS c (
     tenant_id, agent_id, vector_threshold, fused_gate, fused_gate_signal, beta,
     precision_label, embedding_model, embedding_dim, scoring_version, details,
     calibrated_at, updated_at)
-SELECT $1, owner.id, $3::float8, $4::float8, $5::text,
-       CASE WHEN $7::boolean THEN $6::float8 END, CASE WHEN $7::boolean THEN $8::text END,
-       $9::text, $10::int, $11::text, $12::jsonb, now(), now()
-FROM (SELECT NULL::bigint AS id WHERE $2::text IS NULL
+SELECT :tenant_id, owner.id, :vector_threshold::float8, :fused_gate::float8, :fused_gate_signal::text,
+       CASE WHEN :set_beta::boolean THEN :beta::float8 END, CASE WHEN :set_beta::boolean THEN :precision::text END,
+       :embedding_model::text, :embedding_width::int, :scoring_version::text, :report::jsonb, now(), now()
+FROM (SELECT NULL::bigint AS id WHERE :agent::text IS NULL
       UNION ALL
-      SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2) owner
+      SELECT a.id FROM agents a WHERE a.tenant_id = :tenant_id AND a.name = :agent) owner
 ON CONFLICT ON CONSTRAINT recall_calibration_scope DO UPDATE
 SET vector_threshold = EXCLUDED.vector_threshold,
     fused_gate = coalesce(EXCLUDED.fused_gate, c.fused_gate),
     fused_gate_signal = CASE WHEN EXCLUDED.fused_gate IS NULL THEN c.fused_gate_signal
                              ELSE EXCLUDED.fused_gate_signal END,
-    beta = CASE WHEN $7::boolean THEN EXCLUDED.beta ELSE c.beta END,
-    precision_label = CASE WHEN $7::boolean THEN EXCLUDED.precision_label
+    beta = CASE WHEN :set_beta::boolean THEN EXCLUDED.beta ELSE c.beta END,
+    precision_label = CASE WHEN :set_beta::boolean THEN EXCLUDED.precision_label
                            ELSE c.precision_label END,
     embedding_model = EXCLUDED.embedding_model,
     embedding_dim = EXCLUDED.embedding_dim,

@@ -1,9 +1,10 @@
 -- get_contents --
 -- The full rows behind get_contents refs, memories and episodes in one round trip
--- (spec §4.4, §4.6). Each table is searched only with its own id list, so a mem: ref can
--- never resolve to an episode or the reverse, even though both take ids from one
--- sequence. Ownership is exact: the agent named $2 of tenant $1, resolved inside the
--- statement; no project or channel filter. An unknown agent resolves nothing.
+-- (docs/tools.md, "Batch budget"; docs/tools.md, "Refs"). Each table is searched only
+-- with its own id list, so a mem: ref can never resolve to an episode or the reverse,
+-- even though both take ids from one sequence. Ownership is exact: the agent named $2 of
+-- tenant $1, resolved inside the statement; no project or channel filter. An unknown
+-- agent resolves nothing.
 -- $1 tenant_id uuid, $2 agent name text, $3 memory ids bigint[], $4 episode ids bigint[]
 WITH owner AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2

@@ -1,17 +1,18 @@
 -- insert_episode --
 -- Archive one episode (no dedup: every call is a new row), with its unit embedding
 -- when it was embedded inline (NULL otherwise: the embedding queue fills it).
--- $1 tenant_id uuid, $2 agent_id bigint, $3 project_id text, $4 channel text, $5 summary text,
--- $6 keywords text, $7 start_time text, $8 end_time text, $9 resolved boolean,
--- $10 embedding vector, $11 embedding_model text
+-- :tenant_id uuid, :agent_id bigint, :project_id text, :channel text, :summary text,
+-- :keywords text, :start_time text, :end_time text, :resolved boolean,
+-- :embedding vector, :embedding_model text
 INSERT INTO episodes (tenant_id, agent_id, project_id, channel, summary, keywords,
                       start_time, end_time, resolved, embedding, embedding_model)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+VALUES (:tenant_id, :agent_id, :project_id, :channel, :summary, :keywords, :start_time, :end_time, :resolved, :embedding, :embedding_model)
 RETURNING id
 
 -- list_episodes --
 -- Newest-first episodes, agent optional, project read rule (NULL all, '' global, X both).
--- $1 tenant_id uuid, $2 agent name text (NULL = all agents), $3 project_id text, $4 limit int
+-- $1 tenant_id uuid, $2 agent name text (NULL = all agents), $3 project_id text, $4 limit
+-- int
 SELECT e.id, a.name AS agent_id, e.project_id, e.summary, e.keywords, e.start_time,
        e.end_time, e.created_at
 FROM episodes e

@@ -1,37 +1,38 @@
 -- store_memory --
--- The whole write of store (spec §5.1 steps 6 and 8) in one statement, so the store
--- transaction is one round trip between its BEGIN/tenant setup and its COMMIT: the
--- agent is registered on its first write, the dedup probes run, the row is inserted
--- when both miss, and its embedding job is queued with it (durable: committed with the
--- row). The msg_id probe looks in the caller's project scope set, the content probe also
--- in its channel scope set. ON CONFLICT absorbs a concurrent identical insert
+-- The whole write of store (steps 6 and 8 of docs/tools.md, "Store steps") in one
+-- statement, so the store transaction is one round trip between its BEGIN/tenant setup and
+-- its COMMIT: the agent is registered on its first write, the dedup probes run, the row is
+-- inserted when both miss, and its embedding job is queued with it (durable: committed with
+-- the row). The msg_id probe looks in the caller's project scope set, the content probe
+-- also in its channel scope set. ON CONFLICT absorbs a concurrent identical insert
 -- (exact-bucket unique indexes). The agent is selected first (the common case); only a
 -- missing one is inserted, and a concurrent first write of the same agent (committed
 -- after this statement's snapshot) is returned by DO UPDATE instead of being missed.
--- The job (only when $15) is dated an hour back like enqueue_embedding's. The statement
--- runs with cached plans: m.msg_id <> '' lets a generic plan use the partial msg_id
--- index ($5 <> '' alone does not imply its predicate).
--- With $17 the write obeys the persistence pause (spec §10.5) read in its own snapshot:
--- the pause that pauses_in_force would find for session $17 ('' = the tenant-wide one
--- only), the longest-lasting first; when one holds nothing is written (no agent, no row,
--- no job) and the pause is returned. NULL reads no pause.
--- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
--- $5 msg_id text, $6 content text, $7 source jsonb, $8 timestamp_text text,
--- $9 timestamp_at timestamptz, $10 metadata jsonb, $11 project scope text[],
--- $12 channel scope text[], $13 embedding vector, $14 embedding_model text,
--- $15 queue an embedding job boolean, $16 job last_error text (NULL when none),
--- $17 session key whose pause to obey text (NULL = none)
+-- The job (only when :queue_job) is dated an hour back like enqueue_embedding's. The
+-- statement runs with cached plans: m.msg_id <> '' lets a generic plan use the partial
+-- msg_id index (:msg_id <> '' alone does not imply its predicate).
+-- With :pause_session the write obeys the persistence pause
+-- (docs/tools.md, "pause_persistence") read in its own snapshot: the pause that
+-- pauses_in_force would find for session :pause_session ('' = the tenant-wide one only),
+-- the longest-lasting first; when one holds nothing is written (no agent, no row, no job)
+-- and the pause is returned. NULL reads no pause.
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text,
+-- :msg_id text, :content text, :source jsonb, :timestamp_text text,
+-- :timestamp_at timestamptz, :metadata jsonb, :project_scope project scope text[],
+-- :channel_scope channel scope text[], :embedding vector, :embedding_model text,
+-- :queue_job queue an embedding job boolean, :job_error job last_error text (NULL when
+-- none), :pause_session session key whose pause to obey text (NULL = none)
 WITH pause AS (
     SELECT session_key, expires_at, extract(epoch FROM expires_at - now())::float8 AS remaining
     FROM persistence_pauses
-    WHERE $17::text IS NOT NULL AND tenant_id = $1 AND session_key IN ('', $17)
+    WHERE :pause_session::text IS NOT NULL AND tenant_id = :tenant_id AND session_key IN ('', :pause_session)
       AND expires_at > now()
     ORDER BY expires_at DESC LIMIT 1
 ), known_agent AS (
-    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+    SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
 ), new_agent AS (
     INSERT INTO agents (tenant_id, name)
-    SELECT $1, $2
+    SELECT :tenant_id, :agent
     WHERE NOT EXISTS (SELECT 1 FROM known_agent) AND NOT EXISTS (SELECT 1 FROM pause)
     ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name
     RETURNING id
@@ -39,20 +40,20 @@ WITH pause AS (
     SELECT id FROM known_agent UNION ALL SELECT id FROM new_agent
 ), msg_hit AS (
     SELECT m.id FROM memories m, known_agent a
-    WHERE m.tenant_id = $1 AND m.agent_id = a.id AND $5::text <> '' AND m.msg_id = $5
-      AND m.msg_id <> '' AND m.project_id = ANY ($11::text[])
+    WHERE m.tenant_id = :tenant_id AND m.agent_id = a.id AND :msg_id::text <> '' AND m.msg_id = :msg_id
+      AND m.msg_id <> '' AND m.project_id = ANY (:project_scope::text[])
     ORDER BY m.id LIMIT 1
 ), content_hit AS (
     SELECT m.id FROM memories m, known_agent a
-    WHERE m.tenant_id = $1 AND m.agent_id = a.id
-      AND m.content_hash = decode(md5($6::text), 'hex') AND m.content = $6
-      AND m.project_id = ANY ($11::text[]) AND m.channel = ANY ($12::text[])
+    WHERE m.tenant_id = :tenant_id AND m.agent_id = a.id
+      AND m.content_hash = decode(md5(:content::text), 'hex') AND m.content = :content
+      AND m.project_id = ANY (:project_scope::text[]) AND m.channel = ANY (:channel_scope::text[])
       AND NOT EXISTS (SELECT 1 FROM msg_hit)
     ORDER BY m.id LIMIT 1
 ), inserted AS (
     INSERT INTO memories (tenant_id, agent_id, project_id, channel, msg_id, content, source,
                           timestamp_text, timestamp_at, metadata, embedding, embedding_model)
-    SELECT $1, agent.id, $3, $4, $5, $6, $7, $8, $9, $10, $13, $14
+    SELECT :tenant_id, agent.id, :project_id, :channel, :msg_id, :content, :source, :timestamp_text, :timestamp_at, :metadata, :embedding, :embedding_model
     FROM agent
     WHERE NOT EXISTS (SELECT 1 FROM msg_hit) AND NOT EXISTS (SELECT 1 FROM content_hit)
       AND NOT EXISTS (SELECT 1 FROM pause)
@@ -60,7 +61,7 @@ WITH pause AS (
     RETURNING id
 ), queued AS (
     INSERT INTO embedding_jobs (tenant_id, item_kind, item_id, last_error, run_after)
-    SELECT $1, 'mem', id, $16, clock_timestamp() - interval '1 hour' FROM inserted WHERE $15
+    SELECT :tenant_id, 'mem', id, :job_error, clock_timestamp() - interval '1 hour' FROM inserted WHERE :queue_job
     ON CONFLICT (tenant_id, item_kind, item_id) DO UPDATE
     SET attempts = 0, run_after = EXCLUDED.run_after, last_error = EXCLUDED.last_error
     RETURNING 1
@@ -74,10 +75,10 @@ SELECT (SELECT id FROM msg_hit) AS duplicate_msg_id,
 FROM (SELECT 1) AS one LEFT JOIN pause ON true
 
 -- probe_memory_duplicate --
--- The read-only half of store_memory's dedup probes (same scopes, spec §5.2), run
--- before the content is embedded so that a duplicate costs no embedding. store_memory
--- probes again inside its transaction; this answer is only an optimisation.
--- $1 tenant_id uuid, $2 agent name text, $3 msg_id text, $4 content text,
+-- The read-only half of store_memory's dedup probes (same scopes;
+-- docs/tools.md, "Dedup scopes"), run before the content is embedded so that a duplicate
+-- costs no embedding. store_memory probes again inside its transaction; this answer is only
+-- an optimisation. $1 tenant_id uuid, $2 agent name text, $3 msg_id text, $4 content text,
 -- $5 project scope text[], $6 channel scope text[]
 WITH agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2

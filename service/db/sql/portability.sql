@@ -48,17 +48,17 @@ ORDER BY a.name, p.user_id
 -- content), in the table or earlier in the same batch, is skipped by the unique indexes
 -- (ON CONFLICT DO NOTHING). Inserted rows without a vector of the configured model (no
 -- vector, or no model: a vector of another width) are queued for the embedding worker
--- when $17. Returns how many rows were inserted.
--- $1 tenant_id uuid, $2 agent_id bigint[], $3 project_id text[], $4 channel text[],
--- $5 msg_id text[], $6 content text[], $7 source JSON text[], $8 timestamp_text text[],
--- $9 timestamp_at timestamptz[], $10 metadata JSON text[], $11 created_at timestamptz[],
--- $12 locked boolean[], $13 recall_count int[], $14 last_recalled_at timestamptz[],
--- $15 embedding_model text[], $16 embedding vector[], $17 queue rows to embed boolean
+-- when :queue. Returns how many rows were inserted.
+-- :tenant_id uuid, :agent_id bigint[], :project_id text[], :channel text[],
+-- :msg_id text[], :content text[], :source JSON text[], :timestamp_text text[],
+-- :timestamp_at timestamptz[], :metadata JSON text[], :created_at timestamptz[],
+-- :locked boolean[], :recall_count int[], :last_recalled_at timestamptz[],
+-- :embedding_model text[], :embedding vector[], :queue rows to embed boolean
 WITH batch AS (
     SELECT *
-    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                $8::text[], $9::timestamptz[], $10::text[], $11::timestamptz[],
-                $12::boolean[], $13::int[], $14::timestamptz[], $15::text[], $16::vector[])
+    FROM unnest(:agent_id::bigint[], :project_id::text[], :channel::text[], :msg_id::text[], :content::text[], :source::text[],
+                :timestamp_text::text[], :timestamp_at::timestamptz[], :metadata::text[], :created_at::timestamptz[],
+                :locked::boolean[], :recall_count::int[], :last_recalled_at::timestamptz[], :embedding_model::text[], :embedding::vector[])
          WITH ORDINALITY AS b(agent_id, project_id, channel, msg_id, content, source,
                               timestamp_text, timestamp_at, metadata, created_at, locked,
                               recall_count, last_recalled_at, embedding_model, embedding, ord)
@@ -66,7 +66,7 @@ WITH batch AS (
     INSERT INTO memories (tenant_id, agent_id, project_id, channel, msg_id, content, source,
                           timestamp_text, timestamp_at, metadata, created_at, locked,
                           recall_count, last_recalled_at, embedding, embedding_model)
-    SELECT $1, b.agent_id, b.project_id, b.channel, b.msg_id, b.content, b.source::jsonb,
+    SELECT :tenant_id, b.agent_id, b.project_id, b.channel, b.msg_id, b.content, b.source::jsonb,
            b.timestamp_text, b.timestamp_at, b.metadata::jsonb,
            coalesce(b.created_at, clock_timestamp()), b.locked, b.recall_count,
            b.last_recalled_at, b.embedding, b.embedding_model
@@ -76,7 +76,7 @@ WITH batch AS (
     RETURNING id, embedding IS NULL OR embedding_model IS NULL AS to_embed
 ), queued AS (
     INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
-    SELECT $1, 'mem', i.id FROM inserted i WHERE $17::boolean AND i.to_embed
+    SELECT :tenant_id, 'mem', i.id FROM inserted i WHERE :queue::boolean AND i.to_embed
     ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
 )
 SELECT count(*) FROM inserted
@@ -85,15 +85,15 @@ SELECT count(*) FROM inserted
 -- Insert a batch of imported episodes in file order, skipping any whose (agent, project,
 -- channel, summary) already exists or appeared earlier in the batch (episodes have no
 -- unique index: this probe is their only dedup). Inserted rows without a vector of the
--- configured model are queued when $13. Returns how many rows were inserted.
--- $1 tenant_id uuid, $2 agent_id bigint[], $3 project_id text[], $4 channel text[],
--- $5 summary text[], $6 keywords text[], $7 start_time text[], $8 end_time text[],
--- $9 resolved boolean[], $10 created_at timestamptz[], $11 embedding_model text[],
--- $12 embedding vector[], $13 queue rows to embed boolean
+-- configured model are queued when :queue. Returns how many rows were inserted.
+-- :tenant_id uuid, :agent_id bigint[], :project_id text[], :channel text[],
+-- :summary text[], :keywords text[], :start_time text[], :end_time text[],
+-- :resolved boolean[], :created_at timestamptz[], :embedding_model text[],
+-- :embedding vector[], :queue rows to embed boolean
 WITH batch AS (
     SELECT *
-    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                $8::text[], $9::boolean[], $10::timestamptz[], $11::text[], $12::vector[])
+    FROM unnest(:agent_id::bigint[], :project_id::text[], :channel::text[], :summary::text[], :keywords::text[], :start_time::text[],
+                :end_time::text[], :resolved::boolean[], :created_at::timestamptz[], :embedding_model::text[], :embedding::vector[])
          WITH ORDINALITY AS b(agent_id, project_id, channel, summary, keywords, start_time,
                               end_time, resolved, created_at, embedding_model, embedding, ord)
 ), firsts AS (
@@ -104,19 +104,19 @@ WITH batch AS (
     INSERT INTO episodes (tenant_id, agent_id, project_id, channel, summary, keywords,
                           start_time, end_time, resolved, created_at, embedding,
                           embedding_model)
-    SELECT $1, f.agent_id, f.project_id, f.channel, f.summary, f.keywords, f.start_time,
+    SELECT :tenant_id, f.agent_id, f.project_id, f.channel, f.summary, f.keywords, f.start_time,
            f.end_time, f.resolved, coalesce(f.created_at, clock_timestamp()), f.embedding,
            f.embedding_model
     FROM firsts f
     WHERE NOT EXISTS (
         SELECT 1 FROM episodes e
-        WHERE e.tenant_id = $1 AND e.agent_id = f.agent_id AND e.project_id = f.project_id
+        WHERE e.tenant_id = :tenant_id AND e.agent_id = f.agent_id AND e.project_id = f.project_id
           AND e.channel = f.channel AND e.summary = f.summary)
     ORDER BY f.ord
     RETURNING id, embedding IS NULL OR embedding_model IS NULL AS to_embed
 ), queued AS (
     INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
-    SELECT $1, 'ep', i.id FROM inserted i WHERE $13::boolean AND i.to_embed
+    SELECT :tenant_id, 'ep', i.id FROM inserted i WHERE :queue::boolean AND i.to_embed
     ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
 )
 SELECT count(*) FROM inserted
@@ -140,7 +140,8 @@ DO UPDATE SET content = EXCLUDED.content, updated_at = EXCLUDED.updated_at
 -- without an embedding are queued. Returns the chunk's last id (NULL: no rows left) and
 -- the rows considered, copied, deleted and jobs dropped.
 -- $1 tenant_id uuid, $2 source agent_id bigint, $3 target agent_id bigint,
--- $4 after id bigint, $5 chunk size int, $6 move boolean, $7 queue missing embeddings boolean
+-- $4 after id bigint, $5 chunk size int, $6 move boolean, $7 queue missing embeddings
+-- boolean
 WITH chunk AS (
     SELECT * FROM memories
     WHERE tenant_id = $1 AND agent_id = $2 AND id > $4
@@ -189,7 +190,8 @@ SELECT (SELECT max(id) FROM chunk) AS last_id,
 -- embedding are queued. Returns the chunk's last id (NULL: no rows left) and the rows
 -- considered, copied, deleted and jobs dropped.
 -- $1 tenant_id uuid, $2 source agent_id bigint, $3 target agent_id bigint,
--- $4 after id bigint, $5 chunk size int, $6 move boolean, $7 queue missing embeddings boolean
+-- $4 after id bigint, $5 chunk size int, $6 move boolean, $7 queue missing embeddings
+-- boolean
 WITH chunk AS (
     SELECT * FROM episodes
     WHERE tenant_id = $1 AND agent_id = $2 AND id > $4

@@ -2,76 +2,92 @@
 -- The scope CTEs both halves of a recall share (included as {part:recall_scope}): the
 -- agent, and its memories and episodes in the recall's project and channel. Project
 -- NULL = all, '' = the global pool, X = X plus the global pool; channel '' = no filter,
--- C = C plus channel-less rows. $1 tenant_id uuid, $2 agent name text, $3 project_id
--- text, $4 channel text.
+-- C = C plus channel-less rows.
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text
 agent AS (
-    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+    SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
 ), scoped_memories AS NOT MATERIALIZED (
     SELECT m.* FROM memories m
-    WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '') -- shape: project
-      AND ($4::text = '' OR m.channel = $4 OR m.channel = '') -- shape: channel
+    WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
+      AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '') -- shape: project
+      AND (:channel::text = '' OR m.channel = :channel OR m.channel = '') -- shape: channel
 ), scoped_episodes AS NOT MATERIALIZED (
     SELECT e.* FROM episodes e
-    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-      AND ($3::text IS NULL OR e.project_id = $3 OR e.project_id = '') -- shape: project
-      AND ($4::text = '' OR e.channel = $4 OR e.channel = '') -- shape: channel
+    WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
+      AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '') -- shape: project
+      AND (:channel::text = '' OR e.channel = :channel OR e.channel = '') -- shape: channel
+)
+
+-- part: recall_found --
+-- The hits of a recall joined to their rows (both halves include {part:recall_found}):
+-- a recall row's columns and the two text vectors of the second-stage features. In
+-- ``recall_vectors`` every hit is a vector hit, so its ``score`` is its cosine.
+found AS (
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
+           NULL::boolean AS resolved,
+           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
+    FROM hits h JOIN memories m ON m.tenant_id = :tenant_id AND m.id = h.id
+    WHERE h.kind = 'mem'
+    UNION ALL
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
+           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
+           '', e.created_at, e.resolved,
+           0, NULL, e.search_tsv,
+           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
+    FROM hits h JOIN episodes e ON e.tenant_id = :tenant_id AND e.id = h.id
+    WHERE h.kind = 'ep'
 )
 
 -- recall_lexical --
--- The lexical half of a recall (spec §3.2), in one round trip that needs no query
--- vector, so it runs while the query is being embedded: BM25 full text over memories
--- (the language-neutral and the stemmed English vector, plus trigram substrings for CJK
--- and identifiers), full text over episodes, the newest memories for empty queries, and
--- one 'meta' row carrying the pool size (capped at 500: the gate only needs that much),
--- the episode boundary, the profile, the calibrated gate and the advisory state. Every
--- returned row also carries the second-stage text features of the query's English stems
--- (coverage, phrase) and whether it shares a query word; the meta row carries what those
--- features were computed from (stems with their IDF, phrase queries, any-word queries),
--- so ``recall_vectors`` computes the same features for the rows only vectors find.
--- BM25 statistics are the agent's own, kept on write (lexicon_terms plus the backlog in
--- lexicon_changes, migration 0007): nothing is sampled per query.
--- Lexical candidates: every row holding one of the rarest query terms, taken rarest
--- first while their postings add up to at most $14 rows (exact BM25 over them); when
--- those are fewer than $8, rows holding the next rarest term (the first beyond the
--- budget) top the candidates up to $8 (bounded: a query of common words never scores an
--- unbounded posting list, and reads one posting list, not the union of all of them).
--- Scope: agent exact; project NULL = all, '' = global pool, X = X plus global pool;
--- channel '' = no filter, C = C plus channel-less rows; source_id prefix on memories.
--- Shapes: the service runs this statement rendered for the filters a recall uses
--- (``sql.shaped``): a line tagged ``shape: project`` / ``channel`` / ``source`` is dropped
--- when its filter is off ($3 NULL, $4 '', $5 NULL), and the depths $8 and $14 are
--- written in as integers, so one prepared statement per shape can keep one generic
--- plan that still sees its indexes (the ``typing`` CTE, never read, keeps the
--- parameter types when a shape no longer mentions them). As written here, with every
--- line, it is the statement of every shape.
--- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
--- $5 source_id LIKE pattern text (NULL = none), $6 tsquery text (NULL = none),
--- $7 substring LIKE patterns text[] (empty = none), $8 lexical depth int,
--- $9 episodes eligible boolean, $10 recency listing boolean, $11 query lexemes text[]
--- (the words of $6), $12 confidence scoring on boolean (adds the memory time span to
--- meta), $13 query text (its English vector gives the stems' order for the phrase
--- feature), $14 exhaustive postings budget int, $15 BM25 weight of the simple vector
--- float8, $16 BM25 weight of the English vector float8 (0 = no stemming)
+-- The lexical half of a recall (docs/architecture.md, "Recall"), in one round trip that
+-- needs no query vector, so it runs while the query is being embedded: BM25 full text
+-- over memories (the language-neutral and the stemmed English vector, plus trigram
+-- substrings for CJK and identifiers), full text over episodes, the newest memories for
+-- empty queries, and one 'meta' row: the pool size (capped at 500: the gate needs no
+-- more), the episode boundary, the profile, the calibrated gate, the advisory state, and
+-- what the second-stage text features (coverage, phrase, a shared word: on every row)
+-- were computed from, so ``recall_vectors`` computes the same for the rows only vectors
+-- find. BM25 statistics are the agent's own, kept on write (lexicon_terms plus the
+-- backlog in lexicon_changes, migration 0007). Candidates: every row holding one of the
+-- rarest query terms, rarest first while their postings add up to at most :budget rows
+-- (exact BM25 over them); when those are fewer than :depth, rows holding the next
+-- rarest term top them up to :depth (a query of common words reads one posting list).
+-- Scope as the recall_scope part; source_id is a prefix on memories. Shapes
+-- (``sql.shaped``; docs/contributing.md, "Where a new thing goes"): a
+-- line tagged ``shape: project`` / ``channel`` / ``source`` is dropped when its filter
+-- is off (:project_id NULL, :channel '', :source_pattern NULL), :depth and :budget are
+-- written in; the ``typing`` CTE, never read, keeps the parameter types. As written
+-- here, with every line, it is the statement of every shape.
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
+-- source_id LIKE pattern text (NULL = none), :tsquery text (NULL = none), :patterns
+-- substring LIKE patterns text[] (empty = none), :depth lexical depth int, :episodes
+-- eligible boolean, :recency listing boolean, :lexemes the words of :tsquery text[],
+-- :confidence scoring on boolean (adds the memory time span to meta), :query text (its
+-- English vector orders the stems for the phrase feature), :budget exhaustive postings
+-- budget int, :simple_weight and :english_weight BM25 weights of the simple and the
+-- English vector float8 (0 = no stemming)
 WITH typing AS (
-    SELECT $3::text, $4::text, $5::text, $8::int, $14::int -- shape: typing
+    SELECT :project_id::text, :channel::text, :source_pattern::text, :depth::int, :budget::int -- shape: typing
 ), {part:recall_scope}, words AS MATERIALIZED (
     -- The query's terms per configuration: its words (simple) and their Snowball stems
     -- (english; none for an English stop word). Lexemes are cast, never parsed, into a
     -- tsquery, so a stem is not stemmed again and no input can make a tsquery invalid.
     SELECT DISTINCT w.config, w.term, quote_literal(w.term)::tsquery AS query,
-           CASE WHEN w.config = 'simple'::regconfig THEN $15::float8 ELSE $16::float8 END
+           CASE WHEN w.config = 'simple'::regconfig THEN :simple_weight::float8 ELSE :english_weight::float8 END
                AS weight
     FROM (SELECT 'simple'::regconfig AS config, t.term
-          FROM unnest($11::text[]) AS t(term) WHERE $6::text IS NOT NULL
+          FROM unnest(:lexemes::text[]) AS t(term) WHERE :tsquery::text IS NOT NULL
           UNION ALL
           SELECT 'english'::regconfig, u.lexeme
-          FROM unnest($11::text[]) AS t(term)
+          FROM unnest(:lexemes::text[]) AS t(term)
           CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u
-          WHERE $6::text IS NOT NULL AND $16::float8 > 0) w
+          WHERE :tsquery::text IS NOT NULL AND :english_weight::float8 > 0) w
 ), backlog AS MATERIALIZED (
     SELECT c.sign, c.simple, c.english FROM lexicon_changes c
-    WHERE c.tenant_id = $1 AND c.agent_id = (SELECT id FROM agent) AND $6::text IS NOT NULL
+    WHERE c.tenant_id = :tenant_id AND c.agent_id = (SELECT id FROM agent) AND :tsquery::text IS NOT NULL
 ), totals AS MATERIALIZED (
     -- Memories and mean vector length per configuration (folded plus backlog).
     SELECT g.config,
@@ -80,7 +96,7 @@ WITH typing AS (
                     / greatest(coalesce(t.df, 0) + coalesce(b.docs, 0), 1), 1) AS avgdl
     FROM (VALUES ('simple'::regconfig), ('english'::regconfig)) AS g(config)
     LEFT JOIN lexicon_terms t
-        ON t.tenant_id = $1 AND t.agent_id = (SELECT id FROM agent) AND t.config = g.config
+        ON t.tenant_id = :tenant_id AND t.agent_id = (SELECT id FROM agent) AND t.config = g.config
        AND t.term = ''
     LEFT JOIN LATERAL (
         SELECT sum(k.sign) AS docs,
@@ -88,7 +104,7 @@ WITH typing AS (
                                         THEN k.simple ELSE k.english END)) AS len
         FROM backlog k
         WHERE g.config = 'simple'::regconfig OR k.english IS NOT NULL) b ON true
-    WHERE $6::text IS NOT NULL
+    WHERE :tsquery::text IS NOT NULL
 ), stats AS MATERIALIZED (
     -- Each query term's document frequency in the agent and its BM25 IDF; ``running``
     -- orders terms rarest first and adds up their postings.
@@ -99,7 +115,7 @@ WITH typing AS (
     JOIN totals k ON k.config = w.config
     CROSS JOIN LATERAL (
         SELECT greatest(coalesce((SELECT t.df FROM lexicon_terms t
-                                  WHERE t.tenant_id = $1 AND t.agent_id = (SELECT id FROM agent)
+                                  WHERE t.tenant_id = :tenant_id AND t.agent_id = (SELECT id FROM agent)
                                     AND t.config = w.config AND t.term = w.term), 0)
                         + coalesce((SELECT sum(b.sign) FROM backlog b
                                     WHERE CASE WHEN w.config = 'simple'::regconfig
@@ -108,16 +124,16 @@ WITH typing AS (
 ), next_term AS MATERIALIZED (
     -- The rarest term beyond the postings budget: the top-up reads its postings only.
     SELECT s.config, s.term FROM stats s
-    WHERE s.df > 0 AND s.running > $14
+    WHERE s.df > 0 AND s.running > :budget
     ORDER BY s.running, s.config, s.term
     LIMIT 1
 ), queries AS MATERIALIZED (
     SELECT (SELECT string_agg(s.term_query, ' | ') FROM (
                 SELECT quote_literal(s.term) AS term_query FROM stats s
-                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= $14) s
+                WHERE s.config = 'simple'::regconfig AND s.df > 0 AND s.running <= :budget) s
            )::tsquery AS rare_simple,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
-            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= $14)::tsquery
+            WHERE s.config = 'english'::regconfig AND s.df > 0 AND s.running <= :budget)::tsquery
                AS rare_english,
            (SELECT string_agg(quote_literal(s.term), ' | ') FROM stats s
             WHERE s.config = 'simple'::regconfig AND s.df > 0)::tsquery AS any_simple,
@@ -130,30 +146,30 @@ WITH typing AS (
 ), fts_rare AS MATERIALIZED (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
-    WHERE $6::text IS NOT NULL
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
+    WHERE :tsquery::text IS NOT NULL
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
       AND (m.content_tsv @@ (SELECT rare_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT rare_english FROM queries))
-    LIMIT $14::int
+    LIMIT :budget::int
 ), fts_common AS MATERIALIZED (
     -- Starvation guard: rows holding the next rarest (common) query word fill up to the
     -- depth. One posting list: the union of every common word's postings cost 40 ms at
     -- 100k rows for three common words (the bitmaps are built whole before any LIMIT).
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
-    WHERE $6::text IS NOT NULL
-      AND (SELECT count(*) FROM fts_rare) < $8
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
+    WHERE :tsquery::text IS NOT NULL
+      AND (SELECT count(*) FROM fts_rare) < :depth
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
       AND (m.content_tsv @@ (SELECT next_simple FROM queries)
            OR m.content_tsv_en @@ (SELECT next_english FROM queries))
       AND m.id NOT IN (SELECT id FROM fts_rare)
-    LIMIT $8
+    LIMIT :depth
 ), pattern_candidates AS MATERIALIZED (
     SELECT m.id, m.content_tsv, m.content_tsv_en
     FROM scoped_memories m
-    WHERE cardinality($7::text[]) > 0
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
-      AND m.content ILIKE ANY ($7::text[])
+    WHERE cardinality(:patterns::text[]) > 0
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
+      AND m.content ILIKE ANY (:patterns::text[])
     LIMIT 2000
 ), fts_pool AS (
     SELECT * FROM fts_rare
@@ -175,32 +191,32 @@ WITH typing AS (
                      FROM stats s
                      WHERE CASE WHEN s.config = 'simple'::regconfig
                                 THEN c.content_tsv ELSE c.content_tsv_en END @@ s.query), 0)
-           + CASE WHEN cardinality($7::text[]) > 0
-                  THEN (SELECT count(*) FROM unnest($7::text[]) p, memories x
-                        WHERE x.tenant_id = $1 AND x.id = c.id AND x.content ILIKE p)::float8
+           + CASE WHEN cardinality(:patterns::text[]) > 0
+                  THEN (SELECT count(*) FROM unnest(:patterns::text[]) p, memories x
+                        WHERE x.tenant_id = :tenant_id AND x.id = c.id AND x.content ILIKE p)::float8
                   ELSE 0 END AS score
     FROM fts_pool c
     ORDER BY score DESC, c.id DESC
-    LIMIT $8
+    LIMIT :depth
 ), fts_ep AS (
     SELECT e.id,
-           ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce($6, '')), 1)
-           + (SELECT count(*) FROM unnest($7::text[]) p
+           ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce(:tsquery, '')), 1)
+           + (SELECT count(*) FROM unnest(:patterns::text[]) p
               WHERE (e.summary || ' ' || e.keywords) ILIKE p)::float8
-             / greatest(cardinality($7::text[]), 1) AS score
+             / greatest(cardinality(:patterns::text[]), 1) AS score
     FROM scoped_episodes e
-    WHERE $9
-      AND (($6::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', $6))
-           OR (e.summary || ' ' || e.keywords) ILIKE ANY ($7::text[]))
+    WHERE :episodes
+      AND ((:tsquery::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', :tsquery))
+           OR (e.summary || ' ' || e.keywords) ILIKE ANY (:patterns::text[]))
     ORDER BY score DESC, e.id DESC
-    LIMIT $8
+    LIMIT :depth
 ), recent_mem AS (
     SELECT m.id, NULL::float8 AS score
     FROM scoped_memories m
-    WHERE $10
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
+    WHERE :recency
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
     ORDER BY m.created_at DESC, m.id DESC
-    LIMIT $8
+    LIMIT :depth
 ), hits AS (
     SELECT 'memory_text' AS channel, 'mem' AS kind, id, score,
            row_number() OVER (ORDER BY score DESC, id DESC) AS position
@@ -215,7 +231,7 @@ WITH typing AS (
     -- order) as phrase queries at the query's own distance (``a <N> b``).
     SELECT s.term, s.query, s.idf, min(u.pos) AS pos
     FROM stats s
-    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, $13::text)) v
+    LEFT JOIN LATERAL (SELECT p AS pos FROM unnest(to_tsvector('english'::regconfig, :query::text)) v
                        CROSS JOIN LATERAL unnest(v.positions) p WHERE v.lexeme = s.term) u ON true
     WHERE s.config = 'english'::regconfig
     GROUP BY s.term, s.query, s.idf
@@ -228,25 +244,8 @@ WITH typing AS (
 ), calibration AS (
     SELECT c.vector_threshold, c.fused_gate, c.fused_gate_signal, c.agent_id
     FROM recall_calibration c
-    WHERE c.tenant_id = $1 AND (c.agent_id = (SELECT id FROM agent) OR c.agent_id IS NULL)
-), found AS (
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-           NULL::boolean AS resolved,
-           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
-    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
-    WHERE h.kind = 'mem'
-    UNION ALL
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
-           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
-                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-           '', e.created_at, e.resolved,
-           0, NULL, e.search_tsv,
-           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
-    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
-    WHERE h.kind = 'ep'
-)
+    WHERE c.tenant_id = :tenant_id AND (c.agent_id = (SELECT id FROM agent) OR c.agent_id IS NULL)
+), {part:recall_found}
 SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
        f.msg_id, f.created_at, f.resolved, f.recall_count, f.last_recalled_at,
        NULL::jsonb AS meta,
@@ -256,21 +255,21 @@ SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.time
         FROM phrases p) AS phrase,
        coalesce(f.tsv @@ (SELECT any_simple FROM queries), false)
            OR coalesce(f.tsv_en @@ (SELECT any_english FROM queries), false)
-           OR (cardinality($7::text[]) > 0 AND f.content ILIKE ANY ($7::text[])) AS matched,
+           OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched,
        NULL::text[] AS stem_queries, NULL::text[] AS stem_idfs, NULL::text[] AS phrase_queries,
        NULL::text AS any_simple, NULL::text AS any_english
 FROM found f
 UNION ALL
 SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object(
-           'span_oldest', CASE WHEN $12 THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
-           'span_newest', CASE WHEN $12 THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
+           'span_oldest', CASE WHEN :confidence THEN (SELECT min(timestamp_at) FROM scoped_memories) END,
+           'span_newest', CASE WHEN :confidence THEN (SELECT max(timestamp_at) FROM scoped_memories) END,
            'agent_exists', EXISTS (SELECT 1 FROM agent),
            'pool', (SELECT count(*) FROM (SELECT 1 FROM scoped_memories LIMIT 500) x)
                  + (SELECT count(*) FROM (SELECT 1 FROM scoped_episodes LIMIT 500) y),
            'boundary', (SELECT max(created_at) FROM scoped_episodes),
            'profile', (SELECT p.content FROM profiles p
-                       WHERE p.tenant_id = $1 AND p.agent_id = (SELECT id FROM agent)
+                       WHERE p.tenant_id = :tenant_id AND p.agent_id = (SELECT id FROM agent)
                          AND p.user_id = ''),
            'agent_threshold', (SELECT vector_threshold FROM calibration WHERE agent_id IS NOT NULL),
            'tenant_threshold', (SELECT vector_threshold FROM calibration WHERE agent_id IS NULL),
@@ -280,9 +279,9 @@ SELECT 'meta', 'meta', 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NUL
            'tenant_gate', (SELECT fused_gate FROM calibration WHERE agent_id IS NULL),
            'tenant_gate_signal',
                (SELECT fused_gate_signal FROM calibration WHERE agent_id IS NULL),
-           'advisory_state', (SELECT state FROM embedding_health WHERE tenant_id = $1),
+           'advisory_state', (SELECT state FROM embedding_health WHERE tenant_id = :tenant_id),
            'advisory_long_sent',
-               (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
+               (SELECT long_form_sent FROM embedding_health WHERE tenant_id = :tenant_id)
        ),
        NULL, NULL, NULL,
        st.queries, st.idfs, ph.queries, q.any_simple::text, q.any_english::text
@@ -292,91 +291,74 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
      queries q
 
 -- recall_vectors[dim] --
--- The vector half of a recall (spec §3.2), run once the query is embedded: nearest
+-- The vector half of a recall (docs/architecture.md, "Recall"), run once the query is
+-- embedded: nearest
 -- memories and episodes (HNSW, inner product on unit vectors) with the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row per lexical hit with a vector of this width (hybrid fusion and the
 -- confidence backfill score rows found by words alone by their stored cosine).
--- Scope and shapes as ``recall_lexical`` ($8, the vector depth, is written in).
--- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
--- $5 source_id LIKE pattern text (NULL = none), $6 query vector, $7 episodes eligible
--- boolean, $8 vector depth int, $9 memory ids of the lexical hits, $10 their episode
--- ids, $11 stem queries and $12 their IDFs (in ``recall_lexical``'s order, so coverage
--- sums alike), $13 phrase queries, all text[]; $14 any-word query of the simple vector
--- text, $15 of the English vector text, $16 substring LIKE patterns text[].
+-- Scope and shapes as ``recall_lexical`` (:depth, the vector depth, is written in).
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
+-- source_id LIKE pattern text (NULL = none), :vector query vector, :episodes eligible
+-- boolean, :depth vector depth int, :memory_ids memory ids of the lexical hits,
+-- :episode_ids their episode ids, :stems stem queries and :idfs their IDFs (in
+-- ``recall_lexical``'s order, so coverage sums alike), :phrases phrase queries, all
+-- text[]; :any_simple any-word query of the simple vector text, :any_english of the
+-- English vector text, :patterns substring LIKE patterns text[].
 -- Ids and IDFs travel back as the text ``recall_lexical`` wrote them (float8 text is
 -- exact: shortest round-trip digits), so no value is re-encoded on the way.
 WITH typing AS (
-    SELECT $3::text, $4::text, $5::text, $8::int -- shape: typing
+    SELECT :project_id::text, :channel::text, :source_pattern::text, :depth::int -- shape: typing
 ), {part:recall_scope}, vec_mem AS (
-    SELECT m.id, -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS score
+    SELECT m.id, -(m.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM scoped_memories m
-    WHERE $6::vector IS NOT NULL AND m.embedding_dim = {dim}
-      AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5) -- shape: source
-    ORDER BY m.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT $8::int
+    WHERE :vector::vector IS NOT NULL AND m.embedding_dim = {dim}
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
+    ORDER BY m.embedding::vector({dim}) <#> :vector::vector({dim})
+    LIMIT :depth::int
 ), vec_ep AS (
-    SELECT e.id, -(e.embedding::vector({dim}) <#> $6::vector({dim})) AS score
+    SELECT e.id, -(e.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM scoped_episodes e
-    WHERE $6::vector IS NOT NULL AND $7 AND e.embedding_dim = {dim}
-    ORDER BY e.embedding::vector({dim}) <#> $6::vector({dim})
-    LIMIT $8::int
+    WHERE :vector::vector IS NOT NULL AND :episodes AND e.embedding_dim = {dim}
+    ORDER BY e.embedding::vector({dim}) <#> :vector::vector({dim})
+    LIMIT :depth::int
 
 ), stems AS MATERIALIZED (
     SELECT u.query::tsquery AS query, u.idf
-    FROM unnest($11::text[], $12::text[]::float8[]) AS u(query, idf)
+    FROM unnest(:stems::text[], :idfs::text[]::float8[]) AS u(query, idf)
 ), phrases AS MATERIALIZED (
-    SELECT u.query::tsquery AS query FROM unnest($13::text[]) AS u(query)
+    SELECT u.query::tsquery AS query FROM unnest(:phrases::text[]) AS u(query)
 ), hits AS (
     SELECT 'vector' AS channel, 'mem' AS kind, id, score,
            row_number() OVER (ORDER BY score DESC, id DESC) AS position FROM vec_mem
     UNION ALL
     SELECT 'vector', 'ep', id, score, row_number() OVER (ORDER BY score DESC, id DESC) FROM vec_ep
-), found AS (
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-           NULL::boolean AS resolved,
-           -(m.embedding::vector({dim}) <#> $6::vector({dim})) AS cosine,
-           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
-    FROM hits h JOIN memories m ON m.tenant_id = $1 AND m.id = h.id
-    WHERE h.kind = 'mem'
-    UNION ALL
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
-           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
-                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-           '', e.created_at, e.resolved,
-           -(e.embedding::vector({dim}) <#> $6::vector({dim})),
-           0, NULL, e.search_tsv,
-           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
-    FROM hits h JOIN episodes e ON e.tenant_id = $1 AND e.id = h.id
-    WHERE h.kind = 'ep'
-)
+), {part:recall_found}
 SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
-       f.msg_id, f.created_at, f.resolved, f.cosine, f.recall_count, f.last_recalled_at,
+       f.msg_id, f.created_at, f.resolved, f.score AS cosine, f.recall_count, f.last_recalled_at,
        (SELECT sum(s.idf) FILTER (WHERE f.tsv_en @@ s.query) / nullif(sum(s.idf), 0)
         FROM stems s) AS coverage,
        (SELECT count(*) FILTER (WHERE f.tsv_en @@ p.query)::float8 / nullif(count(*), 0)
         FROM phrases p) AS phrase,
-       coalesce(f.tsv @@ $14::tsquery, false)
-           OR coalesce(f.tsv_en @@ $15::tsquery, false)
-           OR (cardinality($16::text[]) > 0 AND f.content ILIKE ANY ($16::text[])) AS matched
+       coalesce(f.tsv @@ :any_simple::tsquery, false)
+           OR coalesce(f.tsv_en @@ :any_english::tsquery, false)
+           OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched
 FROM found f
 UNION ALL
 SELECT 'cosine', 'mem', m.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       -(m.embedding::vector({dim}) <#> $6::vector({dim})), NULL, NULL, NULL, NULL, NULL
+       -(m.embedding::vector({dim}) <#> :vector::vector({dim})), NULL, NULL, NULL, NULL, NULL
 FROM memories m
-WHERE m.tenant_id = $1 AND m.agent_id = (SELECT id FROM agent)
-  AND m.id = ANY ($9::text[]::bigint[]) AND m.embedding_dim = {dim}
+WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
+  AND m.id = ANY (:memory_ids::text[]::bigint[]) AND m.embedding_dim = {dim}
 UNION ALL
 SELECT 'cosine', 'ep', e.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       -(e.embedding::vector({dim}) <#> $6::vector({dim})), NULL, NULL, NULL, NULL, NULL
+       -(e.embedding::vector({dim}) <#> :vector::vector({dim})), NULL, NULL, NULL, NULL, NULL
 FROM episodes e
-WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-  AND e.id = ANY ($10::text[]::bigint[]) AND e.embedding_dim = {dim}
+WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
+  AND e.id = ANY (:episode_ids::text[]::bigint[]) AND e.embedding_dim = {dim}
 
 -- bump_recall_stats --
--- Credit the memories a recall returned (confidence scoring only, spec §3.9).
+-- Credit the memories a recall returned (docs/tools.md, "Recall statistics").
 -- $1 tenant_id uuid, $2 memory ids bigint[]
 UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = now()
 WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
@@ -387,8 +369,8 @@ WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
 SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
 
 -- like_fallback --
--- Literal case-insensitive substring match of the whole query, newest first (spec
--- §3.2): used only when full text produced no query or no rows.
+-- Literal case-insensitive substring match of the whole query, newest first
+-- (docs/tools.md, "Retrievers"): used only when full text produced no query or no rows.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
 -- $5 source_id LIKE pattern text, $6 LIKE pattern text, $7 fetch limit int
 SELECT m.id, m.content, m.source, m.timestamp_text, m.msg_id, m.created_at

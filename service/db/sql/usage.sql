@@ -1,14 +1,14 @@
 -- add_usage --
 -- Add one flush's counts to a tenant's daily usage row for a tool.
--- $1 tenant_id uuid, $2 day date, $3 tool text, $4 calls bigint, $5 failures bigint,
--- $6 bytes_out bigint, $7 chars_returned bigint, $8 chars_saved bigint,
--- $9 tokens_delivered bigint, $10 tokens_saved_previews bigint,
--- $11 tokens_saved_excerpts bigint, $12 tokens_saved_budgets bigint,
--- $13 tokens_saved_ledger bigint
+-- :tenant_id uuid, :day date, :tool text, :calls bigint, :failures bigint,
+-- :bytes_out bigint, :chars_returned bigint, :chars_saved bigint,
+-- :tokens_delivered bigint, :tokens_saved_previews bigint,
+-- :tokens_saved_excerpts bigint, :tokens_saved_budgets bigint,
+-- :tokens_saved_ledger bigint
 INSERT INTO usage_daily AS u (tenant_id, day, tool, calls, failures, bytes_out, chars_returned,
                               chars_saved, tokens_delivered, tokens_saved_previews,
                               tokens_saved_excerpts, tokens_saved_budgets, tokens_saved_ledger)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+VALUES (:tenant_id, :day, :tool, :calls, :failures, :bytes_out, :chars_returned, :chars_saved, :tokens_delivered, :tokens_saved_previews, :tokens_saved_excerpts, :tokens_saved_budgets, :tokens_saved_ledger)
 ON CONFLICT (tenant_id, day, tool) DO UPDATE
 SET calls = u.calls + EXCLUDED.calls,
     failures = u.failures + EXCLUDED.failures,

@@ -3,8 +3,8 @@
 A default recall row used to spend as much on framing as on memory text: an empty
 ``source``, scores printed with 17 significant digits, and ``match_reason.score`` printed
 twice (as ``score`` and again as the signal it came from). The compact form keeps every
-field name and meaning of CPersona's row (spec §2.2), so a client that parses today's rows
-parses these, and drops only what carries no information:
+field name and meaning of CPersona's row (docs/tools.md, "Recall rows"), so a client that parses
+today's rows parses these, and drops only what carries no information:
 
 * floats of ``match_reason`` are rounded to 4 significant digits (ranking is the list
   order; four digits keep every visible difference of a score);

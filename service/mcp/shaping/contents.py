@@ -1,4 +1,4 @@
-"""get_contents: the batch budget (spec §4.4)."""
+"""get_contents: the batch budget (docs/tools.md, "Batch budget")."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Final
 from service.mcp.shaping.rows import Row, ShapedRow, text_len
 
 GET_CONTENTS_BUDGET_CHARS: Final = 40_000
-"""Per-batch budget of ``get_contents`` (§4.4)."""
+"""Per-batch budget of ``get_contents``."""
 
 
 def budget_contents(
     found: Sequence[tuple[str, Row | None]],
     budget_chars: int = GET_CONTENTS_BUDGET_CHARS,
 ) -> dict[str, object]:
-    """Assemble a ``get_contents`` response under its batch budget (spec §4.4).
+    """Assemble a ``get_contents`` response under its batch budget.
 
     ``found`` lists every requested ref in request order, each with its resolved item or
     ``None`` when it was malformed, foreign or absent. Refs are processed in that order:
@@ -44,7 +44,8 @@ def budget_contents(
 def _contents_response(
     items: list[ShapedRow], missing: list[str], deferred: list[str], budget_chars: int
 ) -> dict[str, object]:
-    """The ``get_contents`` success shape. It has no ``ok``, per spec §1.3."""
+    """The ``get_contents`` success shape. It has no ``ok``
+    (docs/tools.md, "Answers and failures")."""
     response: dict[str, object] = {"items": items, "missing": missing, "count": len(items)}
     if deferred:
         response["deferred"] = deferred

@@ -24,7 +24,7 @@ an embedding per line per call (about 52 lines a second for MiniLM, 20 for e5 on
 benchmark machine: seconds per answer) or a stored vector per line, and on the offline
 benchmark the nearest line is the answering turn less often (MiniLM 33.5 %, e5 35.3 %) than
 the lexical score's (44.4 %); fused with it, they add at most 3.4 points of turns shown
-whole (docs/benchmarks-preview.md, "Could the embedding models find the turn?").
+whole (docs/benchmarks/economy.md, "What the numbers mean").
 
 Pure functions; positions and lengths are code points.
 """

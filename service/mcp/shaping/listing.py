@@ -1,4 +1,4 @@
-"""list_memories and list_episodes: front-to-back budgets (spec §4.7)."""
+"""list_memories and list_episodes: front-to-back budgets (docs/tools.md, "List budgets")."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Final, Literal
 from service.mcp.shaping.rows import RefKind, Row, ShapedRow, ref_for_id, text_len, trim
 
 LIST_MEMORIES_BUDGET_CHARS: Final = 1_000_000
-"""Budget of ``list_memories`` over ``content`` (§4.7)."""
+"""Budget of ``list_memories`` over ``content``."""
 
 
 LIST_EPISODES_BUDGET_CHARS: Final = 800_000
-"""Budget of ``list_episodes`` over ``summary`` and ``keywords`` together (§4.7)."""
+"""Budget of ``list_episodes`` over ``summary`` and ``keywords`` together."""
 
 
 def budget_list_memories(
@@ -20,7 +20,7 @@ def budget_list_memories(
     preview_chars: int,
     budget_chars: int = LIST_MEMORIES_BUDGET_CHARS,
 ) -> tuple[list[ShapedRow], bool]:
-    """Bound a ``list_memories`` response over ``content`` (spec §4.7, bug-255).
+    """Bound a ``list_memories`` response over ``content`` (docs/tools.md, "List budgets", bug-255).
 
     See :func:`_budget_list` for the rule. Degraded rows gain ``ref: "mem:<id>"``. Returns
     the rows and whether any row was actually trimmed. The caller adds ``budget_chars`` only
@@ -34,7 +34,7 @@ def budget_list_episodes(
     preview_chars: int,
     budget_chars: int = LIST_EPISODES_BUDGET_CHARS,
 ) -> tuple[list[ShapedRow], bool]:
-    """Bound a ``list_episodes`` response over ``summary`` + ``keywords`` (spec §4.7).
+    """Bound a ``list_episodes`` response over ``summary`` + ``keywords``.
 
     Both text columns share one budget, because both go through the same write cap and
     budgeting only one would leave half the response unbounded. Each field is trimmed on its
@@ -52,7 +52,7 @@ def _budget_list(
     preview_chars: int,
     budget_chars: int,
 ) -> tuple[list[ShapedRow], bool]:
-    """Spend a list budget front to back, since listings arrive newest first (§4.7).
+    """Spend a list budget front to back, since listings arrive newest first.
 
     The first row is always whole. The first row that would push a non-zero running total
     of ``fields`` over ``budget_chars`` spends the budget. From that row on, every field
@@ -93,7 +93,7 @@ def _degrade_list_row(row: ShapedRow, fields: Iterable[str], kind: RefKind, cap:
 def shape_listing(
     key: Literal["memories", "episodes"], rows: Sequence[Row], preview_chars: int
 ) -> dict[str, object]:
-    """A list tool's answer ``{<key>: rows, count, budget_chars?}`` under its budget (§4.7)."""
+    """A list tool's answer ``{<key>: rows, count, budget_chars?}`` under its budget."""
     if key == "memories":
         shaped, trimmed = budget_list_memories(rows, preview_chars)
         budget = LIST_MEMORIES_BUDGET_CHARS

@@ -1,5 +1,5 @@
 """recall and recall_with_context: compact rows, previews, excerpts and the full-content
-budget (spec §4.2, §4.3)."""
+budget (docs/tools.md, "Preview tier"; docs/tools.md, "Full-content budget")."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from service.mcp.shaping.excerpt import excerpts
 from service.mcp.shaping.rows import Row, ShapedRow, previewed, rows_of
 
 FULL_CONTENT_BUDGET_CHARS: Final = 200_000
-"""Per-response budget of ``recall(full_content=true)`` (§4.3, bug-211)."""
+"""Per-response budget of ``recall(full_content=true)`` (docs/tools.md, "Full-content budget",
+bug-211)."""
 
 
 def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
-    """Trim recall messages to the preview tier, the default recall shape (spec §4.2).
+    """Trim recall messages to the preview tier, the default recall shape.
 
     A row with a truthy ``ref`` whose ``content`` is longer than ``preview_chars`` becomes
     its first ``preview_chars`` code points plus ``content_len`` and ``content_truncated``.
@@ -33,7 +34,8 @@ def full_content_budget(
     preview_chars: int,
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
 ) -> tuple[list[ShapedRow], bool]:
-    """Bound a ``full_content=true`` recall in characters (spec §4.3, bug-211, bug-214).
+    """Bound a ``full_content=true`` recall in characters (docs/tools.md, "Full-content budget",
+    bug-211, bug-214).
 
     The walk runs from the last row to the first, because the last row is the valuable end
     in both recall tools (best hit in ``recall``, newest in ``recall_with_context``). Rows
@@ -42,8 +44,9 @@ def full_content_budget(
     ``budget_chars`` spends the budget: it and every earlier row get the preview form (only
     trimmable rows longer than ``preview_chars`` change). The profile row is never trimmed
     but still counts. Returns the rows and whether the budget was spent. The caller
-    then adds ``full_content_budget_chars``, even when no row needed trimming (spec §12.11).
-    With ``preview_chars <= 0`` every row is returned whole and the budget is never spent.
+    then adds ``full_content_budget_chars``, even when no row needed trimming
+    (docs/tools.md, "Full-content budget"). With ``preview_chars <= 0`` every row is returned whole
+    and the budget is never spent.
     """
     if preview_chars <= 0:
         return [dict(row) for row in rows], False
@@ -84,7 +87,7 @@ def shape_recall(
     query: str = "",
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
 ) -> dict[str, object]:
-    """Shape a library recall response for an MCP caller (spec §4.1).
+    """Shape a library recall response for an MCP caller (docs/tools.md, "Where trimming happens").
 
     Every row is made compact (:func:`service.mcp.shaping.compact.compact_row`), then
     exactly one of :func:`preview` (default) or :func:`full_content_budget`

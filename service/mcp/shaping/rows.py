@@ -22,7 +22,8 @@ _KINDS: Final[Mapping[str, RefKind]] = {"mem": "mem", "ep": "ep"}
 
 
 def format_ref(kind: RefKind, row_id: int) -> str:
-    """Build the ref of a stored row: ``mem:<id>`` or ``ep:<id>`` (spec §2.2, §4.6).
+    """Build the ref of a stored row: ``mem:<id>`` or ``ep:<id>`` (docs/tools.md, "Recall rows";
+    docs/tools.md, "Refs").
 
     The kind prefix is mandatory because a memory and an episode must never be confused,
     whatever the id space. Raises ``ValueError`` for an unknown kind or an id that

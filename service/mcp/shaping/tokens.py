@@ -1,8 +1,8 @@
 """How answers are rendered and how their tokens are counted.
 
-Every tool answer is one JSON text (spec §1.1) rendered by :func:`render`: compact
-separators (no space after ``,`` and ``:``; any JSON parser reads it) and no ASCII
-escaping. Budgets that count tokens count this exact rendering.
+Every tool answer is one JSON text (docs/tools.md, "Answers and failures") rendered by
+:func:`render`: compact separators (no space after ``,`` and ``:``; any JSON parser reads it)
+and no ASCII escaping. Budgets that count tokens count this exact rendering.
 
 Tokens are ``ceil(chars / 4)`` — the usual rule of thumb for English and JSON — unless
 ``CPERSONA_TOKENIZER`` names a Hugging Face ``tokenizer.json`` (it needs the

@@ -2,7 +2,8 @@
 
 A feature keeps its name in every layer: ``tools/recall.py`` calls
 ``service.memory.recall``, which reads through ``service.db.recall``. This package
-only assembles the catalogue in the spec's registration order (spec §2).
+only assembles the catalogue in the spec's registration order
+(docs/tools.md, "The catalogue an agent sees").
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Recall calibration tools: calibrate_threshold, set_recall_precision, get_recall_precision.
 
-Both writers validate their arguments before the persistence-pause check (spec §10.5):
-a bad percentile or precision name is refused whether or not writes are paused; valid
-calls under a pause get their success shape with nothing measured or applied.
+Both writers validate their arguments before the persistence-pause check
+(docs/tools.md, "pause_persistence"): a bad percentile or precision name is refused whether or not
+writes are paused; valid calls under a pause get their success shape with nothing measured or
+applied.
 """
 
 from __future__ import annotations

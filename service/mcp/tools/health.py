@@ -1,10 +1,11 @@
-"""Maintenance tools: check_health, deep_check, migrate_channel_axis (spec §10.1, §10.2,
-§10.8).
+"""Maintenance tools: check_health, deep_check, migrate_channel_axis
+(docs/health.md, "check_health"; docs/health.md, "deep_check";
+docs/health.md, "migrate_channel_axis").
 
-ACL (spec §9.2): check_health and deep_check need read on the agent (``*`` for a
+ACL (docs/tools.md, "Grants"): check_health and deep_check need read on the agent (``*`` for a
 sweep), read-write when ``fix`` is true; migrate_channel_axis needs read-write.
-Under a persistence pause of the caller's tenant or session (§10.5) they still run:
-``fix`` is downgraded to a report and migrate_channel_axis to a dry run, and the
+Under a persistence pause of the caller's tenant or session (docs/tools.md, "pause_persistence")
+they still run: ``fix`` is downgraded to a report and migrate_channel_axis to a dry run, and the
 answer says so with ``repairs_skipped``.
 """
 
@@ -36,7 +37,7 @@ FIX: JsonObject = {
 
 
 def _fix_demands(args: Mapping[str, Any]) -> list[Demand]:
-    """Read to look, read-write to repair (spec §9.2)."""
+    """Read to look, read-write to repair."""
     return [(agent_of(args, "agent_id"), "read-write" if args.get("fix") else "read")]
 
 

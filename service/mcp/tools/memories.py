@@ -26,7 +26,7 @@ Returns {ok, result: stored|skipped|rejected, id, reason?}."""
 
 
 def _refuse_store(message: str) -> JsonObject:
-    """store's failure shape (spec §5.1): the reason, not an ``error`` key."""
+    """store's failure shape (docs/tools.md, "Store steps"): the reason, not an ``error`` key."""
     return {"ok": False, "result": "rejected", "reason": message}
 
 

@@ -1,8 +1,8 @@
 """Session controls: pause_persistence, resume_persistence, persistence_status.
 
 A pause is scoped to the caller's tenant, or to one session key inside it when
-the call passes ``session_key`` — never to the whole deployment (spec §10.5,
-architecture §8). Write requests name their session with the
+the call passes ``session_key`` — never to the whole deployment
+(docs/tools.md, "pause_persistence"). Write requests name their session with the
 ``X-CPersona-Session`` HTTP header; the dispatcher applies every write tool's
 :class:`~service.mcp.registry.PausePolicy` against the pauses stored in
 Postgres, so all replicas honour a pause at once.
@@ -37,7 +37,7 @@ tenant_paused?}."""
 
 
 def _whole_tenant(args: Mapping[str, Any]) -> list[Demand]:
-    """Pause and resume need read-write on ``*`` (spec §9.2), whatever their scope."""
+    """Pause and resume need read-write on ``*`` (docs/tools.md, "Grants"), whatever their scope."""
     return [("*", "read-write")]
 
 

@@ -1,15 +1,16 @@
-"""Portability tools: export_memories, import_memories, merge_memories (spec §10.3-10.6).
+"""Portability tools: export_memories, import_memories, merge_memories
+(docs/portability.md, "The format"; docs/portability.md, "Import rules";
+docs/tools.md, "pause_persistence"; docs/portability.md, "Merging agents").
 
 Export and import keep CPersona's names and parameters; their paths are file
 names in the caller's own export area on the server (never arbitrary server
 paths), exports come back with a short-lived signed ``download_url``, and
-files to import are uploaded with ``POST /v1/files/<name>``. Grants follow spec
-§9.2 with the export directory always configured: read-write on ``agent_id`` /
-``target_agent_id`` (a sweep ``*`` when empty); merge copy needs read on the
-source and read-write on the target, move read-write on both. On top of that the
-export area's own rule holds (``memory.portability.export_area``): importing a
-file needs read on every agent it holds, replacing one read-write on each; a
-refusal is the spec's ``permission_denied`` shape naming that agent.
+files to import are uploaded with ``POST /v1/files/<name>``. Grants follow docs/tools.md, "Grants",
+with the export directory always configured: read-write on ``agent_id`` / ``target_agent_id`` (a
+sweep ``*`` when empty); merge copy needs read on the source and read-write on the target, move
+read-write on both. On top of that the export area's own rule holds
+(``memory.portability.export_area``): importing a file needs read on every agent it holds, replacing
+one read-write on each; a refusal is the spec's ``permission_denied`` shape naming that agent.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from service.config import Settings
 from service.mcp import delivery
-from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
+from service.mcp.registry import Handler, ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
 from service.memory import bounds
 from service.memory.cursor import MAX_CURSOR_CHARS
@@ -74,7 +74,8 @@ def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
 
 def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
     """Recall itself never writes unless confidence scoring bumps recall statistics,
-    which a persistence pause suppresses (spec §10.5); only then is the pause read."""
+    which a persistence pause suppresses (docs/tools.md, "pause_persistence"); only then is the
+    pause read."""
     return env.lib.settings.confidence_enabled
 
 
@@ -92,29 +93,37 @@ async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await delivery.deliver(env, opts, body)
 
 
-RECALL = ToolSpec(
-    name="recall",
-    description=RECALL_DESCRIPTION,
-    input_schema=obj(
-        {
-            **_COMMON,
-            "exclude_contents": {
-                "type": "array",
-                "items": string(bounds.QUERY_CHARS),
-                "maxItems": bounds.LIST_ITEMS,
-                "default": [],
-                "description": "texts you hold (left out)",
-            },
+def _recall_tool(name: str, description: str, handler: Handler, extra: JsonObject) -> ToolSpec:
+    """The spec of one of the two recall tools: they differ only in their name, text,
+    handler and the one array parameter each adds to the common ones (what the caller
+    already holds: ``exclude_contents`` or ``external_context``)."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        input_schema=obj({**_COMMON, **extra}, ["agent_id", "query"]),
+        handler=handler,
+        demands=on_agent("agent_id", "read"),
+        read_only=True,
+        project_gate=True,
+        refusal=refuse_with(messages=[]),
+        pause=informing(_credits_statistics),
+        primary_when=_scores_confidence,
+    )
+
+
+RECALL = _recall_tool(
+    "recall",
+    RECALL_DESCRIPTION,
+    _recall,
+    {
+        "exclude_contents": {
+            "type": "array",
+            "items": string(bounds.QUERY_CHARS),
+            "maxItems": bounds.LIST_ITEMS,
+            "default": [],
+            "description": "texts you hold (left out)",
         },
-        ["agent_id", "query"],
-    ),
-    handler=_recall,
-    demands=on_agent("agent_id", "read"),
-    read_only=True,
-    project_gate=True,
-    refusal=refuse_with(messages=[]),
-    pause=informing(_credits_statistics),
-    primary_when=_scores_confidence,
+    },
 )
 
 TURN: JsonObject = {"content": {"maxLength": bounds.QUERY_CHARS}}
@@ -137,29 +146,19 @@ async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await delivery.deliver(env, opts, body)
 
 
-RECALL_WITH_CONTEXT = ToolSpec(
-    name="recall_with_context",
-    description=RECALL_WITH_CONTEXT_DESCRIPTION,
-    input_schema=obj(
-        {
-            **_COMMON,
-            "external_context": {
-                "type": "array",
-                "items": {"properties": TURN},
-                "maxItems": bounds.LIST_ITEMS,
-                "default": [],
-                "description": "your turns [{role, content}]",
-            },
+RECALL_WITH_CONTEXT = _recall_tool(
+    "recall_with_context",
+    RECALL_WITH_CONTEXT_DESCRIPTION,
+    _recall_with_context,
+    {
+        "external_context": {
+            "type": "array",
+            "items": {"properties": TURN},
+            "maxItems": bounds.LIST_ITEMS,
+            "default": [],
+            "description": "your turns [{role, content}]",
         },
-        ["agent_id", "query"],
-    ),
-    handler=_recall_with_context,
-    demands=on_agent("agent_id", "read"),
-    read_only=True,
-    project_gate=True,
-    refusal=refuse_with(messages=[]),
-    pause=informing(_credits_statistics),
-    primary_when=_scores_confidence,
+    },
 )
 
 TOOLS = [RECALL, RECALL_WITH_CONTEXT]

@@ -1,4 +1,5 @@
-"""Recall calibration (spec §3.5, §10.7): the vector threshold, the fused gate, precision.
+"""Recall calibration (docs/tools.md, "Quality gate"; docs/tools.md, "calibrate_threshold"): the
+vector threshold, the fused gate, precision.
 
 Modules: ``stats`` (pure statistics), ``params`` (calibrate_threshold's arguments),
 ``precision`` (beta levels, pure), ``simulate`` (the fused gate by simulated recalls),

@@ -1,4 +1,5 @@
-"""set_recall_precision and get_recall_precision (spec §2.1, §3.5, §10.7).
+"""set_recall_precision and get_recall_precision (docs/tools.md, "Tool reference";
+docs/tools.md, "Quality gate"; docs/tools.md, "calibrate_threshold").
 
 An agent's precision override is the ``beta`` of its ``recall_calibration`` row. Setting
 it recalibrates the agent at once (the gate sits on the separation curve at a fixed

@@ -1,11 +1,12 @@
-"""calibrate_threshold's arguments: defaults, clamps and the one refusal (spec §2.1).
+"""calibrate_threshold's arguments: defaults, clamps and the one refusal
+(docs/tools.md, "Tool reference").
 
 ``0`` (or ``""``) means "the configured default" for every parameter, as in CPersona.
 ``sample_size`` is clamped to ``1..CPERSONA_CALIBRATE_MAX_SAMPLE`` (it feeds an
 all-pairs computation, so it must be bounded on both sides) and ``z_factor`` to
 ``-10..10``; a ``percentile`` above 1 is read as a percent (95 → 0.95) and anything
 outside ``(0, 1]`` after that is refused. The refusal is decided before the
-persistence-pause check (spec §10.5), so it needs no database.
+persistence-pause check (docs/tools.md, "pause_persistence"), so it needs no database.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Recall precision: the beta (specificity weight) the fused gate is calibrated at.
 
-strict 2.0, balanced 1.0, lenient 0.5 (spec §3.5, §10.7). The deployment default is
-``CPERSONA_FUSED_GATE_BETA`` or else the beta of ``CPERSONA_RECALL_PRECISION``; an
-agent's override is ``recall_calibration.beta`` of its row (NULL = no override).
-Pure functions: resolving what ``set_recall_precision`` asked for, naming a beta.
+strict 2.0, balanced 1.0, lenient 0.5 (docs/tools.md, "Quality gate";
+docs/tools.md, "calibrate_threshold"). The deployment default is ``CPERSONA_FUSED_GATE_BETA`` or
+else the beta of ``CPERSONA_RECALL_PRECISION``; an agent's override is ``recall_calibration.beta``
+of its row (NULL = no override). Pure functions: resolving what ``set_recall_precision`` asked for,
+naming a beta.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def resolve(settings: Settings, precision: str, beta: object) -> PrecisionChange
 def problem(agent_id: object, precision: object, beta: object) -> str | None:
     """Why set_recall_precision must refuse these arguments before doing anything, or None.
 
-    Runs before the persistence-pause check (spec §10.5): bad input fails even while
-    writes are paused. Needs no settings: only clearing reads them, and it never fails.
+    Runs before the persistence-pause check (docs/tools.md, "pause_persistence"): bad input fails
+    even while writes are paused. Needs no settings: only clearing reads them, and it never fails.
     """
     if not isinstance(agent_id, str) or not agent_id:
         return AGENT_REQUIRED

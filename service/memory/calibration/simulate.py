@@ -1,7 +1,7 @@
-"""The fused gate, calibrated by simulating recalls (spec §10.7).
+"""The fused gate, calibrated by simulating recalls (docs/tools.md, "calibrate_threshold").
 
-The quality gate (spec §3.5) keys on a per-row score that only exists relative to a
-query: the confidence score when confidence scoring is on, else the fused rrf / rsf
+The quality gate (docs/tools.md, "Quality gate") keys on a per-row score that only exists relative
+to a query: the confidence score when confidence scoring is on, else the fused rrf / rsf
 score. So its null and positive distributions come from simulation: random memories
 of the agent serve as pseudo-queries and run through the live mode's retrieval,
 fusion and pre-gate scoring at depth 20; each surfacing row whose gate signal is the
@@ -15,7 +15,7 @@ autocut), so rows below the current gate never reach the sample and every
 recalibration could only move the gate up; and ``deep`` would switch off the time
 decay that the runtime confidence score applies. The simulation therefore stops
 right before the gate, reusing the same storage query (``db.recall``) and the same
-pure ranking steps as the live pipeline: ``pipeline.fuse``, ``pipeline.scoring_context`` and
+pure ranking steps as the live pipeline: ``scoring.fuse``, ``scoring.scoring_context`` and
 ``rank.pre_gate`` (the episode penalty and confidence scoring). A pseudo-query's
 stored vector is the embedding of its content, so no embedding call is made; scores of
 one pseudo-query are computed once per calibration and reused across draws.
@@ -44,13 +44,13 @@ from service.memory.recall import (
     confidence,
     fusion,
     gate,
-    pipeline,
     query_terms,
     rank,
+    scoring,
     time,
 )
 from service.memory.recall.hits import channels_from, stored_cosines
-from service.memory.recall.pipeline import tunables
+from service.memory.recall.scoring import tunables
 from service.models import TenantId
 
 DEPTH = 20
@@ -133,10 +133,11 @@ async def _simulate(
     found = await recall_store.recall_candidates(conn, tenant_id, scope, wanted)
     floor = fusion.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
     pool = channels_from(found.hits, (), floor, DEPTH)
-    fused = pipeline.fuse(mode, pool, [], s.rrf_k, DEPTH)
-    if s.confidence_enabled:  # rows found by words alone get their stored cosine (§3.8)
+    fused = scoring.fuse(mode, pool, [], s.rrf_k, DEPTH)
+    # rows found by words alone get their stored cosine (docs/tools.md, "Confidence scoring")
+    if s.confidence_enabled:
         fused = confidence.backfill_cosines(fused, stored_cosines(found.hits))
-    context = pipeline.scoring_context(
+    context = scoring.scoring_context(
         lib, found.meta, mode, limit=DEPTH, deep=False, query_empty=False
     )
     return rank.pre_gate(fused, context, tunables(lib))
@@ -145,8 +146,9 @@ async def _simulate(
 async def calibrate_gate(
     lib: Library, tenant_id: TenantId, agent: str, dim: int, beta: float, vector_threshold: float
 ) -> dict[str, Any] | None:
-    """The agent's fused gate report (spec §10.7 ``fused_gate``), or None when there is
-    nothing to calibrate or too little data (the heuristic gate then stays in charge).
+    """The agent's fused gate report (``fused_gate`` of docs/tools.md, "calibrate_threshold"), or
+    None when there is nothing to calibrate or too little data (the heuristic gate then stays in
+    charge).
 
     ``dim`` is the width of the pseudo-queries' vectors (the provider's), ``beta`` the
     agent's precision, ``vector_threshold`` the similarity floor the live vector

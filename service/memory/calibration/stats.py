@@ -1,4 +1,5 @@
-"""The statistics of calibration (spec §10.7), pure and standard-library only.
+"""The statistics of calibration (docs/tools.md, "calibrate_threshold"), pure and standard-library
+only.
 
 A *null* distribution holds similarities (or gate scores) of pairs that are mostly
 unrelated; a *positive* distribution those of a label-free proxy for related pairs
@@ -150,7 +151,7 @@ def gate_draw(
     floor: float,
     queries_run: int,
 ) -> dict[str, Any] | None:
-    """One simulated draw of the fused gate (spec §10.7), or None with too little data.
+    """One simulated draw of the fused gate, or None with too little data.
 
     Needs at least 10 null and 5 positive gate scores; separates them at the agent's
     ``beta``. The report is the spec's ``fused_gate`` object.

@@ -1,4 +1,4 @@
-"""calibrate_threshold (spec §10.7) in its hosted form.
+"""calibrate_threshold (docs/tools.md, "calibrate_threshold") in its hosted form.
 
 Draws a random sample of the tenant's (or one agent's) embedded memories, builds the
 null distribution of all pairwise similarities and, for the ``separation`` method, a
@@ -174,8 +174,8 @@ async def calibrate_threshold(
 
     ``change`` is set_recall_precision's new beta: the gate is calibrated at it and it
     is stored together with the result, so a calibration that fails never leaves the
-    new beta behind (the "rollback" of spec §10.7 by construction). Refused when
-    the parameters are invalid or too few memories are embedded.
+    new beta behind (the "rollback" of docs/tools.md, "calibrate_threshold", by construction).
+    Refused when the parameters are invalid or too few memories are embedded.
     """
     params = resolve(lib.settings, req)
     if isinstance(params, str):
@@ -231,7 +231,7 @@ def _record(
 
 async def paused_body(lib: Library, tenant_id: TenantId, req: CalibrationRequest) -> JsonObject:
     """The success shape with nothing measured: calibrate_threshold's answer under a
-    persistence pause (spec §10.5), after its arguments were validated."""
+    persistence pause (docs/tools.md, "pause_persistence"), after its arguments were validated."""
     params = resolve(lib.settings, req)
     agent = req.agent_id or None
     async with lib.db.tenant_tx(tenant_id) as conn:

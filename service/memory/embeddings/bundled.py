@@ -15,7 +15,7 @@ import importlib.metadata
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError
 
@@ -47,6 +47,25 @@ def verified_file(path: Path, expected_sha256: str) -> Path:
             "reinstall the pinned package versions"
         )
     return path
+
+
+class BundledModel:
+    """The identity of an in-process model, which a subclass states as two class
+    attributes: ``model_name`` (recorded next to stored vectors, so a model change is
+    detected) and ``width`` (the dimension of every vector it returns)."""
+
+    model_name: ClassVar[str]
+    width: ClassVar[int]
+
+    @property
+    def name(self) -> str:
+        """The model name recorded with stored vectors."""
+        return self.model_name
+
+    @property
+    def dimension(self) -> int:
+        """The width of every vector this model returns."""
+        return self.width
 
 
 class ModelThread:

@@ -1,6 +1,6 @@
 """Query-embedding cache: agents repeat recall queries, and a remote embed costs a round trip.
 
-LRU with a time-to-live (spec §8: `CPERSONA_EMBEDDING_CACHE_SIZE`=256,
+LRU with a time-to-live (README.md, "Configuration": `CPERSONA_EMBEDDING_CACHE_SIZE`=256,
 `CPERSONA_EMBEDDING_CACHE_TTL`=300 s). Keys include the model name, so a provider switch never
 serves vectors of the old model. Only successful embeddings are cached. The cache is owned by
 its caller (one per provider is typical); it is not thread-safe, being meant for one event loop.

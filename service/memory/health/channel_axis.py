@@ -1,5 +1,5 @@
-"""migrate_channel_axis (spec §10.8): move memories filed under the bridge *type*
-``discord`` to the concrete channel their session id names.
+"""migrate_channel_axis (docs/health.md, "migrate_channel_axis"): move memories filed under the
+bridge *type* ``discord`` to the concrete channel their session id names.
 
 A Discord bridge stores ``metadata.session_id`` as ``"<channel_id>:<user>:<chunk>"``
 or ``"<channel_id>:shared"``. Rows whose session id starts with a digit and holds a

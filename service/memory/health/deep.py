@@ -1,4 +1,4 @@
-"""deep_check (spec §10.2): heuristic data-quality checks of one agent.
+"""deep_check (docs/health.md, "deep_check"): heuristic data-quality checks of one agent.
 
 Each check returns its own result object. Only ``anonymous_source`` (fill the name
 from a leading ``[name] ``) and ``short_content`` (delete) act on ``fix``, and never on

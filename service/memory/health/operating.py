@@ -1,5 +1,6 @@
 """Operating-context checks: the tenant's stored context no longer validates, or its
-instructions summary is too long to send to every client at initialize (spec §9.4).
+instructions summary is too long to send to every client at initialize
+(docs/tools.md, "get_operating_context").
 
 A context that fails validation makes the tenant dormant silently (a broken context
 must never take memory down), so this is the one place where the operator learns

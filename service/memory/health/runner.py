@@ -1,4 +1,4 @@
-"""check_health (spec §10.1), scoped to one tenant and optionally one agent.
+"""check_health (docs/health.md, "check_health"), scoped to one tenant and optionally one agent.
 
 Tenant checks run in one tenant transaction (row-level security applies); with
 ``fix`` that is the one transaction every repair writes in, each check inside its
@@ -29,7 +29,7 @@ PAUSE_REASON = "no-persist mode active — fix downgraded to fix=False"
 
 
 def unknown_checks(unknown: list[str]) -> Refused:
-    """The refusal of a run naming checks that do not exist (spec §10.1)."""
+    """The refusal of a run naming checks that do not exist."""
     valid = list(registry.CHECK_NAMES)
     message = f"unknown check name(s): {', '.join(unknown)}. Valid names: {', '.join(valid)}"
     return Refused(message, unknown_checks=unknown, valid_checks=valid)

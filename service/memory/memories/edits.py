@@ -1,4 +1,5 @@
-"""Edits of single memories and episodes by id (spec §5.4-§5.6).
+"""Edits of single memories and episodes by id (docs/tools.md, "update_memory";
+docs/tools.md, "lock_memory"; docs/tools.md, "delete_memory").
 
 Id-keyed tools act inside the caller's tenant only: a memory id of another
 tenant is "not found", exactly like an id that does not exist. ``agent_id``
@@ -61,7 +62,7 @@ async def update_memory(
     the write-behind embedder embeds it moments later. With an inline timeout the
     new content is embedded before the transaction instead (after a cheap check that
     the edit is allowed, so a refused edit costs no embedding).
-    Refused for the spec's reasons (§5.4); content equal to another row of the same
+    Refused for CPersona's reasons; content equal to another row of the same
     exact bucket is a Conflict whose message is CPersona's UNIQUE failure. With
     ``guard`` the persistence pause is read first in each transaction (and before a
     refusal of the input): a pause raises WritePaused and nothing is written.
@@ -157,8 +158,8 @@ async def set_lock(
 async def delete_memory(
     lib: Library, tenant_id: TenantId, memory_id: int, agent_id: str = ""
 ) -> JsonObject:
-    """Delete one unlocked memory (spec §5.6 messages, in the spec's order); its queue
-    job goes with it (a trigger of migration 0006)."""
+    """Delete one unlocked memory (docs/tools.md, "delete_memory"; its messages in CPersona's
+    order); its queue job goes with it (a trigger of migration 0006)."""
     _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await _target(conn, tenant_id, memory_id)

@@ -37,7 +37,8 @@ async def list_memories(
     project_id: str | None,
     limit: int,
 ) -> list[dict[str, Any]]:
-    """Newest-first memories of the tenant (spec list_memories, §6.1 read rules).
+    """Newest-first memories of the tenant (docs/tools.md, "list_memories";
+    docs/tools.md, "Isolation axes").
 
     ``agent_id`` None or empty lists every agent *of this tenant*; ``limit`` is
     clamped to 0..500 as in CPersona.

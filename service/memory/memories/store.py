@@ -1,4 +1,4 @@
-"""Memory writes with CPersona's semantics (spec §5): store.
+"""Memory writes with CPersona's semantics (docs/tools.md, "Writes"): store.
 
 Every write is one transaction; embedding happens before it, never inside.
 Responses are the spec's JSON objects, full data; the MCP boundary only
@@ -41,7 +41,8 @@ def _skipped(reason: str, existing_id: int | None) -> JsonObject:
 
 
 def _scope(value: str) -> list[str]:
-    """Dedup scope set (spec §5.2): {X, ''} for a bucket X, {''} for the global pool."""
+    """Dedup scope set (docs/tools.md, "Dedup scopes"): {X, ''} for a bucket X, {''} for the global
+    pool."""
     return [value, ""] if value else [""]
 
 
@@ -88,7 +89,8 @@ def _refusal(lib: Library, req: StoreRequest, source: object, metadata: object) 
 
 
 def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
-    """Spec §5.1 steps 2-5: defaults, refusals (Refused: ``result: rejected``), sanitising."""
+    """Steps 2-5 of docs/tools.md, "Store steps": defaults, refusals (Refused: ``result:
+    rejected``), sanitising."""
     message = req.message
     raw = message.get("content")
     if not isinstance(raw, str) or not raw:
@@ -147,7 +149,8 @@ def _store_outcome(result: memories.StoreResult, truncated: bool, embedded: bool
 async def _probe(
     conn: Connection, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
 ) -> JsonObject | None:
-    """The dedup answer before any embedding work (spec §5.1 step 6 precedes step 7)."""
+    """The dedup answer before any embedding work (step 6 of docs/tools.md, "Store steps" precedes
+    step 7)."""
     probe = await memories.probe_memory_duplicate(
         conn, tenant_id, req.agent_id, row, _scope(req.project_id), _scope(req.channel)
     )
@@ -157,7 +160,7 @@ async def _probe(
 async def store(
     lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None = None
 ) -> JsonObject:
-    """Store one memory (spec §5.1): refusals, dedup probes, embedding, insert.
+    """Store one memory: refusals, dedup probes, embedding, insert.
 
     A refused write raises Refused (the tool answers ``result: "rejected"``). There is no
     upsert: a known msg_id or identical content in scope is skipped

@@ -1,1 +1,2 @@
-"""The per-tenant operating context (spec §9.4): parsing, the project gate, storage."""
+"""The per-tenant operating context (docs/tools.md, "get_operating_context"): parsing, the project
+gate, storage."""

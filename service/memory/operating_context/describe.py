@@ -18,7 +18,8 @@ def dormant_message(tenant: str = "SLUG") -> str:
 def describe(
     context: OperatingContext | None, section: str = "", *, tenant: str = "SLUG"
 ) -> dict[str, Any]:
-    """The ``get_operating_context`` response (spec §2.1): dormant, preview, or one section."""
+    """The ``get_operating_context`` response (docs/tools.md, "Tool reference"): dormant, preview,
+    or one section."""
     if context is None:
         raise Refused(dormant_message(tenant), enabled=False)
     if section:

@@ -1,4 +1,4 @@
-"""The project_id gate of the six project tools (spec §9.4), pure."""
+"""The project_id gate of the six project tools (docs/tools.md, "get_operating_context"), pure."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def _registered(context: OperatingContext, project: str, is_write: bool, echo: b
 def gate(
     context: OperatingContext | None, agent_id: str, project_id: str | None, is_write: bool
 ) -> GateResult:
-    """Spec §9.4: resolve ``'@auto'``, check the registry, warn or refuse.
+    """The gate of docs/tools.md, "get_operating_context": resolve ``'@auto'``, check the registry,
+    warn or refuse.
 
     Omitted (None) and ``''`` always pass untouched; explicit values are never
     rewritten; only ``'@auto'`` is resolved, through ``defaults[agent_id]``.

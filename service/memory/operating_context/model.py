@@ -1,4 +1,5 @@
-"""The operating context of a tenant (CPersona 2.5.1 sidecar, spec §9.4) as a value.
+"""The operating context of a tenant (CPersona 2.5.1 sidecar;
+docs/tools.md, "get_operating_context") as a value.
 
 An operator sets it from a TOML file (``cpersona-service context set``); ``parse``
 validates it, ``storage`` keeps it normalised as JSON in Postgres, and it is served

@@ -1,4 +1,5 @@
-"""The hosted form of export_memories / import_memories (spec §10.3, §10.4, §13).
+"""The hosted form of export_memories / import_memories (docs/portability.md, "The format";
+docs/portability.md, "Import rules"; docs/architecture.md, "Recall").
 
 The tools keep CPersona's names and parameters, but ``output_path`` and
 ``input_path`` name files in the caller's own export area (see ``export_area``),

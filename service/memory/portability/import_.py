@@ -1,4 +1,5 @@
-"""import: read ``cpersona-export/1.0`` (and 1.1) JSONL into a tenant (spec §10.4).
+"""import: read ``cpersona-export/1.0`` (and 1.1) JSONL into a tenant
+(docs/portability.md, "Import rules").
 
 The input is a stream of byte chunks (an HTTP body, a file, stdin), split
 into lines with bounded memory and written in batches, all in ONE transaction:

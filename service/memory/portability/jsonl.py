@@ -1,4 +1,5 @@
-"""The ``cpersona-export/1.0`` JSONL record format (spec §10.3), both directions.
+"""The ``cpersona-export/1.0`` JSONL record format (docs/portability.md, "The format"), both
+directions.
 
 Pure functions: record builders for export, the time and embedding encodings,
 and a line splitter for streamed input. Lines are ``json.dumps(record,

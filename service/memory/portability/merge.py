@@ -1,7 +1,7 @@
 """merge_memories: copy or move one agent's memory into another agent of the tenant.
 
-Spec §10.6. Memories are copied verbatim (no re-sanitising) with embedding,
-lock, created_at and recall statistics, unless the target's exact bucket
+(docs/portability.md, "Merging agents"). Memories are copied verbatim (no re-sanitising) with
+embedding, lock, created_at and recall statistics, unless the target's exact bucket
 already holds the msg_id or the content (the unique indexes decide); episodes
 unless the target has the same (project, channel, summary); a profile only
 where the target has none for that user_id. ``move`` then deletes exactly the

@@ -1,4 +1,5 @@
-"""Import records checked and cleaned like the write seam (spec §10.4, §5.1).
+"""Import records checked and cleaned like the write seam (docs/portability.md, "Import rules";
+docs/tools.md, "Store steps").
 
 Import is the stricter seam, not the looser one: a file may come from another
 database, an older version or a hand edit. Content and summaries are sanitised

@@ -1,7 +1,7 @@
 """The embedding backlog: ``get_queue_status``, model recording and re-embed enqueueing.
 
-``queue_status`` is CPersona's shape (spec §2.1) for the caller's tenant only, plus
-two additive fields (``retrying``: jobs whose last attempt failed, waiting for their
+``queue_status`` is CPersona's shape (docs/tools.md, "Tool reference") for the caller's tenant only,
+plus two additive fields (``retrying``: jobs whose last attempt failed, waiting for their
 retry; ``oldest_pending_seconds``: the age of the oldest job). No job is ever given
 up: a row is retried with capped exponential backoff for as long as the provider
 fails (``max_retries`` is how often the delay doubles). It reports

@@ -1,1 +1,2 @@
-"""The recall pipeline (spec §3): retrieval, fusion, gate, ranking, recall_with_context."""
+"""The recall pipeline (docs/tools.md, "How recall works"): retrieval, fusion, gate, ranking,
+recall_with_context."""

@@ -1,4 +1,5 @@
-"""The degraded-recall advisory (spec §3.10), with its state kept per tenant.
+"""The degraded-recall advisory (docs/tools.md, "Degraded advisory"), with its state kept per
+tenant.
 
 When recall cannot use embeddings — they are switched off (``hint``) or the
 embedding provider failed (``fault``) — responses carry ``advisory`` so the

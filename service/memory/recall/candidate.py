@@ -3,20 +3,22 @@
 The ranking modules (``fusion``, ``penalty``, ``confidence``, ``gate``, ``rank``) are pure
 and deterministic. The storage layer retrieves one candidate list per channel (vector,
 episode full text, memory full text/keyword, profile); everything that turns them into
-the ordered answer follows spec §3.1 in those modules.
+the ordered answer follows the documented steps (docs/tools.md, "Recall steps") in those
+modules.
 
 Contract:
 
 * No I/O, no clock, no configuration lookup: time enters as an explicit ``now`` and every
-  tunable as an argument (:class:`Tunables` carries the §8 defaults).
+  tunable as an argument (:class:`Tunables` carries the defaults of README.md, "Configuration").
 * Rows are frozen :class:`Candidate` values; every step returns a new list and never
   mutates its input. Sorting is stable, so equal scores keep retrieval order.
-* Exclusion (``exclude_contents``, §4.5) is decided by the caller, which hands a channel
-  over with each excluded row replaced by ``None`` (a *hole*, ``fusion.mark_excluded``): a
-  hole keeps its position, so an rrf rank still counts the excluded row's place (§3.3),
-  yet the row never surfaces. Holes, not an ``excluded`` predicate, because one predicate
-  cannot tell an episode found by the vector channel (excludable) from the same episode
-  found by episode full text (never excluded).
+* Exclusion (``exclude_contents``; docs/tools.md, "Excluding what the caller holds") is
+  decided by the caller, which hands a channel over with each excluded row replaced by
+  ``None`` (a *hole*, ``fusion.mark_excluded``): a hole keeps its position, so an rrf rank
+  still counts the excluded row's place (docs/tools.md, "Fusion modes"), yet the row never
+  surfaces. Holes, not an ``excluded`` predicate, because one predicate cannot tell an
+  episode found by the vector channel (excludable) from the same episode found by episode
+  full text (never excluded).
 * Timestamps are the stored ISO-8601 strings, parsed leniently (``time.parse_timestamp``)."""
 
 from __future__ import annotations
@@ -40,15 +42,17 @@ Identity: TypeAlias = tuple[Kind, int]
 
 
 PROFILE_ID: Final = -1
-"""Id of the injected profile sentinel row (§3.2 "Profile injection")."""
+"""Id of the injected profile sentinel row (docs/tools.md, "Retrievers")."""
 
 
 PROFILE_MIN_POOL: Final = 50
-"""Pool size from which the profile row passes the gate (§3.5 branch 1, §12 item 3)."""
+"""Pool size from which the profile row passes the gate (docs/tools.md, "Quality gate": the profile
+rule, on memories plus episodes)."""
 
 
 UNSCORED_MIN_POOL: Final = 100
-"""Pool size from which unscored rows pass the gate of a non-empty query (§3.5 branch 6)."""
+"""Pool size from which unscored rows pass the gate of a non-empty query
+(docs/tools.md, "Quality gate": the unscored rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +60,16 @@ class Candidate:
     """One recall row and the signals it has earned so far.
 
     ``None`` means "never computed" rather than zero: a row without any of ``confidence``,
-    ``rsf``, ``cosine`` or ``rrf`` is *unscored* (§3.5 branch 6) and carries no
-    ``match_reason`` (§2.2). ``lexical`` is the full-text score on a higher-is-better scale
-    (``-bm25`` in CPersona, the Postgres retriever's own rank here, §13), ``None`` for the
-    LIKE fallback. ``timestamp`` is the caller's timestamp for a memory, ``start_time`` else
-    ``created_at`` for an episode, ``""`` for the profile. ``resolved`` is only set on
-    episodes; ``recall_count`` and ``last_recalled_at`` only mean something on memories.
-    ``hybrid`` is the weighted score of the default fusion (plus the second stage's text
-    features); ``matched`` says the row shares a word (or stem, or substring pattern) with
-    the query, which is what keeps it through the hybrid gate. ``vector_unseen`` marks a
-    row matched lexically that the vector channel could not score although embeddings are
+    ``rsf``, ``cosine`` or ``rrf`` is *unscored* (docs/tools.md, "Quality gate": the unscored rule)
+    and carries no ``match_reason`` (docs/tools.md, "Recall rows"). ``lexical`` is the full-text
+    score on a higher-is-better scale (``-bm25`` in CPersona, the Postgres retriever's own rank
+    here; docs/architecture.md, "Recall"), ``None`` for the LIKE fallback. ``timestamp`` is the
+    caller's timestamp for a memory, ``start_time`` else ``created_at`` for an episode, ``""`` for
+    the profile. ``resolved`` is only set on episodes; ``recall_count`` and ``last_recalled_at``
+    only mean something on memories. ``hybrid`` is the weighted score of the default fusion (plus
+    the second stage's text features); ``matched`` says the row shares a word (or stem, or substring
+    pattern) with the query, which is what keeps it through the hybrid gate. ``vector_unseen`` marks
+    a row matched lexically that the vector channel could not score although embeddings are
     on (the row has no vector yet, or the query could not be embedded): the gate keeps it
     (``gate.mark_vector_unseen``).
     """
@@ -90,7 +94,7 @@ class Candidate:
 
     @property
     def identity(self) -> Identity:
-        """Fusion identity (§3.3): memory 1 and episode 1 are different rows (§4.6)."""
+        """Fusion identity: memory 1 and episode 1 are different rows (docs/tools.md, "Refs")."""
         return (self.kind, self.id)
 
     @property
@@ -151,7 +155,7 @@ Channel: TypeAlias = Sequence[Candidate | None]
 
 @dataclass(frozen=True, slots=True)
 class Tunables:
-    """The recall and confidence tunables of spec §8, with their defaults.
+    """The recall and confidence tunables, with their defaults (README.md, "Configuration").
 
     Floors that the reference applies when parsing (``RRF_K`` at least 1, autocut
     ``MIN_RESULTS`` at least 2) are applied again where the value is used, so a raw value
@@ -186,7 +190,8 @@ DEFAULT_TUNABLES: Final = Tunables()
 
 @dataclass(frozen=True, slots=True)
 class CalibratedGate:
-    """A calibrated gate threshold and the signal it was calibrated on (§3.5, §10.7).
+    """A calibrated gate threshold and the signal it was calibrated on
+    (docs/tools.md, "Quality gate"; docs/tools.md, "calibrate_threshold").
 
     It replaces the heuristic only in the gate branch of the same signal, so a gate
     calibrated under another configuration never meets a score of a different scale.
@@ -198,7 +203,7 @@ class CalibratedGate:
 
 
 class MatchReason(TypedDict):
-    """The ``match_reason`` object of a recall message (§2.2)."""
+    """The ``match_reason`` object of a recall message."""
 
     signal: Signal
     score: float

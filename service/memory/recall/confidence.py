@@ -1,5 +1,5 @@
-"""Confidence scoring (spec §3.8, off by default): cosine backfill, age, decay,
-completion and recency penalties, and the per-row breakdown."""
+"""Confidence scoring (docs/tools.md, "Confidence scoring", off by default): cosine backfill, age,
+decay, completion and recency penalties, and the per-row breakdown."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from service.memory.recall.time import NO_SPAN, TimeSpan, as_utc, hours, parse_t
 
 
 class ConfidenceInfo(TypedDict):
-    """The ``confidence`` object of a recall message (§2.2)."""
+    """The ``confidence`` object of a recall message (docs/tools.md, "Recall rows")."""
 
     age_hours: float
     score: float
@@ -32,7 +32,7 @@ class ConfidenceInfo(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class Confidence:
-    """One row's confidence breakdown (§3.8), already rounded as it is reported."""
+    """One row's confidence breakdown, already rounded as it is reported."""
 
     age_hours: float
     score: float
@@ -41,7 +41,7 @@ class Confidence:
     cosine: float | None = None
 
     def as_dict(self) -> ConfidenceInfo:
-        """The message form: optional keys appear only when true / known (§2.2)."""
+        """The message form: optional keys appear only when true / known."""
         info: ConfidenceInfo = {"age_hours": self.age_hours, "score": self.score}
         if self.age_unknown:
             info["age_unknown"] = True
@@ -55,10 +55,11 @@ class Confidence:
 def backfill_cosines(
     rows: Sequence[Candidate], cosines: Mapping[Identity, float]
 ) -> list[Candidate]:
-    """Give cosine-less rows their stored-embedding cosine, marked as backfilled (§3.8).
+    """Give cosine-less rows their stored-embedding cosine, marked as backfilled.
 
     Only rows without a cosine are touched; the mark is what allows the ``gate_fallback``
-    rescue (§3.6). The caller computes ``cosines`` (same-width embeddings only).
+    rescue (docs/tools.md, "Gate fallback"). The caller computes ``cosines`` (same-width embeddings
+    only).
     """
     return [
         replace(row, cosine=cosines[row.identity], cosine_backfilled=True)
@@ -69,7 +70,8 @@ def backfill_cosines(
 
 
 def _recall_stats(row: Candidate) -> tuple[int, datetime | None]:
-    """Recall statistics; episodes never read memory stats (§3.8, the id spaces overlap)."""
+    """Recall statistics; episodes never read memory stats (docs/tools.md, "Confidence scoring", the
+    id spaces overlap)."""
     if row.kind != "mem":
         return 0, None
     last = None if row.last_recalled_at is None else as_utc(row.last_recalled_at)
@@ -77,7 +79,7 @@ def _recall_stats(row: Candidate) -> tuple[int, datetime | None]:
 
 
 def _age_hours(row: Candidate, now: datetime, span: TimeSpan, t: Tunables) -> tuple[float, bool]:
-    """Row age in hours and whether it was imputed (§3.8).
+    """Row age in hours and whether it was imputed.
 
     An unknown age sits mid-range of the scope's ages (anchored on the newest row's age),
     or at ``max(min_range, range)/2`` without an anchor: neither newest nor oldest.
@@ -129,7 +131,7 @@ def confidence_score(
     span: TimeSpan = NO_SPAN,
     tunables: Tunables = DEFAULT_TUNABLES,
 ) -> Confidence:
-    """One row's confidence (§3.8): ``sqrt(norm_cos * time_decay) * completion * recency``.
+    """One row's confidence: ``sqrt(norm_cos * time_decay) * completion * recency``.
 
     Without a cosine the factor ``norm_cos`` is dropped (an upper bound of the cosine
     branch). ``deep`` disables time decay, the resolved-episode factor and the recency
@@ -158,7 +160,7 @@ def score_confidence(
     span: TimeSpan = NO_SPAN,
     tunables: Tunables = DEFAULT_TUNABLES,
 ) -> list[Candidate]:
-    """Set every row's confidence and re-sort by it, descending and stable (§3.8).
+    """Set every row's confidence and re-sort by it, descending and stable.
 
     From here on the gate and ``match_reason`` key on confidence; the fusion mode only
     chose the candidates.

@@ -1,9 +1,10 @@
-"""``exclude_contents`` matching: which rows the caller already holds (spec §4.5).
+"""``exclude_contents`` matching: which rows the caller already holds
+(docs/tools.md, "Excluding what the caller holds").
 
 Recall drops a row when its content matches an entry the caller sent back in
 ``exclude_contents`` (or, for ``recall_with_context``, an entry of its own conversation,
-spec §3.11). The match is deliberately loose so that a truncated copy on either side still
-counts as "already held":
+(docs/tools.md, "Merging with the conversation")). The match is deliberately loose so that a
+truncated copy on either side still counts as "already held":
 
 * both sides are normalised the same way: ``str.strip()`` (Unicode whitespace) and then
   ``str.lower()`` (full Unicode lower-casing, not ``casefold``);
@@ -12,7 +13,7 @@ counts as "already held":
   so a short phrase such as ``"filler memory number 1"`` cannot suppress every row that
   merely begins with it;
 * a longer entry excludes a row when either one starts with the other. That is what makes
-  the preview tier safe (seed, "Contract details"): a 500-character preview fed back still
+  the preview tier safe (docs/tools.md, "Preview tier"): a 500-character preview fed back still
   matches its stored row, and a short stored row that begins a long context entry is
   suppressed too.
 
@@ -37,16 +38,16 @@ PREFIX_MATCH_MIN_CHARS: Final = 32
 def normalise_exclusions(entries: Iterable[object]) -> frozenset[str]:
     """Normalise caller-supplied exclusion entries once, for :func:`excluded`.
 
-    Non-string entries are skipped (fail-soft, like the lenient parameter extractor of
-    spec §1.2), and entries that normalise to ``""`` are dropped: they could only ever
-    equal an empty row, and empty rows are never excluded.
+    Non-string entries are skipped (fail-soft, like CPersona's lenient parameter extractor), and
+    entries that normalise to ``""`` are dropped: they could only ever equal an empty row, and empty
+    rows are never excluded.
     """
     normalised = (_normalise(entry) for entry in entries if isinstance(entry, str))
     return frozenset(entry for entry in normalised if entry)
 
 
 def excluded(content: str, exclusions: Collection[str]) -> bool:
-    """Whether a row with ``content`` is already held by the caller (spec §4.5).
+    """Whether a row with ``content`` is already held by the caller.
 
     ``exclusions`` must already be normalised, i.e. come from :func:`normalise_exclusions`;
     it is normalised once per request rather than once per candidate row. The 32-character

@@ -1,6 +1,6 @@
-"""Candidate assembly and fusion (spec §3.2, §3.3): the mode, the vector threshold,
-exclusion holes, the default weighted ``hybrid`` fusion, and the spec's rrf, rsf and
-cascade."""
+"""Candidate assembly and fusion (docs/tools.md, "Retrievers"; docs/tools.md, "Fusion modes"): the
+mode, the vector threshold, exclusion holes, the default weighted ``hybrid`` fusion, and the spec's
+rrf, rsf and cascade."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from service.memory.recall.candidate import (
 
 
 def recall_mode(configured: str, query: str) -> Mode:
-    """The fusion mode of one recall (§3.1 step 4).
+    """The fusion mode of one recall (step 4 of docs/tools.md, "Recall steps").
 
     ``hybrid`` / ``rrf`` / ``rsf`` only for a query with non-whitespace text; any empty
     query, mode ``cascade`` or an unknown mode string falls back to cascade (a pure recency
@@ -34,7 +34,7 @@ def recall_mode(configured: str, query: str) -> Mode:
 
 
 def vector_min_similarity(threshold: float, mode: Mode, factor: float = 0.5) -> float:
-    """Similarity floor of the vector retriever (§3.2).
+    """Similarity floor of the vector retriever.
 
     Cascade uses the agent's vector threshold as is; rrf and rsf loosen it by
     ``RRF_THRESHOLD_FACTOR`` (0.3 x 0.5 = 0.15 by default) because the fused gate filters
@@ -44,19 +44,20 @@ def vector_min_similarity(threshold: float, mode: Mode, factor: float = 0.5) -> 
 
 
 def mark_excluded(rows: Iterable[Candidate], excluded: Callable[[Candidate], bool]) -> Channel:
-    """Replace each excluded row by a hole, keeping every position (§3.3)."""
+    """Replace each excluded row by a hole, keeping every position."""
     return [None if excluded(row) else row for row in rows]
 
 
 def rrf_max_scale(k: int) -> float:
-    """``RRF_MAX_SCALE = 3/(K+1)``: rank 0 in all three channels (§3.3, §8); K at least 1."""
+    """``RRF_MAX_SCALE = 3/(K+1)``: rank 0 in all three channels (docs/tools.md, "Fusion modes";
+    README.md, "Configuration"); K at least 1."""
     return 3.0 / (max(1, k) + 1)
 
 
 def fuse_rrf(
     channels: Sequence[Channel], k: int = 60, *, profiles: Sequence[Candidate] = ()
 ) -> list[Candidate]:
-    """Reciprocal-rank fusion (§3.3), then the profile rows appended (§3.2).
+    """Reciprocal-rank fusion, then the profile rows appended.
 
     Each row at 0-based position ``r`` of a channel adds ``1/(K + r + 1)`` to its
     identity's score; holes add nothing but still occupy their position. Pass channels in
@@ -78,7 +79,8 @@ def fuse_rrf(
 
 
 def normalise_channel(raw: Sequence[float | None]) -> list[float]:
-    """Per-query min-max normalisation of one channel's raw scores to [0, 1] (§3.3 rsf).
+    """Per-query min-max normalisation of one channel's raw scores to [0, 1] (rsf in
+    docs/tools.md, "Fusion modes").
 
     An all-``None`` channel (the LIKE fallback has no score) gives every row 1.0, so an
     exact substring match still casts a full vote. A single value or all-equal values give
@@ -112,7 +114,7 @@ def fuse_rsf(
     profiles: Sequence[Candidate] = (),
     lexical_weight: float = 0.5,
 ) -> list[Candidate]:
-    """Relative-score fusion (§3.3), then the profile rows appended (§3.2).
+    """Relative-score fusion, then the profile rows appended.
 
     The raw score is ``cosine`` on the vector channel and ``lexical`` on each full-text
     channel; each channel is min-max normalised (:func:`normalise_channel`) over its
@@ -214,7 +216,8 @@ def cascade(
     keyword: Channel,
     limit: int,
 ) -> list[Candidate]:
-    """Legacy cascade recall (§3.3), also every empty-query recall (§3.1 step 4).
+    """Legacy cascade recall, also every empty-query recall (step 4 of
+    docs/tools.md, "Recall steps").
 
     Stages in order: vector rows, episode full-text rows, profile rows, then keyword rows
     filling ``limit - len(so far)`` slots. De-duplicated by identity; no fusion score is

@@ -1,4 +1,5 @@
-"""The quality gate (spec §3.5) and the ``gate_fallback`` rescue (§3.6).
+"""The quality gate (docs/tools.md, "Quality gate") and the ``gate_fallback`` rescue
+(docs/tools.md, "Gate fallback").
 
 The default ``hybrid`` mode gates what is weak, not what is alone: a row that shares a
 word, stem or substring pattern with the query (``Candidate.matched``) always passes, and
@@ -15,7 +16,7 @@ dropped by the gate. The gate's thresholds assume every channel could vote for a
 to a missing embedding, not to irrelevance, so in a small pool even an exact-content
 match would fall under the threshold. With embeddings off (mode ``none``) nothing is
 marked and the spec's gate applies unchanged (a lone FTS match in a tiny pool is
-dropped, §3.5).
+dropped; docs/tools.md, "Quality gate").
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from service.memory.recall.fusion import rrf_max_scale
 
 
 def heuristic_min_score(n: int, *, deep: bool = False) -> float:
-    """The pool-size heuristic gate threshold (§3.5), halved for ``deep``.
+    """The pool-size heuristic gate threshold, halved for ``deep``.
 
     ``0.5`` for an empty pool, else ``round(0.5 - 0.3 * min(1, ln(n+1)/ln 500), 4)``: tiny
     pools are strict (0.5), from 499 rows on it bottoms out at 0.2.
@@ -49,10 +50,11 @@ def heuristic_min_score(n: int, *, deep: bool = False) -> float:
 
 
 def gate_score(row: Candidate) -> tuple[Signal, float] | None:
-    """The signal and score the gate keys on: confidence > hybrid > rsf > cosine > rrf (§3.5).
+    """The signal and score the gate keys on: confidence > hybrid > rsf > cosine > rrf.
 
-    ``None`` for an unscored row. The same precedence names ``match_reason.signal`` (§2.2)
-    and is what gate calibration must measure (§10.7).
+    ``None`` for an unscored row. The same precedence names ``match_reason.signal``
+    (docs/tools.md, "Recall rows") and is what gate calibration must measure
+    (docs/tools.md, "calibrate_threshold").
     """
     if row.confidence is not None:
         return "confidence", row.confidence
@@ -69,7 +71,7 @@ def gate_score(row: Candidate) -> tuple[Signal, float] | None:
 
 def gate_threshold(signal: Signal, min_score: float, gate: CalibratedGate | None, k: int) -> float:
     """Threshold for one branch: the calibrated gate if it is for this signal, else the
-    heuristic, rescaled to the rrf scale (times ``3/(K+1)``) on the rrf branch (§3.5)."""
+    heuristic, rescaled to the rrf scale (times ``3/(K+1)``) on the rrf branch."""
     if gate is not None and gate.signal == signal:
         return gate.threshold
     return min_score * rrf_max_scale(k) if signal == "rrf" else min_score
@@ -112,7 +114,7 @@ def quality_gate(
     query_empty: bool = False,
     vector_floor: float | None = None,
 ) -> list[Candidate]:
-    """Drop rows below the quality threshold (§3.5), first matching branch per row.
+    """Drop rows below the quality threshold, first matching branch per row.
 
     1. profile: kept iff ``n >= 50``; then rows marked ``vector_unseen`` are kept (see the
     module docstring); hybrid rows (``vector_floor`` given): the hybrid rule (module
@@ -136,7 +138,7 @@ def mark_vector_unseen(rows: Sequence[Candidate], unseen: Collection[Identity]) 
 def gate_fallback(
     pre_gate: Sequence[Candidate], gated: Sequence[Candidate]
 ) -> list[Candidate] | None:
-    """The ``gate_fallback`` rescue (§3.6), or ``None`` when it does not apply.
+    """The ``gate_fallback`` rescue, or ``None`` when it does not apply.
 
     Applies only when the gate dropped every non-profile row and some pre-gate row had its
     cosine backfilled (which only confidence scoring does). The rescue is the backfilled

@@ -19,7 +19,8 @@ PROFILE_SOURCE = {"System": "profile"}
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Pool:
-    """The three channels of spec §3.3 (holes = excluded rows) and the hits by identity."""
+    """The three channels (docs/tools.md, "Fusion modes"; holes = excluded rows) and the hits by
+    identity."""
 
     vector: candidate.Channel
     episode_text: candidate.Channel
@@ -46,7 +47,8 @@ def _candidate(hit: Hit) -> candidate.Candidate:
 
 
 def _vector_channel(hits: Sequence[Hit], min_similarity: float, limit: int) -> list[Hit]:
-    """Vector hits over the threshold, memories and episodes, best ``limit`` (spec §3.2).
+    """Vector hits over the threshold, memories and episodes, best ``limit``
+    (docs/tools.md, "Retrievers").
 
     Ties: memories before episodes, newer before older.
     """
@@ -95,7 +97,8 @@ def _source(hit: Hit | None, row: candidate.Candidate) -> Any:
 
 
 def stored_cosines(hits: Sequence[Hit]) -> dict[candidate.Identity, float]:
-    """Each hit's stored-embedding cosine with the query (for the §3.8 backfill)."""
+    """Each hit's stored-embedding cosine with the query (for the backfill of
+    docs/tools.md, "Confidence scoring")."""
     return {
         ("ep" if h.kind == "ep" else "mem", h.id): h.cosine for h in hits if h.cosine is not None
     }
@@ -113,7 +116,7 @@ def message(
     rows: dict[candidate.Identity, Hit],
     confidence: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One element of ``messages`` (spec §2.2), full content."""
+    """One element of ``messages`` (docs/tools.md, "Recall rows"), full content."""
     hit = rows.get(row.identity)
     body: dict[str, Any] = {"content": row.content}
     if row.kind != "profile" and row.id > 0:

@@ -1,5 +1,5 @@
-"""The episode-boundary penalty (spec §3.4): rows older than the newest episode in
-scope lose weight, and a penalised fused list is re-sorted."""
+"""The episode-boundary penalty (docs/tools.md, "Episode boundary penalty"): rows older than the
+newest episode in scope lose weight, and a penalised fused list is re-sorted."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def episode_penalty_factor(
     rate: float = 0.01,
     floor: float = 0.5,
 ) -> float:
-    """The episode-boundary factor of one row's timestamp (§3.4).
+    """The episode-boundary factor of one row's timestamp.
 
     1.0 with no boundary, an empty or unparseable timestamp, or a timestamp at or after the
     boundary; otherwise ``max(floor, exp(-rate * hours_before))`` (floor reached at about
@@ -39,7 +39,7 @@ def _scaled(value: float | None, factor: float) -> float | None:
 
 
 def _resort_fused(rows: list[Candidate]) -> list[Candidate]:
-    """Re-sort by hybrid, else rrf, else rsf, if every non-profile row has it (§3.4);
+    """Re-sort by hybrid, else rrf, else rsf, if every non-profile row has it;
     profiles sink."""
     scored = [row for row in rows if not row.is_profile]
     if not scored:
@@ -58,7 +58,7 @@ def apply_episode_penalty(
     floor: float = 0.5,
     confidence_enabled: bool = False,
 ) -> list[Candidate]:
-    """Multiply each non-episode row's cosine, rrf, rsf and hybrid by its factor (§3.4).
+    """Multiply each non-episode row's cosine, rrf, rsf and hybrid by its factor.
 
     Episode rows are exempt; the profile has no timestamp and so gets 1.0. If any row was
     penalised and confidence is off (confidence re-sorts later anyway), a fused list is

@@ -1,4 +1,4 @@
-"""Turn a recall query into full-text terms (spec §3.2, adapted to Postgres).
+"""Turn a recall query into full-text terms (docs/tools.md, "Retrievers", adapted to Postgres).
 
 CPersona splits the query into runs of CJK characters and runs of other
 non-whitespace characters: CJK runs of three or more become overlapping

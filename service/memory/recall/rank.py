@@ -1,5 +1,6 @@
-"""The post-retrieval pipeline after fusion (spec §3.1 steps 5-9): penalty, confidence,
-gate, rescue, autocut (§3.7), the cut and the final reverse, and ``match_reason``."""
+"""The post-retrieval pipeline after fusion (steps 5-9 of docs/tools.md, "Recall steps"): penalty,
+confidence, gate, rescue, autocut (docs/tools.md, "Autocut"), the cut and the final reverse, and
+``match_reason``."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from service.memory.recall.time import NO_SPAN, TimeSpan
 
 
 def _autocut_signal(rows: Sequence[Candidate]) -> Callable[[Candidate], float | None] | None:
-    """What autocut keys on (§3.7), or ``None`` when it must stay inert.
+    """What autocut keys on, or ``None`` when it must stay inert.
 
     Rank-fusion gaps encode retriever overlap, not relevance breaks, and a cascade list
     mixes cosine rows with unscored ones, so only similarity-scale lists are cut.
@@ -42,7 +43,7 @@ def _autocut_signal(rows: Sequence[Candidate]) -> Callable[[Candidate], float | 
 def autocut(
     rows: Sequence[Candidate], min_results: int = 3, min_gap_ratio: float = 0.15
 ) -> list[Candidate]:
-    """Cut after the largest adjacent score gap when it is large enough (§3.7).
+    """Cut after the largest adjacent score gap when it is large enough.
 
     Lists shorter than ``max(2, min_results)`` are kept whole. The cut happens only if
     ``max_gap / top_score >= min_gap_ratio`` (relative, so it works on any score scale); a
@@ -65,12 +66,13 @@ def autocut(
 
 
 def finalize(rows: Sequence[Candidate], limit: int) -> list[Candidate]:
-    """Cut to the first ``limit`` rows, then reverse: the last element is the best (§3.1)."""
+    """Cut to the first ``limit`` rows, then reverse: the last element is the best."""
     return list(reversed(rows[: max(0, limit)]))
 
 
 def match_reason(row: Candidate) -> MatchReason | None:
-    """Why a row surfaced (§2.2): the gate's signal and score plus the raw signals present.
+    """Why a row surfaced (docs/tools.md, "Recall rows"): the gate's signal and score plus the raw
+    signals present.
 
     ``None`` for an unscored row, so "no signal" stays distinguishable from a zero score.
     """
@@ -93,10 +95,10 @@ def match_reason(row: Candidate) -> MatchReason | None:
 class RecallContext:
     """Per-request inputs of the ranking steps that the storage layer supplies.
 
-    ``pool_size`` is memories + episodes in scope (§3.1 step 6); ``episode_boundary`` the
-    ``created_at`` of the newest episode in scope; ``span`` the memory time span (only read
-    with confidence on); ``gate`` the calibrated gate (``None``: heuristic, or the fused
-    gate disabled); ``vector_floor`` the hybrid gate's cosine threshold (``None``: not a
+    ``pool_size`` is memories + episodes in scope (step 6 of docs/tools.md, "Recall steps");
+    ``episode_boundary`` the ``created_at`` of the newest episode in scope; ``span`` the memory time
+    span (only read with confidence on); ``gate`` the calibrated gate (``None``: heuristic, or the
+    fused gate disabled); ``vector_floor`` the hybrid gate's cosine threshold (``None``: not a
     hybrid recall).
     """
 
@@ -113,10 +115,11 @@ class RecallContext:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """The ranked answer: ``rows`` best-last (§3.1 step 9), and whether it is a rescue.
+    """The ranked answer: ``rows`` best-last (step 9 of docs/tools.md, "Recall steps"), and whether
+    it is a rescue.
 
-    A rescued answer carries ``gate_fallback: true`` and earns no recall-count credit (§3.6,
-    §3.9).
+    A rescued answer carries ``gate_fallback: true`` and earns no recall-count credit
+    (docs/tools.md, "Gate fallback"; docs/tools.md, "Recall statistics").
     """
 
     rows: tuple[Candidate, ...]
@@ -124,7 +127,8 @@ class Ranked:
 
 
 def pre_gate(rows: Sequence[Candidate], ctx: RecallContext, t: Tunables) -> list[Candidate]:
-    """§3.1 step 5 after backfill: the episode penalty, then confidence scoring."""
+    """Step 5 of docs/tools.md, "Recall steps", after backfill: the episode penalty, then confidence
+    scoring."""
     out = list(rows)
     if t.episode_penalty_enabled:
         out = apply_episode_penalty(
@@ -142,7 +146,8 @@ def pre_gate(rows: Sequence[Candidate], ctx: RecallContext, t: Tunables) -> list
 def rank(
     rows: Sequence[Candidate], ctx: RecallContext, tunables: Tunables = DEFAULT_TUNABLES
 ) -> Ranked:
-    """Steps 5 and 7-9 of §3.1 on fused (or cascaded, cosine-backfilled) candidates.
+    """Steps 5 and 7-9 (docs/tools.md, "Recall steps") on fused (or cascaded, cosine-backfilled)
+    candidates.
 
     Penalty and confidence, the quality gate, the ``gate_fallback`` rescue (only possible
     with confidence on), autocut (skipped after a rescue), then the limit cut and reverse.

@@ -21,7 +21,7 @@ Here two signals that only some queries ask for join them:
 A reordered row scores ``hybrid + sum(weight * feature)``. Only the best ``depth`` rows by
 fused score are reordered; the others keep their fused score and, since features only
 add, stay below. No learned model: the weights are few, fixed and measured
-(docs/benchmarks-recall.md).
+(docs/benchmarks/quality.md).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from typing import Final
 
 @dataclass(frozen=True, slots=True)
 class TimeSpan:
-    """The temporal span of the memories in scope, feeding confidence scoring (§3.8).
+    """The temporal span of the memories in scope, feeding confidence scoring
+    (docs/tools.md, "Confidence scoring").
 
     ``range_hours`` is newest minus oldest parseable timestamp (0 when unknown);
     ``newest_age_hours`` is how old the newest one is at ``now`` (``None`` when unknown),
@@ -26,9 +27,10 @@ NO_SPAN: Final = TimeSpan()
 def parse_timestamp(value: str) -> datetime | None:
     """Parse a stored ISO-8601 timestamp into an aware UTC datetime, or ``None``.
 
-    Lenient on purpose: timestamps are caller-supplied text (§5.1). A trailing ``Z`` is
-    accepted, a naive value is taken as UTC (§3.4), and anything unparseable (including
-    ``""``) yields ``None`` so that callers fall back to "no time" instead of failing.
+    Lenient on purpose: timestamps are caller-supplied text (docs/tools.md, "Store steps"). A
+    trailing ``Z`` is accepted, a naive value is taken as UTC
+    (docs/tools.md, "Episode boundary penalty"), and anything unparseable (including ``""``) yields
+    ``None`` so that callers fall back to "no time" instead of failing.
     """
     text = value.strip()
     if text[-1:] in ("Z", "z"):
@@ -40,7 +42,7 @@ def parse_timestamp(value: str) -> datetime | None:
 
 
 def as_utc(moment: datetime) -> datetime:
-    """An aware UTC datetime; a naive one is taken to be UTC already (§3.4)."""
+    """An aware UTC datetime; a naive one is taken to be UTC already."""
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
@@ -51,7 +53,7 @@ def hours(delta: timedelta) -> float:
 
 
 def time_span(oldest: datetime | None, newest: datetime | None, now: datetime) -> TimeSpan:
-    """The :class:`TimeSpan` from the MIN/MAX parseable memory timestamps in scope (§3.8).
+    """The :class:`TimeSpan` from the MIN/MAX parseable memory timestamps in scope.
 
     Either bound missing means no span at all (range 0, no anchor). Ages are clamped at 0 so
     a future timestamp cannot make the anchor negative.

@@ -1,4 +1,5 @@
-"""recall_with_context: recall merged with the caller's own conversation (spec §3.11)."""
+"""recall_with_context: recall merged with the caller's own conversation
+(docs/tools.md, "Merging with the conversation")."""
 
 from __future__ import annotations
 

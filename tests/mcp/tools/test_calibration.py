@@ -1,7 +1,7 @@
-"""calibrate_threshold, set_recall_precision, get_recall_precision (spec §10.7, §11 items
-6, 76a, 86, 87) over real HTTP with the official MCP client, and real calibrations of
-memories embedded by the bundled local model, stored per tenant and agent in
-``recall_calibration``.
+"""calibrate_threshold, set_recall_precision, get_recall_precision
+(docs/tools.md, "calibrate_threshold"; acceptance items 6, 76a, 86, 87) over real HTTP with
+the official MCP client, and real calibrations of memories embedded by the bundled local
+model, stored per tenant and agent in ``recall_calibration``.
 """
 
 from __future__ import annotations

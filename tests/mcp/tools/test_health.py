@@ -1,5 +1,6 @@
-"""check_health / deep_check / migrate_channel_axis over MCP/HTTP: spec §10.1, §10.2,
-§10.8, acceptance 73, 77, 78, 79, 91, and the tenant wall around all three.
+"""check_health / deep_check / migrate_channel_axis over MCP/HTTP (docs/health.md, "check_health";
+docs/health.md, "deep_check"; docs/health.md, "migrate_channel_axis"), acceptance 73, 77, 78, 79,
+91, and the tenant wall around all three.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""update/lock/unlock/delete over MCP/HTTP: spec §5.4-§5.7, acceptance 57-64."""
+"""update/lock/unlock/delete over MCP/HTTP (docs/tools.md, "update_memory";
+docs/tools.md, "lock_memory"; docs/tools.md, "delete_memory"; docs/tools.md, "delete_agent_data"),
+acceptance 57-64."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""store over MCP/HTTP: spec §5.1-§5.3 and acceptance behaviours 7-19."""
+"""store over MCP/HTTP (docs/tools.md, "Store steps"; docs/tools.md, "Dedup scopes";
+docs/tools.md, "Source normalisation") and acceptance behaviours 7-19."""
 
 from __future__ import annotations
 

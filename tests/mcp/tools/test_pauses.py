@@ -1,4 +1,5 @@
-"""Persistence pause over MCP/HTTP: spec §10.5, acceptance 5, 71, 72, 75, 76, 76a.
+"""Persistence pause over MCP/HTTP (docs/tools.md, "pause_persistence"), acceptance 5, 71, 72, 75,
+76, 76a.
 
 Hosted form: a pause holds for one tenant, or for one session key inside it
 (requests name their session with the X-CPersona-Session header); it lives in

@@ -1,4 +1,5 @@
-"""export_memories / import_memories over MCP/HTTP: spec §10.3-10.4, acceptance 80-83.
+"""export_memories / import_memories over MCP/HTTP (docs/portability.md, "The format";
+docs/portability.md, "Import rules"), acceptance 80-83.
 
 Each test runs the real app with its own data directory (the export areas live
 there) and embeddings off, so rows only change when a test changes them.

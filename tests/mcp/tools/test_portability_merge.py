@@ -1,4 +1,5 @@
-"""merge_memories over MCP/HTTP: spec §10.6, acceptance 84-85, grants of §9.2."""
+"""merge_memories over MCP/HTTP (docs/portability.md, "Merging agents"), acceptance 84-85, grants of
+(docs/tools.md, "Grants")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""recall over MCP/HTTP with embeddings off: spec §3, acceptance 21-45 (the recall ones)."""
+"""recall over MCP/HTTP with embeddings off: (docs/tools.md, "How recall works"), acceptance 21-45
+(the recall ones)."""
 
 from __future__ import annotations
 

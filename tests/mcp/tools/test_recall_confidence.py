@@ -1,4 +1,5 @@
-"""Confidence scoring (spec §3.8, §3.9) and its interplay with pauses (acceptance 74)."""
+"""Confidence scoring (docs/tools.md, "Confidence scoring"; docs/tools.md, "Recall statistics") and
+its interplay with pauses (acceptance 74)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The pure statistics of calibration (spec §10.7) and the argument/precision rules.
+"""The pure statistics of calibration (docs/tools.md, "calibrate_threshold") and the
+argument/precision rules.
 
 Hand-computed cases pin the semantics; where numpy is installed (the local extra) the
 same numbers are checked against CPersona's numpy formulation on random data.

@@ -1,5 +1,5 @@
 """check_health at the library level, on rows seeded directly in the database (the
-write paths refuse most of these shapes): spec §10.1, acceptance 77-79.
+write paths refuse most of these shapes): (docs/health.md, "check_health"), acceptance 77-79.
 """
 
 from __future__ import annotations

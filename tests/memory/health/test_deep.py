@@ -1,4 +1,5 @@
-"""deep_check (spec §10.2) and migrate_channel_axis (spec §10.8) on seeded rows."""
+"""deep_check (docs/health.md, "deep_check") and migrate_channel_axis
+(docs/health.md, "migrate_channel_axis") on seeded rows."""
 
 from __future__ import annotations
 

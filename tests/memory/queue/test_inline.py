@@ -1,4 +1,5 @@
-"""Embeddings on the write path (spec §5.1 steps 7-10, §5.4) with the real local ONNX model.
+"""Embeddings on the write path (steps 7-10 of docs/tools.md, "Store steps";
+docs/tools.md, "update_memory") with the real local ONNX model.
 
 store, archive_episode and update_memory embed before their transaction and store a unit
 vector with its model; a provider that fails or returns garbage leaves the row unembedded

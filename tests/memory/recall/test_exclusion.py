@@ -1,6 +1,7 @@
-"""Unit tests for ``service.memory.exclusion``: ``exclude_contents`` matching (spec §4.5).
+"""Unit tests for ``service.memory.exclusion``: ``exclude_contents`` matching
+(docs/tools.md, "Excluding what the caller holds").
 
-Numbers in test docstrings refer to the acceptance behaviours of spec §11.
+Numbers in test docstrings are the acceptance behaviours of the CPersona reference.
 """
 
 from __future__ import annotations

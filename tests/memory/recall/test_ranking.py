@@ -1,8 +1,9 @@
-"""Unit tests of the recall ranking maths (service.memory.scoring), against spec §3 numbers.
+"""Unit tests of the recall ranking maths (service.memory.scoring), against
+(docs/tools.md, "How recall works") numbers.
 
 Pure: no database, no clock (every time is relative to the fixed ``NOW``). Expected values
-are derived from the spec's formulas and acceptance items (§11: 23, 23a, 24-26, 28-31),
-not read back from the implementation.
+are derived from the documented formulas and the CPersona reference's acceptance items (23, 23a,
+24-26, 28-31), not read back from the implementation.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def test_time_span_without_bounds_is_empty() -> None:
     assert time.time_span(NOW, None, NOW) == TimeSpan()
 
 
-# --- mode dispatch and vector floor (§3.1 step 4, §3.2) --------------------------------
+# --- mode dispatch and vector floor (docs/tools.md, "Recall steps"; docs/tools.md, "Retrievers")
 
 
 @pytest.mark.parametrize(
@@ -104,7 +105,7 @@ def test_vector_min_similarity_is_loosened_only_for_fusion() -> None:
     assert fusion.vector_min_similarity(0.3, "rsf", factor=0.25) == pytest.approx(0.075)
 
 
-# --- rrf fusion (§3.3) -----------------------------------------------------------------
+# --- rrf fusion (docs/tools.md, "Fusion modes") ---------------------------------------------------
 
 
 def test_rrf_single_channel_scores_are_one_over_k_plus_rank_plus_one() -> None:
@@ -159,7 +160,7 @@ def test_rrf_k_has_a_floor_of_one() -> None:
     assert fusion.rrf_max_scale(0) == 1.5
 
 
-# --- rsf fusion (§3.3) -----------------------------------------------------------------
+# --- rsf fusion -----------------------------------------------------------------
 
 
 def test_normalise_channel_maps_min_to_zero_and_max_to_one() -> None:
@@ -210,7 +211,7 @@ def test_rsf_appends_profiles_last() -> None:
     assert fused[-1].rsf is None
 
 
-# --- cascade (§3.3) --------------------------------------------------------------------
+# --- cascade --------------------------------------------------------------------
 
 
 def test_cascade_keeps_stage_order_and_adds_no_fusion_score() -> None:
@@ -247,7 +248,7 @@ def test_mark_excluded_keeps_positions() -> None:
     assert marked == [mem(1), None, mem(3)]
 
 
-# --- heuristic gate threshold (§3.5) ---------------------------------------------------
+# --- heuristic gate threshold (docs/tools.md, "Quality gate") -------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -267,7 +268,7 @@ def test_heuristic_min_score_is_halved_by_deep() -> None:
     assert gate.heuristic_min_score(0, deep=True) == 0.25
 
 
-# --- episode boundary penalty (§3.4) ---------------------------------------------------
+# --- episode boundary penalty (docs/tools.md, "Episode boundary penalty") -------------------------
 
 
 @pytest.mark.parametrize(
@@ -360,7 +361,7 @@ def test_penalty_without_boundary_changes_nothing() -> None:
     assert penalty.apply_episode_penalty(rows, None) == rows
 
 
-# --- quality gate (§3.5) ---------------------------------------------------------------
+# --- quality gate ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("n", "kept"), [(5, False), (49, False), (50, True), (1000, True)])
@@ -456,7 +457,7 @@ def test_gate_threshold_uses_the_rrf_scale_only_on_the_rrf_branch() -> None:
     assert gate.gate_threshold("rsf", 0.5, CalibratedGate(0.7, "rsf"), 60) == 0.7
 
 
-# --- gate_fallback (§3.6) --------------------------------------------------------------
+# --- gate_fallback (docs/tools.md, "Gate fallback") -----------------------------------------------
 
 
 def test_gate_fallback_rescues_backfilled_rows_in_confidence_order() -> None:
@@ -480,7 +481,7 @@ def test_gate_fallback_does_not_apply_when_a_row_survived_or_nothing_was_backfil
     assert gate.gate_fallback([survivor], []) is None
 
 
-# --- autocut (§3.7) --------------------------------------------------------------------
+# --- autocut (docs/tools.md, "Autocut") -----------------------------------------------------------
 
 
 def test_autocut_is_inert_on_rrf_and_rsf_lists() -> None:
@@ -528,7 +529,7 @@ def test_autocut_does_nothing_with_a_non_positive_top_score() -> None:
     assert rank.autocut(rows) == rows
 
 
-# --- confidence (§3.8) -----------------------------------------------------------------
+# --- confidence (docs/tools.md, "Confidence scoring") ---------------------------------------------
 
 
 def score(row: Candidate, *, deep: bool = False, span: TimeSpan | None = None) -> float:
@@ -654,7 +655,7 @@ def test_backfill_marks_only_rows_that_had_no_cosine() -> None:
     assert out[1:] == rows[1:]
 
 
-# --- match_reason (§2.2) and finalize (§3.1) -------------------------------------------
+# --- match_reason (docs/tools.md, "Recall rows") and finalize -------------------------------------
 
 
 def test_match_reason_of_a_rank_zero_fts_hit() -> None:
@@ -698,7 +699,7 @@ def test_finalize_cuts_then_reverses(limit: int, expected: list[int]) -> None:
     assert [row.id for row in rank.finalize(rows, limit)] == expected
 
 
-# --- the whole ranking (§3.1 steps 5, 7-9; §11) ----------------------------------------
+# --- the whole ranking (steps 5, 7-9 of docs/tools.md, "Recall steps") ----------------------------
 
 
 def test_rank_two_row_pool_hides_a_lone_fts_hit_unless_deep() -> None:

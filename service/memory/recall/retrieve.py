@@ -1,0 +1,201 @@
+"""The retrieval half of a recall: the query's embedding and the two statements.
+
+The lexical statement (full text, the pool size, the episode boundary, the profile, the
+calibrated gate) needs no query vector, so it runs while the query is being embedded;
+the vector statement then adds the nearest rows and the lexical hits' stored cosines, in
+the same transaction when the vector is already there, else in one of its own (no
+connection waits on an embedder). The LIKE fallback costs a round trip more only when
+full text found nothing (docs/architecture.md, "Recall").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from service.db import recall as store
+from service.db.pool import Connection
+from service.memory.embeddings.base import EmbeddingError
+from service.memory.embeddings.batcher import EmbeddingBatcher
+from service.memory.embeddings.cache import embed_query
+from service.memory.library import Library
+from service.memory.recall import candidate, query_terms
+from service.memory.recall.request import RecallRequest
+from service.models import TenantId
+
+HYBRID_DEPTH = 100
+"""Lexical candidates of a hybrid recall when ``CPERSONA_RECALL_DEPTH`` is 0: deep enough
+that ``limit`` (at most 100) never changes which rows compete."""
+
+
+class _InFlight:
+    """How many recalls this process is running (a context manager counts one)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __enter__(self) -> None:
+        self.count += 1
+
+    def __exit__(self, *_: object) -> None:
+        self.count -= 1
+
+
+RUNNING = _InFlight()
+"""This process's recalls in flight: with company, the process is loaded and the lexical
+half does not overlap the embedding (``retrieve``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Embedded:
+    vector: list[float] | None
+    failed: bool
+
+
+async def _embed(lib: Library, tenant_id: TenantId, query: str) -> Embedded:
+    """The query's vector within CPERSONA_EMBEDDING_QUERY_TIMEOUT_SECS (1 s), through the
+    provider's circuit breaker, failures accounted to ``tenant_id``; a failure (or an open
+    breaker) means lexical-only recall with the ``fault`` advisory, never a slow answer."""
+    if lib.embedder is None or not query.strip():
+        return Embedded(None, False)
+    within = lib.settings.embedding_query_timeout_secs
+    cache, tenant = lib.query_cache, str(tenant_id)
+    try:
+        vector = await embed_query(lib.embedder, lib.breaker, cache, query, within, tenant=tenant)
+    except EmbeddingError:
+        return Embedded(None, True)
+    return Embedded(vector, False)
+
+
+def scope_of(req: RecallRequest) -> store.Scope:
+    pattern = query_terms.like_pattern(req.source_id)[1:] if req.source_id else None
+    return store.Scope(req.agent_id, req.project_id, req.channel, pattern)
+
+
+def depth_of(lib: Library, limit: int, mode: candidate.Mode) -> int:
+    """Rows per retriever: ``CPERSONA_RECALL_DEPTH``, or the mode's own when it is 0 (hybrid
+    ``HYBRID_DEPTH``, the spec's modes ``limit``), never below ``limit``."""
+    configured = lib.settings.recall_depth or (HYBRID_DEPTH if mode == "hybrid" else 0)
+    return max(limit, configured)
+
+
+def retrieval(
+    lib: Library,
+    req: RecallRequest,
+    depth: int,
+    terms: query_terms.Terms,
+    mode: candidate.Mode,
+) -> store.Retrieval:
+    """What to retrieve, without the query vector (the embedding runs alongside the
+    lexical half; the vector half gets the vector once it is there).
+
+    The hybrid vector channel is ``CPERSONA_RECALL_VECTOR_DEPTH`` deep whatever the
+    ``limit`` (a small LIMIT keeps Postgres on the HNSW index at scale, and ``limit`` never
+    changes the candidates); the spec's modes take ``depth`` rows from every retriever."""
+    s = lib.settings
+    fts = s.fts_enabled or mode == "cascade"
+    return store.Retrieval(
+        vector=None,
+        tsquery=terms.tsquery if fts else None,
+        lexemes=terms.lexemes if fts else (),
+        patterns=terms.patterns if fts else (),
+        limit=depth,
+        episodes=not (req.source_id and not req.channel),
+        recency=not req.query.strip(),
+        confidence=s.confidence_enabled,
+        vector_depth=min(depth, s.recall_vector_depth) if mode == "hybrid" else None,
+        query=req.query,
+        budget=s.recall_postings_budget,
+        english_weight=s.lexical_english_weight,
+    )
+
+
+async def _keyword_fallback(
+    conn: Connection, tenant_id: TenantId, req: RecallRequest, scope: store.Scope, limit: int
+) -> list[store.Hit]:
+    """The literal substring match of the whole query (the LIKE fallback of
+    docs/tools.md, "Retrievers")."""
+    fetch = min(10_000, max(5 * limit, 50))
+    pattern = query_terms.like_pattern(req.query.strip())
+    await store.plan_each_statement(conn)  # after a recall statement's generic plan
+    rows = await store.like_fallback(conn, tenant_id, scope, pattern, fetch)
+    return rows[:limit]
+
+
+async def retrieve(
+    lib: Library,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    scope: store.Scope,
+    wanted: store.Retrieval,
+    limit: int,
+    mode: candidate.Mode,
+) -> tuple[Embedded, store.Candidates, list[store.Hit]]:
+    """The query's embedding, the lexical half and the vector half.
+
+    When the process is otherwise idle, the lexical statement runs while the model
+    works (the model's time is hidden behind it). If the vector is there when it ends (a lone
+    recall: the statement takes longer than the model), the vector half runs in the
+    same transaction; otherwise the transaction ends first and the vector half gets one
+    of its own, so no pooled connection waits on an embedder (a slow provider, a queue
+    behind an import batch). When other recalls are running or the embedder is busy,
+    the process is loaded: overlapping hides nothing there and cost 8 clients 6-15 % of
+    their throughput, so the query is embedded first and one transaction runs both
+    halves. A failed lexical half cancels the embedding; a recall of
+    ``limit`` 0 embeds nothing."""
+    busy = RUNNING.count > 1 or _embedder_busy(lib)
+    embedding = asyncio.ensure_future(_embed(lib, tenant_id, req.query if limit else ""))
+    try:
+        if busy:  # loaded: the vector first, then one transaction for both halves
+            await asyncio.wait([embedding])
+        async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
+            lexical = await store.lexical_candidates(conn, tenant_id, scope, wanted)
+            fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
+            if embedding.done():
+                embedded = embedding.result()
+                vectors = dataclasses.replace(wanted, vector=embedded.vector)
+                found = await store.with_vectors(conn, tenant_id, scope, vectors, lexical)
+                return embedded, found, fallback
+    except BaseException:
+        embedding.cancel()
+        await asyncio.gather(embedding, return_exceptions=True)
+        raise
+    embedded = await embedding
+    vectors = dataclasses.replace(wanted, vector=embedded.vector)
+    return embedded, await _with_vectors(lib, tenant_id, scope, vectors, lexical), fallback
+
+
+def _embedder_busy(lib: Library) -> bool:
+    """Whether this process's embedding batcher is already working for other callers."""
+    return isinstance(lib.embedder, EmbeddingBatcher) and lib.embedder.busy
+
+
+async def _fallback(
+    lib: Library,
+    conn: Connection,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    scope: store.Scope,
+    lexical: store.Lexical,
+    limit: int,
+    mode: candidate.Mode,
+) -> list[store.Hit]:
+    """The LIKE fallback's rows when full text found nothing (else none)."""
+    keyword_on = lib.settings.fts_enabled or mode == "cascade"
+    if limit and req.query.strip() and not lexical.found_by("memory_text") and keyword_on:
+        return await _keyword_fallback(conn, tenant_id, req, scope, limit)
+    return []
+
+
+async def _with_vectors(
+    lib: Library,
+    tenant_id: TenantId,
+    scope: store.Scope,
+    wanted: store.Retrieval,
+    lexical: store.Lexical,
+) -> store.Candidates:
+    """The vector half, in a transaction of its own; none without a searchable vector."""
+    if not store.searches_vectors(wanted):
+        return lexical.alone()
+    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
+        return await store.with_vectors(conn, tenant_id, scope, wanted, lexical)
