@@ -2,10 +2,11 @@
 
 ``create_app`` is a factory (no module-level state). The MCP endpoint is the SDK's
 stateless streamable-HTTP handler mounted as a plain route at ``/mcp`` and at ``/mcp/``
-(both serve it: no redirect either way, README "HTTP routes"); it and the ``/v1/*`` routes sit behind the one :class:`~service.app.edge.Edge`
-(credential, Host/Origin, limits, lanes, sizes and body timeouts, the response
-ceiling, the log line, metrics); the probes have the Host/Origin check too. CORS for
-the allowed browser origins wraps them all (:mod:`service.app.cors`).
+(both serve it: no redirect either way, README "HTTP routes"); it and the ``/v1/*``
+routes sit behind the one :class:`~service.app.edge.Edge` (credential, Host/Origin,
+limits, lanes, sizes and body timeouts, the response ceiling, the log line, metrics);
+the probes have the Host/Origin check too. CORS for the allowed browser origins wraps
+them all (:mod:`service.app.cors`).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
     manager = server.session_manager
-    usage = UsageCounter()
+    usage = UsageCounter(spec.name for spec in tools.all_tools())
     security = TransportSecurityMiddleware(transport_security(settings))
     read_only = frozenset(spec.name for spec in tools.all_tools() if spec.read_only)
     deps = EdgeDeps(

@@ -76,11 +76,12 @@ async def test_mcp_with_a_trailing_slash_is_served_too_without_a_redirect(
         slashed = served.mcp_url + "/"
         response = await client.post(slashed, json=INIT, headers=headers)
         refused = await client.post(slashed, json=INIT, headers=JSON_HEADERS)
-        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}) as http:
-            async with Client(streamable_http_client(slashed, http_client=http)) as mcp:
-                stored = await mcp.call_tool(
-                    "store", {"agent_id": "a", "message": {"content": "x"}}
-                )
+        auth = {"authorization": f"Bearer {key}"}
+        async with (
+            httpx2.AsyncClient(headers=auth) as http,
+            Client(streamable_http_client(slashed, http_client=http)) as mcp,
+        ):
+            stored = await mcp.call_tool("store", {"agent_id": "a", "message": {"content": "x"}})
     assert response.status_code == 200, response.text
     assert response.json()["result"]["serverInfo"]["name"] == "cpersona-service"
     assert refused.status_code == 401
