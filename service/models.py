@@ -27,3 +27,15 @@ class Caller:
     label: str
     grants: dict[str, Permission]
     tool_set: ToolSet = "all"  # which tools the key lists and may call
+    credential: str = ""  # what authenticated the call ('' = the API key ``key_id``)
+
+    @property
+    def credential_id(self) -> str:
+        """The credential behind the call: ``key:<KEY_ID>`` for an API key,
+        ``grant:<CLIENT_ID>:<KEY_ID>`` for a built-in OAuth token (one grant: a client
+        authorised from a key), ``oauth:<SUB>`` for an external issuer's token.
+
+        Key ids are public inside a tenant, so state that belongs to one credential
+        (the session ledger, docs/tools.md) is keyed by this, never by a name the
+        client sends."""
+        return self.credential or f"key:{self.key_id}"

@@ -1,11 +1,12 @@
 """The Starlette application: MCP at ``/mcp``, bulk endpoints at ``/v1/*``, probes.
 
 ``create_app`` is a factory (no module-level state). The MCP endpoint is the SDK's
-stateless streamable-HTTP handler mounted as a plain route (no ``/mcp`` → ``/mcp/``
-redirect); it and the ``/v1/*`` routes sit behind the one :class:`~service.app.edge.Edge`
-(credential, Host/Origin, limits, lanes, sizes and body timeouts, the response
-ceiling, the log line, metrics); the probes have the Host/Origin check too. CORS for
-the allowed browser origins wraps them all (:mod:`service.app.cors`).
+stateless streamable-HTTP handler mounted as a plain route at ``/mcp`` and at ``/mcp/``
+(both serve it: no redirect either way, README "HTTP routes"); it and the ``/v1/*``
+routes sit behind the one :class:`~service.app.edge.Edge` (credential, Host/Origin,
+limits, lanes, sizes and body timeouts, the response ceiling, the log line, metrics);
+the probes have the Host/Origin check too. CORS for the allowed browser origins wraps
+them all (:mod:`service.app.cors`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from service.memory.library import build_library
 from service.memory.queue import worker
 from service.memory.usage import UsageCounter
 from service.models import Caller
+
+MCP_PATHS = ("/mcp", "/mcp/")
+"""The MCP endpoint answers at both: clients configured with a trailing slash work as they
+are, without a redirect (which some clients do not follow on POST)."""
+MCP_METHODS = ["GET", "POST", "DELETE", "OPTIONS"]
 
 
 def create_app(
@@ -79,7 +85,7 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
     manager = server.session_manager
-    usage = UsageCounter()
+    usage = UsageCounter(spec.name for spec in tools.all_tools())
     security = TransportSecurityMiddleware(transport_security(settings))
     read_only = frozenset(spec.name for spec in tools.all_tools() if spec.read_only)
     deps = EdgeDeps(
@@ -131,7 +137,7 @@ def create_app(
     app = Starlette(
         routes=[
             *probes.routes(db, metrics, guard, metrics_guard),
-            Route("/mcp", mcp_edge, methods=["GET", "POST", "DELETE", "OPTIONS"]),
+            *(Route(path, mcp_edge, methods=MCP_METHODS) for path in MCP_PATHS),
             *portability.routes(deps),
             *oauth.routes(lib, HostGuard(transport_security(settings))),
         ],

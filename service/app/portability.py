@@ -180,7 +180,7 @@ async def _paused(call: Exchange, target: str) -> bool:
 
 async def _denied(call: Exchange, denied: AgentDenied) -> None:
     where = {"endpoint": call.scope.get("path")}
-    await call.json(403, acl.denial(call.caller, denied.agent, denied.required, where))
+    await call.json(403, acl.file_denial(call.caller, denied.required, where))
 
 
 async def upload_endpoint(call: Exchange) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from service.cli.runtime import CliError, Commands, database_url, short_lived
+from service.cli.runtime import CliError, Commands, database_url, short_lived, shown
 from service.config import Settings
 from service.mcp import pausing
 from service.memory import health, tenants
@@ -24,7 +24,7 @@ def _issue_detail(issue: dict[str, object]) -> str:
         if key not in _CHECKUP_QUIET:
             plain = value is None or isinstance(value, int | float | str)
             parts.append(f"{key}={value if plain else json.dumps(value, ensure_ascii=False)}")
-    line = " ".join(parts)
+    line = shown(" ".join(parts))
     return line if len(line) <= 160 else line[:157] + "..."
 
 
@@ -37,11 +37,11 @@ def _print_checkup(slug: str, result: dict[str, Any]) -> None:
         f"{result['total_memories']} memories{fixed})"
     )
     if result.get("repairs_skipped"):
-        print(f"  repairs skipped: {result['repairs_skip_reason']}")
+        print(f"  repairs skipped: {shown(result['repairs_skip_reason'])}")
     for issue in result["issues"]:
-        print(f"  {issue['severity']:<8} {issue['check']}: {_issue_detail(issue)}")
+        print(f"  {issue['severity']:<8} {shown(issue['check'])}: {_issue_detail(issue)}")
         if "hint" in issue:
-            print(f"           hint: {issue['hint']}")
+            print(f"           hint: {shown(issue['hint'])}")
 
 
 async def _checkup_tenants(lib: Library, slug: str | None) -> list[tuple[str, TenantId]]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from service import __version__
 from service.cli import health, operating_context, portability, queue, serve, tenants, usage
-from service.cli.runtime import CliError
+from service.cli.runtime import CliError, shown
 from service.config import load_settings
 from service.errors import ServiceError
 from service.logs import configure_logging
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         configure_logging(settings)
         args.run(settings, args)
     except (ServiceError, CliError) as exc:
-        print(f"cpersona-service: {exc}", file=sys.stderr)
+        print(f"cpersona-service: {shown(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

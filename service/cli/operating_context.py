@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from service.cli.runtime import CliError, Commands, database_url, run_db
+from service.cli.runtime import CliError, Commands, database_url, run_db, shown
 from service.config import Settings
 from service.errors import InvalidInput
 from service.memory.operating_context import parse, storage, toml
@@ -34,7 +34,7 @@ def cmd_context_set(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
         stored = run_db(settings, url, lambda db: storage.set_context(db, args.tenant, text))
     for warning in stored.warnings:
-        print(f"cpersona-service: warning: {args.file}: {warning}", file=sys.stderr)
+        print(f"cpersona-service: warning: {args.file}: {shown(warning)}", file=sys.stderr)
     ctx = stored.context
     print(
         f"set the operating context of tenant {args.tenant}: revision {ctx.revision!r}, "

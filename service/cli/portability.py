@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from service.cli import portability
-from service.cli.runtime import Commands, database_url, run_db
+from service.cli.runtime import Commands, database_url, json_shown, run_db
 from service.config import Settings
 from service.db.pool import Database
 from service.errors import InvalidInput
@@ -148,7 +147,7 @@ async def run_import(db: Database, settings: Settings, args: argparse.Namespace)
 def import_outcome(result: dict[str, Any]) -> str:
     """The result as one JSON line for stdout (an aborted import raised Refused before:
     one line on stderr, exit 1)."""
-    return json.dumps(result, ensure_ascii=False)
+    return json_shown(result)
 
 
 def add_parsers(commands: Commands) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeAlias, TypeVar
 
@@ -27,6 +28,32 @@ log = get_logger("service.cli")
 
 class CliError(Exception):
     """A failure to report in one line and exit 1."""
+
+
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_SHOWN = str.maketrans(
+    {
+        code: ascii(chr(code))[1:-1]
+        for code in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *_BIDI_CONTROLS)
+    }
+)
+
+
+def shown(value: object) -> str:
+    r"""``value`` as text safe for the operator's terminal: control characters (C0, DEL,
+    C1), line and paragraph separators and bidi controls written as Python escapes
+    (``\x1b``, ``\r``, ``\u202e``), so stored text (a tool name, a label, an agent)
+    can neither drive the terminal nor forge or hide report lines (docs/reliability.md)."""
+    return str(value).translate(_SHOWN)
+
+
+_JSON_SHOWN = str.maketrans({code: f"\\u{code:04x}" for code in _SHOWN})
+
+
+def json_shown(value: object) -> str:
+    """``value`` as one line of JSON (non-ASCII text kept) with the characters
+    :func:`shown` escapes written as JSON ``\\uXXXX`` escapes: still valid JSON."""
+    return json.dumps(value, ensure_ascii=False).translate(_JSON_SHOWN)
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from service.cli.runtime import Commands, database_url, run_db
+from service.cli.runtime import Commands, database_url, run_db, shown
 from service.config import Settings
 from service.memory import tenants
 from service.models import TOOL_SETS
@@ -21,7 +21,8 @@ def cmd_tenant_list(settings: Settings, args: argparse.Namespace) -> None:
         rows = run_db(settings, url, tenants.list_tenants)
     print(f"{'SLUG':<24} {'ACTIVE KEYS':>11}  {'CREATED':<25} NAME")
     for row in rows:
-        print(f"{row.slug:<24} {row.active_keys:>11}  {row.created_at.isoformat():<25} {row.name}")
+        created = row.created_at.isoformat()
+        print(f"{row.slug:<24} {row.active_keys:>11}  {created:<25} {shown(row.name)}")
 
 
 def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
@@ -54,15 +55,16 @@ def cmd_key_list(settings: Settings, args: argparse.Namespace) -> None:
     print(f"{'KEY_ID':<17} {'STATE':<8} {'TOOLS':<9} {'LABEL':<20} {'LAST USED':<33} GRANTS")
     for row in rows:
         state = tenants.key_state(row)
-        grants = ",".join(f"{agent}={level}" for agent, level in row.grants.items())
+        grants = shown(",".join(f"{agent}={level}" for agent, level in row.grants.items()))
         used = _when(row.last_used_at)
-        print(f"{row.prefix:<17} {state:<8} {row.tool_set:<9} {row.label:<20} {used:<33} {grants}")
+        label = shown(row.label)
+        print(f"{row.prefix:<17} {state:<8} {row.tool_set:<9} {label:<20} {used:<33} {grants}")
 
 
 def cmd_key_revoke(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
         when = run_db(settings, url, lambda db: tenants.revoke_key(db, args.key_id))
-    print(f"revoked {args.key_id} at {when.isoformat()}")
+    print(f"revoked {shown(args.key_id)} at {when.isoformat()}")
 
 
 def _add_tenant_parser(commands: Commands) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from service.cli.runtime import CliError, Commands, database_url, run_db
+from service.cli.runtime import CliError, Commands, database_url, run_db, shown
 from service.config import Settings
 from service.db.pool import Database
 from service.memory import tenants, usage
@@ -49,7 +49,7 @@ def _cells(day: str, tool: str, rows: Sequence[usage.UsageRow]) -> list[str]:
 
 def usage_table(rows: Sequence[usage.UsageRow]) -> list[str]:
     """The report's lines: a header, one line per day and tool, and a total line."""
-    body = [_cells(r.day.isoformat(), r.tool, [r]) for r in rows]
+    body = [_cells(r.day.isoformat(), shown(r.tool), [r]) for r in rows]
     body.append(_cells("total", "", rows))
     table = [[name for name, _ in COLUMNS], *body]
     widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
@@ -79,7 +79,7 @@ def cmd_usage(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
         rows = run_db(settings, url, work)
     unit = "chars/4" if settings.tokenizer is None else f"tokenizer {settings.tokenizer}"
-    print(f"usage of tenant {args.tenant}, last {args.days} days (UTC; tokens: {unit})")
+    print(f"usage of tenant {shown(args.tenant)}, last {args.days} days (UTC; tokens: {unit})")
     if not rows:
         print("no calls recorded")
         return

@@ -107,6 +107,7 @@ class AccessRow:
     tenant_id: uuid.UUID
     tenant_slug: str
     usable: bool
+    client_id: str
 
 
 async def insert_oauth_client(

@@ -8,7 +8,7 @@ only at the minimum of all grant values, and only when a ``*`` grant exists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.models import Caller, Permission
@@ -31,6 +31,13 @@ def allows(grants: Mapping[str, Permission], agent: str, required: Permission) -
     return _RANK[effective(grants, agent)] >= _RANK[required]
 
 
+def sees(caller: Caller) -> Callable[[str], bool]:
+    """Whether ``caller`` may see an agent's rows (read on it): id-keyed edits answer "not
+    found" for the rows of any other agent, so they never tell whether such a row exists."""
+    grants = caller.grants
+    return lambda agent: allows(grants, agent, "read")
+
+
 def denial(
     caller: Caller, agent: str | None, required: Permission, where: Mapping[str, object]
 ) -> dict[str, Any]:
@@ -46,3 +53,12 @@ def denial(
     body["required"] = required
     body["client_id"] = caller.label or caller.key_id
     return body
+
+
+def file_denial(
+    caller: Caller, required: Permission, where: Mapping[str, object]
+) -> dict[str, Any]:
+    """The ``permission_denied`` failure for an export-area file holding an agent the
+    caller lacks ``required`` on. It names no agent (the file's agents are not the
+    caller's to learn), only ``detail: "not permitted"``."""
+    return {**denial(caller, None, required, where), "detail": "not permitted"}

@@ -53,16 +53,20 @@ def binding(env: ToolEnv, opts: Options) -> cursor.Binding:
 
 
 def ledger_session(env: ToolEnv, novel_only: bool | None) -> tuple[str, bool] | None:
-    """``(session, stub held rows)`` when this call uses the ledger, else None.
+    """``(stored session, stub held rows)`` when this call uses the ledger, else None.
 
     ``novel_only: true`` always does (the session is ``X-CPersona-Session``, else the
     key); with ``CPERSONA_SESSION_DEDUP`` every call carrying the header does, and
-    ``novel_only: false`` then only records what it delivers.
+    ``novel_only: false`` then only records what it delivers. The session is the
+    caller's credential's (``ledger.session_of``), never one another credential opened.
     """
     if novel_only is True:
-        return env.session_key or ledger.session_of_key(env.caller.key_id), True
+        name = env.session_key or ledger.session_of_key(env.caller.key_id)
+        return ledger.session_of(env.caller.credential_id, name), True
     if env.lib.settings.session_dedup and env.session_key:
-        return env.session_key, novel_only is not False
+        return ledger.session_of(env.caller.credential_id, env.session_key), (
+            novel_only is not False
+        )
     return None
 
 
@@ -111,14 +115,15 @@ async def _page(
 
 async def record_whole(env: ToolEnv, refs: Sequence[str]) -> None:
     """Record rows another tool (get_contents) delivered whole to the session the request
-    names (``X-CPersona-Session``), so a later ``novel_only`` or deduplicated recall of that
-    session sends them as stubs."""
+    names (``X-CPersona-Session``, the caller's credential's), so a later ``novel_only`` or
+    deduplicated recall of that session sends them as stubs."""
     parsed = list(dict.fromkeys(ref for ref in map(parse_ref, refs) if ref is not None))
     if not env.session_key or not parsed:
         return
     offered = [ledger.Offered(kind, row_id, 0, 0, True) for kind, row_id in parsed]
+    session = ledger.session_of(env.caller.credential_id, env.session_key)
     await ledger.deliver(
-        env.lib, env.caller.tenant_id, env.session_key, offered, budget=None, look_up=False
+        env.lib, env.caller.tenant_id, session, offered, budget=None, look_up=False
     )
 
 

@@ -8,12 +8,20 @@ replicas behind a load balancer share it; entries expire after
 ``CPERSONA_SESSION_DEDUP_TTL`` seconds and a session keeps at most
 :data:`MAX_ROWS_PER_SESSION` of them (the oldest go first). One statement per answer
 both reads and writes it (``db.ledger.ledger_deliver``).
+
+A session belongs to the credential that opened it (an API key, or an OAuth grant):
+the stored session is :func:`session_of` the caller's credential and the session's name,
+so another credential of the tenant naming the same session (key ids are public) gets a
+ledger of its own and can neither plant stubs in the other's nor read what it recalled
+(docs/tools.md, docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Final
+from urllib.parse import quote
 
 from service.db import ledger as store
 from service.db.ledger import Exchange, Offered
@@ -26,12 +34,27 @@ MAX_ROWS_PER_SESSION: Final = 1000
 KEY_SESSION_PREFIX: Final = "key:"
 """The session of a ``novel_only`` call without ``X-CPersona-Session``: the API key."""
 
-__all__ = ["Exchange", "Offered", "deliver", "session_of_key"]
+CREDENTIAL_MAX: Final = 200
+"""Longer (escaped) credentials are stored as their SHA-256 (an external ``sub`` is free)."""
+
+__all__ = ["Exchange", "Offered", "deliver", "session_of", "session_of_key"]
 
 
 def session_of_key(key_id: str) -> str:
     """The ledger session of calls that name none: one per API key."""
     return f"{KEY_SESSION_PREFIX}{key_id}"
+
+
+def session_of(credential: str, session: str) -> str:
+    """The stored session key of ``credential``'s session named ``session``.
+
+    ``<credential> <session>``: the credential is percent-escaped (so it holds no space)
+    and a session name is visible ASCII without spaces (``X-CPersona-Session``), so two
+    credentials never share a stored session, whatever names they send."""
+    escaped = quote(credential, safe=":")
+    if len(escaped) > CREDENTIAL_MAX:
+        escaped = "sha256:" + hashlib.sha256(credential.encode()).hexdigest()
+    return f"{escaped} {session}"
 
 
 async def deliver(

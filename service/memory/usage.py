@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Final
 
@@ -26,8 +26,11 @@ from service.models import TenantId
 
 Key = tuple[TenantId, date, str]
 SAVING_CAUSES: Final = ("previews", "excerpts", "budgets", "ledger")
+UNKNOWN_TOOL: Final = "unknown"
+"""The one row name of every call naming no tool of the catalogue (as the metrics label):
+a client choosing names must not add rows without bound, nor put its text in the table."""
 
-__all__ = ["SAVING_CAUSES", "Counts", "UsageCounter", "UsageRow", "report"]
+__all__ = ["SAVING_CAUSES", "UNKNOWN_TOOL", "Counts", "UsageCounter", "UsageRow", "report"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -57,9 +60,11 @@ class Counts:
 
 
 class UsageCounter:
-    """Counts tool calls until :meth:`flush` writes them."""
+    """Counts tool calls until :meth:`flush` writes them; a name not in ``tools`` (the
+    catalogue) is counted as :data:`UNKNOWN_TOOL`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tools: Iterable[str]) -> None:
+        self._tools = frozenset(tools)
         self._pending: defaultdict[Key, Counts] = defaultdict(Counts)
 
     def add(
@@ -74,7 +79,8 @@ class UsageCounter:
         tokens_delivered: int = 0,
         tokens_saved: Mapping[str, int] | None = None,
     ) -> None:
-        counts = self._pending[(tenant_id, datetime.now(UTC).date(), tool)]
+        name = tool if tool in self._tools else UNKNOWN_TOOL
+        counts = self._pending[(tenant_id, datetime.now(UTC).date(), name)]
         counts.calls += 1
         counts.failures += int(failed)
         counts.bytes_out += bytes_out

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import httpx
+import httpx2
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from service.config import Settings
 from service.memory.library import Library
@@ -60,6 +63,30 @@ async def test_valid_key_initializes_without_redirect(
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["result"]["serverInfo"]["name"] == "cpersona-service"
+
+
+async def test_mcp_with_a_trailing_slash_is_served_too_without_a_redirect(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    """README "HTTP routes": no redirect between ``/mcp`` and ``/mcp/`` (issue 36, finding
+    13): both are the endpoint, behind the same edge (a request without a key gets 401)."""
+    key = await new_tenant(lib, "slash")
+    headers = {**JSON_HEADERS, "authorization": f"Bearer {key}"}
+    async with serve(settings, database_url) as served, httpx.AsyncClient() as client:
+        slashed = served.mcp_url + "/"
+        response = await client.post(slashed, json=INIT, headers=headers)
+        refused = await client.post(slashed, json=INIT, headers=JSON_HEADERS)
+        auth = {"authorization": f"Bearer {key}"}
+        async with (
+            httpx2.AsyncClient(headers=auth) as http,
+            Client(streamable_http_client(slashed, http_client=http)) as mcp,
+        ):
+            stored = await mcp.call_tool("store", {"agent_id": "a", "message": {"content": "x"}})
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["serverInfo"]["name"] == "cpersona-service"
+    assert refused.status_code == 401
+    assert refused.json() == {"error": "unauthorized"}
+    assert not stored.is_error
 
 
 async def test_revoked_key_stops_working_immediately(

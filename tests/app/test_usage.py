@@ -36,3 +36,21 @@ async def test_usage_counts_calls_bytes_and_characters_saved_by_previews(
     assert rows["store"]["tokens_delivered"] > 0
     assert len(ops) == len(rows)
     assert {r["tokens_delivered"] for r in ops} == {r["tokens_delivered"] for r in rows.values()}
+
+
+async def test_unknown_tool_names_are_counted_under_one_name(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    """Issue 36, finding 10: every unknown name made a row of its own (without bound)
+    and reached the operator's terminal raw; now all are counted as ``unknown``."""
+    names = ["no_such_tool", "evil\x1b[31m\r\nforged line", "x" * 100, "nope-2"]
+    async with serve(settings, database_url) as served:
+        client = Agent(served, await new_tenant(lib, "unknowns"))
+        for name in names:
+            assert (await client.raw(name, {})).is_error
+        await client.call("store", agent_id="a", message={"content": "a real call"})
+    async with lib.db.admin_tx() as conn:
+        rows = {r["tool"]: dict(r) for r in await conn.fetch("SELECT * FROM usage_daily")}
+    assert set(rows) == {"unknown", "store"}
+    assert (rows["unknown"]["calls"], rows["unknown"]["failures"]) == (len(names), len(names))
+    assert rows["store"]["calls"] == 1

@@ -56,14 +56,16 @@ async def two_keys(lib: Library, served: Served) -> Keys:
 
 
 def denied(body: Any, required: str, where: dict[str, str]) -> None:
+    """The denial names no agent the file holds (issue 36, finding 11): only "not permitted"."""
     assert body == {
         "ok": False,
         "error": "permission_denied",
         **where,
-        "agent_id": "secret",
         "required": required,
         "client_id": "mallory",
+        "detail": "not permitted",
     }
+    assert "secret" not in json.dumps(body)
 
 
 async def test_another_keys_export_of_a_denied_agent_is_refused_on_every_route(

@@ -167,13 +167,18 @@ def _rpc(fuzz: Fuzzer) -> bytes:
     return encode(envelope)
 
 
-def _mcp(fuzz: Fuzzer, ctx: Context) -> Request:
-    method = fuzz.rng.choice(["POST"] * 6 + ["GET", "DELETE", "OPTIONS", "HEAD"])
-    headers = {**MCP_HEADERS, **_auth(fuzz, ctx)}
-    if fuzz.rng.random() < 0.2:
-        headers["accept"] = fuzz.rng.choice(["text/html", "*/*", "application/json"])
-    content = _rpc(fuzz) if fuzz.rng.random() < 0.8 else _body(fuzz)
-    return Request(method, "/mcp", headers, content if method == "POST" else b"")
+def _mcp_at(path: str) -> Callable[[Fuzzer, Context], Request]:
+    """The MCP endpoint's cases at ``path`` (``/mcp`` and ``/mcp/`` are one endpoint)."""
+
+    def build(fuzz: Fuzzer, ctx: Context) -> Request:
+        method = fuzz.rng.choice(["POST"] * 6 + ["GET", "DELETE", "OPTIONS", "HEAD"])
+        headers = {**MCP_HEADERS, **_auth(fuzz, ctx)}
+        if fuzz.rng.random() < 0.2:
+            headers["accept"] = fuzz.rng.choice(["text/html", "*/*", "application/json"])
+        content = _rpc(fuzz) if fuzz.rng.random() < 0.8 else _body(fuzz)
+        return Request(method, path, headers, content if method == "POST" else b"")
+
+    return build
 
 
 def _simple(method: str, path: str) -> Callable[[Fuzzer, Context], Request]:
@@ -281,7 +286,8 @@ ROUTES: dict[str, Callable[[Fuzzer, Context], Request]] = {
     "/healthz": _simple("GET", "/healthz"),
     "/readyz": _simple("GET", "/readyz"),
     "/metrics": _simple("GET", "/metrics"),
-    "/mcp": _mcp,
+    "/mcp": _mcp_at("/mcp"),
+    "/mcp/": _mcp_at("/mcp/"),
     "/v1/export": _export,
     "/v1/import": _import,
     "/v1/files/{token}": _download,

@@ -51,3 +51,34 @@ async def test_a_key_without_the_grant_is_refused_by_every_tool_touching_the_age
             assert tool in ANY_CALLER, (tool, args, answer)
     assert refused == {tool for tool, _ in table} - ANY_CALLER
     assert await snapshot(owner) == before
+
+
+async def test_id_keyed_edits_answer_for_a_denied_agents_row_as_for_a_missing_one(
+    lib: Library, served: Served
+) -> None:
+    """Issue 36, finding 11: naming an agent it holds (``mine``), a key without the grant
+    on ``AGENT`` learns neither that ``AGENT``'s row exists nor whether it is locked:
+    every id-keyed edit answers as for an id no row has."""
+    owner = Agent(served, await new_tenant(lib, "walled"))
+    ids = await seed(owner)
+    before = await snapshot(owner)
+    grants: dict[str, Permission] = {AGENT: "none", "*": "read-write"}
+    restricted = Agent(
+        served, await tenants.create_key(lib.db, "walled", label="walled", grants=grants)
+    )
+    missing = ids["mem"] + 1000
+    calls = [
+        ("update_memory", {"content": "overwritten"}),
+        ("lock_memory", {}),
+        ("unlock_memory", {}),
+        ("delete_memory", {}),
+    ]
+    for tool, extra in calls:
+        answers = {}
+        for name in ("mem", "locked", "missing"):
+            memory_id = missing if name == "missing" else ids[name]
+            answer = await restricted.call(tool, memory_id=memory_id, agent_id="mine", **extra)
+            answers[name] = json.dumps(answer).replace(str(memory_id), "N")
+        assert answers["mem"] == answers["locked"] == answers["missing"], (tool, answers)
+        assert json.loads(answers["missing"]) == {"ok": False, "error": "Memory N not found"}
+    assert await snapshot(owner) == before

@@ -98,13 +98,14 @@ SELECT r.tenant_id, r.client_id, r.key_prefix,
 FROM reused r
 
 -- access_token_for_auth --
--- The caller of a presented access token: its key's grants, tool set, tenant and validity
--- now.
+-- The caller of a presented access token: its key's grants, tool set, tenant, validity
+-- now, and its client (the grant is the client and the key).
 -- $1 token_hash bytea
 SELECT o.resource, k.prefix, k.label, k.grants, k.tool_set, t.id AS tenant_id,
        t.slug AS tenant_slug,
        o.expires_at > now() AND k.revoked_at IS NULL
-           AND (k.expires_at IS NULL OR k.expires_at > now()) AS usable
+           AND (k.expires_at IS NULL OR k.expires_at > now()) AS usable,
+       o.client_id
 FROM oauth_tokens o
 JOIN api_keys k ON k.tenant_id = o.tenant_id AND k.prefix = o.key_prefix
 JOIN tenants t ON t.id = o.tenant_id

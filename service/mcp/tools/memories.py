@@ -3,6 +3,7 @@ lock_memory, unlock_memory, delete_memory."""
 
 from __future__ import annotations
 
+from service.mcp import acl
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
@@ -112,6 +113,7 @@ async def _update_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
         args["content"],
         args["agent_id"],
         env.pause_guard,
+        acl.sees(env.caller),
     )
 
 
@@ -135,13 +137,23 @@ updated_id}.""",
 
 async def _lock(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.set_lock(
-        env.lib, env.caller.tenant_id, args["memory_id"], True, args["agent_id"]
+        env.lib,
+        env.caller.tenant_id,
+        args["memory_id"],
+        True,
+        args["agent_id"],
+        acl.sees(env.caller),
     )
 
 
 async def _unlock(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.set_lock(
-        env.lib, env.caller.tenant_id, args["memory_id"], False, args["agent_id"]
+        env.lib,
+        env.caller.tenant_id,
+        args["memory_id"],
+        False,
+        args["agent_id"],
+        acl.sees(env.caller),
     )
 
 
@@ -171,7 +183,7 @@ UNLOCK_MEMORY = ToolSpec(
 
 async def _delete_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
     return await edits.delete_memory(
-        env.lib, env.caller.tenant_id, args["memory_id"], args["agent_id"]
+        env.lib, env.caller.tenant_id, args["memory_id"], args["agent_id"], acl.sees(env.caller)
     )
 
 

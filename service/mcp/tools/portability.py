@@ -53,11 +53,12 @@ def area_access(env: ToolEnv) -> Access:
 
 
 async def _denied_as(tool: str, env: ToolEnv, work: Awaitable[JsonObject]) -> JsonObject:
-    """``work``'s answer, or the permission_denied shape for an agent a file holds."""
+    """``work``'s answer, or the permission_denied shape for an agent a file holds (which
+    it does not name)."""
     try:
         return await work
     except AgentDenied as denied:
-        return acl.denial(env.caller, denied.agent, denied.required, {"tool": tool})
+        return acl.file_denial(env.caller, denied.required, {"tool": tool})
 
 
 async def _export(env: ToolEnv, args: JsonObject) -> JsonObject:

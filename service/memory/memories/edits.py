@@ -5,9 +5,17 @@ Id-keyed tools act inside the caller's tenant only: a memory id of another
 tenant is "not found", exactly like an id that does not exist. ``agent_id``
 empty means "any owner within the tenant", as in CPersona; non-empty adds the
 ownership check. The order of checks and the messages follow the spec.
+
+Inside a tenant, a caller passes ``visible``: the agents whose rows it may see (its read
+grants). A row of any other agent is "not found" too, before the lock and owner checks,
+so a key without the grant learns neither that the row exists nor whether it is locked
+(docs/reliability.md, "Walls inside a tenant").
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 from service.db import memories, queue
 from service.db.pool import Connection
@@ -23,6 +31,8 @@ from service.memory.queue.inline import (
 from service.models import JsonObject, TenantId
 
 MAX_ID = 2**63 - 1
+Visible = Callable[[str], bool]
+"""Whether the caller may see an agent's rows (None: every agent of the tenant)."""
 UNIQUE_COLUMNS = {
     "memories_dedup_content": "memories.agent_id, memories.project_id, memories.channel, "
     "memories.content",
@@ -36,9 +46,18 @@ def _check_id(memory_id: int) -> None:
         raise NotFound(f"Memory {memory_id} not found")
 
 
-async def _target(conn: Connection, tenant_id: TenantId, memory_id: int) -> memories.EditTarget:
-    target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-    if target is None:
+async def _target(
+    conn: Connection, tenant_id: TenantId, memory_id: int, visible: Visible | None
+) -> memories.EditTarget:
+    return _seen(memory_id, await memories.memory_for_edit(conn, tenant_id, memory_id), visible)
+
+
+def _seen(
+    memory_id: int, target: memories.EditTarget | None, visible: Visible | None
+) -> memories.EditTarget:
+    """The row, or NotFound when it is missing or of an agent the caller may not see
+    (the same answer, so the two cannot be told apart)."""
+    if target is None or (visible is not None and not visible(target.agent_name)):
         raise NotFound(f"Memory {memory_id} not found")
     return target
 
@@ -55,6 +74,7 @@ async def update_memory(
     content: str,
     agent_id: str = "",
     guard: pauses.PauseGuard | None = None,
+    visible: Visible | None = None,
 ) -> JsonObject:
     """Replace a memory's content; msg_id, timestamp, channel and project stay.
 
@@ -81,10 +101,12 @@ async def update_memory(
                 await memories.memory_for_edit(conn, tenant_id, memory_id),
                 agent_id,
                 "edited",
+                visible,
             )
         inline = await embed_inline(lib, clean.text)
+    edit = _Edit(memory_id, clean.text, agent_id, visible)
     try:
-        await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline, guard)
+        await _apply_update(lib, tenant_id, edit, inline, guard)
     except Conflict as exc:
         columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
         raise Conflict(f"UNIQUE constraint failed: {columns}") from None
@@ -105,20 +127,29 @@ def _content(lib: Library, memory_id: int, content: str) -> text.Sanitised:
     return text.sanitise(content, lib.settings.max_content_length)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Edit:
+    """One update_memory call: the row, its new (sanitised) content, who may edit it."""
+
+    memory_id: int
+    content: str
+    agent_id: str
+    visible: Visible | None
+
+
 async def _apply_update(
     lib: Library,
     tenant_id: TenantId,
-    memory_id: int,
-    content: str,
-    agent_id: str,
+    edit: _Edit,
     inline: InlineEmbedding,
     guard: pauses.PauseGuard | None,
 ) -> None:
     """The update transaction, with the checks in the spec's order (the pause first)."""
+    memory_id, content = edit.memory_id, edit.content
     async with lib.db.tenant_tx(tenant_id) as conn:
         await pauses.obey(conn, tenant_id, guard)
         target = await memories.memory_for_edit(conn, tenant_id, memory_id)
-        _check_edit(memory_id, target, agent_id, "edited")
+        _check_edit(memory_id, target, edit.agent_id, "edited", edit.visible)
         if not content:
             raise Refused("Content cannot be empty after sanitization")
         updated = await memories.update_memory_content(
@@ -133,36 +164,49 @@ async def _apply_update(
 
 
 def _check_edit(
-    memory_id: int, target: memories.EditTarget | None, agent_id: str, verb: str
+    memory_id: int,
+    target: memories.EditTarget | None,
+    agent_id: str,
+    verb: str,
+    visible: Visible | None,
 ) -> None:
-    """The spec's refusals of an edit by id: missing, locked, another agent's."""
-    if target is None:
-        raise NotFound(f"Memory {memory_id} not found")
+    """The spec's refusals of an edit by id: missing (or not visible), locked, another
+    agent's."""
+    target = _seen(memory_id, target, visible)
     if target.locked:
         raise Refused(f"Memory {memory_id} is locked and cannot be {verb}")
     _check_owner(memory_id, target, agent_id)
 
 
 async def set_lock(
-    lib: Library, tenant_id: TenantId, memory_id: int, locked: bool, agent_id: str = ""
+    lib: Library,
+    tenant_id: TenantId,
+    memory_id: int,
+    locked: bool,
+    agent_id: str = "",
+    visible: Visible | None = None,
 ) -> JsonObject:
     """Lock or unlock a memory (idempotent); owner-checked when agent_id is given."""
     _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        target = await _target(conn, tenant_id, memory_id)
+        target = await _target(conn, tenant_id, memory_id, visible)
         _check_owner(memory_id, target, agent_id)
         await memories.set_memory_lock(conn, tenant_id, memory_id, locked)
     return {"ok": True, "locked_id" if locked else "unlocked_id": memory_id}
 
 
 async def delete_memory(
-    lib: Library, tenant_id: TenantId, memory_id: int, agent_id: str = ""
+    lib: Library,
+    tenant_id: TenantId,
+    memory_id: int,
+    agent_id: str = "",
+    visible: Visible | None = None,
 ) -> JsonObject:
     """Delete one unlocked memory (docs/tools.md, "delete_memory"; its messages in CPersona's
     order); its queue job goes with it (a trigger of migration 0006)."""
     _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        target = await _target(conn, tenant_id, memory_id)
+        target = await _target(conn, tenant_id, memory_id, visible)
         if target.locked:
             raise Refused(f"Memory {memory_id} is locked and cannot be deleted")
         owner = agent_id or None

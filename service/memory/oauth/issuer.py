@@ -173,6 +173,7 @@ class IssuerVerifier:
             label=str(claims.get("client_id") or claims.get("azp") or subject)[:200],
             grants=self._grants(claims),
             tool_set=self._tool_set(claims),
+            credential=f"oauth:{subject}",
         )
 
     def _tool_set(self, claims: dict[str, Any]) -> ToolSet:

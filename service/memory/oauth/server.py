@@ -307,6 +307,7 @@ async def authenticate(db: Database, token: str, resource: str) -> Caller | None
         label=row.label,
         grants={agent: cast(Permission, level) for agent, level in row.grants.items()},
         tool_set=tenants.parse_tool_set(row.tool_set),
+        credential=f"grant:{row.client_id}:{row.key_prefix}",
     )
 
 

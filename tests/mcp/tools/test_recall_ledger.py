@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from service.config import Settings
-from service.memory import tenants
+from service.memory import ledger, tenants
 from service.memory.library import Library
 from tests.seeds import Seed, new_seed
 from tests.support import Agent, Served, SessionAgent, serve
@@ -29,6 +29,11 @@ async def _recall(client: Agent, **args: Any) -> list[dict[str, Any]]:
     body = await client.call("recall", agent_id="a", query="otter", deep=True, **args)
     rows: list[dict[str, Any]] = body["messages"]
     return rows
+
+
+def _stored(key: str, session: str) -> str:
+    """The stored ledger session of ``key``'s session ``session`` (the key's own)."""
+    return ledger.session_of(f"key:{key[: tenants.PREFIX_LENGTH]}", session)
 
 
 def _stubs(rows: list[dict[str, Any]]) -> set[str]:
@@ -85,7 +90,7 @@ async def test_the_session_ledger_holds_across_two_replicas_of_one_database(
         assert not _stubs(await _recall(SessionAgent(two, key, "s-2")))
         assert not _stubs(await _recall(SessionAgent(two, key, "s-1"), novel_only=False))
         assert not _stubs(await _recall(Agent(two, key)))  # no header: no session
-    whole = {(session, f"mem:{i}") for session in ("s-1", "s-2") for i in short}
+    whole = {(_stored(key, session), f"mem:{i}") for session in ("s-1", "s-2") for i in short}
     assert await _ledger(lib) == whole
 
 
@@ -112,7 +117,8 @@ async def test_get_contents_records_for_novel_only_sessions_without_dedup(
     assert _stubs(await _recall(client, novel_only=True)) == {f"mem:{long_id}"}
     assert not _stubs(await _recall(client))  # dedup is off: only novel_only stubs
     await Agent(served, key).call("get_contents", agent_id="a", refs=[f"mem:{long_id}"])
-    assert {session for session, _ in await _ledger(lib)} == {"reader"}  # no header: no record
+    stored = {session for session, _ in await _ledger(lib)}
+    assert stored == {_stored(key, "reader")}  # no header: no record
 
 
 async def test_a_delivery_is_forgotten_when_it_expires(lib: Library, served: Served) -> None:
