@@ -170,8 +170,9 @@ async def import_endpoint(call: Exchange) -> None:
 async def _paused(call: Exchange, target: str) -> bool:
     """Under a persistence pause a real import answers the import tool's skipped body."""
     env = ToolEnv(call.lib, call.caller, call.info.session_key)
-    args = {"target_agent_id": target, "dry_run": False}
-    _, skipped = await pausing.apply(portability_tools.IMPORT_MEMORIES, env, args)
+    spec = portability_tools.IMPORT_MEMORIES
+    params = portability_tools.ImportParams(input_path="", target_agent_id=target, dry_run=False)
+    _, skipped = await pausing.apply(spec, env, params)
     if skipped is None:
         return False
     await call.json(200, skipped)

@@ -36,17 +36,6 @@ class Options:
     novel_only: bool | None  # None: the session's policy (CPERSONA_SESSION_DEDUP)
 
 
-def options(tool: str, args: JsonObject) -> Options:
-    return Options(
-        tool=tool,
-        agent_id=args["agent_id"],
-        query=args["query"],
-        full_content=bool(args["full_content"]),
-        max_tokens=args.get("max_tokens"),
-        novel_only=args.get("novel_only"),
-    )
-
-
 def binding(env: ToolEnv, opts: Options) -> cursor.Binding:
     caller = env.caller
     return cursor.Binding(caller.tenant_id, caller.key_id, opts.agent_id, opts.tool, opts.query)

@@ -12,11 +12,14 @@ statement), whose finding :func:`run` answers.
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 from service.mcp.registry import SkippedBody, ToolEnv, ToolSpec
 from service.memory import pauses
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
+
+P = TypeVar("P")
 
 
 async def is_paused(lib: Library, tenant_id: TenantId, session_key: str = "") -> bool:
@@ -24,9 +27,7 @@ async def is_paused(lib: Library, tenant_id: TenantId, session_key: str = "") ->
     return await pauses.active_pause(lib, tenant_id, session_key) is not None
 
 
-async def apply(
-    spec: ToolSpec, env: ToolEnv, args: JsonObject
-) -> tuple[ToolEnv, JsonObject | None]:
+async def apply(spec: ToolSpec[P], env: ToolEnv, params: P) -> tuple[ToolEnv, JsonObject | None]:
     """The pause step of one call: (the env to run with, the answer when not to run).
 
     Tools that validate first (``policy.validate``) refuse bad input whether paused
@@ -39,10 +40,10 @@ async def apply(
     if policy is None:
         return env, None
     if policy.validate is not None:
-        problem = policy.validate(args)
+        problem = policy.validate(params)
         if problem is not None:
             return env, spec.refusal(problem)
-    if not policy.applies(env, args):
+    if not policy.applies(env, params):
         return env, None
     if policy.in_write:
         return dataclasses.replace(env, pause_guard=pauses.PauseGuard(env.session_key)), None
@@ -51,25 +52,25 @@ async def apply(
         return env, None
     if policy.body is None:
         return dataclasses.replace(env, paused=True), None
-    return env, await _skipped(spec.name, policy.body, env, args, active)
+    return env, await _skipped(spec.name, policy.body, env, params, active)
 
 
-async def run(spec: ToolSpec, env: ToolEnv, args: JsonObject) -> JsonObject:
+async def run(spec: ToolSpec[P], env: ToolEnv, params: P) -> JsonObject:
     """The handler, with a pause found inside its write answered like one found before."""
     try:
-        return await spec.handler(env, args)
+        return await spec.handler(env, params)
     except pauses.WritePaused as paused:
         body = None if spec.pause is None else spec.pause.body
         if env.pause_guard is None or body is None:  # only the pause step's guards
             raise
-        return await _skipped(spec.name, body, env, args, paused.active)
+        return await _skipped(spec.name, body, env, params, paused.active)
 
 
 async def _skipped(
-    tool: str, body: SkippedBody, env: ToolEnv, args: JsonObject, active: pauses.ActivePause
+    tool: str, body: SkippedBody[P], env: ToolEnv, params: P, active: pauses.ActivePause
 ) -> JsonObject:
     """The skipped body of a paused call (the policy's success shape, marked skipped)."""
-    default = body(env, args)
+    default = body(env, params)
     if not isinstance(default, dict):
         default = await default
     return pauses.skipped_body(default, tool, active)

@@ -9,12 +9,17 @@ answers with its own tool's refusal shape plus ``operating_context_revision``.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, TypeVar
+
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.memory.operating_context import gate, storage
 from service.models import JsonObject
 
+P = TypeVar("P")
 
-def refusal(spec: ToolSpec, message: str, revision: str | None) -> JsonObject:
+
+def refusal(spec: ToolSpec[Any], message: str, revision: str | None) -> JsonObject:
     """A gated tool's refusal: its own failure shape with the ``error`` (store's shape has
     only ``reason`` otherwise) and the context's revision."""
     return {
@@ -35,22 +40,24 @@ def _notes(result: gate.GateResult) -> JsonObject:
 
 
 async def apply(
-    spec: ToolSpec, env: ToolEnv, args: JsonObject
-) -> tuple[JsonObject, JsonObject, JsonObject | None]:
-    """Gate one call's ``project_id``: (arguments to use, keys to add to the answer, refusal).
+    spec: ToolSpec[P], env: ToolEnv, params: P
+) -> tuple[P, JsonObject, JsonObject | None]:
+    """Gate one call's ``project_id``: (parameters to use, keys to add to the answer, refusal).
 
     When the refusal is not None it is the answer and nothing else runs. Otherwise
-    the call runs with the returned arguments (``project_id`` resolved, other keys
+    the call runs with the returned parameters (``project_id`` resolved, the others
     untouched) and the notes (``operating_context_warning``, ``resolved_project_id``)
-    join its answer. An omitted or empty project_id costs no database round trip.
+    join its answer. An omitted or empty project_id costs no database round trip. The
+    gated tools' records all have ``agent_id`` and ``project_id`` (``tests/mcp/test_params.py``).
     """
-    project_id = args.get("project_id")
+    project_id = getattr(params, "project_id", None)
     if not spec.project_gate or not isinstance(project_id, str) or not project_id:
-        return args, {}, None
-    agent_id = args.get("agent_id", "")
+        return params, {}, None
+    agent_id = getattr(params, "agent_id", "")
     context = await storage.get_context(env.lib, env.caller.tenant_id)
     agent = agent_id if isinstance(agent_id, str) else ""
     result = gate.gate(context, agent, project_id, not spec.read_only)
     if result.refusal is not None:
-        return args, {}, refusal(spec, result.refusal, result.revision)
-    return {**args, "project_id": result.project_id}, _notes(result), None
+        return params, {}, refusal(spec, result.refusal, result.revision)
+    resolved: Any = params
+    return dataclasses.replace(resolved, project_id=result.project_id), _notes(result), None

@@ -1,17 +1,20 @@
-"""How a tool is declared: name, model-facing description, JSON Schema, hints, ACL, handler.
+"""How a tool is declared: name, model-facing description, JSON Schema, parameters record,
+hints, ACL, handler.
 
-Every tool module exports ``TOOLS: list[ToolSpec]``; the server registers them in
-the spec's order. A handler is thin: take the validated arguments, call the
-library with the caller's tenant, return the spec's JSON object.
+Every tool module exports ``TOOLS: list[ToolSpec[Any]]``; the server registers them in the
+catalogue's order (``service.mcp.tools``). A handler is thin: take the call's parameters
+record (``service.mcp.params``: read once from the validated arguments), call the library
+with the caller's tenant, return the tool's JSON object.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from service.config import Settings
+from service.mcp.params import ParamsReader
 from service.memory.library import Library
 from service.memory.pauses import PauseGuard
 from service.models import Caller, JsonObject, Permission
@@ -30,7 +33,8 @@ class ToolEnv:
     pause_guard: PauseGuard | None = None  # set by the pause step for ``in_write`` policies
 
 
-Handler = Callable[[ToolEnv, JsonObject], Awaitable[JsonObject]]
+P = TypeVar("P")
+Handler = Callable[[ToolEnv, P], Awaitable[JsonObject]]
 Demands = Callable[[Mapping[str, Any]], list[Demand]]
 
 
@@ -50,15 +54,15 @@ def refuse_with(**empty: object) -> Callable[[str], JsonObject]:
     return refusal
 
 
-SkippedBody = Callable[[ToolEnv, JsonObject], JsonObject | Awaitable[JsonObject]]
+SkippedBody = Callable[[ToolEnv, P], JsonObject | Awaitable[JsonObject]]
 
 
-def every_call(env: ToolEnv, args: JsonObject) -> bool:
+def every_call(env: ToolEnv, params: object) -> bool:
     return True
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class PausePolicy:
+class PausePolicy(Generic[P]):
     """How a write tool answers while its tenant or session is paused
     (docs/tools.md, "pause_persistence").
 
@@ -83,9 +87,9 @@ class PausePolicy:
     one place that reads the pause and applies a policy.
     """
 
-    body: SkippedBody | None
-    validate: Callable[[JsonObject], str | None] | None = None
-    applies: Callable[[ToolEnv, JsonObject], bool] = every_call
+    body: SkippedBody[P] | None
+    validate: Callable[[P], str | None] | None = None
+    applies: Callable[[ToolEnv, P], bool] = every_call
     in_write: bool = False
 
     def __post_init__(self) -> None:
@@ -93,24 +97,24 @@ class PausePolicy:
             raise ValueError("an in_write policy needs the skipped body it answers with")
 
 
-def skip_with(
-    body: JsonObject,
-    *,
-    validate: Callable[[JsonObject], str | None] | None = None,
-    in_write: bool = False,
-) -> PausePolicy:
+def skip_with(body: JsonObject, *, in_write: bool = False) -> PausePolicy[Any]:
     """A pause policy whose skipped body is always ``body`` (a fresh copy per call)."""
-    return PausePolicy(body=lambda env, args: dict(body), validate=validate, in_write=in_write)
+    return PausePolicy(body=lambda env, params: dict(body), in_write=in_write)
 
 
-def informing(applies: Callable[[ToolEnv, JsonObject], bool]) -> PausePolicy:
+def informing(applies: Callable[[ToolEnv, P], bool]) -> PausePolicy[P]:
     """A policy that runs the call with ``env.paused`` set when ``applies`` and paused."""
     return PausePolicy(body=None, applies=applies)
 
 
-def unless_dry_run(env: ToolEnv, args: JsonObject) -> bool:
+class DryRunnable(Protocol):
+    @property
+    def dry_run(self) -> bool: ...
+
+
+def unless_dry_run(env: ToolEnv, params: DryRunnable) -> bool:
     """``applies`` for tools whose ``dry_run: true`` writes nothing (import, merge)."""
-    return args.get("dry_run") is not True
+    return params.dry_run is not True
 
 
 def never(settings: Settings) -> bool:
@@ -118,22 +122,36 @@ def never(settings: Settings) -> bool:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ToolSpec:
+class ToolSpec(Generic[P]):
+    """One tool: what the catalogue shows (name, description, schema, hints) and how a call
+    runs (its parameters record, handler, grants, refusal shape, gate and pause policy).
+    ``params`` is the dataclass the handler takes, its fields the schema's properties one
+    to one (``tests/mcp/test_params.py``); its reader is planned here, once."""
+
     name: str
     description: str
     input_schema: JsonObject
-    handler: Handler
+    params: type[P]
+    handler: Handler[P]
     demands: Demands
     read_only: bool = False
     destructive: bool = False
     idempotent: bool | None = None
     refusal: Callable[[str], JsonObject] = refuse
     project_gate: bool = False
-    pause: PausePolicy | None = None  # None: the pause never matters to this tool
+    pause: PausePolicy[P] | None = None  # None: the pause never matters to this tool
+    library_checks_text: bool = False
+    """The library checks this tool's strings and axis names itself (store): the dispatcher's
+    ``SafeText`` check leaves them to it, so they run once (``service.mcp.checks``)."""
     primary_when: Callable[[Settings], bool] = never
     """For a read-only tool: the settings under which it writes or must see its own
     writes, so it runs on the primary instead of a read replica (recall with confidence
     scoring on credits recall statistics)."""
+
+    read: ParamsReader[P] = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read", ParamsReader(self.params))
 
     def reads_replica(self, settings: Settings) -> bool:
         """Whether a call may run on the read replica (CPERSONA_READ_DATABASE_URL)."""

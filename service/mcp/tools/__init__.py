@@ -8,6 +8,8 @@ only assembles the catalogue in the spec's registration order
 
 from __future__ import annotations
 
+from typing import Any
+
 from service.mcp.registry import ToolSpec
 from service.mcp.tools import (
     agents,
@@ -102,7 +104,7 @@ FEATURES = (
 )
 
 
-def all_tools() -> list[ToolSpec]:
+def all_tools() -> list[ToolSpec[Any]]:
     """Every tool, in the spec's registration order; a tool outside the spec is a bug."""
     specs = {spec.name: spec for feature in FEATURES for spec in feature.TOOLS}
     unknown = set(specs) - set(TOOL_ORDER)

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID
 from service.memory import agents
 from service.models import JsonObject
 
 
-def _nothing_deleted(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAgentDataParams:
+    agent_id: str
+
+
+def _nothing_deleted(env: ToolEnv, params: DeleteAgentDataParams) -> JsonObject:
     """delete_agent_data's success shape with zero counts (its skipped body under a pause)."""
     return {
         "ok": True,
-        "agent_id": args["agent_id"],
+        "agent_id": params.agent_id,
         "deleted_memories": 0,
         "deleted_profiles": 0,
         "deleted_episodes": 0,
@@ -20,8 +27,8 @@ def _nothing_deleted(env: ToolEnv, args: JsonObject) -> JsonObject:
     }
 
 
-async def _delete_agent_data(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await agents.delete_agent_data(env.lib, env.caller.tenant_id, args["agent_id"])
+async def _delete_agent_data(env: ToolEnv, params: DeleteAgentDataParams) -> JsonObject:
+    return await agents.delete_agent_data(env.lib, env.caller.tenant_id, params.agent_id)
 
 
 DELETE_AGENT_DATA = ToolSpec(
@@ -29,6 +36,7 @@ DELETE_AGENT_DATA = ToolSpec(
     description="""Irreversibly delete one agent's memories (locked too), episodes,
 profile and export files. Returns {ok, deleted_memories, ...}.""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
+    params=DeleteAgentDataParams,
     handler=_delete_agent_data,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,

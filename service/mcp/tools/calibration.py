@@ -8,6 +8,8 @@ applied.
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID, name
 from service.memory import calibration
@@ -16,26 +18,35 @@ from service.models import JsonObject
 METHODS = ["separation", "percentile", "zscore"]
 
 
-def _request(args: JsonObject) -> calibration.CalibrationRequest:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CalibrateParams:
+    agent_id: str
+    sample_size: int
+    z_factor: float
+    method: str = ""  # '' = the agent's configured method
+    percentile: float
+
+
+def _request(params: CalibrateParams) -> calibration.CalibrationRequest:
     return calibration.CalibrationRequest(
-        agent_id=args["agent_id"],
-        sample_size=args["sample_size"],
-        z_factor=args["z_factor"],
-        method=args.get("method", ""),
-        percentile=args["percentile"],
+        agent_id=params.agent_id,
+        sample_size=params.sample_size,
+        z_factor=params.z_factor,
+        method=params.method,
+        percentile=params.percentile,
     )
 
 
-async def _calibrate(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await calibration.calibrate_threshold(env.lib, env.caller.tenant_id, _request(args))
+async def _calibrate(env: ToolEnv, params: CalibrateParams) -> JsonObject:
+    return await calibration.calibrate_threshold(env.lib, env.caller.tenant_id, _request(params))
 
 
-async def _calibrate_paused(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await calibration.paused_body(env.lib, env.caller.tenant_id, _request(args))
+async def _calibrate_paused(env: ToolEnv, params: CalibrateParams) -> JsonObject:
+    return await calibration.paused_body(env.lib, env.caller.tenant_id, _request(params))
 
 
-def _calibrate_problem(args: JsonObject) -> str | None:
-    return calibration.percentile_problem(args["percentile"])
+def _calibrate_problem(params: CalibrateParams) -> str | None:
+    return calibration.percentile_problem(params.percentile)
 
 
 CALIBRATE_THRESHOLD = ToolSpec(
@@ -64,6 +75,7 @@ memories (needs 10). Returns {ok, new_threshold}.""",
         },
         ["agent_id"],
     ),
+    params=CalibrateParams,
     handler=_calibrate,
     demands=on_agent("agent_id", "read-write"),
     idempotent=False,
@@ -71,24 +83,31 @@ memories (needs 10). Returns {ok, new_threshold}.""",
 )
 
 
-async def _set_precision(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SetPrecisionParams:
+    agent_id: str
+    precision: str
+    beta: float
+
+
+async def _set_precision(env: ToolEnv, params: SetPrecisionParams) -> JsonObject:
     return await calibration.set_recall_precision(
         env.lib,
         env.caller.tenant_id,
-        args["agent_id"],
-        args["precision"],
-        args["beta"],
+        params.agent_id,
+        params.precision,
+        params.beta,
     )
 
 
-def _precision_paused(env: ToolEnv, args: JsonObject) -> JsonObject:
+def _precision_paused(env: ToolEnv, params: SetPrecisionParams) -> JsonObject:
     return calibration.paused_precision_body(
-        env.lib, args["agent_id"], args["precision"], args["beta"]
+        env.lib, params.agent_id, params.precision, params.beta
     )
 
 
-def _precision_problem(args: JsonObject) -> str | None:
-    return calibration.precision_problem(args.get("agent_id"), args["precision"], args["beta"])
+def _precision_problem(params: SetPrecisionParams) -> str | None:
+    return calibration.precision_problem(params.agent_id, params.precision, params.beta)
 
 
 SET_RECALL_PRECISION = ToolSpec(
@@ -107,20 +126,27 @@ recalibrate (needs 10 embedded memories). Returns {ok, precision, beta}.""",
         },
         ["agent_id"],
     ),
+    params=SetPrecisionParams,
     handler=_set_precision,
     demands=on_agent("agent_id", "read-write"),
     pause=PausePolicy(body=_precision_paused, validate=_precision_problem),
 )
 
 
-async def _get_precision(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await calibration.get_recall_precision(env.lib, env.caller.tenant_id, args["agent_id"])
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GetPrecisionParams:
+    agent_id: str
+
+
+async def _get_precision(env: ToolEnv, params: GetPrecisionParams) -> JsonObject:
+    return await calibration.get_recall_precision(env.lib, env.caller.tenant_id, params.agent_id)
 
 
 GET_RECALL_PRECISION = ToolSpec(
     name="get_recall_precision",
     description="""An agent's recall precision: {ok, precision, beta, overridden}.""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
+    params=GetPrecisionParams,
     handler=_get_precision,
     demands=on_agent("agent_id", "read"),
     read_only=True,

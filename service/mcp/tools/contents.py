@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID, string
@@ -21,10 +23,16 @@ REFS: JsonObject = {
 }
 
 
-async def _get_contents(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GetContentsParams:
+    agent_id: str
+    refs: tuple[str, ...]
+
+
+async def _get_contents(env: ToolEnv, params: GetContentsParams) -> JsonObject:
     """Resolve every ref whole in the library, then spend the batch budget here; the rows
     sent count as delivered to the request's session, if it names one (the ledger)."""
-    agent_id, refs = contents.checked_request(args["agent_id"], args["refs"])
+    agent_id, refs = contents.checked_request(params.agent_id, params.refs)
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
     answer = shaping.budget_contents(found)
     items = answer["items"]
@@ -37,6 +45,7 @@ GET_CONTENTS = ToolSpec(
     name="get_contents",
     description=DESCRIPTION,
     input_schema=obj({"agent_id": AGENT_ID, "refs": REFS}, ["agent_id", "refs"]),
+    params=GetContentsParams,
     handler=_get_contents,
     demands=on_agent("agent_id", "read"),
     read_only=True,

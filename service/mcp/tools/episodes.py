@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
@@ -17,9 +20,15 @@ from service.memory import bounds, episodes
 from service.models import JsonObject
 
 
-async def _delete_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteEpisodeParams:
+    episode_id: int
+    agent_id: str
+
+
+async def _delete_episode(env: ToolEnv, params: DeleteEpisodeParams) -> JsonObject:
     return await episodes.delete_episode(
-        env.lib, env.caller.tenant_id, args["episode_id"], args["agent_id"]
+        env.lib, env.caller.tenant_id, params.episode_id, params.agent_id
     )
 
 
@@ -27,6 +36,7 @@ DELETE_EPISODE = ToolSpec(
     name="delete_episode",
     description="""Delete one episode. Returns {ok, deleted_id}.""",
     input_schema=obj({"episode_id": EPISODE_ID, "agent_id": OWNER_AGENT_ID}, ["episode_id"]),
+    params=DeleteEpisodeParams,
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
@@ -34,15 +44,26 @@ DELETE_EPISODE = ToolSpec(
 )
 
 
-async def _archive_episode(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ArchiveEpisodeParams:
+    agent_id: str
+    summary: str
+    history: tuple[JsonObject, ...]
+    keywords: str
+    resolved: bool
+    project_id: str
+    channel: str
+
+
+async def _archive_episode(env: ToolEnv, params: ArchiveEpisodeParams) -> JsonObject:
     request = episodes.ArchiveRequest(
-        agent_id=args["agent_id"],
-        summary=args["summary"],
-        history=args["history"],
-        keywords=args["keywords"],
-        resolved=args["resolved"],
-        project_id=args["project_id"],
-        channel=args["channel"],
+        agent_id=params.agent_id,
+        summary=params.summary,
+        history=params.history,
+        keywords=params.keywords,
+        resolved=params.resolved,
+        project_id=params.project_id,
+        channel=params.channel,
     )
     return await episodes.archive_episode(env.lib, env.caller.tenant_id, request, env.pause_guard)
 
@@ -73,6 +94,7 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
         },
         ["agent_id", "summary"],
     ),
+    params=ArchiveEpisodeParams,
     handler=_archive_episode,
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
@@ -85,13 +107,13 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
 )
 
 
-async def _list_episodes(env: ToolEnv, args: JsonObject) -> JsonObject:
+async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
     rows = await episodes.list_episodes(
         env.lib,
         env.caller.tenant_id,
-        agent_id=args["agent_id"],
-        project_id=args.get("project_id"),
-        limit=args["limit"],
+        agent_id=params.agent_id,
+        project_id=params.project_id,
+        limit=params.limit,
     )
     return shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
 
@@ -107,6 +129,7 @@ LIST_EPISODES = ToolSpec(
             "project_id": PROJECT_ID,
         }
     ),
+    params=ListParams,
     handler=_list_episodes,
     project_gate=True,
     refusal=refuse_with(episodes=[], count=0),

@@ -11,6 +11,7 @@ answer says so with ``repairs_skipped``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -41,26 +42,42 @@ def _fix_demands(args: Mapping[str, Any]) -> list[Demand]:
     return [(agent_of(args, "agent_id"), "read-write" if args.get("fix") else "read")]
 
 
-def _repairs(env: ToolEnv, args: JsonObject) -> bool:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CheckParams:
+    """check_health and deep_check take the same parameters."""
+
+    agent_id: str
+    fix: bool
+    checks: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class MigrateParams:
+    agent_id: str
+    dry_run: bool
+    globalize_unrecoverable: bool
+
+
+def _repairs(env: ToolEnv, params: CheckParams) -> bool:
     """check_health and deep_check write only when asked to fix."""
-    return bool(args.get("fix"))
+    return params.fix
 
 
-def _migrates(env: ToolEnv, args: JsonObject) -> bool:
+def _migrates(env: ToolEnv, params: MigrateParams) -> bool:
     """migrate_channel_axis writes only outside a dry run."""
-    return args["dry_run"] is False
+    return params.dry_run is False
 
 
-def _runs(check: Callable[..., Awaitable[JsonObject]]) -> Handler:
+def _runs(check: Callable[..., Awaitable[JsonObject]]) -> Handler[CheckParams]:
     """The handler of check_health or deep_check: they take the same arguments."""
 
-    async def handler(env: ToolEnv, args: JsonObject) -> JsonObject:
+    async def handler(env: ToolEnv, params: CheckParams) -> JsonObject:
         return await check(
             env.lib,
             env.caller.tenant_id,
-            args["agent_id"],
-            bool(args["fix"]),
-            args["checks"],
+            params.agent_id,
+            params.fix,
+            list(params.checks),
             paused=env.paused,
         )
 
@@ -81,6 +98,7 @@ CHECK_HEALTH = ToolSpec(
             "checks": names("[] = all"),
         }
     ),
+    params=CheckParams,
     handler=_runs(health.check_health),
     demands=_fix_demands,
     pause=informing(_repairs),
@@ -99,20 +117,20 @@ profile, near duplicates); fix repairs the first two. Returns {results, fixed}."
         },
         ["agent_id"],
     ),
+    params=CheckParams,
     handler=_runs(health.deep_check),
     demands=_fix_demands,
     pause=informing(_repairs),
 )
 
 
-async def _migrate_channel_axis(env: ToolEnv, args: JsonObject) -> JsonObject:
-    dry_run = bool(args["dry_run"])
+async def _migrate_channel_axis(env: ToolEnv, params: MigrateParams) -> JsonObject:
     return await channel_axis.migrate_channel_axis(
         env.lib,
         env.caller.tenant_id,
-        args["agent_id"],
-        dry_run,
-        bool(args["globalize_unrecoverable"]),
+        params.agent_id,
+        params.dry_run,
+        params.globalize_unrecoverable,
         paused=env.paused,
     )
 
@@ -136,6 +154,7 @@ names; dry_run only reports. Returns {recoverable_total, migrated}.""",
             },
         }
     ),
+    params=MigrateParams,
     handler=_migrate_channel_axis,
     demands=on_agent("agent_id", "read-write"),
     pause=informing(_migrates),

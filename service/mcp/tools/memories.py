@@ -3,7 +3,10 @@ lock_memory, unlock_memory, delete_memory."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp import acl
+from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.schemas import (
     AGENT_ID,
@@ -31,12 +34,20 @@ def _refuse_store(message: str) -> JsonObject:
     return {"ok": False, "result": "rejected", "reason": message}
 
 
-async def _store(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StoreParams:
+    agent_id: str
+    message: JsonObject  # the library reads and normalises its fields (docs/tools.md, "Writes")
+    channel: str
+    project_id: str
+
+
+async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
     request = store.StoreRequest(
-        agent_id=args["agent_id"],
-        message=args["message"],
-        channel=args["channel"],
-        project_id=args["project_id"],
+        agent_id=params.agent_id,
+        message=params.message,
+        channel=params.channel,
+        project_id=params.project_id,
     )
     return await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
 
@@ -64,7 +75,9 @@ STORE = ToolSpec(
         },
         ["agent_id", "message"],
     ),
+    params=StoreParams,
     handler=_store,
+    library_checks_text=True,
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
     refusal=_refuse_store,
@@ -76,13 +89,13 @@ LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); l
 0..500. Returns {memories, count}."""
 
 
-async def _list_memories(env: ToolEnv, args: JsonObject) -> JsonObject:
+async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
     rows = await listing.list_memories(
         env.lib,
         env.caller.tenant_id,
-        agent_id=args["agent_id"],
-        project_id=args.get("project_id"),
-        limit=args["limit"],
+        agent_id=params.agent_id,
+        project_id=params.project_id,
+        limit=params.limit,
     )
     return shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
 
@@ -97,6 +110,7 @@ LIST_MEMORIES = ToolSpec(
             "project_id": PROJECT_ID,
         }
     ),
+    params=ListParams,
     handler=_list_memories,
     project_gate=True,
     refusal=refuse_with(memories=[], count=0),
@@ -105,13 +119,20 @@ LIST_MEMORIES = ToolSpec(
 )
 
 
-async def _update_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMemoryParams:
+    memory_id: int
+    content: str
+    agent_id: str
+
+
+async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject:
     return await edits.update_memory(
         env.lib,
         env.caller.tenant_id,
-        args["memory_id"],
-        args["content"],
-        args["agent_id"],
+        params.memory_id,
+        params.content,
+        params.agent_id,
         env.pause_guard,
         acl.sees(env.caller),
     )
@@ -129,30 +150,39 @@ updated_id}.""",
         },
         ["memory_id", "content"],
     ),
+    params=UpdateMemoryParams,
     handler=_update_memory,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with({"ok": True, "updated_id": None}, in_write=True),
 )
 
 
-async def _lock(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryIdParams:
+    """lock_memory, unlock_memory and delete_memory: one memory, by id."""
+
+    memory_id: int
+    agent_id: str
+
+
+async def _lock(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
     return await edits.set_lock(
         env.lib,
         env.caller.tenant_id,
-        args["memory_id"],
+        params.memory_id,
         True,
-        args["agent_id"],
+        params.agent_id,
         acl.sees(env.caller),
     )
 
 
-async def _unlock(env: ToolEnv, args: JsonObject) -> JsonObject:
+async def _unlock(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
     return await edits.set_lock(
         env.lib,
         env.caller.tenant_id,
-        args["memory_id"],
+        params.memory_id,
         False,
-        args["agent_id"],
+        params.agent_id,
         acl.sees(env.caller),
     )
 
@@ -165,6 +195,7 @@ LOCK_MEMORY = ToolSpec(
     description="""Protect one memory from edits, deletion and repairs. Returns {ok,
 locked_id}.""",
     input_schema=_LOCK_SCHEMA,
+    params=MemoryIdParams,
     handler=_lock,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with({"ok": True, "locked_id": None}),
@@ -175,15 +206,16 @@ UNLOCK_MEMORY = ToolSpec(
     name="unlock_memory",
     description="""Undo lock_memory. Returns {ok, unlocked_id}.""",
     input_schema=_LOCK_SCHEMA,
+    params=MemoryIdParams,
     handler=_unlock,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with({"ok": True, "unlocked_id": None}),
 )
 
 
-async def _delete_memory(env: ToolEnv, args: JsonObject) -> JsonObject:
+async def _delete_memory(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
     return await edits.delete_memory(
-        env.lib, env.caller.tenant_id, args["memory_id"], args["agent_id"], acl.sees(env.caller)
+        env.lib, env.caller.tenant_id, params.memory_id, params.agent_id, acl.sees(env.caller)
     )
 
 
@@ -191,6 +223,7 @@ DELETE_MEMORY = ToolSpec(
     name="delete_memory",
     description="""Delete one memory (refused when locked). Returns {ok, deleted_id}.""",
     input_schema=obj({"memory_id": MEMORY_ID, "agent_id": OWNER_AGENT_ID}, ["memory_id"]),
+    params=MemoryIdParams,
     handler=_delete_memory,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,

@@ -5,6 +5,8 @@ The project gate it describes is applied by the dispatcher (``service.mcp.projec
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
 from service.mcp.schemas import name
 from service.memory.operating_context import describe, storage
@@ -15,16 +17,21 @@ DESCRIPTION = """Your operator's house rules: project_ids, agents' default proje
 project. Returns {ok, instructions_summary, registry, defaults, doctrine_sections}."""
 
 
-async def _get_operating_context(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GetOperatingContextParams:
+    section: str
+
+
+async def _get_operating_context(env: ToolEnv, params: GetOperatingContextParams) -> JsonObject:
     context = await storage.get_context(env.lib, env.caller.tenant_id)
-    section = args["section"]
-    return describe.describe(context, section, tenant=env.caller.tenant_slug)
+    return describe.describe(context, params.section, tenant=env.caller.tenant_slug)
 
 
 GET_OPERATING_CONTEXT = ToolSpec(
     name="get_operating_context",
     description=DESCRIPTION,
     input_schema=obj({"section": name(default="", description="'' = overview")}),
+    params=GetOperatingContextParams,
     handler=_get_operating_context,
     demands=any_caller,
     read_only=True,

@@ -10,6 +10,7 @@ Postgres, so all replicas honour a pause at once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,22 +42,35 @@ def _whole_tenant(args: Mapping[str, Any]) -> list[Demand]:
     return [("*", "read-write")]
 
 
-async def _pause(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PauseParams:
+    ttl_seconds: int
+    session_key: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SessionParams:
+    """resume_persistence and persistence_status."""
+
+    session_key: str
+
+
+async def _pause(env: ToolEnv, params: PauseParams) -> JsonObject:
     return await pauses.pause(
         env.lib,
         env.caller.tenant_id,
-        args["ttl_seconds"],
-        args["session_key"],
+        params.ttl_seconds,
+        params.session_key,
         by=env.caller.key_id,
     )
 
 
-async def _resume(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await pauses.resume(env.lib, env.caller.tenant_id, args["session_key"])
+async def _resume(env: ToolEnv, params: SessionParams) -> JsonObject:
+    return await pauses.resume(env.lib, env.caller.tenant_id, params.session_key)
 
 
-async def _status(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await pauses.status(env.lib, env.caller.tenant_id, args["session_key"])
+async def _status(env: ToolEnv, params: SessionParams) -> JsonObject:
+    return await pauses.status(env.lib, env.caller.tenant_id, params.session_key)
 
 
 PAUSE_PERSISTENCE = ToolSpec(
@@ -73,6 +87,7 @@ PAUSE_PERSISTENCE = ToolSpec(
             "session_key": SESSION_KEY,
         }
     ),
+    params=PauseParams,
     handler=_pause,
     demands=_whole_tenant,
     idempotent=True,
@@ -82,6 +97,7 @@ RESUME_PERSISTENCE = ToolSpec(
     name="resume_persistence",
     description=RESUME_DESCRIPTION,
     input_schema=obj({"session_key": SESSION_KEY}),
+    params=SessionParams,
     handler=_resume,
     demands=_whole_tenant,
     idempotent=True,
@@ -91,6 +107,7 @@ PERSISTENCE_STATUS = ToolSpec(
     name="persistence_status",
     description=STATUS_DESCRIPTION,
     input_schema=obj({"session_key": SESSION_KEY}),
+    params=SessionParams,
     handler=_status,
     demands=any_caller,
     read_only=True,

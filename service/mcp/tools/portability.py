@@ -15,6 +15,7 @@ one read-write on each; a refusal is the spec's ``permission_denied`` shape nami
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
@@ -61,10 +62,17 @@ async def _denied_as(tool: str, env: ToolEnv, work: Awaitable[JsonObject]) -> Js
         return acl.file_denial(env.caller, denied.required, {"tool": tool})
 
 
-async def _export(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = export.ExportRequest(args["agent_id"], args["include_embeddings"])
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ExportParams:
+    agent_id: str
+    output_path: str
+    include_embeddings: bool
+
+
+async def _export(env: ToolEnv, params: ExportParams) -> JsonObject:
+    request = export.ExportRequest(params.agent_id, params.include_embeddings)
     work = hosted.export_to_area(
-        env.lib, env.caller.tenant_id, area_access(env), args["output_path"], request
+        env.lib, env.caller.tenant_id, area_access(env), params.output_path, request
     )
     return await _denied_as("export_memories", env, work)
 
@@ -83,21 +91,29 @@ EXPORT_MEMORIES = ToolSpec(
         },
         ["agent_id", "output_path"],
     ),
+    params=ExportParams,
     handler=_export,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
 )
 
 
-async def _import(env: ToolEnv, args: JsonObject) -> JsonObject:
-    request = import_.ImportRequest(args["target_agent_id"], args["dry_run"])
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ImportParams:
+    input_path: str
+    target_agent_id: str
+    dry_run: bool
+
+
+async def _import(env: ToolEnv, params: ImportParams) -> JsonObject:
+    request = import_.ImportRequest(params.target_agent_id, params.dry_run)
     work = hosted.import_from_area(
-        env.lib, env.caller.tenant_id, area_access(env), args["input_path"], request
+        env.lib, env.caller.tenant_id, area_access(env), params.input_path, request
     )
     return await _denied_as("import_memories", env, work)
 
 
-def _import_skipped(env: ToolEnv, args: JsonObject) -> JsonObject:
+def _import_skipped(env: ToolEnv, params: ImportParams) -> JsonObject:
     return {
         "ok": True,
         "dry_run": False,
@@ -123,6 +139,7 @@ IMPORT_MEMORIES = ToolSpec(
         },
         ["input_path"],
     ),
+    params=ImportParams,
     handler=_import,
     demands=on_agent("target_agent_id", "read-write"),
     destructive=True,
@@ -130,18 +147,27 @@ IMPORT_MEMORIES = ToolSpec(
 )
 
 
-def _merge_request(args: JsonObject) -> merge.MergeRequest:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class MergeParams:
+    source_agent_id: str
+    target_agent_id: str
+    strategy: str
+    mode: str
+    dry_run: bool
+
+
+def _merge_request(params: MergeParams) -> merge.MergeRequest:
     return merge.MergeRequest(
-        source_agent_id=args["source_agent_id"],
-        target_agent_id=args["target_agent_id"],
-        strategy=args["strategy"],
-        mode=args["mode"],
-        dry_run=args["dry_run"],
+        source_agent_id=params.source_agent_id,
+        target_agent_id=params.target_agent_id,
+        strategy=params.strategy,
+        mode=params.mode,
+        dry_run=params.dry_run,
     )
 
 
-async def _merge(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await merge.merge_memories(env.lib, env.caller.tenant_id, _merge_request(args))
+async def _merge(env: ToolEnv, params: MergeParams) -> JsonObject:
+    return await merge.merge_memories(env.lib, env.caller.tenant_id, _merge_request(params))
 
 
 def _merge_demands(args: Mapping[str, Any]) -> list[Demand]:
@@ -153,8 +179,8 @@ def _merge_demands(args: Mapping[str, Any]) -> list[Demand]:
     ]
 
 
-def _merge_skipped(env: ToolEnv, args: JsonObject) -> JsonObject:
-    req = _merge_request(args)
+def _merge_skipped(env: ToolEnv, params: MergeParams) -> JsonObject:
+    req = _merge_request(params)
     return {
         "ok": True,
         "dry_run": False,
@@ -187,6 +213,7 @@ MERGE_MEMORIES = ToolSpec(
         },
         ["source_agent_id", "target_agent_id"],
     ),
+    params=MergeParams,
     handler=_merge,
     demands=_merge_demands,
     destructive=True,

@@ -2,29 +2,43 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, skip_with
 from service.mcp.schemas import AGENT_ID
 from service.memory import profiles
 from service.models import JsonObject
 
 
-async def _get_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
-    return await profiles.get_profile(env.lib, env.caller.tenant_id, args["agent_id"])
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GetProfileParams:
+    agent_id: str
+
+
+async def _get_profile(env: ToolEnv, params: GetProfileParams) -> JsonObject:
+    return await profiles.get_profile(env.lib, env.caller.tenant_id, params.agent_id)
 
 
 GET_PROFILE = ToolSpec(
     name="get_profile",
     description="""Read the agent's free-text profile: {profile} ("" if none).""",
     input_schema=obj({"agent_id": AGENT_ID}, ["agent_id"]),
+    params=GetProfileParams,
     handler=_get_profile,
     demands=on_agent("agent_id", "read"),
     read_only=True,
 )
 
 
-async def _update_profile(env: ToolEnv, args: JsonObject) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateProfileParams:
+    agent_id: str
+    profile: str
+
+
+async def _update_profile(env: ToolEnv, params: UpdateProfileParams) -> JsonObject:
     return await profiles.update_profile(
-        env.lib, env.caller.tenant_id, args["agent_id"], args["profile"]
+        env.lib, env.caller.tenant_id, params.agent_id, params.profile
     )
 
 
@@ -36,6 +50,7 @@ Returns {ok, profiles_updated}.""",
         {"agent_id": AGENT_ID, "profile": {"type": "string"}},
         ["agent_id", "profile"],
     ),
+    params=UpdateProfileParams,
     handler=_update_profile,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with({"ok": True, "profiles_updated": 0}),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TypeVar
+
 from service.config import Settings
 from service.mcp import delivery
 from service.mcp.registry import Handler, ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
@@ -56,23 +59,63 @@ from past sessions. Returns {messages}, last is best: content, ref
 (content_truncated, maybe an excerpt): get_contents fetches them."""
 
 
-def _request(env: ToolEnv, args: JsonObject) -> pipeline.RecallRequest:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RecallParams:
+    """What both recall tools take."""
+
+    agent_id: str
+    query: str
+    limit: int
+    deep: bool
+    channel: str
+    project_id: str | None = None
+    source_id: str
+    full_content: bool
+    max_tokens: int | None = None
+    cursor: str | None = None
+    novel_only: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class PlainRecallParams(RecallParams):
+    exclude_contents: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RecallWithContextParams(RecallParams):
+    external_context: tuple[object, ...]  # turns; entries that are not objects are ignored
+
+
+def _request(
+    env: ToolEnv, params: RecallParams, exclude_contents: tuple[str, ...] = ()
+) -> pipeline.RecallRequest:
     """The library request of both recall tools (recall_with_context has no
     ``exclude_contents``: its exclusions come from ``external_context``)."""
     return pipeline.RecallRequest(
-        agent_id=args["agent_id"],
-        query=args["query"],
-        limit=args["limit"],
-        deep=args["deep"],
-        channel=args["channel"],
-        exclude_contents=args.get("exclude_contents", ()),
-        project_id=args.get("project_id"),
-        source_id=args["source_id"],
+        agent_id=params.agent_id,
+        query=params.query,
+        limit=params.limit,
+        deep=params.deep,
+        channel=params.channel,
+        exclude_contents=exclude_contents,
+        project_id=params.project_id,
+        source_id=params.source_id,
         paused=env.paused,
     )
 
 
-def _credits_statistics(env: ToolEnv, args: JsonObject) -> bool:
+def _options(tool: str, params: RecallParams) -> delivery.Options:
+    return delivery.Options(
+        tool=tool,
+        agent_id=params.agent_id,
+        query=params.query,
+        full_content=params.full_content,
+        max_tokens=params.max_tokens,
+        novel_only=params.novel_only,
+    )
+
+
+def _credits_statistics(env: ToolEnv, params: RecallParams) -> bool:
     """Recall itself never writes unless confidence scoring bumps recall statistics,
     which a persistence pause suppresses (docs/tools.md, "pause_persistence"); only then is the
     pause read."""
@@ -85,15 +128,21 @@ def _scores_confidence(settings: Settings) -> bool:
     return settings.confidence_enabled
 
 
-async def _recall(env: ToolEnv, args: JsonObject) -> JsonObject:
-    opts = delivery.options("recall", args)
-    if args.get("cursor"):
-        return await delivery.resume(env, opts, args["cursor"])
-    body = await pipeline.recall(env.lib, env.caller.tenant_id, _request(env, args))
+async def _recall(env: ToolEnv, params: PlainRecallParams) -> JsonObject:
+    opts = _options("recall", params)
+    if params.cursor:
+        return await delivery.resume(env, opts, params.cursor)
+    request = _request(env, params, params.exclude_contents)
+    body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
     return await delivery.deliver(env, opts, body)
 
 
-def _recall_tool(name: str, description: str, handler: Handler, extra: JsonObject) -> ToolSpec:
+R = TypeVar("R", bound=RecallParams)
+
+
+def _recall_tool(
+    name: str, description: str, params: type[R], handler: Handler[R], extra: JsonObject
+) -> ToolSpec[R]:
     """The spec of one of the two recall tools: they differ only in their name, text,
     handler and the one array parameter each adds to the common ones (what the caller
     already holds: ``exclude_contents`` or ``external_context``)."""
@@ -101,6 +150,7 @@ def _recall_tool(name: str, description: str, handler: Handler, extra: JsonObjec
         name=name,
         description=description,
         input_schema=obj({**_COMMON, **extra}, ["agent_id", "query"]),
+        params=params,
         handler=handler,
         demands=on_agent("agent_id", "read"),
         read_only=True,
@@ -114,6 +164,7 @@ def _recall_tool(name: str, description: str, handler: Handler, extra: JsonObjec
 RECALL = _recall_tool(
     "recall",
     RECALL_DESCRIPTION,
+    PlainRecallParams,
     _recall,
     {
         "exclude_contents": {
@@ -136,12 +187,12 @@ oldest first; memories matching a turn are left out, turns come back as "convers
 rows."""
 
 
-async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
-    opts = delivery.options("recall_with_context", args)
-    if args.get("cursor"):
-        return await delivery.resume(env, opts, args["cursor"])
+async def _recall_with_context(env: ToolEnv, params: RecallWithContextParams) -> JsonObject:
+    opts = _options("recall_with_context", params)
+    if params.cursor:
+        return await delivery.resume(env, opts, params.cursor)
     body = await with_context.recall_with_context(
-        env.lib, env.caller.tenant_id, _request(env, args), args["external_context"]
+        env.lib, env.caller.tenant_id, _request(env, params), params.external_context
     )
     return await delivery.deliver(env, opts, body)
 
@@ -149,6 +200,7 @@ async def _recall_with_context(env: ToolEnv, args: JsonObject) -> JsonObject:
 RECALL_WITH_CONTEXT = _recall_tool(
     "recall_with_context",
     RECALL_WITH_CONTEXT_DESCRIPTION,
+    RecallWithContextParams,
     _recall_with_context,
     {
         "external_context": {

@@ -80,7 +80,7 @@ async def test_more_than_20_refs_is_refused_by_schema_and_handler(
     caller = await _caller(lib, client)
     env = ToolEnv(lib, caller)
     with pytest.raises(InvalidInput, match=re.escape(TOO_MANY)):
-        await GET_CONTENTS.handler(env, {"agent_id": "a", "refs": refs})
+        await GET_CONTENTS.handler(env, GET_CONTENTS.read({"agent_id": "a", "refs": refs}))
     with pytest.raises(InvalidInput, match=re.escape(TOO_MANY)):
         await contents.get_contents(lib, caller.tenant_id, "a", refs)
     twenty = await client.call("get_contents", agent_id="a", refs=refs[:20])

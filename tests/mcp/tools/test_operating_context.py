@@ -3,6 +3,7 @@ with the official MCP client, and the project gate at the boundary on real Postg
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from service.config import Settings
@@ -148,9 +149,10 @@ async def _env(lib: Library, slug: str) -> ToolEnv:
 async def test_gate_on_a_dormant_tenant_passes_auto_through_and_echoes_it(lib: Library) -> None:
     env = await _env(lib, "quiet")
     args = {"agent_id": "alpha", "project_id": "@auto", "message": {"content": "x"}}
-    gated, notes, refusal = await project_gate.apply(STORE, env, args)
+    params = STORE.read({**args, "channel": ""})
+    gated, notes, refusal = await project_gate.apply(STORE, env, params)
     assert refusal is None
-    assert gated == args
+    assert gated == params
     assert notes == {"resolved_project_id": "@auto"}
 
 
@@ -163,28 +165,44 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
     base = {"ok": False, "error": message, "operating_context_revision": "rev-9"}
     store_args = {"agent_id": "alpha", "project_id": "zeta", "message": {"content": "x"}}
 
-    _, _, store = await project_gate.apply(STORE, env, store_args)
-    _, _, archive = await project_gate.apply(ARCHIVE_EPISODE, env, store_args)
-    read, notes, refusal = await project_gate.apply(RECALL, env, store_args)
+    store_params = STORE.read({**store_args, "channel": ""})
+    archive_params = ARCHIVE_EPISODE.read(
+        {
+            **store_args,
+            "summary": "s",
+            "history": [],
+            "keywords": "",
+            "resolved": False,
+            "channel": "",
+        }
+    )
+    recall_params = RECALL.read(
+        {**store_args, "query": "", "limit": 10, "deep": False, "channel": "", "source_id": ""}
+        | {"full_content": False, "exclude_contents": []}
+    )
+    _, _, store = await project_gate.apply(STORE, env, store_params)
+    _, _, archive = await project_gate.apply(ARCHIVE_EPISODE, env, archive_params)
+    read, notes, refusal = await project_gate.apply(RECALL, env, recall_params)
 
     assert store == {**base, "result": "rejected", "reason": message}
     assert archive == {**base, "episode_id": None}
     assert refusal is None
-    assert read == store_args
+    assert read == recall_params
     assert notes == {"operating_context_warning": message}
 
 
 async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: Library) -> None:
     env = await _env(lib, "mapped")
     await storage.set_context(lib.db, "mapped", CONTEXT)
-    auto = {"agent_id": "alpha", "project_id": "@auto", "limit": 5}
+    auto = LIST_MEMORIES.read({"agent_id": "alpha", "project_id": "@auto", "limit": 5})
     gated, notes, refusal = await project_gate.apply(LIST_MEMORIES, env, auto)
     assert refusal is None
-    assert gated == {**auto, "project_id": "atlas"}
+    assert gated == dataclasses.replace(auto, project_id="atlas")
     assert notes == {"resolved_project_id": "atlas"}
-    for args in ({"agent_id": "alpha"}, {"agent_id": "alpha", "project_id": ""}):
-        assert await project_gate.apply(STORE, env, args) == (args, {}, None)
-    unmapped = {"agent_id": "zed", "project_id": "@auto"}
+    stored = {"message": {}, "channel": ""}
+    empty = STORE.read({**stored, "agent_id": "alpha", "project_id": ""})  # omitted is '' too
+    assert await project_gate.apply(STORE, env, empty) == (empty, {}, None)
+    unmapped = STORE.read({**stored, "agent_id": "zed", "project_id": "@auto"})
     _, _, refused = await project_gate.apply(STORE, env, unmapped)
     assert refused is not None
     assert refused["error"].startswith("@auto has no [defaults] mapping for agent_id 'zed'")
