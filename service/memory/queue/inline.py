@@ -15,10 +15,10 @@ import dataclasses
 from collections.abc import Sequence
 
 from service.db.queue import ItemKind
+from service.embeddings.base import EmbeddingError
+from service.embeddings.batcher import EmbeddingBatcher, Lane
+from service.embeddings.breaker import embed_guarded
 from service.logs import get_logger
-from service.memory.embeddings.base import EmbeddingError
-from service.memory.embeddings.batcher import EmbeddingBatcher, Lane
-from service.memory.embeddings.breaker import embed_guarded
 from service.memory.library import Library
 from service.models import TenantId
 

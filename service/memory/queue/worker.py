@@ -19,15 +19,15 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from service.db import queue as store
+from service.db import queue as queue_queries
 from service.db.queue import ItemKind, ItemText, Job
-from service.errors import ConfigError
-from service.logs import get_logger
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     EmbeddingError,
     ModelIntegrityError,
     ProviderUnavailable,
 )
+from service.errors import ConfigError
+from service.logs import get_logger
 from service.memory.library import Library
 from service.memory.queue import backlog
 from service.memory.queue.inline import embed_checked
@@ -75,7 +75,7 @@ def _lease_seconds(lib: Library) -> float:
 
 async def _claim(lib: Library, tenant_id: TenantId | None, limit: int) -> list[Job]:
     async with lib.db.admin_tx() as conn:
-        return await store.claim_embedding_jobs(conn, limit, _lease_seconds(lib), tenant_id)
+        return await queue_queries.claim_embedding_jobs(conn, limit, _lease_seconds(lib), tenant_id)
 
 
 def _by_tenant(jobs: Sequence[Job]) -> dict[TenantId, list[Job]]:
@@ -92,7 +92,9 @@ async def _load_texts(lib: Library, jobs: Sequence[Job]) -> dict[ItemKey, ItemTe
         memory_ids = [job.item_id for job in group if job.item_kind == "mem"]
         episode_ids = [job.item_id for job in group if job.item_kind == "ep"]
         async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-            for item in await store.embedding_texts(conn, tenant_id, memory_ids, episode_ids):
+            for item in await queue_queries.embedding_texts(
+                conn, tenant_id, memory_ids, episode_ids
+            ):
                 texts[(tenant_id, item.kind, item.id)] = item
     return texts
 
@@ -134,7 +136,7 @@ async def _settle_tenant(
     Returns (embedded, dropped, requeued)."""
     items = [vectors.get(_key(job)) for job in jobs]
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        settled = await store.settle_embeddings(conn, tenant_id, jobs, items, model)
+        settled = await queue_queries.settle_embeddings(conn, tenant_id, jobs, items, model)
     dropped = sum(1 for item in items if item is None)
     return settled.embedded, dropped, len(jobs) - settled.embedded - dropped
 
@@ -158,7 +160,7 @@ async def _fail(lib: Library, failed: Sequence[tuple[Job, Failure]]) -> None:
         for group, wait, attempted in ((tried, delay, True), (untried, retry_in, False)):
             if group:
                 jobs, errors = [job for job, _ in group], [error for _, error in group]
-                await store.fail_embedding_jobs(
+                await queue_queries.fail_embedding_jobs(
                     conn, jobs, errors, wait, settings.task_max_retries, attempted=attempted
                 )
     for job, error in tried:
@@ -195,7 +197,7 @@ async def drain_items(lib: Library, items: Sequence[ItemKey]) -> DrainResult:
     texts: dict[ItemKey, ItemText] = {}
     for tenant_id, wanted in _items_by_tenant(items).items():
         async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-            claimed = await store.claim_embedding_items(
+            claimed = await queue_queries.claim_embedding_items(
                 conn, tenant_id, wanted, _lease_seconds(lib)
             )
         for job, item in claimed:
@@ -333,8 +335,8 @@ async def start_up(lib: Library) -> bool:
 async def drain_until_empty(
     lib: Library,
     tenant_id: TenantId | None,
-    on_progress: Callable[[store.Backlog], None],
-) -> store.Backlog:
+    on_progress: Callable[[queue_queries.Backlog], None],
+) -> queue_queries.Backlog:
     """Drain (alongside any other worker) until no job of the scope is left; a provider
     that is down is waited for (jobs are retried with their backoff, never given up).
     Returns the final backlog."""

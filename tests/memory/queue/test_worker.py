@@ -28,8 +28,8 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
+from service.embeddings.base import l2_normalise
 from service.memory import agents, episodes, tenants
-from service.memory.embeddings.base import l2_normalise
 from service.memory.library import Library, build_library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog, worker

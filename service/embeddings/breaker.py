@@ -19,14 +19,14 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from service.logs import get_logger
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     EmbeddingError,
     EmbeddingProvider,
     ProviderUnavailable,
     embed_queries,
     unit_vectors,
 )
+from service.logs import get_logger
 
 log = get_logger("service.embeddings")
 Clock = Callable[[], float]

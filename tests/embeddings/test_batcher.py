@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.memory.embeddings.base import EmbeddingError
-from service.memory.embeddings.batcher import EmbeddingBatcher
-from service.memory.embeddings.breaker import CircuitBreaker, embed_guarded
+from service.embeddings.base import EmbeddingError
+from service.embeddings.batcher import EmbeddingBatcher
+from service.embeddings.breaker import CircuitBreaker, embed_guarded
 
 WAIT = 5.0
 

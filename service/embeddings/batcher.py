@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     AsymmetricProvider,
     EmbeddingError,
     EmbeddingProvider,
