@@ -82,7 +82,7 @@ async def update_memory(
                 agent_id,
                 "edited",
             )
-        inline = await embed_inline(lib, clean.text)
+        inline = await embed_inline(lib, tenant_id, clean.text)
     try:
         await _apply_update(lib, tenant_id, memory_id, clean.text, agent_id, inline, guard)
     except Conflict as exc:
