@@ -12,7 +12,7 @@ from service.mcp.schemas import (
     PROJECT_ID,
     WRITE_PROJECT_ID,
 )
-from service.mcp.shaping import listing as shaping
+from service.mcp.shaping import listing as listing_shaping
 from service.memory import bounds, episodes
 from service.models import JsonObject
 
@@ -93,7 +93,7 @@ async def _list_episodes(env: ToolEnv, args: JsonObject) -> JsonObject:
         project_id=args.get("project_id"),
         limit=args["limit"],
     )
-    return shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
+    return listing_shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
 
 
 LIST_EPISODES = ToolSpec(

@@ -16,7 +16,7 @@ from service.mcp.schemas import (
     name,
     string,
 )
-from service.mcp.shaping import listing as shaping
+from service.mcp.shaping import listing as listing_shaping
 from service.memory import bounds
 from service.memory.memories import edits, listing, store
 from service.models import JsonObject
@@ -84,7 +84,7 @@ async def _list_memories(env: ToolEnv, args: JsonObject) -> JsonObject:
         project_id=args.get("project_id"),
         limit=args["limit"],
     )
-    return shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
+    return listing_shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
 
 
 LIST_MEMORIES = ToolSpec(
