@@ -63,7 +63,7 @@ def test_summary_means_add_up_to_the_total_and_missing_phases_count_zero() -> No
 
 
 def test_records_pair_with_the_last_calls_of_their_tool_in_order() -> None:
-    records = [
+    records: list[dict[str, object]] = [
         {"tool": None, "intervals": [[EDGE, 0.0, 1.0]]},
         {"tool": "recall", "intervals": [[EDGE, 0.0, 1.0]]},  # warm-up
         {"tool": "store", "intervals": [[EDGE, 0.0, 1.0]]},
