@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.latency.phases import (
@@ -76,3 +78,41 @@ def test_records_pair_with_the_last_calls_of_their_tool_in_order() -> None:
     assert calls[1].intervals == [Interval(EDGE, 0.0, 3.0)]
     with pytest.raises(ValueError, match="3 server records of recall for 4 calls"):
         pair_calls([1.0] * 4, records, "recall")
+
+
+def _run(p50: float, p95: float, per_s: float, failed: int = 0) -> dict[str, object]:
+    latency = {"p50_ms": p50, "p95_ms": p95, "throughput_per_s": per_s}
+    return {"latency": latency, "failures": {"x": failed} if failed else {}}
+
+
+def test_versus_rows_pair_the_service_and_cpersona_per_size() -> None:
+    from bench.latency.versus import versus_rows
+
+    side = {"recall_1": _run(10.0, 20.0, 90.0), "recall_8": _run(0, 0, 40.0)}
+    mine = {**side, "store_8": _run(0, 0, 50.0)}
+    theirs = {**side, "store_8": _run(0, 0, 15.0, failed=2)}
+    rows = versus_rows({"sizes": [{"tier": "1k", "service": mine, "cpersona": theirs}]})
+    assert rows == [
+        ["1k", "service", "10.0", "20.0", "40.0", "50.0", 0],
+        ["1k", "CPersona 2.6.14", "10.0", "20.0", "40.0", "15.0", 2],
+    ]
+
+
+def test_cpersona_is_served_over_http_with_a_token_and_the_http_embedder(tmp_path: Path) -> None:
+    from bench.harness.cpersona import TOKEN, cpersona_env
+
+    env = cpersona_env(tmp_path, 8123, "http://127.0.0.1:9/embed")
+    assert env["CPERSONA_TRANSPORT"] == "streamable-http"
+    assert env["CPERSONA_HTTP_PORT"] == "8123"
+    assert env["CPERSONA_AUTH_TOKEN"] == TOKEN
+    assert env["CPERSONA_EMBEDDING_MODE"] == "http"
+    assert env["CPERSONA_EMBEDDING_URL"].endswith("/embed")
+    assert env["CPERSONA_DB_PATH"] == str(tmp_path / "cpersona.db")
+
+
+def test_store_texts_are_all_new() -> None:
+    from bench.latency.breakdown import store_texts
+    from bench.latency.versus import new_texts
+
+    assert len(set(store_texts(50, "1k"))) == 50
+    assert len(set(new_texts(50, "1k"))) == 50
