@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from service.memory.embeddings.local import LocalEmbeddingProvider
+from service.embeddings.local import LocalEmbeddingProvider
 
 
 def build_app() -> Starlette:

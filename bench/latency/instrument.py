@@ -131,7 +131,7 @@ def _transport() -> None:
 
 
 def _library() -> None:
-    from service.memory.embeddings import batcher
+    from service.embeddings import batcher
 
     _wrap_function("service.mcp.server", "_text_result", "JSON encoding (tool body)")
     _wrap_function("jsonschema.exceptions", "best_match", "schema validation")
@@ -139,7 +139,7 @@ def _library() -> None:
     _wrap_function("service.memory.memories.store", "store", "library (other Python)")
     _wrap_function("service.memory.recall.rank", "rank", "ranking")
     _wrap_function("service.mcp.delivery", "deliver", "rendering")
-    _wrap_function("service.memory.embeddings.cache", "embed_query", "embedding")
+    _wrap_function("service.embeddings.cache", "embed_query", "embedding")
     _wrap_method(batcher.EmbeddingBatcher, "embed", "embedding")
 
 
