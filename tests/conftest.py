@@ -29,8 +29,8 @@ from service.config import Settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
+from service.embeddings.base import EmbeddingProvider
 from service.extras import local_embeddings_installed
-from service.memory.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
 from tests.servers import pooling
 from tests.servers.postgres import admin_execute, database_of, with_database
@@ -145,7 +145,7 @@ def local_embedder() -> Iterator[EmbeddingProvider]:
     """The real local ONNX model, loaded once per session (skips without the extra)."""
     if not local_embeddings_installed():
         pytest.skip("the optional 'local' embedding extra is not installed")
-    from service.memory.embeddings.local import LocalEmbeddingProvider
+    from service.embeddings.local import LocalEmbeddingProvider
 
     provider = LocalEmbeddingProvider()
     yield provider

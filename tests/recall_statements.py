@@ -30,7 +30,7 @@ def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
     default), so a new required field fails loudly here instead of silently measuring
     another statement.
     """
-    from service.db import recall as store
+    from service.db import recall as recall_queries
     from service.memory.recall import query_terms
 
     terms = query_terms.build(text)
@@ -46,9 +46,9 @@ def retrieval(text: str, vector: Sequence[float]) -> Retrieval:
         "vector_depth": 20,
         "query": text,
     }
-    fields = dataclasses.fields(store.Retrieval)
+    fields = dataclasses.fields(recall_queries.Retrieval)
     missing = dataclasses.MISSING
-    return store.Retrieval(
+    return recall_queries.Retrieval(
         **{f.name: known[f.name] for f in fields if f.name in known or f.default is missing}
     )
 
@@ -81,11 +81,13 @@ async def candidates(
     ``conn`` is an asyncpg connection or a :class:`_Recorder` standing in for one (only
     ``fetch`` is called), hence ``Any``.
     """
-    from service.db import recall as store
+    from service.db import recall as recall_queries
     from service.models import TenantId
 
-    scope = scope or store.Scope(agent, None, "", None)
-    return await store.recall_candidates(conn, TenantId(tenant), scope, retrieval(text, vector))
+    scope = scope or recall_queries.Scope(agent, None, "", None)
+    return await recall_queries.recall_candidates(
+        conn, TenantId(tenant), scope, retrieval(text, vector)
+    )
 
 
 async def production_calls(

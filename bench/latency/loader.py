@@ -121,7 +121,7 @@ async def ensure_agent(conn: asyncpg.Connection[Any], tenant: uuid.UUID, name: s
 def local_model() -> str:
     """The name the service records next to vectors of its local model (imported late,
     so a benchmark can point ``sys.path`` at a snapshot of the service first)."""
-    from service.memory.embeddings import local
+    from service.embeddings import local
 
     if local.DIMENSION != DIMENSION:
         raise RuntimeError(f"the local model has {local.DIMENSION} dimensions, not {DIMENSION}")

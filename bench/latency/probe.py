@@ -12,7 +12,7 @@ import collections
 import contextlib
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,20 @@ class Target:
     agent: str
 
 
+Request = Callable[[Target, str], tuple[str, dict[str, Any]]]
+"""A job's tool call: the tool and its arguments for a target and a text."""
+
+
+def recall_request(target: Target, text: str) -> tuple[str, dict[str, Any]]:
+    """``recall`` of ``text`` (limit 10): the call every latency run measures by default."""
+    return "recall", {"agent_id": target.agent, "query": text, "limit": 10}
+
+
+def store_request(target: Target, text: str) -> tuple[str, dict[str, Any]]:
+    """``store`` of ``text`` as a new memory of the target's agent."""
+    return "store", {"agent_id": target.agent, "message": {"content": text}}
+
+
 @dataclasses.dataclass
 class _Run:
     """Shared state of one measurement: the job queues, the results, the start mark."""
@@ -43,6 +57,7 @@ class _Run:
     warm: collections.deque[tuple[Target, str]]
     measured: collections.deque[tuple[Target, str]]
     barrier: asyncio.Barrier
+    request: Request = recall_request
     latencies: list[float] = dataclasses.field(default_factory=list)
     failures: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     before: CpuSnapshot | None = None
@@ -61,8 +76,8 @@ async def _drain(
         if target.key not in sessions:
             session = mcp_session(run.service.mcp_url, target.key)
             sessions[target.key] = await stack.enter_async_context(session)
-        args = {"agent_id": target.agent, "query": text, "limit": 10}
-        reply = await call_json(sessions[target.key], "recall", args)
+        tool, args = run.request(target, text)
+        reply = await call_json(sessions[target.key], tool, args)
         if reply.failed:
             run.failures[str(reply.body.get("error", "?"))[:80]] += 1
         if measured:
@@ -86,8 +101,10 @@ async def measure(
     clients: int,
     warmup: int,
     max_seconds: float,
+    request: Request = recall_request,
 ) -> dict[str, Any]:
-    """Latency of ``recall`` (limit 10) with ``clients`` concurrent clients.
+    """Latency of ``recall`` (limit 10; another call with ``request``) with ``clients``
+    concurrent clients.
 
     Each text is used once (unique queries: every one is embedded); targets are
     drawn round-robin. The first ``warmup`` calls are not measured.
@@ -98,6 +115,7 @@ async def measure(
         collections.deque(jobs[:warmup]),
         collections.deque(jobs[warmup:]),
         asyncio.Barrier(clients),
+        request,
     )
     await asyncio.wait_for(asyncio.gather(*(_worker(run) for _ in range(clients))), max_seconds)
     after = cpu_snapshot(service)

@@ -124,14 +124,14 @@ def _exact_scores(
 
 def _vector_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
     """The service's local model (MiniLM)."""
-    from service.memory.embeddings.local import LocalEmbeddingProvider
+    from service.embeddings.local import LocalEmbeddingProvider
 
     return _exact_scores(LocalEmbeddingProvider(), turns, questions)
 
 
 def _e5_scores(turns: Sequence[Turn], questions: Sequence[Question]) -> list[dict[str, float]]:
     """multilingual-e5-small (``passage:`` / ``query:``), when installed."""
-    from service.memory.embeddings.e5 import E5EmbeddingProvider
+    from service.embeddings.e5 import E5EmbeddingProvider
 
     return _exact_scores(E5EmbeddingProvider(), turns, questions)
 

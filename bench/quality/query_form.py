@@ -1,6 +1,6 @@
 """The local model's query form against the graph as shipped: speed, agreement, quality.
 
-Recall embeds its query with the query form (``service/memory/embeddings/query_graph.py``:
+Recall embeds its query with the query form (``service/embeddings/query_graph.py``:
 the shipped int8 weights multiplied in int8, each query alone) while stored texts keep the
 graph as shipped. This measures, in process and through the provider's own methods (its
 model thread, as the service calls it), on LoCoMo's questions and turns:
@@ -102,7 +102,7 @@ async def _quality(
 
 
 async def _measure(args: argparse.Namespace) -> dict[str, Any]:
-    from service.memory.embeddings.local import LocalEmbeddingProvider
+    from service.embeddings.local import LocalEmbeddingProvider
 
     convs = load(args.data, args.conversations, None)
     texts = [q.text for q in questions_of(convs)][: args.speed_questions]

@@ -19,7 +19,7 @@ BATCH_SIZES = (1, 8, 16, 32, 64)
 
 
 async def _rates(texts: Sequence[str], sizes: Sequence[int]) -> list[dict[str, Any]]:
-    from service.memory.embeddings.local import LocalEmbeddingProvider
+    from service.embeddings.local import LocalEmbeddingProvider
 
     provider = LocalEmbeddingProvider(batch_size=max(sizes))
     try:

@@ -12,11 +12,11 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
+from service.app.oauth import server as oauth_server
 from service.db.embedded import EmbeddedPostgres, RestartFailed
 from service.db.pool import Database
 from service.logs import get_logger, throttled
 from service.memory.library import Library
-from service.memory.oauth import server as oauth_server
 from service.memory.portability import export_area
 from service.memory.queue import worker
 from service.memory.queue.writebehind import run_write_behind

@@ -68,7 +68,7 @@ async def archive_episode(
     start, end = history_span(req.history)
     if waits_for_vector(lib):
         await pauses.obey_now(lib, tenant_id, guard)
-    inline = await embed_inline(lib, episode_text(summary.text, keywords.text))
+    inline = await embed_inline(lib, tenant_id, episode_text(summary.text, keywords.text))
     async with lib.db.tenant_tx(tenant_id) as conn:
         await pauses.obey(conn, tenant_id, guard)
         agent = await agents.ensure_agent(conn, tenant_id, req.agent_id)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Final
 from urllib.parse import quote
 
-from service.db import ledger as store
+from service.db import ledger as ledger_queries
 from service.db.ledger import Exchange, Offered
 from service.memory.library import Library
 from service.models import TenantId
@@ -74,7 +74,7 @@ async def deliver(
     # On the primary, also from a read-replica view: the statement writes, and it must
     # see what every replica recorded for the session.
     async with lib.write_db.tenant_tx(tenant_id) as conn:
-        return await store.ledger_deliver(
+        return await ledger_queries.ledger_deliver(
             conn,
             tenant_id,
             session_key,

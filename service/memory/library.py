@@ -27,12 +27,12 @@ import dataclasses
 from service.config import Settings
 from service.db.pool import Database
 from service.db.read_routing import ReadReplica
+from service.embeddings.base import EmbeddingProvider
+from service.embeddings.batcher import EmbeddingBatcher
+from service.embeddings.breaker import CircuitBreaker
+from service.embeddings.cache import QueryEmbeddingCache
+from service.embeddings.factory import build_provider
 from service.errors import ConfigError
-from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.batcher import EmbeddingBatcher
-from service.memory.embeddings.breaker import CircuitBreaker
-from service.memory.embeddings.cache import QueryEmbeddingCache
-from service.memory.embeddings.factory import build_provider
 from service.memory.queue.handoff import Handoff
 
 HTTP_CALLS_IN_FLIGHT = 4

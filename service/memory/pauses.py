@@ -21,7 +21,7 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from service.db import pauses as store
+from service.db import pauses as pauses_queries
 from service.db.pool import Connection
 from service.errors import InvalidInput, ServiceError
 from service.memory.library import Library
@@ -108,8 +108,8 @@ async def pause(
     """
     ttl, key = _ttl(ttl_seconds), _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        await store.delete_expired_pauses(conn, tenant_id)
-        expires_at = await store.upsert_pause(conn, tenant_id, key, ttl, by)
+        await pauses_queries.delete_expired_pauses(conn, tenant_id)
+        expires_at = await pauses_queries.upsert_pause(conn, tenant_id, key, ttl, by)
     body = {"paused": True, "expires_at": expires_at.isoformat(), "ttl_seconds": ttl}
     return _scoped(body, key)
 
@@ -118,7 +118,7 @@ async def resume(lib: Library, tenant_id: TenantId, session_key: str = "") -> Js
     """Lift the pause of that scope. ``was_active`` says whether one was in force."""
     key = _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        was_active = await store.delete_pause(conn, tenant_id, key)
+        was_active = await pauses_queries.delete_pause(conn, tenant_id, key)
     return _scoped({"paused": False, "was_active": was_active}, key)
 
 
@@ -130,7 +130,7 @@ async def status(lib: Library, tenant_id: TenantId, session_key: str = "") -> Js
     """
     key = _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        rows = await store.pauses_in_force(conn, tenant_id, key)
+        rows = await pauses_queries.pauses_in_force(conn, tenant_id, key)
     own = next((row for row in rows if row.session_key == key), None)
     body: JsonObject = {
         "paused": own is not None,
@@ -161,7 +161,7 @@ async def pause_in_force(
 ) -> ActivePause | None:
     """:func:`active_pause` inside the caller's tenant transaction (see
     :func:`pausable_key` for an invalid session key)."""
-    rows = await store.pauses_in_force(conn, tenant_id, pausable_key(session_key))
+    rows = await pauses_queries.pauses_in_force(conn, tenant_id, pausable_key(session_key))
     if not rows:
         return None
     return active_of(max(rows, key=lambda item: item.expires_at))
@@ -173,7 +173,7 @@ def pausable_key(session_key: str) -> str:
     return session_key if valid_session_key(session_key) else ""
 
 
-def active_of(row: store.PauseRow) -> ActivePause:
+def active_of(row: pauses_queries.PauseRow) -> ActivePause:
     """The stored pause row as the pause in force a write obeys."""
     return ActivePause(scope_of(row.session_key), row.session_key, row.expires_at, row.remaining)
 

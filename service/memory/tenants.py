@@ -16,7 +16,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from service.db import tenants as store
+from service.db import tenants as tenants_queries
 from service.db.pool import Connection, Database
 from service.errors import Conflict, InvalidInput, NotFound
 from service.models import PERMISSIONS, TOOL_SETS, Caller, Permission, TenantId, ToolSet
@@ -57,28 +57,28 @@ def parse_tool_set(raw: str) -> ToolSet:
     return raw  # narrowed to ToolSet by the membership test
 
 
-async def create_tenant(db: Database, slug: str, name: str = "") -> store.TenantRow:
+async def create_tenant(db: Database, slug: str, name: str = "") -> tenants_queries.TenantRow:
     if not _SLUG.match(slug):
         raise InvalidInput(f"tenant slug {slug!r}: use 1-63 lower-case letters, digits, dashes")
     async with db.admin_tx() as conn:
-        row = await store.insert_tenant(conn, slug, name)
+        row = await tenants_queries.insert_tenant(conn, slug, name)
     if row is None:
         raise Conflict(f"tenant {slug!r} already exists")
     return row
 
 
-async def list_tenants(db: Database) -> list[store.TenantRow]:
+async def list_tenants(db: Database) -> list[tenants_queries.TenantRow]:
     async with db.admin_tx() as conn:
-        return await store.list_tenants(conn)
+        return await tenants_queries.list_tenants(conn)
 
 
 async def count_tenants(db: Database) -> int:
     async with db.admin_tx() as conn:
-        return await store.count_tenants(conn)
+        return await tenants_queries.count_tenants(conn)
 
 
-async def _tenant(conn: Connection, slug: str) -> store.TenantRow:
-    row = await store.tenant_by_slug(conn, slug)
+async def _tenant(conn: Connection, slug: str) -> tenants_queries.TenantRow:
+    row = await tenants_queries.tenant_by_slug(conn, slug)
     if row is None:
         raise NotFound(f"no tenant {slug!r}")
     return row
@@ -104,7 +104,7 @@ def expiry_days(raw: str | float | None) -> float | None:
     return days
 
 
-def key_state(row: store.KeyRow, now: datetime | None = None) -> str:
+def key_state(row: tenants_queries.KeyRow, now: datetime | None = None) -> str:
     """``revoked``, ``expired`` or ``active``: what authentication would decide now."""
     if row.revoked_at is not None:
         return "revoked"
@@ -134,7 +134,7 @@ async def create_key(
     prefix, key = new_key()
     async with db.admin_tx() as conn:
         tenant = await _tenant(conn, slug)
-        await store.insert_api_key(
+        await tenants_queries.insert_api_key(
             conn,
             tenant.id,
             prefix,
@@ -147,15 +147,15 @@ async def create_key(
     return key
 
 
-async def list_keys(db: Database, slug: str) -> list[store.KeyRow]:
+async def list_keys(db: Database, slug: str) -> list[tenants_queries.KeyRow]:
     async with db.admin_tx() as conn:
         tenant = await _tenant(conn, slug)
-        return await store.list_api_keys(conn, tenant.id)
+        return await tenants_queries.list_api_keys(conn, tenant.id)
 
 
 async def revoke_key(db: Database, key_id: str) -> datetime:
     async with db.admin_tx() as conn:
-        revoked_at = await store.revoke_api_key(conn, key_id)
+        revoked_at = await tenants_queries.revoke_api_key(conn, key_id)
     if revoked_at is None:
         raise NotFound(f"no key {key_id!r}")
     return revoked_at
@@ -166,13 +166,13 @@ async def authenticate(db: Database, key: str) -> Caller | None:
     if not _KEY.match(key):
         return None
     async with db.admin_conn() as conn:  # one statement, one round trip (no BEGIN/COMMIT)
-        row = await store.api_key_for_auth(conn, key[:PREFIX_LENGTH])
+        row = await tenants_queries.api_key_for_auth(conn, key[:PREFIX_LENGTH])
         if row is None or not hmac.compare_digest(row.key_hash, hash_key(key)):
             return None
         if row.revoked or row.expired:
             return None
         if row.touch_due:
-            await store.touch_api_key(conn, row.prefix)
+            await tenants_queries.touch_api_key(conn, row.prefix)
     grants = {agent: cast(Permission, level) for agent, level in row.grants.items()}
     return Caller(
         tenant_id=TenantId(row.tenant_id),

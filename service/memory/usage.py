@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from typing import Final
 
-from service.db import usage as store
+from service.db import usage as usage_queries
 from service.db.usage import UsageRow
 from service.memory.library import Library
 from service.models import TenantId
@@ -96,7 +96,7 @@ class UsageCounter:
         pending, self._pending = self._pending, defaultdict(Counts)
         for (tenant_id, day, tool), counts in sorted(pending.items(), key=str):
             async with lib.db.tenant_tx(tenant_id) as conn:
-                await store.add_usage(conn, tenant_id, day, tool, counts.as_tuple())
+                await usage_queries.add_usage(conn, tenant_id, day, tool, counts.as_tuple())
         return len(pending)
 
 
@@ -104,4 +104,4 @@ async def report(lib: Library, tenant_id: TenantId, days: int) -> list[UsageRow]
     """The tenant's usage of the last ``days`` UTC days (today included), newest day
     first, one row per day and tool."""
     async with lib.db.tenant_tx(tenant_id) as conn:
-        return await store.usage_report(conn, tenant_id, days)
+        return await usage_queries.usage_report(conn, tenant_id, days)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.db import recall as store, sql
+from service.db import recall as recall_queries, sql
 from service.db.pool import APP_ROLE, MAX_CACHED_STATEMENT_CHARS, Database, Planning
 from service.memory import tenants
 from service.models import TenantId
@@ -33,15 +33,15 @@ async def test_a_repeated_recall_statement_is_prepared_once_per_connection(db: D
     if pooling.db_pooler() == "pgbouncer":
         pytest.skip("behind a transaction pooler the statement cache is off by design")
     tenant = TenantId((await tenants.create_tenant(db, "cached")).id)
-    scope = store.Scope("agent", None, "", None)
-    wanted = store.Retrieval(
+    scope = recall_queries.Scope("agent", None, "", None)
+    wanted = recall_queries.Retrieval(
         vector=None, tsquery="'tea'", lexemes=["tea"], patterns=[], limit=10,
         episodes=True, recency=False, query="tea",
     )  # fmt: skip
-    statement = store.lexical_statement(scope, wanted)
-    async with db.tenant_tx(tenant, generic_plans=store.plan_reusable(scope)) as conn:
+    statement = recall_queries.lexical_statement(scope, wanted)
+    async with db.tenant_tx(tenant, generic_plans=recall_queries.plan_reusable(scope)) as conn:
         for _ in range(3):
-            await store.recall_candidates(conn, tenant, scope, wanted)
+            await recall_queries.recall_candidates(conn, tenant, scope, wanted)
         prepared = await conn.fetch(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
             statement,
@@ -51,24 +51,28 @@ async def test_a_repeated_recall_statement_is_prepared_once_per_connection(db: D
 
 
 def test_the_recall_statement_is_rendered_once_per_shape() -> None:
-    wanted = store.Retrieval(
+    wanted = recall_queries.Retrieval(
         vector=None, tsquery="'tea'", lexemes=["tea"], patterns=[], limit=10,
         episodes=True, recency=False, query="tea", vector_depth=5,
     )  # fmt: skip
-    plain = store.lexical_statement(store.Scope("a", None, "", None), wanted)
-    assert plain is store.lexical_statement(store.Scope("b", None, "", None), wanted)
+    plain = recall_queries.lexical_statement(recall_queries.Scope("a", None, "", None), wanted)
+    assert plain is recall_queries.lexical_statement(
+        recall_queries.Scope("b", None, "", None), wanted
+    )
     for absent in ("project_id = $3", "m.channel = $4", "LIKE $5"):
         assert absent not in plain
     assert "LIMIT 10" in plain
-    nearest = store.vector_statement(store.Scope("a", None, "", None), wanted)
-    assert nearest is store.vector_statement(store.Scope("b", None, "", None), wanted)
+    nearest = recall_queries.vector_statement(recall_queries.Scope("a", None, "", None), wanted)
+    assert nearest is recall_queries.vector_statement(
+        recall_queries.Scope("b", None, "", None), wanted
+    )
     assert "LIMIT 5::int" in nearest
     assert "m.channel = $4" not in nearest
-    filtered = store.lexical_statement(store.Scope("a", "p", "c", "x%"), wanted)
+    filtered = recall_queries.lexical_statement(recall_queries.Scope("a", "p", "c", "x%"), wanted)
     for present in ("project_id = $3", "m.channel = $4", "LIKE $5"):
         assert present in filtered
-    assert store.plan_reusable(store.Scope("a", "p", "c", None))
-    assert not store.plan_reusable(store.Scope("a", None, "", "x%"))
+    assert recall_queries.plan_reusable(recall_queries.Scope("a", "p", "c", None))
+    assert not recall_queries.plan_reusable(recall_queries.Scope("a", None, "", "x%"))
 
 
 async def test_generic_plans_keep_the_planner_costs_and_plan_once(db: Database) -> None:
@@ -76,7 +80,7 @@ async def test_generic_plans_keep_the_planner_costs_and_plan_once(db: Database) 
     async with db.tenant_tx(tenant, generic_plans=True) as conn:
         row = await conn.fetchrow(SETTINGS)
         assert tuple(await conn.fetchrow(COSTS) or ())[1] == str(db.planning.random_page_cost)
-        await store.plan_each_statement(conn)
+        await recall_queries.plan_each_statement(conn)
         again = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
     assert row is not None
     assert tuple(row) == (APP_ROLE, str(tenant), "force_generic_plan")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from service.db import recall as store
+from service.db import recall as recall_queries
 from service.db.pool import Database
 from service.models import TenantId
 from tests.recall_statements import production_calls, sql_literals
@@ -66,7 +66,7 @@ async def _load(db: Database) -> str:
 
 
 async def _plans(
-    db: Database, tenant: str, query: str, scope: store.Scope, *, generic: bool
+    db: Database, tenant: str, query: str, scope: recall_queries.Scope, *, generic: bool
 ) -> str:
     """The plans of the statements the service sends for a default (hybrid) recall
     (lexical depth 100, vector depth 20, its own query terms) in ``scope``, one after
@@ -111,8 +111,8 @@ def _assert_indexed(plan: str) -> None:
 
 QUERIES = ("tea 4242", "travelling", "notes about it")
 """A rare word plus an id; a topic word (10% of rows); words in every row (the top-up)."""
-DEFAULT_SCOPE = store.Scope("target", None, "", None)
-FILTERED_SCOPE = store.Scope("target", "proj", "chan", None)
+DEFAULT_SCOPE = recall_queries.Scope("target", None, "", None)
+FILTERED_SCOPE = recall_queries.Scope("target", "proj", "chan", None)
 
 
 async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
@@ -121,7 +121,7 @@ async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database
         _assert_indexed(await _plans(db, tenant, query, DEFAULT_SCOPE, generic=False))
     # the shapes that run generic plans keep the same indexes, made without the values
     for scope in (DEFAULT_SCOPE, FILTERED_SCOPE):
-        assert store.plan_reusable(scope)
+        assert recall_queries.plan_reusable(scope)
         for query in QUERIES:
             plan = await _plans(db, tenant, query, scope, generic=True)
             _assert_indexed(plan)

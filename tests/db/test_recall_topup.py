@@ -9,7 +9,7 @@ before any LIMIT applies.
 
 from __future__ import annotations
 
-from service.db import recall as store
+from service.db import recall as recall_queries
 from service.db.pool import Database
 from service.memory import tenants
 from service.memory.recall import query_terms
@@ -31,13 +31,13 @@ async def _agent_with(db: Database, texts: list[str]) -> TenantId:
 
 async def _text_hits(db: Database, tenant: TenantId, query: str, budget: int) -> list[str]:
     terms = query_terms.build(query)
-    wanted = store.Retrieval(
+    wanted = recall_queries.Retrieval(
         vector=None, tsquery=terms.tsquery, lexemes=terms.lexemes, patterns=terms.patterns,
         limit=10, episodes=False, recency=False, query=query, budget=budget,
     )  # fmt: skip
     async with db.tenant_tx(tenant) as conn:
-        found = await store.recall_candidates(
-            conn, tenant, store.Scope("agent", None, "", None), wanted
+        found = await recall_queries.recall_candidates(
+            conn, tenant, recall_queries.Scope("agent", None, "", None), wanted
         )
     return sorted(hit.content for hit in found.hits if hit.channel == "memory_text")
 

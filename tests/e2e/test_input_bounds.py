@@ -149,3 +149,30 @@ async def test_one_tenants_failing_queries_leave_other_tenants_recall_healthy(
         provider.received.clear()
         await abuser.call("recall", agent_id="a", query="!poison again")
         assert "!poison again" not in provider.received
+
+
+async def test_one_tenants_refused_writes_leave_other_tenants_embedding(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    """Writes embed for their tenant too: ``abuser`` stores texts the provider refuses
+    (HTTP 400) past the breaker's threshold (3), inline and again in the app's queue
+    worker; ``victim``'s write is still embedded inline and its recall gets no
+    lexical-only advisory (a shared circuit would stay open for the 60 s cooldown)."""
+    slow = dataclasses.replace(
+        fault_settings(settings, provider), embedding_breaker_cooldown_secs=60
+    )
+    async with serve(slow, database_url) as served:
+        abuser = Agent(served, await new_tenant(lib, "abuser"))
+        victim = Agent(served, await new_tenant(lib, "victim"))
+        for n in range(8):
+            poisoned = await abuser.call("store", agent_id="a", message={"content": f"!poison {n}"})
+            assert (poisoned["result"], poisoned["embedded"]) == ("stored", False)
+        stored = await victim.call("store", agent_id="a", message={"content": "kiwi notes"})
+        assert (stored["result"], stored["embedded"]) == ("stored", True), stored
+        found = await victim.call("recall", agent_id="a", query="kiwi")
+        assert "advisory" not in found, found
+        # the abuser's own circuit is open: its next write does not reach the provider
+        provider.received.clear()
+        later = await abuser.call("store", agent_id="a", message={"content": "!poison later"})
+        assert later["embedded"] is False
+        assert "!poison later" not in provider.received

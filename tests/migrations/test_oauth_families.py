@@ -9,9 +9,10 @@ import uuid
 
 import pytest
 
+from service.app.oauth import server
+from service.app.oauth.refusals import GrantReplayed
 from service.db import migrate
 from service.memory.library import Library
-from service.memory.oauth import GrantReplayed, server
 from tests.support import new_tenant
 
 LIFETIMES = server.Lifetimes(access_seconds=3600, refresh_seconds=86_400)

@@ -9,7 +9,10 @@ consent page does not.
 Every route checks the Host header (DNS-rebinding protection; Origin is free here), and a
 database that is down or busy answers every route with the edge's 503 and ``Retry-After``
 (these routes are not behind the ``/mcp`` edge, whose answer it is), never a 500.
-How a bearer token is checked on ``/mcp`` is :mod:`service.app.oauth.bearer`.
+How a bearer token is checked on ``/mcp`` is :mod:`service.app.oauth.bearer`; the
+built-in server's clients, codes and tokens (their storage and rules) are
+:mod:`service.app.oauth.server`, an external issuer's JWT checks
+:mod:`service.app.oauth.issuer`, and what both raise :mod:`service.app.oauth.refusals`.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from typing import Final
 
 from starlette.requests import Request
 
+from service.app.oauth.refusals import GrantReplayed, OAuthRefusal
 from service.logs import get_logger
 from service.memory import tenants
-from service.memory.oauth import GrantReplayed, OAuthRefusal
 
 log = get_logger("service.oauth")
 MAX_FIELD_CHARS: Final = 100

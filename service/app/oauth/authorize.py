@@ -24,13 +24,12 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from service.app.oauth import audit, consent, forms
+from service.app.oauth import audit, consent, forms, server
 from service.app.oauth.attempts import ConsentAttempts
 from service.app.oauth.redirects import redirect_uri_problem
 from service.logs import get_logger, throttled
 from service.memory import tenants
 from service.memory.library import Library
-from service.memory.oauth import server
 
 log = get_logger("service.oauth")
 FIELDS = ("response_type", "client_id", "redirect_uri", "code_challenge",

@@ -15,11 +15,12 @@ import dataclasses
 
 from starlette.types import Scope
 
+from service.app.oauth import server
+from service.app.oauth.issuer import IssuerConfig, IssuerVerifier
+from service.app.oauth.refusals import TenantUnknown, TokenRejected
 from service.logs import get_logger, throttled
 from service.memory import tenants
 from service.memory.library import Library
-from service.memory.oauth import TenantUnknown, TokenRejected, server
-from service.memory.oauth.issuer import IssuerConfig, IssuerVerifier
 from service.models import Caller, JsonObject
 
 log = get_logger("service.oauth")

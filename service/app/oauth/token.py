@@ -35,11 +35,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from service.app.admission import RateBuckets
-from service.app.oauth import audit, forms
+from service.app.oauth import audit, forms, server
 from service.app.oauth.authorize import same_resource
 from service.app.oauth.redirects import MAX_URIS, redirect_uri_problem
+from service.app.oauth.refusals import OAuthRefusal, RegistrationsFull
 from service.memory.library import Library
-from service.memory.oauth import OAuthRefusal, RegistrationsFull, server
 
 NO_STORE: Final = {"cache-control": "no-store", "pragma": "no-cache"}
 AUTH_METHODS: Final = ("none", "client_secret_post", "client_secret_basic")

@@ -7,7 +7,7 @@ import dataclasses
 from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.schemas import AGENT_ID, string
-from service.mcp.shaping import contents as shaping
+from service.mcp.shaping import contents as contents_shaping
 from service.memory import bounds, contents
 from service.models import JsonObject
 
@@ -34,7 +34,7 @@ async def _get_contents(env: ToolEnv, params: GetContentsParams) -> JsonObject:
     sent count as delivered to the request's session, if it names one (the ledger)."""
     agent_id, refs = contents.checked_request(params.agent_id, params.refs)
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
-    answer = shaping.budget_contents(found)
+    answer = contents_shaping.budget_contents(found)
     items = answer["items"]
     if isinstance(items, list):
         await delivery.record_whole(env, [str(item["ref"]) for item in items])

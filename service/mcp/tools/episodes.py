@@ -15,7 +15,7 @@ from service.mcp.schemas import (
     PROJECT_ID,
     WRITE_PROJECT_ID,
 )
-from service.mcp.shaping import listing as shaping
+from service.mcp.shaping import listing as listing_shaping
 from service.memory import bounds, episodes
 from service.models import JsonObject
 
@@ -115,7 +115,7 @@ async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    return shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
+    return listing_shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
 
 
 LIST_EPISODES = ToolSpec(

@@ -19,7 +19,7 @@ from service.mcp.schemas import (
     name,
     string,
 )
-from service.mcp.shaping import listing as shaping
+from service.mcp.shaping import listing as listing_shaping
 from service.memory import bounds
 from service.memory.memories import edits, listing, store
 from service.models import JsonObject
@@ -97,7 +97,7 @@ async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    return shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
+    return listing_shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
 
 
 LIST_MEMORIES = ToolSpec(

@@ -9,7 +9,7 @@ successful calibration, so a failed one leaves the previous override in force.
 
 from __future__ import annotations
 
-from service.db import calibration as store
+from service.db import calibration as calibration_queries
 from service.errors import Refused
 from service.memory.calibration import precision
 from service.memory.calibration.params import CalibrationRequest
@@ -80,7 +80,7 @@ async def get_recall_precision(lib: Library, tenant_id: TenantId, agent_id: str)
     if not agent_id:
         raise Refused(precision.AGENT_REQUIRED)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        rows = await store.calibration_state(conn, tenant_id, agent_id)
+        rows = await calibration_queries.calibration_state(conn, tenant_id, agent_id)
     override = next((row.beta for row in rows if row.agent_row), None)
     default = precision.global_beta(lib.settings)
     beta = default if override is None else override

@@ -35,7 +35,7 @@ from datetime import timedelta
 from typing import Any
 
 from service.config import Settings
-from service.db import calibration as cal_store, recall as recall_store
+from service.db import calibration as calibration_queries, recall as recall_queries
 from service.db.pool import Connection
 from service.memory.calibration import stats
 from service.memory.library import Library
@@ -88,7 +88,7 @@ class _Scores:
 
 def _label(
     rows: Sequence[candidate.Candidate],
-    query: cal_store.PseudoQuery,
+    query: calibration_queries.PseudoQuery,
     signal: candidate.Signal,
     window: timedelta,
 ) -> _Scores:
@@ -111,7 +111,7 @@ async def _simulate(
     conn: Connection,
     tenant_id: TenantId,
     agent: str,
-    query: cal_store.PseudoQuery,
+    query: calibration_queries.PseudoQuery,
     vector_threshold: float,
 ) -> list[candidate.Candidate]:
     """One pseudo-query through retrieval, fusion and pre-gate scoring (no gate, no cut)."""
@@ -119,7 +119,7 @@ async def _simulate(
     mode = fusion.recall_mode(s.recall_mode, query.content)
     terms = query_terms.build(query.content)
     fts = s.fts_enabled or mode == "cascade"
-    wanted = recall_store.Retrieval(
+    wanted = recall_queries.Retrieval(
         vector=query.embedding,
         tsquery=terms.tsquery if fts else None,
         lexemes=terms.lexemes if fts else (),
@@ -129,8 +129,8 @@ async def _simulate(
         recency=False,
         confidence=s.confidence_enabled,
     )
-    scope = recall_store.Scope(agent, None, "", None)
-    found = await recall_store.recall_candidates(conn, tenant_id, scope, wanted)
+    scope = recall_queries.Scope(agent, None, "", None)
+    found = await recall_queries.recall_candidates(conn, tenant_id, scope, wanted)
     floor = fusion.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
     pool = channels_from(found.hits, (), floor, DEPTH)
     fused = scoring.fuse(mode, pool, [], s.rrf_k, DEPTH)
@@ -163,7 +163,7 @@ async def calibrate_gate(
     draws: list[dict[str, Any]] = []
     async with lib.db.tenant_tx(tenant_id) as conn:
         for _ in range(s.fused_gate_calibration_draws):
-            queries = await cal_store.calibration_pseudo_queries(
+            queries = await calibration_queries.calibration_pseudo_queries(
                 conn, tenant_id, agent, dim, s.fused_gate_sample_queries
             )
             for query in queries:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from service.db import calibration as store
+from service.db import calibration as calibration_queries
 from service.db.pool import Connection
 from service.errors import Refused
 from service.logs import get_logger
@@ -38,11 +38,15 @@ MIN_EMBEDDINGS: Final = 10
 MIN_ADJACENT_PAIRS: Final = 10
 
 
-def _row(rows: list[store.CalibrationRow], agent_row: bool) -> store.CalibrationRow | None:
+def _row(
+    rows: list[calibration_queries.CalibrationRow], agent_row: bool
+) -> calibration_queries.CalibrationRow | None:
     return next((row for row in rows if row.agent_row is agent_row), None)
 
 
-def current_threshold(lib: Library, rows: list[store.CalibrationRow], agent: str | None) -> float:
+def current_threshold(
+    lib: Library, rows: list[calibration_queries.CalibrationRow], agent: str | None
+) -> float:
     """The vector threshold recall applies now: the agent's, else the tenant's, else the
     configured ``CPERSONA_VECTOR_MIN_SIMILARITY``."""
     for row in (_row(rows, True) if agent else None, _row(rows, False)):
@@ -51,7 +55,7 @@ def current_threshold(lib: Library, rows: list[store.CalibrationRow], agent: str
     return lib.settings.vector_min_similarity
 
 
-def agent_beta(lib: Library, rows: list[store.CalibrationRow]) -> float:
+def agent_beta(lib: Library, rows: list[calibration_queries.CalibrationRow]) -> float:
     """The agent's precision override, else the deployment default."""
     row = _row(rows, True)
     if row is not None and row.beta is not None:
@@ -61,7 +65,7 @@ def agent_beta(lib: Library, rows: list[store.CalibrationRow]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class _Measured:
-    sample: store.Sample
+    sample: calibration_queries.Sample
     dim: int
     num_pairs: int
     stats: ThresholdStats
@@ -73,17 +77,19 @@ async def _positives(
     conn: Connection,
     tenant_id: TenantId,
     agent: str | None,
-    sample: store.Sample,
+    sample: calibration_queries.Sample,
     dim: int,
     size: int,
 ) -> tuple[list[float], str]:
     """Same-session neighbours when there are enough, else every row's nearest neighbour
     (an over-estimate of relatedness, so the threshold trends high: only a fallback)."""
     window = lib.settings.calibrate_temporal_window_min
-    adjacent = await store.calibration_adjacent_sims(conn, tenant_id, agent, dim, size, window)
+    adjacent = await calibration_queries.calibration_adjacent_sims(
+        conn, tenant_id, agent, dim, size, window
+    )
     if len(adjacent) >= MIN_ADJACENT_PAIRS:
         return sorted(adjacent), "temporal"
-    nearest = await store.calibration_nearest_sims(conn, tenant_id, sample.ids)
+    nearest = await calibration_queries.calibration_nearest_sims(conn, tenant_id, sample.ids)
     return sorted(nearest), "nn_fallback"
 
 
@@ -91,12 +97,12 @@ async def _measure(
     lib: Library, conn: Connection, tenant_id: TenantId, agent: str | None, p: Params
 ) -> _Measured | str:
     """The sample and the threshold it gives, or the refusal text when it is too small."""
-    sample = await store.calibration_sample(conn, tenant_id, agent, p.sample_n)
+    sample = await calibration_queries.calibration_sample(conn, tenant_id, agent, p.sample_n)
     if sample.drawn < MIN_EMBEDDINGS:
         return f"Need at least {MIN_EMBEDDINGS} embeddings, found {sample.drawn}"
     if len(sample.ids) < MIN_EMBEDDINGS or sample.dim is None:
         return f"Need at least {MIN_EMBEDDINGS} same-dimension embeddings, found {len(sample.ids)}"
-    null = await store.calibration_pair_sims(conn, tenant_id, sample.ids)
+    null = await calibration_queries.calibration_pair_sims(conn, tenant_id, sample.ids)
     positives: list[float] | None = None
     proxy: str | None = None
     if p.method == "separation":
@@ -182,7 +188,7 @@ async def calibrate_threshold(
         raise Refused(params)
     agent = req.agent_id or None
     async with lib.db.tenant_tx(tenant_id) as conn:
-        rows = await store.calibration_state(conn, tenant_id, agent)
+        rows = await calibration_queries.calibration_state(conn, tenant_id, agent)
         measured = await _measure(lib, conn, tenant_id, agent, params)
     if isinstance(measured, str):
         raise Refused(measured)
@@ -194,7 +200,7 @@ async def calibrate_threshold(
         report["fused_gate"] = gate
     record = _record(measured, gate, change, model, report)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        saved = await store.save_calibration(conn, tenant_id, agent, record)
+        saved = await calibration_queries.save_calibration(conn, tenant_id, agent, record)
     log.info(
         "recall_calibrated",
         scope=report["scope"],
@@ -213,9 +219,9 @@ def _record(
     change: precision.PrecisionChange | None,
     model: str | None,
     report: JsonObject,
-) -> store.Calibration:
+) -> calibration_queries.Calibration:
     """What the calibration stores; the beta only when set_recall_precision changes it."""
-    return store.Calibration(
+    return calibration_queries.Calibration(
         vector_threshold=m.stats.threshold,
         fused_gate=None if gate is None else float(gate["threshold"]),
         fused_gate_signal=None if gate is None else str(gate["signal"]),
@@ -235,7 +241,7 @@ async def paused_body(lib: Library, tenant_id: TenantId, req: CalibrationRequest
     params = resolve(lib.settings, req)
     agent = req.agent_id or None
     async with lib.db.tenant_tx(tenant_id) as conn:
-        rows = await store.calibration_state(conn, tenant_id, agent)
+        rows = await calibration_queries.calibration_state(conn, tenant_id, agent)
     return {
         "ok": True,
         "sidecar_persisted": False,

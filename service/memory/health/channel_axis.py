@@ -15,7 +15,7 @@ where they are (``skipped_locked``). Idempotent: a moved row no longer matches.
 
 from __future__ import annotations
 
-from service.db.health import channel_axis as store
+from service.db.health import channel_axis as channel_axis_queries
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
 
@@ -39,13 +39,15 @@ async def migrate_channel_axis(
     agent = agent_id or None
     migrated = globalized = 0
     async with lib.db.tenant_tx(tenant_id) as conn:
-        survey = await store.health_discord_survey(
+        survey = await channel_axis_queries.health_discord_survey(
             conn, tenant_id, agent, INVALID_ID_LIMIT, SAMPLE_LIMIT
         )
         if not effective_dry_run:
-            migrated = await store.health_rechannel_discord(conn, tenant_id, agent)
+            migrated = await channel_axis_queries.health_rechannel_discord(conn, tenant_id, agent)
             if globalize_unrecoverable:
-                globalized = await store.health_globalize_discord(conn, tenant_id, agent)
+                globalized = await channel_axis_queries.health_globalize_discord(
+                    conn, tenant_id, agent
+                )
     body: JsonObject = {
         "agent_id": agent_id,
         "dry_run": effective_dry_run,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from service.db.health import content as store
+from service.db.health import content as content_queries
 from service.db.pool import Connection
 from service.memory import text
 from service.memory.health.base import Issue, Scope
@@ -26,7 +26,7 @@ MISSING_PROFILE_NAMES = 100
 Rewrite = Callable[[str], str]
 
 
-def _rewrites(rows: list[store.MemoryText], rewrite: Rewrite) -> list[tuple[int, str]]:
+def _rewrites(rows: list[content_queries.MemoryText], rewrite: Rewrite) -> list[tuple[int, str]]:
     """(id, new content) of the unlocked rows whose rewrite changes something."""
     pairs = ((row.id, rewrite(row.content)) for row in rows if not row.locked)
     contents = {row.id: row.content for row in rows}
@@ -37,7 +37,9 @@ async def _apply(conn: Connection, scope: Scope, pairs: list[tuple[int, str]]) -
     if not pairs:
         return {"fixed": 0, "rewritten": 0, "deleted": 0}
     ids, contents = zip(*pairs, strict=True)
-    done = await store.health_rewrite_memories(conn, scope.tenant_id, ids, contents, scope.provider)
+    done = await content_queries.health_rewrite_memories(
+        conn, scope.tenant_id, ids, contents, scope.provider
+    )
     return {
         "fixed": done.rewritten + done.deleted,
         "rewritten": done.rewritten,
@@ -59,7 +61,9 @@ def _cut(scope: Scope) -> Rewrite:
 
 async def memory_annotation(conn: Connection, scope: Scope) -> Issue | None:
     """``[Memory from …]`` echoes pasted back by agents (store strips them on write)."""
-    rows = await store.health_pattern_memories(conn, scope.tenant_id, scope.agent, ANNOTATION_SQL)
+    rows = await content_queries.health_pattern_memories(
+        conn, scope.tenant_id, scope.agent, ANNOTATION_SQL
+    )
     if not rows:
         return None
     writable = _rewrites(rows, _strip_annotations(scope))
@@ -67,13 +71,17 @@ async def memory_annotation(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def fix_memory_annotation(conn: Connection, scope: Scope) -> dict[str, int]:
-    rows = await store.health_pattern_memories(conn, scope.tenant_id, scope.agent, ANNOTATION_SQL)
+    rows = await content_queries.health_pattern_memories(
+        conn, scope.tenant_id, scope.agent, ANNOTATION_SQL
+    )
     return await _apply(conn, scope, _rewrites(rows, _strip_annotations(scope)))
 
 
 async def discord_mention(conn: Connection, scope: Scope) -> Issue | None:
     """Raw Discord mention tokens (``<@123>``, ``<@!123>``, ``<@&123>``) in content."""
-    rows = await store.health_pattern_memories(conn, scope.tenant_id, scope.agent, MENTION_SQL)
+    rows = await content_queries.health_pattern_memories(
+        conn, scope.tenant_id, scope.agent, MENTION_SQL
+    )
     if not rows:
         return None
     writable = _rewrites(rows, _strip_mentions)
@@ -81,14 +89,18 @@ async def discord_mention(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def fix_discord_mention(conn: Connection, scope: Scope) -> dict[str, int]:
-    rows = await store.health_pattern_memories(conn, scope.tenant_id, scope.agent, MENTION_SQL)
+    rows = await content_queries.health_pattern_memories(
+        conn, scope.tenant_id, scope.agent, MENTION_SQL
+    )
     return await _apply(conn, scope, _rewrites(rows, _strip_mentions))
 
 
 async def oversized_content(conn: Connection, scope: Scope) -> Issue | None:
     """Memories over CPERSONA_MAX_CONTENT_LENGTH (written before the cap, or by hand)."""
     limit = scope.settings.max_content_length
-    rows = await store.health_oversized_memories(conn, scope.tenant_id, scope.agent, limit)
+    rows = await content_queries.health_oversized_memories(
+        conn, scope.tenant_id, scope.agent, limit
+    )
     if not rows:
         return None
     return {
@@ -102,7 +114,9 @@ async def oversized_content(conn: Connection, scope: Scope) -> Issue | None:
 
 async def fix_oversized_content(conn: Connection, scope: Scope) -> dict[str, int]:
     limit = scope.settings.max_content_length
-    rows = await store.health_oversized_memories(conn, scope.tenant_id, scope.agent, limit)
+    rows = await content_queries.health_oversized_memories(
+        conn, scope.tenant_id, scope.agent, limit
+    )
     return await _apply(conn, scope, _rewrites(rows, _cut(scope)))
 
 
@@ -110,7 +124,7 @@ async def duplicate_content(conn: Connection, scope: Scope) -> Issue | None:
     """The same content twice in one agent and project, in different channels (the
     unique index only forbids it within one channel). The repair keeps the
     channel-less row (visible from every channel), else the oldest."""
-    found = await store.health_duplicate_content(conn, scope.tenant_id, scope.agent)
+    found = await content_queries.health_duplicate_content(conn, scope.tenant_id, scope.agent)
     if found.groups == 0:
         return None
     return {
@@ -122,25 +136,29 @@ async def duplicate_content(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def fix_duplicate_content(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {"fixed": await store.health_delete_duplicates(conn, scope.tenant_id, scope.agent)}
+    return {
+        "fixed": await content_queries.health_delete_duplicates(conn, scope.tenant_id, scope.agent)
+    }
 
 
 async def empty_content(conn: Connection, scope: Scope) -> Issue | None:
     """Whitespace-only memories (store refuses them; they come from elsewhere)."""
-    found = await store.health_empty_content(conn, scope.tenant_id, scope.agent)
+    found = await content_queries.health_empty_content(conn, scope.tenant_id, scope.agent)
     if found.count == 0:
         return None
     return {"type": "empty_content", "count": found.count, "repairable": found.repairable}
 
 
 async def fix_empty_content(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {"fixed": await store.health_delete_empty(conn, scope.tenant_id, scope.agent)}
+    return {"fixed": await content_queries.health_delete_empty(conn, scope.tenant_id, scope.agent)}
 
 
 async def oversized_profile(conn: Connection, scope: Scope) -> Issue | None:
     """Profiles over CPERSONA_MAX_PROFILE_LENGTH: injected into recalls at full size."""
     limit = scope.settings.max_profile_length
-    found = await store.health_oversized_profiles(conn, scope.tenant_id, scope.agent, limit)
+    found = await content_queries.health_oversized_profiles(
+        conn, scope.tenant_id, scope.agent, limit
+    )
     if found.count == 0:
         return None
     return {
@@ -154,12 +172,16 @@ async def oversized_profile(conn: Connection, scope: Scope) -> Issue | None:
 
 async def fix_oversized_profile(conn: Connection, scope: Scope) -> dict[str, int]:
     limit = scope.settings.max_profile_length
-    return {"fixed": await store.health_cut_profiles(conn, scope.tenant_id, scope.agent, limit)}
+    return {
+        "fixed": await content_queries.health_cut_profiles(
+            conn, scope.tenant_id, scope.agent, limit
+        )
+    }
 
 
 async def missing_profile(conn: Connection, scope: Scope) -> Issue | None:
     """Agents with memories but no profile (an observation: profiles are optional)."""
-    names = await store.health_missing_profiles(conn, scope.tenant_id, scope.agent)
+    names = await content_queries.health_missing_profiles(conn, scope.tenant_id, scope.agent)
     if not names:
         return None
     issue: Issue = {

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 
 from service.config import Settings
-from service.db.health import deep as store
+from service.db.health import deep as deep_queries
 from service.db.pool import Connection
 from service.logs import get_logger
 from service.memory import text
@@ -49,7 +49,7 @@ DeepRun = Callable[[Connection, DeepScope, bool], Awaitable[JsonObject]]
 
 
 async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
-    rows = await store.health_deep_anonymous(conn, scope.tenant_id, scope.agent)
+    rows = await deep_queries.health_deep_anonymous(conn, scope.tenant_id, scope.agent)
     named = [(row, match.group(1)) for row in rows if (match := _NAME_PREFIX.match(row.content))]
     unnamed = [row for row in rows if not _NAME_PREFIX.match(row.content)]
     result: JsonObject = {"recoverable": len(named), "unrecoverable": len(unnamed)}
@@ -57,7 +57,9 @@ async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> Jso
     if fix:
         writable = [(row.id, name) for row, name in named if not row.locked]
         ids, names = [i for i, _ in writable], [n for _, n in writable]
-        result["fixed"] = await store.health_deep_name_sources(conn, scope.tenant_id, ids, names)
+        result["fixed"] = await deep_queries.health_deep_name_sources(
+            conn, scope.tenant_id, ids, names
+        )
         locked = len(named) - result["fixed"]
     if locked:
         result["unfixable_locked"] = locked
@@ -72,10 +74,10 @@ async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> Jso
 
 async def short_content(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
     limit = SHORT_CONTENT_CHARS
-    rows = await store.health_deep_short(conn, scope.tenant_id, scope.agent, limit)
+    rows = await deep_queries.health_deep_short(conn, scope.tenant_id, scope.agent, limit)
     result: JsonObject = {"count": len(rows)}
     if fix:
-        result["fixed"] = await store.health_deep_delete_short(
+        result["fixed"] = await deep_queries.health_deep_delete_short(
             conn, scope.tenant_id, scope.agent, limit
         )
     if rows:
@@ -85,7 +87,7 @@ async def short_content(conn: Connection, scope: DeepScope, fix: bool) -> JsonOb
 
 async def stale_profile(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
     days = STALE_PROFILE_DAYS
-    found = await store.health_deep_stale_profile(conn, scope.tenant_id, scope.agent, days)
+    found = await deep_queries.health_deep_stale_profile(conn, scope.tenant_id, scope.agent, days)
     result: JsonObject = {"count": found.count, "threshold_days": days}
     if found.last_updated is not None:
         result["last_updated"] = found.last_updated.isoformat()
@@ -94,8 +96,8 @@ async def stale_profile(conn: Connection, scope: DeepScope, fix: bool) -> JsonOb
 
 async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
     """Episodes whose time range contains none of the agent's memory timestamps."""
-    ranges = await store.health_deep_episode_ranges(conn, scope.tenant_id, scope.agent)
-    usable: list[tuple[store.EpisodeRange, datetime, datetime]] = []
+    ranges = await deep_queries.health_deep_episode_ranges(conn, scope.tenant_id, scope.agent)
+    usable: list[tuple[deep_queries.EpisodeRange, datetime, datetime]] = []
     for r in ranges:
         start, end = text.parse_timestamp(r.start_time), text.parse_timestamp(r.end_time)
         if start is not None and end is not None:
@@ -106,7 +108,9 @@ async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> Js
         [e for *_, e in usable],
     )
     orphans = set(
-        await store.health_deep_orphans(conn, scope.tenant_id, scope.agent, ids, starts, ends)
+        await deep_queries.health_deep_orphans(
+            conn, scope.tenant_id, scope.agent, ids, starts, ends
+        )
     )
     found = [r for r, _, _ in usable if r.id in orphans]
     result: JsonObject = {"count": len(found)}
@@ -120,7 +124,7 @@ async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> Js
     return result
 
 
-def _calibration_age(found: store.Calibration) -> JsonObject:
+def _calibration_age(found: deep_queries.Calibration) -> JsonObject:
     if found.scoring_version is not None and found.scoring_version != SCORING_VERSION:
         return {
             "status": "stale_scoring_version",
@@ -147,7 +151,7 @@ async def calibration_staleness(conn: Connection, scope: DeepScope, fix: bool) -
     """Whether the recall threshold this agent uses was calibrated, and how long ago."""
     if not scope.provider:
         return {"status": "not_applicable", "reason": "no embedding provider configured"}
-    found = await store.health_deep_calibration(conn, scope.tenant_id, scope.agent)
+    found = await deep_queries.health_deep_calibration(conn, scope.tenant_id, scope.agent)
     if found.calibrated:
         return _calibration_age(found)
     if found.embedded >= CALIBRATION_MIN_EMBEDDED:
@@ -164,7 +168,7 @@ async def calibration_staleness(conn: Connection, scope: DeepScope, fix: bool) -
 
 async def near_duplicate(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
     """Merge candidates: cosine above 0.97, computed by pgvector in the database."""
-    found = await store.health_deep_near_duplicates(
+    found = await deep_queries.health_deep_near_duplicates(
         conn, scope.tenant_id, scope.agent, NEAR_DUPLICATE_ROWS, NEAR_DUPLICATE_COSINE, 20
     )
     result: JsonObject = {

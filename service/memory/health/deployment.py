@@ -24,7 +24,7 @@ import asyncio
 from typing import Any
 
 from service.db import migrate
-from service.db.health import schema as store
+from service.db.health import schema as schema_queries
 from service.db.pool import Connection
 from service.memory.health.base import Issue, Scope
 
@@ -58,7 +58,7 @@ UNFORCED_BY_DESIGN = frozenset(
 
 
 async def migrations_at_head(conn: Connection, scope: Scope) -> Issue | None:
-    revisions = await store.health_alembic_revisions(conn)
+    revisions = await schema_queries.health_alembic_revisions(conn)
     head = await asyncio.to_thread(migrate.head_revision)
     if revisions == [head]:
         return None
@@ -71,7 +71,7 @@ async def migrations_at_head(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def index_validity(conn: Connection, scope: Scope) -> Issue | None:
-    states = await store.health_index_states(conn)
+    states = await schema_queries.health_index_states(conn)
     broken = [s for s in states if not (s.valid and s.ready and s.live)]
     if not broken:
         return None
@@ -86,7 +86,7 @@ async def index_validity(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def search_index_validity(conn: Connection, scope: Scope) -> Issue | None:
-    states = {s.name: s for s in await store.health_index_states(conn)}
+    states = {s.name: s for s in await schema_queries.health_index_states(conn)}
     missing = [name for name in SEARCH_INDEXES if name not in states]
     invalid = [name for name in SEARCH_INDEXES if name in states and not states[name].valid]
     if not missing and not invalid:
@@ -102,7 +102,7 @@ async def search_index_validity(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-def _missing_unique(states: list[store.IndexState]) -> list[dict[str, Any]]:
+def _missing_unique(states: list[schema_queries.IndexState]) -> list[dict[str, Any]]:
     found = {s.name: s for s in states}
     missing = []
     for name, table in UNIQUE_INDEXES.items():
@@ -113,8 +113,8 @@ def _missing_unique(states: list[store.IndexState]) -> list[dict[str, Any]]:
 
 
 async def schema_objects(conn: Connection, scope: Scope) -> Issue | None:
-    missing = _missing_unique(await store.health_index_states(conn))
-    for table in await store.health_table_security(conn):
+    missing = _missing_unique(await schema_queries.health_index_states(conn))
+    for table in await schema_queries.health_table_security(conn):
         if table.table not in NO_RLS_BY_DESIGN and POLICY not in table.policies:
             missing.append({"object": POLICY, "kind": "policy", "table": table.table})
     if not missing:
@@ -128,7 +128,11 @@ async def schema_objects(conn: Connection, scope: Scope) -> Issue | None:
 
 async def rls_enabled(conn: Connection, scope: Scope) -> Issue | None:
     """Row-level security is the second wall behind every query's tenant filter."""
-    tables = [t for t in await store.health_table_security(conn) if t.table not in NO_RLS_BY_DESIGN]
+    tables = [
+        t
+        for t in await schema_queries.health_table_security(conn)
+        if t.table not in NO_RLS_BY_DESIGN
+    ]
     disabled = [t.table for t in tables if not t.enabled]
     unforced = [t.table for t in tables if not t.forced and t.table not in UNFORCED_BY_DESIGN]
     if not disabled and not unforced:

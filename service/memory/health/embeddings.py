@@ -9,7 +9,7 @@ down cannot stall or fail it.
 
 from __future__ import annotations
 
-from service.db.health import embeddings as store
+from service.db.health import embeddings as embeddings_queries
 from service.db.health.embeddings import ItemKind
 from service.db.pool import Connection
 from service.memory.health.base import Issue, Scope
@@ -31,7 +31,7 @@ async def embedding_dimension(conn: Connection, scope: Scope) -> Issue | None:
     that width reaches them, so vector recall silently misses the rows."""
     if not scope.provider or scope.dimension is None:
         return None
-    found = await store.health_dimension_mismatch(
+    found = await embeddings_queries.health_dimension_mismatch(
         conn, scope.tenant_id, scope.agent, scope.dimension
     )
     if found.memories + found.episodes == 0:
@@ -48,7 +48,7 @@ async def embedding_dimension(conn: Connection, scope: Scope) -> Issue | None:
 
 async def fix_embedding_dimension(conn: Connection, scope: Scope) -> dict[str, int]:
     assert scope.dimension is not None
-    cleared = await store.health_clear_wrong_dimension(
+    cleared = await embeddings_queries.health_clear_wrong_dimension(
         conn, scope.tenant_id, scope.agent, scope.dimension, scope.provider
     )
     return {"fixed": cleared, "enqueued": cleared}
@@ -63,7 +63,9 @@ def _null_severity(scope: Scope, missing: int, total: int) -> str:
 
 
 async def _null_issue(conn: Connection, scope: Scope, kind: ItemKind, name: str) -> Issue | None:
-    found = await store.health_embedding_coverage(conn, scope.tenant_id, scope.agent, kind)
+    found = await embeddings_queries.health_embedding_coverage(
+        conn, scope.tenant_id, scope.agent, kind
+    )
     if found.missing == 0:
         return None
     issue: Issue = {
@@ -88,7 +90,9 @@ async def null_embedding(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def fix_null_embedding(conn: Connection, scope: Scope) -> dict[str, int]:
-    added = await store.health_enqueue_unembedded(conn, scope.tenant_id, scope.agent, "mem")
+    added = await embeddings_queries.health_enqueue_unembedded(
+        conn, scope.tenant_id, scope.agent, "mem"
+    )
     return {"fixed": added, "enqueued": added}
 
 
@@ -98,7 +102,9 @@ async def null_episode_embedding(conn: Connection, scope: Scope) -> Issue | None
 
 
 async def fix_null_episode_embedding(conn: Connection, scope: Scope) -> dict[str, int]:
-    added = await store.health_enqueue_unembedded(conn, scope.tenant_id, scope.agent, "ep")
+    added = await embeddings_queries.health_enqueue_unembedded(
+        conn, scope.tenant_id, scope.agent, "ep"
+    )
     return {"fixed": added, "enqueued": added}
 
 
@@ -106,7 +112,7 @@ async def stale_pending_tasks(conn: Connection, scope: Scope) -> Issue | None:
     """Queue jobs older than an hour or at the retry limit: the worker is not keeping up,
     is not running, or the provider keeps failing (the jobs' last_error says why)."""
     limit = scope.settings.task_max_retries
-    found = await store.health_stale_jobs(conn, scope.tenant_id, scope.agent, limit)
+    found = await embeddings_queries.health_stale_jobs(conn, scope.tenant_id, scope.agent, limit)
     if found.count == 0:
         return None
     return {
@@ -123,7 +129,7 @@ async def fix_stale_pending_tasks(conn: Connection, scope: Scope) -> dict[str, i
     """Drop jobs with nothing left to do (row gone or embedded, or no provider) and
     re-arm the rest as fresh jobs, so rows are retried instead of forgotten."""
     limit = scope.settings.task_max_retries
-    done = await store.health_settle_stale_jobs(
+    done = await embeddings_queries.health_settle_stale_jobs(
         conn, scope.tenant_id, scope.agent, limit, scope.provider
     )
     return {"fixed": done.deleted + done.rearmed, "deleted": done.deleted, "requeued": done.rearmed}
@@ -134,7 +140,7 @@ async def vector_fallback_config(conn: Connection, scope: Scope) -> Issue | None
     scan over every embedded row) but gets slower as the tenant grows."""
     if not scope.provider or scope.dimension is None:
         return None
-    widths = await store.health_ann_index_widths(conn)
+    widths = await embeddings_queries.health_ann_index_widths(conn)
     if scope.dimension in widths:
         return None
     return {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import operating_context as store
+from service.db import operating_context as operating_context_queries
 from service.db.pool import Connection
 from service.errors import InvalidInput
 from service.memory.health.base import Issue, Scope
@@ -25,7 +25,7 @@ def _summary(document: dict[str, Any]) -> str:
 
 
 async def operating_context_parse(conn: Connection, scope: Scope) -> Issue | None:
-    row = await store.operating_context(conn, scope.tenant_id)
+    row = await operating_context_queries.operating_context(conn, scope.tenant_id)
     if row is None:
         return None
     try:
@@ -44,7 +44,7 @@ async def operating_context_parse(conn: Connection, scope: Scope) -> Issue | Non
 
 
 async def operating_context_size(conn: Connection, scope: Scope) -> Issue | None:
-    row = await store.operating_context(conn, scope.tenant_id)
+    row = await operating_context_queries.operating_context(conn, scope.tenant_id)
     if row is None:
         return None
     length = len(_summary(row.document))

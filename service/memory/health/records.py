@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from service.db.health import content as content_store, records as store
+from service.db.health import content as content_queries, records as records_queries
 from service.db.pool import Connection
 from service.memory import text
 from service.memory.health.base import Issue, Scope
@@ -24,7 +24,7 @@ async def invalid_json(conn: Connection, scope: Scope) -> Issue | None:
 
     Postgres stores only valid JSON, so CPersona's unparseable text has no twin here;
     the shape contract is what can be broken (by imports or hand edits)."""
-    found = await store.health_invalid_json(conn, scope.tenant_id, scope.agent)
+    found = await records_queries.health_invalid_json(conn, scope.tenant_id, scope.agent)
     if found.bad_source + found.bad_metadata == 0:
         return None
     return {
@@ -36,7 +36,9 @@ async def invalid_json(conn: Connection, scope: Scope) -> Issue | None:
 
 
 async def fix_invalid_json(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {"fixed": await store.health_reset_invalid_json(conn, scope.tenant_id, scope.agent)}
+    return {
+        "fixed": await records_queries.health_reset_invalid_json(conn, scope.tenant_id, scope.agent)
+    }
 
 
 def _canonical(source: object) -> dict[str, Any] | None:
@@ -52,7 +54,7 @@ async def _source_repairs(
     conn: Connection, scope: Scope
 ) -> tuple[list[tuple[int, dict[str, Any]]], int, bool]:
     """(repairs, rows classified, whether every offending unlocked row was classified)."""
-    rows = await store.health_invalid_source_rows(
+    rows = await records_queries.health_invalid_source_rows(
         conn, scope.tenant_id, scope.agent, SOURCE_CLASSIFY_CAP + 1
     )
     classified = rows[:SOURCE_CLASSIFY_CAP]
@@ -62,7 +64,7 @@ async def _source_repairs(
 
 async def invalid_source_type(conn: Connection, scope: Scope) -> Issue | None:
     """Sources that are bare strings or objects without a canonical type."""
-    found = await store.health_invalid_sources(conn, scope.tenant_id, scope.agent)
+    found = await records_queries.health_invalid_sources(conn, scope.tenant_id, scope.agent)
     if found.count == 0:
         return None
     repairs, classified, complete = await _source_repairs(conn, scope)
@@ -85,8 +87,8 @@ async def fix_invalid_source_type(conn: Connection, scope: Scope) -> dict[str, i
     written = 0
     if repairs:
         ids, sources = zip(*repairs, strict=True)
-        written = await store.health_set_sources(conn, scope.tenant_id, ids, sources)
-    left = await store.health_invalid_sources(conn, scope.tenant_id, scope.agent)
+        written = await records_queries.health_set_sources(conn, scope.tenant_id, ids, sources)
+    left = await records_queries.health_invalid_sources(conn, scope.tenant_id, scope.agent)
     return {
         "fixed": written,
         "mapped": written,
@@ -98,7 +100,7 @@ async def fix_invalid_source_type(conn: Connection, scope: Scope) -> dict[str, i
 async def anonymous_source(conn: Connection, scope: Scope) -> Issue | None:
     """Rows without producer attribution: the User sentinel (deep_check can recover
     names from a ``[name] `` prefix) and ``{}``/null (store's omitted source)."""
-    found = await store.health_anonymous_sources(conn, scope.tenant_id, scope.agent)
+    found = await records_queries.health_anonymous_sources(conn, scope.tenant_id, scope.agent)
     if found.sentinel + found.unattributed == 0:
         return None
     issue: Issue = {"type": "anonymous_source", "count": found.sentinel + found.unattributed}
@@ -128,7 +130,7 @@ async def axis_hygiene(conn: Connection, scope: Scope) -> Issue | None:
     """project_id / channel values that differ only by case or punctuation: the rows
     are split across buckets no single read unifies. Report-only: which spelling is
     right is the operator's call."""
-    rows = await content_store.health_axis_values(conn, scope.tenant_id, scope.agent)
+    rows = await content_queries.health_axis_values(conn, scope.tenant_id, scope.agent)
     issue: Issue = {"type": "axis_naming_drift"}
     for axis in AXES:
         clusters = drift_clusters({r.value: r.count for r in rows if r.axis == axis}, axis)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.db.health import content as stats_store, embeddings
+from service.db.health import content as content_queries, embeddings
 from service.db.pool import Connection
 from service.errors import Refused
 from service.logs import get_logger
@@ -90,7 +90,7 @@ async def _run(lib: Library, scope: Scope, names: Sequence[str], fix: bool) -> l
     return sorted(issues, key=lambda issue: order[issue["check"]])
 
 
-def _axes(rows: list[stats_store.AxisValue]) -> dict[str, dict[str, int]]:
+def _axes(rows: list[content_queries.AxisValue]) -> dict[str, dict[str, int]]:
     axes: dict[str, dict[str, int]] = {"project_id": {}, "channel": {}}
     for row in rows:  # ordered by axis, count descending, value
         bucket = axes[row.axis]
@@ -101,8 +101,8 @@ def _axes(rows: list[stats_store.AxisValue]) -> dict[str, dict[str, int]]:
 
 async def _stats(lib: Library, scope: Scope) -> JsonObject:
     async with lib.db.tenant_tx(scope.tenant_id) as conn:
-        counts = await stats_store.health_stats(conn, scope.tenant_id, scope.agent)
-        axes = await stats_store.health_axis_values(conn, scope.tenant_id, scope.agent)
+        counts = await content_queries.health_stats(conn, scope.tenant_id, scope.agent)
+        axes = await content_queries.health_axis_values(conn, scope.tenant_id, scope.agent)
     stats: JsonObject = {
         "db_size_bytes": counts.approx_bytes,
         "memories": counts.memories,

@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from service.db.health import records as store
+from service.db.health import records as records_queries
 from service.db.pool import Connection
 from service.memory import text
 from service.memory.health.base import Issue, Scope
@@ -52,7 +52,7 @@ def to_utc(value: str) -> str | None:
 
 async def invalid_timestamp(conn: Connection, scope: Scope) -> Issue | None:
     """Caller timestamps that were never parsed (written before parsing, or by hand)."""
-    rows = await store.health_unparsed_timestamps(conn, scope.tenant_id, scope.agent)
+    rows = await records_queries.health_unparsed_timestamps(conn, scope.tenant_id, scope.agent)
     if not rows:
         return None
     writable = [row for row in rows if not row.locked]
@@ -66,11 +66,11 @@ async def invalid_timestamp(conn: Connection, scope: Scope) -> Issue | None:
 
 async def fix_invalid_timestamp(conn: Connection, scope: Scope) -> dict[str, int]:
     """Parse what parses (the text stays); replace the rest with created_at."""
-    rows = await store.health_unparsed_timestamps(conn, scope.tenant_id, scope.agent)
+    rows = await records_queries.health_unparsed_timestamps(conn, scope.tenant_id, scope.agent)
     writable = [row for row in rows if not row.locked]
     times = [text.parse_timestamp(row.text) for row in writable]
     texts = [row.text if at is not None else None for row, at in zip(writable, times, strict=True)]
-    fixed = await store.health_repair_timestamps(
+    fixed = await records_queries.health_repair_timestamps(
         conn, scope.tenant_id, [row.id for row in writable], texts, times
     )
     reparsed = sum(1 for at in times if at is not None)
@@ -78,7 +78,7 @@ async def fix_invalid_timestamp(conn: Connection, scope: Scope) -> dict[str, int
 
 
 async def timestamp_format_drift(conn: Connection, scope: Scope) -> Issue | None:
-    forms = await store.health_timestamp_formats(conn, scope.tenant_id, scope.agent)
+    forms = await records_queries.health_timestamp_formats(conn, scope.tenant_id, scope.agent)
     present = sum(1 for count in (forms.utc, forms.aware, forms.naive) if count)
     if present <= 1 and forms.aware == 0:
         return None
@@ -97,12 +97,14 @@ async def timestamp_format_drift(conn: Connection, scope: Scope) -> Issue | None
 
 
 async def fix_timestamp_format_drift(conn: Connection, scope: Scope) -> dict[str, int]:
-    normalized = await store.health_normalise_timestamps(conn, scope.tenant_id, scope.agent)
+    normalized = await records_queries.health_normalise_timestamps(
+        conn, scope.tenant_id, scope.agent
+    )
     return {"fixed": normalized, "normalized": normalized}
 
 
 def _episode_repairs(
-    rows: list[store.EpisodeTimes],
+    rows: list[records_queries.EpisodeTimes],
 ) -> tuple[Counter[Form], list[tuple[int, str | None, str | None]]]:
     forms: Counter[Form] = Counter()
     repairs: list[tuple[int, str | None, str | None]] = []
@@ -118,7 +120,7 @@ def _episode_repairs(
 
 async def episode_timestamp_format_drift(conn: Connection, scope: Scope) -> Issue | None:
     """The same drift in episodes' start_time/end_time (counted per value)."""
-    rows = await store.health_episode_times(conn, scope.tenant_id, scope.agent)
+    rows = await records_queries.health_episode_times(conn, scope.tenant_id, scope.agent)
     forms, repairs = _episode_repairs(rows)
     parsed = [form for form in ("utc", "aware", "naive") if forms[form]]
     if len(parsed) <= 1 and not repairs:
@@ -138,18 +140,20 @@ async def episode_timestamp_format_drift(conn: Connection, scope: Scope) -> Issu
 
 
 async def fix_episode_timestamp_format_drift(conn: Connection, scope: Scope) -> dict[str, int]:
-    rows = await store.health_episode_times(conn, scope.tenant_id, scope.agent)
+    rows = await records_queries.health_episode_times(conn, scope.tenant_id, scope.agent)
     _, repairs = _episode_repairs(rows)
     if not repairs:
         return {"fixed": 0, "normalized": 0}
     ids, starts, ends = zip(*repairs, strict=True)
-    normalized = await store.health_set_episode_times(conn, scope.tenant_id, ids, starts, ends)
+    normalized = await records_queries.health_set_episode_times(
+        conn, scope.tenant_id, ids, starts, ends
+    )
     return {"fixed": normalized, "normalized": normalized}
 
 
 async def missing_episode_start_time(conn: Connection, scope: Scope) -> Issue | None:
     """Episodes without a start time (read paths fall back to created_at already)."""
-    missing = await store.health_missing_start_times(conn, scope.tenant_id, scope.agent)
+    missing = await records_queries.health_missing_start_times(conn, scope.tenant_id, scope.agent)
     if missing == 0:
         return None
     return {
@@ -164,4 +168,6 @@ async def missing_episode_start_time(conn: Connection, scope: Scope) -> Issue | 
 
 
 async def fix_missing_episode_start_time(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {"fixed": await store.health_fill_start_times(conn, scope.tenant_id, scope.agent)}
+    return {
+        "fixed": await records_queries.health_fill_start_times(conn, scope.tenant_id, scope.agent)
+    }

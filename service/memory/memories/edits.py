@@ -103,7 +103,7 @@ async def update_memory(
                 "edited",
                 visible,
             )
-        inline = await embed_inline(lib, clean.text)
+        inline = await embed_inline(lib, tenant_id, clean.text)
     edit = _Edit(memory_id, clean.text, agent_id, visible)
     try:
         await _apply_update(lib, tenant_id, edit, inline, guard)

@@ -213,7 +213,7 @@ async def _store_with_vector(
         duplicate = await _probe(conn, tenant_id, req, prepared.row)
     if duplicate is not None:
         return duplicate
-    inline = await embed_inline(lib, prepared.row.content)
+    inline = await embed_inline(lib, tenant_id, prepared.row.content)
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         result = await _insert(conn, lib, tenant_id, req, prepared.row, inline, guard)
     return _answered(lib, tenant_id, result, prepared, inline)

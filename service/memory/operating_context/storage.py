@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from service.db import operating_context as store, tenants as tenant_store
+from service.db import operating_context as operating_context_queries, tenants as tenants_queries
 from service.db.pool import Connection, Database
 from service.errors import InvalidInput, NotFound
 from service.logs import get_logger
@@ -25,7 +25,7 @@ async def get_context(lib: Library, tenant_id: TenantId) -> OperatingContext | N
     broken context must never take memory down.
     """
     async with lib.db.tenant_tx(tenant_id) as conn:
-        row = await store.operating_context(conn, tenant_id)
+        row = await operating_context_queries.operating_context(conn, tenant_id)
     if row is None:
         return None
     try:
@@ -53,11 +53,11 @@ class Stored:
 
 
 async def _tenant_id(conn: Connection, slug: str) -> TenantId:
-    row = await tenant_store.tenant_by_slug(conn, slug)
+    row = await tenants_queries.tenant_by_slug(conn, slug)
     if row is None:
         raise NotFound(f"no tenant {slug!r}")
     tenant_id = TenantId(row.id)
-    await store.scope_admin_to_tenant(conn, tenant_id)
+    await operating_context_queries.scope_admin_to_tenant(conn, tenant_id)
     return tenant_id
 
 
@@ -71,7 +71,7 @@ async def set_context(db: Database, slug: str, toml_text: str) -> Stored:
     context = parsed.context
     async with db.admin_tx() as conn:
         tenant_id = await _tenant_id(conn, slug)
-        updated_at = await store.upsert_operating_context(
+        updated_at = await operating_context_queries.upsert_operating_context(
             conn, tenant_id, context.revision, to_document(context)
         )
     return Stored(context, updated_at, parsed.warnings)
@@ -80,11 +80,13 @@ async def set_context(db: Database, slug: str, toml_text: str) -> Stored:
 async def show_context(db: Database, slug: str) -> Stored | None:
     """Tenant ``slug``'s stored context for the operator; None when dormant."""
     async with db.admin_tx() as conn:
-        row = await store.operating_context(conn, await _tenant_id(conn, slug))
+        row = await operating_context_queries.operating_context(conn, await _tenant_id(conn, slug))
     return None if row is None else Stored(parse_document(row.document), row.updated_at)
 
 
 async def clear_context(db: Database, slug: str) -> str | None:
     """Remove tenant ``slug``'s context (it becomes dormant); the removed revision, or None."""
     async with db.admin_tx() as conn:
-        return await store.delete_operating_context(conn, await _tenant_id(conn, slug))
+        return await operating_context_queries.delete_operating_context(
+            conn, await _tenant_id(conn, slug)
+        )

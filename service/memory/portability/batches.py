@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from service.db import portability as store
+from service.db import portability as portability_queries
 from service.db.pool import Connection
 from service.models import TenantId
 
@@ -36,16 +36,16 @@ class BatchWriter:
     def __init__(self, conn: Connection, tenant_id: TenantId, queue: bool) -> None:
         self._conn, self._tenant_id, self._queue = conn, tenant_id, queue
         self.written = Written()
-        self._memories: list[store.ImportMemory] = []
-        self._episodes: list[store.ImportEpisode] = []
+        self._memories: list[portability_queries.ImportMemory] = []
+        self._episodes: list[portability_queries.ImportEpisode] = []
         self._bytes = 0
         self._task: asyncio.Task[None] | None = None
 
-    async def add_memory(self, row: store.ImportMemory, size: int) -> None:
+    async def add_memory(self, row: portability_queries.ImportMemory, size: int) -> None:
         self._memories.append(row)
         await self._grow(size)
 
-    async def add_episode(self, row: store.ImportEpisode, size: int) -> None:
+    async def add_episode(self, row: portability_queries.ImportEpisode, size: int) -> None:
         self._episodes.append(row)
         await self._grow(size)
 
@@ -78,17 +78,19 @@ class BatchWriter:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _write(
-        self, memories: list[store.ImportMemory], episodes: list[store.ImportEpisode]
+        self,
+        memories: list[portability_queries.ImportMemory],
+        episodes: list[portability_queries.ImportEpisode],
     ) -> None:
         written = self.written
         if memories:
-            inserted = await store.import_memories(
+            inserted = await portability_queries.import_memories(
                 self._conn, self._tenant_id, memories, self._queue
             )
             written.memories_sent += len(memories)
             written.memories_inserted += inserted
         if episodes:
-            inserted = await store.import_episodes(
+            inserted = await portability_queries.import_episodes(
                 self._conn, self._tenant_id, episodes, self._queue
             )
             written.episodes_sent += len(episodes)

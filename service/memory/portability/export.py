@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from service.db import agents, portability as store
+from service.db import agents, portability as portability_queries
 from service.memory.library import Library
 from service.memory.portability import jsonl
 from service.models import JsonObject, TenantId
@@ -48,7 +48,7 @@ class _Writer:
             self.progress(self.written, self.total)
 
 
-def _total(counts: store.ItemCounts) -> int:
+def _total(counts: portability_queries.ItemCounts) -> int:
     return counts.memories + counts.episodes + counts.profiles
 
 
@@ -59,7 +59,7 @@ async def export_jsonl(
     sink: Sink,
     progress: Progress | None = None,
     seen: set[str] | None = None,
-) -> store.ItemCounts:
+) -> portability_queries.ItemCounts:
     """Write the header and every record to ``sink``; the counts written.
 
     An unknown agent exports a header with zero counts (nothing is created).
@@ -71,24 +71,24 @@ async def export_jsonl(
         if request.agent_id:
             agent = await agents.agent_id_by_name(conn, tenant_id, request.agent_id)
         if request.agent_id and agent is None:
-            counts = store.ItemCounts(0, 0, 0)
+            counts = portability_queries.ItemCounts(0, 0, 0)
         else:
-            counts = await store.item_counts(conn, tenant_id, agent)
+            counts = await portability_queries.item_counts(conn, tenant_id, agent)
         now = datetime.now(UTC)
         await sink(jsonl.dump_line(jsonl.header_record(request.agent_id, counts, now)))
         out = _Writer(sink, _total(counts), progress, set() if seen is None else seen)
         if request.agent_id and agent is None:
             return counts
-        async for memories in store.export_batches(
-            conn, store.ExportMemory, tenant_id, agent, embeddings, BATCH_ROWS
+        async for memories in portability_queries.export_batches(
+            conn, portability_queries.ExportMemory, tenant_id, agent, embeddings, BATCH_ROWS
         ):
             await out.lines([jsonl.memory_record(row) for row in memories])
-        async for episodes in store.export_batches(
-            conn, store.ExportEpisode, tenant_id, agent, embeddings, BATCH_ROWS
+        async for episodes in portability_queries.export_batches(
+            conn, portability_queries.ExportEpisode, tenant_id, agent, embeddings, BATCH_ROWS
         ):
             await out.lines([jsonl.episode_record(row) for row in episodes])
-        async for profiles in store.export_batches(
-            conn, store.ExportProfile, tenant_id, agent, embeddings, BATCH_ROWS
+        async for profiles in portability_queries.export_batches(
+            conn, portability_queries.ExportProfile, tenant_id, agent, embeddings, BATCH_ROWS
         ):
             await out.lines([jsonl.profile_record(row) for row in profiles])
     return counts

@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Collection
 from typing import BinaryIO
 
-from service.db import export_area as store, queue as queue_store
+from service.db import export_area as export_area_queries, queue as queue_queries
 from service.db.pool import Connection
 from service.errors import NotFound, Refused
 from service.logs import get_logger
@@ -42,7 +42,7 @@ STRAY_GRACE_SECONDS = 3600.0
 """A file no row names is removed once this old (a write in progress is younger)."""
 SWEEP_INTERVAL_SECONDS = 300.0
 
-ExportFile = store.ExportFile
+ExportFile = export_area_queries.ExportFile
 Produce = Callable[[files.Write], Awaitable[Collection[str]]]
 """Writes a file's content through the given writer; returns the agents it holds."""
 
@@ -68,8 +68,8 @@ async def find(lib: Library, tenant_id: TenantId, name: str) -> ExportFile | Non
     """The tenant's live file ``name``, or None; the tenant's expired files are deleted
     on the way (retention on access)."""
     async with lib.db.tenant_tx(tenant_id) as conn:
-        gone = await store.delete_expired_export_files(conn, tenant_id)
-        found = await store.export_file(conn, tenant_id, name)
+        gone = await export_area_queries.delete_expired_export_files(conn, tenant_id)
+        found = await export_area_queries.export_file(conn, tenant_id, name)
     await files.remove_stored(files.tenant_area(lib.settings, tenant_id), gone)
     return found
 
@@ -108,7 +108,7 @@ class _Budget:
 
 
 async def _budget(conn: Connection, lib: Library, tenant_id: TenantId, name: str) -> _Budget:
-    used = await store.export_area_usage(conn, tenant_id, name)
+    used = await export_area_queries.export_area_usage(conn, tenant_id, name)
     return _Budget(lib.settings.export_quota_bytes, used)
 
 
@@ -124,22 +124,22 @@ async def _before_write(lib: Library, tenant_id: TenantId, access: Access, name:
 
 
 async def _record(
-    lib: Library, tenant_id: TenantId, access: Access, new: store.NewExportFile
+    lib: Library, tenant_id: TenantId, access: Access, new: export_area_queries.NewExportFile
 ) -> str | None:
     """Point the catalogue at the new version, re-checking under the area's lock what
     :func:`_before_write` checked; the storage of the replaced version."""
     async with lib.db.tenant_tx(tenant_id) as conn:
-        await store.lock_export_area(conn, tenant_id)
-        existing = await store.export_file(conn, tenant_id, new.name)
+        await export_area_queries.lock_export_area(conn, tenant_id)
+        existing = await export_area_queries.export_file(conn, tenant_id, new.name)
         if existing is not None:
             require(access, existing.agents, "read-write")
         (await _budget(conn, lib, tenant_id, new.name)).check(new.size_bytes)
-        return await store.save_export_file(conn, tenant_id, new)
+        return await export_area_queries.save_export_file(conn, tenant_id, new)
 
 
 async def write_file(
     lib: Library, tenant_id: TenantId, access: Access, name: str, produce: Produce
-) -> store.NewExportFile:
+) -> export_area_queries.NewExportFile:
     """Write a new version of file ``name`` with ``produce`` and record it.
 
     Refused (nothing kept, the previous version untouched) with AgentDenied when
@@ -156,7 +156,7 @@ async def write_file(
 
         agents = sorted(set(await produce(write)))
         await stored.finish()
-        new = store.NewExportFile(
+        new = export_area_queries.NewExportFile(
             name, stored.storage, agents, access.key_id, stored.size, _retention_seconds(lib)
         )
         replaced = await _record(lib, tenant_id, access, new)
@@ -168,7 +168,7 @@ async def write_file(
 async def forget_agent_files(conn: Connection, tenant_id: TenantId, agent: str) -> list[str]:
     """Remove the catalogue rows of every file holding ``agent`` (in the caller's
     transaction); pass the result to :func:`remove_files` once it commits."""
-    return await store.delete_agent_export_files(conn, tenant_id, agent)
+    return await export_area_queries.delete_agent_export_files(conn, tenant_id, agent)
 
 
 async def remove_files(lib: Library, tenant_id: TenantId, storages: list[str]) -> None:
@@ -179,10 +179,10 @@ async def sweep_tenant(lib: Library, tenant_id: TenantId) -> int:
     """Delete one tenant's expired files and the files no row names; how many files went."""
     area = files.tenant_area(lib.settings, tenant_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        gone = await store.delete_expired_export_files(conn, tenant_id)
+        gone = await export_area_queries.delete_expired_export_files(conn, tenant_id)
     await files.remove_stored(area, gone)
     async with lib.db.tenant_tx(tenant_id) as conn:
-        known = await store.export_storage_names(conn, tenant_id)
+        known = await export_area_queries.export_storage_names(conn, tenant_id)
     return len(gone) + await files.remove_strays(area, known, STRAY_GRACE_SECONDS)
 
 
@@ -192,7 +192,7 @@ async def sweep(lib: Library) -> int:
     if not root.is_dir():
         return 0
     async with lib.db.admin_tx() as conn:
-        tenants = await queue_store.tenant_ids(conn)
+        tenants = await queue_queries.tenant_ids(conn)
     present = {entry.name for entry in root.iterdir()}
     removed = 0
     for tenant_id in tenants:

@@ -28,7 +28,7 @@ import dataclasses
 import json
 from collections.abc import AsyncIterable, Callable, Sequence
 
-from service.db import agents, portability as store
+from service.db import agents, portability as portability_queries
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
@@ -232,7 +232,7 @@ class _Run:
             agent = await self.agent(name)
             row = dataclasses.replace(prepared.row, agent_id=agent)
             await self.writer.settle()
-            await store.import_profile(self.conn, self.tenant_id, row)
+            await portability_queries.import_profile(self.conn, self.tenant_id, row)
             self.tally.profile_updated = True
 
     async def finish(self) -> None:
@@ -331,7 +331,7 @@ async def import_jsonl(
                 raise _DryRun
     except _DryRun:
         pass
-    except (Inconsistent, store.WriteRefused) as exc:
+    except (Inconsistent, portability_queries.WriteRefused) as exc:
         assert run is not None
         raise _aborted(run.tally, str(exc)) from None
     assert run is not None

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from service.db import portability as store
+from service.db import portability as portability_queries
 from service.memory import text
 from service.models import JsonObject
 
@@ -89,7 +89,9 @@ def decode_embedding(value: object) -> list[float] | None:
     return values
 
 
-def header_record(agent_id: str, counts: store.ItemCounts, exported_at: datetime) -> JsonObject:
+def header_record(
+    agent_id: str, counts: portability_queries.ItemCounts, exported_at: datetime
+) -> JsonObject:
     return {
         "_type": "header",
         "version": FORMAT_VERSION,
@@ -102,7 +104,7 @@ def header_record(agent_id: str, counts: store.ItemCounts, exported_at: datetime
     }
 
 
-def memory_record(row: store.ExportMemory) -> JsonObject:
+def memory_record(row: portability_queries.ExportMemory) -> JsonObject:
     record: JsonObject = {
         "_type": "memory",
         "id": row.id,
@@ -124,7 +126,7 @@ def memory_record(row: store.ExportMemory) -> JsonObject:
     return record
 
 
-def episode_record(row: store.ExportEpisode) -> JsonObject:
+def episode_record(row: portability_queries.ExportEpisode) -> JsonObject:
     record: JsonObject = {
         "_type": "episode",
         "id": row.id,
@@ -143,7 +145,7 @@ def episode_record(row: store.ExportEpisode) -> JsonObject:
     return record
 
 
-def profile_record(row: store.ExportProfile) -> JsonObject:
+def profile_record(row: portability_queries.ExportProfile) -> JsonObject:
     return {
         "_type": "profile",
         "agent_id": row.agent_name,

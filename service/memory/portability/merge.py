@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from service.db import agents, portability as store
+from service.db import agents, portability as portability_queries
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
@@ -62,7 +62,7 @@ class _Totals:
     deleted: int = 0
     jobs_dropped: int = 0
 
-    def add(self, chunk: store.MergeChunk) -> None:
+    def add(self, chunk: portability_queries.MergeChunk) -> None:
         self.considered += chunk.considered
         self.copied += chunk.copied
         self.deleted += chunk.deleted
@@ -73,10 +73,12 @@ class _Totals:
 class _Outcome:
     memories: _Totals = dataclasses.field(default_factory=_Totals)
     episodes: _Totals = dataclasses.field(default_factory=_Totals)
-    profiles: store.ProfileMerge = dataclasses.field(
-        default_factory=lambda: store.ProfileMerge(0, 0, 0)
+    profiles: portability_queries.ProfileMerge = dataclasses.field(
+        default_factory=lambda: portability_queries.ProfileMerge(0, 0, 0)
     )
-    left: store.ItemCounts = dataclasses.field(default_factory=lambda: store.ItemCounts(0, 0, 0))
+    left: portability_queries.ItemCounts = dataclasses.field(
+        default_factory=lambda: portability_queries.ItemCounts(0, 0, 0)
+    )
 
 
 class _DryRun(Exception):
@@ -88,12 +90,12 @@ class _DryRun(Exception):
 
 
 async def _chunks(
-    conn: Connection, tenant_id: TenantId, step: store.MergeStep, table: str
+    conn: Connection, tenant_id: TenantId, step: portability_queries.MergeStep, table: str
 ) -> _Totals:
     kind: Literal["mem", "ep"] = "mem" if table == "memories" else "ep"
     totals = _Totals()
     while True:
-        chunk = await store.merge_chunk(conn, tenant_id, kind, step)
+        chunk = await portability_queries.merge_chunk(conn, tenant_id, kind, step)
         if chunk.last_id is None:
             return totals
         totals.add(chunk)
@@ -109,12 +111,14 @@ async def _merge(
         return outcome
     target = await agents.ensure_agent(conn, tenant_id, req.target_agent_id)
     move = req.mode == "move"
-    step = store.MergeStep(source, target, 0, CHUNK_ROWS, move, queue_embeddings(lib))
+    step = portability_queries.MergeStep(source, target, 0, CHUNK_ROWS, move, queue_embeddings(lib))
     outcome.memories = await _chunks(conn, tenant_id, step, "memories")
     outcome.episodes = await _chunks(conn, tenant_id, step, "episodes")
-    outcome.profiles = await store.merge_profiles(conn, tenant_id, source, target, move)
+    outcome.profiles = await portability_queries.merge_profiles(
+        conn, tenant_id, source, target, move
+    )
     if move:
-        outcome.left = await store.item_counts(conn, tenant_id, source)
+        outcome.left = await portability_queries.item_counts(conn, tenant_id, source)
         if not any(dataclasses.astuple(outcome.left)):
             await agents.delete_agent(conn, tenant_id, source)  # its calibration goes with it
     return outcome
@@ -185,6 +189,6 @@ async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -
                 raise _DryRun(outcome)
     except _DryRun as rolled_back:
         outcome = rolled_back.outcome
-    except store.WriteRefused as exc:
+    except portability_queries.WriteRefused as exc:
         raise _aborted(req, exc.message) from None
     return _body(req, outcome)

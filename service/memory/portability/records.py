@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from service.config import Settings
-from service.db import portability as store
+from service.db import portability as portability_queries
 from service.memory import text
 from service.memory.portability import jsonl
 from service.models import JsonObject
@@ -150,13 +150,15 @@ def _json_field(value: object, name: str, settings: Settings) -> str:
     return serialised
 
 
-def _memory(record: JsonObject, notes: _Notes, settings: Settings) -> store.ImportMemory:
+def _memory(
+    record: JsonObject, notes: _Notes, settings: Settings
+) -> portability_queries.ImportMemory:
     content = _clean(record.get("content"), notes, "memory content", settings.max_content_length)
     _unstorable(record, notes)
     axis = settings.max_axis_length
     metadata = record.get("metadata")
     stamp = _string(record, "timestamp", notes)
-    return store.ImportMemory(
+    return portability_queries.ImportMemory(
         agent_id=0,
         project_id=_string(record, "project_id", notes, axis),
         channel=_string(record, "channel", notes, axis),
@@ -182,12 +184,14 @@ def _keywords(value: object, notes: _Notes, limit: int) -> str:
     return clean.text
 
 
-def _episode(record: JsonObject, notes: _Notes, settings: Settings) -> store.ImportEpisode:
+def _episode(
+    record: JsonObject, notes: _Notes, settings: Settings
+) -> portability_queries.ImportEpisode:
     limit = settings.max_content_length
     summary = _clean(record.get("summary"), notes, "episode summary", limit)
     _unstorable(record, notes)
     axis = settings.max_axis_length
-    return store.ImportEpisode(
+    return portability_queries.ImportEpisode(
         agent_id=0,
         project_id=_string(record, "project_id", notes, axis),
         channel=_string(record, "channel", notes, axis),
@@ -201,7 +205,9 @@ def _episode(record: JsonObject, notes: _Notes, settings: Settings) -> store.Imp
     )
 
 
-def _profile(record: JsonObject, notes: _Notes, settings: Settings) -> store.ImportProfile:
+def _profile(
+    record: JsonObject, notes: _Notes, settings: Settings
+) -> portability_queries.ImportProfile:
     try:
         content = _clean(record.get("content"), notes, "profile", settings.max_profile_length)
     except _Refused as refused:
@@ -210,7 +216,7 @@ def _profile(record: JsonObject, notes: _Notes, settings: Settings) -> store.Imp
         raise _Refused(kept) from None
     _unstorable(record, notes)
     axis = settings.max_axis_length
-    return store.ImportProfile(
+    return portability_queries.ImportProfile(
         agent_id=0,
         user_id=_string(record, "user_id", notes, axis),
         project_id=_string(record, "project_id", notes, axis),
@@ -225,7 +231,7 @@ def _prepared(row: T | None, notes: _Notes, counted: bool = True) -> Prepared[T]
 
 def prepare_memory(
     record: JsonObject, line: int, settings: Settings, scan: bool = True
-) -> Prepared[store.ImportMemory]:
+) -> Prepared[portability_queries.ImportMemory]:
     """``scan``: walk the record for unstorable text (see :func:`needs_scan`)."""
     notes = _Notes(line, "memory", scan)
     try:
@@ -238,7 +244,7 @@ def prepare_memory(
 
 def prepare_episode(
     record: JsonObject, line: int, settings: Settings, scan: bool = True
-) -> Prepared[store.ImportEpisode]:
+) -> Prepared[portability_queries.ImportEpisode]:
     """An episode without summary is ignored, not counted (CPersona); other refusals skip."""
     notes = _Notes(line, "episode", scan)
     try:
@@ -253,7 +259,7 @@ def prepare_episode(
 
 def prepare_profile(
     record: JsonObject, line: int, settings: Settings, scan: bool = True
-) -> Prepared[store.ImportProfile]:
+) -> Prepared[portability_queries.ImportProfile]:
     notes = _Notes(line, "profile", scan)
     try:
         return _prepared(_profile(record, notes, settings), notes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.db import queue as store, tenants as tenant_store
+from service.db import queue as queue_queries, tenants as tenants_queries
 from service.errors import NotFound
 from service.logs import get_logger
 from service.memory.library import Library
@@ -38,7 +38,7 @@ async def queue_status(lib: Library, tenant_id: TenantId) -> dict[str, Any]:
         return {"enabled": False, "pending": 0}
     settings = lib.settings
     async with lib.db.tenant_tx(tenant_id) as conn:
-        backlog = await store.queue_status(conn, tenant_id)
+        backlog = await queue_queries.queue_status(conn, tenant_id)
     oldest = backlog.oldest_pending_seconds
     return {
         "enabled": True,
@@ -50,15 +50,15 @@ async def queue_status(lib: Library, tenant_id: TenantId) -> dict[str, Any]:
     }
 
 
-async def backlog(lib: Library, tenant_id: TenantId | None = None) -> store.Backlog:
+async def backlog(lib: Library, tenant_id: TenantId | None = None) -> queue_queries.Backlog:
     """Jobs still to run and those retrying, of one tenant or all (operator view)."""
     async with lib.db.admin_tx() as conn:
-        return await store.queue_backlog(conn, tenant_id)
+        return await queue_queries.queue_backlog(conn, tenant_id)
 
 
 async def tenant_by_slug(lib: Library, slug: str) -> TenantId:
     async with lib.db.admin_tx() as conn:
-        row = await tenant_store.tenant_by_slug(conn, slug)
+        row = await tenants_queries.tenant_by_slug(conn, slug)
     if row is None:
         raise NotFound(f"no tenant {slug!r}")
     return TenantId(row.id)
@@ -68,7 +68,7 @@ async def _tenants(lib: Library, tenant_id: TenantId | None) -> list[TenantId]:
     if tenant_id is not None:
         return [tenant_id]
     async with lib.db.admin_tx() as conn:
-        return await store.tenant_ids(conn)
+        return await queue_queries.tenant_ids(conn)
 
 
 async def enqueue_reembed(
@@ -85,7 +85,7 @@ async def enqueue_reembed(
         cursor: int | None = 0
         while cursor is not None:
             async with lib.db.tenant_tx(tenant) as conn:
-                batch = await store.enqueue_reembed(
+                batch = await queue_queries.enqueue_reembed(
                     conn,
                     tenant,
                     cursor,
@@ -107,7 +107,7 @@ async def enqueue_unembedded(lib: Library) -> int:
         cursor: int | None = 0
         while cursor is not None:
             async with lib.db.tenant_tx(tenant) as conn:
-                batch = await store.enqueue_unembedded(conn, tenant, cursor, ENQUEUE_BATCH)
+                batch = await queue_queries.enqueue_unembedded(conn, tenant, cursor, ENQUEUE_BATCH)
             cursor, added = batch.cursor, added + batch.added
     return added
 
@@ -123,8 +123,8 @@ async def sync_model(lib: Library) -> bool:
     if provider is None:
         return True
     async with lib.db.admin_tx() as conn:
-        recorded = await store.embedding_settings(conn)
-    current = store.ModelRecord(provider.name, provider.dimension)
+        recorded = await queue_queries.embedding_settings(conn)
+    current = queue_queries.ModelRecord(provider.name, provider.dimension)
     if recorded == current:
         return True
     if recorded is not None:
@@ -135,7 +135,7 @@ async def sync_model(lib: Library) -> bool:
         return True
     queued = await enqueue_reembed(lib, every_row=False, reset=False)
     async with lib.db.admin_tx() as conn:
-        await store.record_embedding_settings(conn, current.model, current.dimension)
+        await queue_queries.record_embedding_settings(conn, current.model, current.dimension)
     log.info(
         "embedding model recorded", model=current.model, dimension=current.dimension, queued=queued
     )

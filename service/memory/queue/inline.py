@@ -15,10 +15,10 @@ import dataclasses
 from collections.abc import Sequence
 
 from service.db.queue import ItemKind
+from service.embeddings.base import EmbeddingError
+from service.embeddings.batcher import EmbeddingBatcher, Lane
+from service.embeddings.breaker import embed_guarded
 from service.logs import get_logger
-from service.memory.embeddings.base import EmbeddingError
-from service.memory.embeddings.batcher import EmbeddingBatcher, Lane
-from service.memory.embeddings.breaker import embed_guarded
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -32,15 +32,23 @@ def episode_text(summary: str, keywords: str) -> str:
 
 
 async def embed_checked(
-    lib: Library, texts: Sequence[str], within: float, *, lane: Lane = "query"
+    lib: Library,
+    tenant_id: TenantId,
+    texts: Sequence[str],
+    within: float,
+    *,
+    lane: Lane = "query",
 ) -> list[list[float]]:
-    """Unit vectors of the declared width for ``texts`` within ``within`` seconds, through
-    the library's circuit breaker and batcher lane; EmbeddingError otherwise."""
+    """Unit vectors of the declared width for ``tenant_id``'s ``texts`` within ``within``
+    seconds, through the library's circuit breaker and batcher lane; EmbeddingError
+    otherwise. The breaker accounts a failure to ``tenant_id``, so one tenant's texts
+    that the provider refuses open that tenant's circuit, not every tenant's
+    (docs/reliability.md, "Input bounds (hardening round two)")."""
     assert lib.embedder is not None
     provider = lib.embedder
     if isinstance(provider, EmbeddingBatcher):
         provider = provider.lane(lane)
-    return await embed_guarded(provider, lib.breaker, texts, within)
+    return await embed_guarded(provider, lib.breaker, texts, within, tenant=str(tenant_id))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -52,9 +60,10 @@ class InlineEmbedding:
     error: str | None = None
 
 
-async def embed_inline(lib: Library, text: str) -> InlineEmbedding:
-    """Embed one row's text for the write path; never raises for provider trouble and
-    never waits longer than the inline timeout (at once when the breaker is open).
+async def embed_inline(lib: Library, tenant_id: TenantId, text: str) -> InlineEmbedding:
+    """Embed one row's text for ``tenant_id``'s write; never raises for provider trouble
+    and never waits longer than the inline timeout (at once when the breaker, shared or
+    the tenant's own, is open).
 
     No vector (and no error) when embeddings are off or the inline timeout is 0.
     """
@@ -63,7 +72,7 @@ async def embed_inline(lib: Library, text: str) -> InlineEmbedding:
     if provider is None or within == 0:  # 0: every write goes through the queue
         return InlineEmbedding()
     try:
-        vectors = await embed_checked(lib, [text], within)
+        vectors = await embed_checked(lib, tenant_id, [text], within)
     except EmbeddingError as exc:
         log.debug("inline embedding failed", error=str(exc), queued=lib.queue_enabled)
         return InlineEmbedding(error=str(exc)[:500])

@@ -8,9 +8,11 @@ its claim token (the leased ``run_after``) still matches, so an edit or a re-cla
 meantime is never overwritten with stale data. Failures back off exponentially, capped
 (``CPERSONA_TASK_RETRY_DELAY * 2^min(attempts, CPERSONA_TASK_MAX_RETRIES)``), and a job
 is retried for as long as the provider fails: no row is ever given up, so every row is
-embedded once the provider is back. While the provider's circuit breaker is open the
-worker does not call it (nor claim jobs); a job it could not even try is handed back
-without counting an attempt."""
+embedded once the provider is back. Each tenant's texts are embedded for that tenant,
+so the circuit breaker accounts a failure to it: one tenant's texts that the provider
+refuses open that tenant's circuit only (its jobs then wait for it), never the shared
+one. While the shared circuit is open the worker does not call the provider (nor claim
+jobs); a job it could not even try is handed back without counting an attempt."""
 
 from __future__ import annotations
 
@@ -19,15 +21,15 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from service.db import queue as store
+from service.db import queue as queue_queries
 from service.db.queue import ItemKind, ItemText, Job
-from service.errors import ConfigError
-from service.logs import get_logger
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     EmbeddingError,
     ModelIntegrityError,
     ProviderUnavailable,
 )
+from service.errors import ConfigError
+from service.logs import get_logger
 from service.memory.library import Library
 from service.memory.queue import backlog
 from service.memory.queue.inline import embed_checked
@@ -75,7 +77,7 @@ def _lease_seconds(lib: Library) -> float:
 
 async def _claim(lib: Library, tenant_id: TenantId | None, limit: int) -> list[Job]:
     async with lib.db.admin_tx() as conn:
-        return await store.claim_embedding_jobs(conn, limit, _lease_seconds(lib), tenant_id)
+        return await queue_queries.claim_embedding_jobs(conn, limit, _lease_seconds(lib), tenant_id)
 
 
 def _by_tenant(jobs: Sequence[Job]) -> dict[TenantId, list[Job]]:
@@ -92,29 +94,53 @@ async def _load_texts(lib: Library, jobs: Sequence[Job]) -> dict[ItemKey, ItemTe
         memory_ids = [job.item_id for job in group if job.item_kind == "mem"]
         episode_ids = [job.item_id for job in group if job.item_kind == "ep"]
         async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-            for item in await store.embedding_texts(conn, tenant_id, memory_ids, episode_ids):
+            for item in await queue_queries.embedding_texts(
+                conn, tenant_id, memory_ids, episode_ids
+            ):
                 texts[(tenant_id, item.kind, item.id)] = item
     return texts
 
 
-async def _embed_outcomes(lib: Library, texts: list[str]) -> list[Outcome]:
-    """One outcome per text. A failed batch is retried text by text only when a single
-    text embeds (the provider is up, so one bad text must not fail its neighbours);
-    otherwise every text carries the batch's failure (an attempt, unless the breaker
-    did not let the batch through)."""
+async def _embed_all(lib: Library, jobs: Sequence[Job], texts: list[str]) -> list[Outcome]:
+    """One outcome per job's text. Each tenant's texts are embedded for that tenant (the
+    breaker accounts its failures to it), all tenants at once, so the batcher still
+    combines them into one provider call and, when the provider refuses it, tries each
+    tenant's part on its own."""
+    groups: dict[TenantId, list[int]] = {}
+    for position, job in enumerate(jobs):
+        groups.setdefault(job.tenant_id, []).append(position)
+    results = await asyncio.gather(
+        *(
+            _embed_outcomes(lib, tenant_id, [texts[p] for p in positions])
+            for tenant_id, positions in groups.items()
+        )
+    )
+    outcomes: list[Outcome] = [Failure("not embedded")] * len(texts)
+    for positions, result in zip(groups.values(), results, strict=True):
+        for position, outcome in zip(positions, result, strict=True):
+            outcomes[position] = outcome
+    return outcomes
+
+
+async def _embed_outcomes(lib: Library, tenant_id: TenantId, texts: list[str]) -> list[Outcome]:
+    """One outcome per text of ``tenant_id``. A failed batch is retried text by text only
+    when a single text embeds (the provider is up, so one bad text must not fail its
+    neighbours); otherwise every text carries the batch's failure (an attempt, unless
+    the breaker did not let the batch through)."""
     if not texts:
         return []
     timeout = lib.settings.embedding_timeout_secs + 5.0
     try:
-        return list(await embed_checked(lib, texts, timeout, lane="write"))
+        return list(await embed_checked(lib, tenant_id, texts, timeout, lane="write"))
     except EmbeddingError as exc:
         batch = Failure.of(exc)
-    if len(texts) == 1 or not batch.attempted or lib.breaker.retry_in() > 0:
+    if len(texts) == 1 or not batch.attempted or lib.breaker.retry_in(str(tenant_id)) > 0:
         return [batch] * len(texts)
     outcomes: list[Outcome] = []
     for position, text in enumerate(texts):
         try:
-            outcomes.append((await embed_checked(lib, [text], timeout, lane="write"))[0])
+            one = await embed_checked(lib, tenant_id, [text], timeout, lane="write")
+            outcomes.append(one[0])
         except EmbeddingError as exc:
             if position == 0:  # even one text fails: the provider is down
                 return [batch] * len(texts)
@@ -134,7 +160,7 @@ async def _settle_tenant(
     Returns (embedded, dropped, requeued)."""
     items = [vectors.get(_key(job)) for job in jobs]
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        settled = await store.settle_embeddings(conn, tenant_id, jobs, items, model)
+        settled = await queue_queries.settle_embeddings(conn, tenant_id, jobs, items, model)
     dropped = sum(1 for item in items if item is None)
     return settled.embedded, dropped, len(jobs) - settled.embedded - dropped
 
@@ -151,14 +177,15 @@ async def _fail(lib: Library, failed: Sequence[tuple[Job, Failure]]) -> None:
     """Back off the jobs whose attempt failed; hand back, uncounted, those not attempted."""
     settings = lib.settings
     tried = [(job, failure.error) for job, failure in failed if failure.attempted]
-    untried = [(job, failure.error) for job, failure in failed if not failure.attempted]
-    delay = float(settings.task_retry_delay)
-    retry_in = max(lib.breaker.retry_in(), settings.worker_poll_secs)
+    groups = [(tried, float(settings.task_retry_delay), True)]
+    for tenant_id, untried in _untried_by_tenant(failed).items():
+        retry_in = max(lib.breaker.retry_in(str(tenant_id)), settings.worker_poll_secs)
+        groups.append((untried, retry_in, False))
     async with lib.db.admin_tx() as conn:
-        for group, wait, attempted in ((tried, delay, True), (untried, retry_in, False)):
+        for group, wait, attempted in groups:
             if group:
                 jobs, errors = [job for job, _ in group], [error for _, error in group]
-                await store.fail_embedding_jobs(
+                await queue_queries.fail_embedding_jobs(
                     conn, jobs, errors, wait, settings.task_max_retries, attempted=attempted
                 )
     for job, error in tried:
@@ -171,6 +198,17 @@ async def _fail(lib: Library, failed: Sequence[tuple[Job, Failure]]) -> None:
                 attempts=job.attempts + 1,
                 error=error,
             )
+
+
+def _untried_by_tenant(
+    failed: Sequence[tuple[Job, Failure]],
+) -> dict[TenantId, list[tuple[Job, str]]]:
+    """The jobs the breaker did not let through, by tenant (each waits for its circuit)."""
+    groups: dict[TenantId, list[tuple[Job, str]]] = {}
+    for job, failure in failed:
+        if not failure.attempted:
+            groups.setdefault(job.tenant_id, []).append((job, failure.error))
+    return groups
 
 
 async def drain_once(
@@ -195,7 +233,7 @@ async def drain_items(lib: Library, items: Sequence[ItemKey]) -> DrainResult:
     texts: dict[ItemKey, ItemText] = {}
     for tenant_id, wanted in _items_by_tenant(items).items():
         async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-            claimed = await store.claim_embedding_items(
+            claimed = await queue_queries.claim_embedding_items(
                 conn, tenant_id, wanted, _lease_seconds(lib)
             )
         for job, item in claimed:
@@ -223,7 +261,7 @@ async def _run_jobs(
     if texts is None:
         texts = await _load_texts(lib, jobs)
     present = [job for job in jobs if _key(job) in texts]
-    outcomes = await _embed_outcomes(lib, [texts[_key(job)].text for job in present])
+    outcomes = await _embed_all(lib, present, [texts[_key(job)].text for job in present])
     vectors: dict[ItemKey, tuple[ItemText, list[float]]] = {}
     failed: list[tuple[Job, Failure]] = []
     for job, outcome in zip(present, outcomes, strict=True):
@@ -333,8 +371,8 @@ async def start_up(lib: Library) -> bool:
 async def drain_until_empty(
     lib: Library,
     tenant_id: TenantId | None,
-    on_progress: Callable[[store.Backlog], None],
-) -> store.Backlog:
+    on_progress: Callable[[queue_queries.Backlog], None],
+) -> queue_queries.Backlog:
     """Drain (alongside any other worker) until no job of the scope is left; a provider
     that is down is waited for (jobs are retried with their backoff, never given up).
     Returns the final backlog."""

@@ -8,7 +8,7 @@ library returns full content: previews and budgets belong to the MCP boundary.
 
 from __future__ import annotations
 
-from service.db import recall as store
+from service.db import recall as recall_queries
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
 from service.memory.recall import advisory, fusion, query_terms
@@ -48,7 +48,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
         body, credited = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
         if credited:
             async with lib.db.tenant_tx(tenant_id) as conn:
-                await store.bump_recall_stats(conn, tenant_id, credited)
+                await recall_queries.bump_recall_stats(conn, tenant_id, credited)
     if notice is not None:
         body["advisory"] = notice
     return body
@@ -80,4 +80,4 @@ async def _note_advisory(lib: Library, tenant_id: TenantId, state: str, long_for
     """Record a change of advisory state, in a transaction of its own on the primary
     (a recall may read a replica, which takes no writes; changes are rare)."""
     async with lib.write_db.tenant_tx(tenant_id) as conn:
-        return await store.note_advisory(conn, tenant_id, state, long_form)
+        return await recall_queries.note_advisory(conn, tenant_id, state, long_form)

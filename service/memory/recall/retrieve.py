@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from service.db import recall as store
+from service.db import recall as recall_queries
 from service.db.pool import Connection
-from service.memory.embeddings.base import EmbeddingError
-from service.memory.embeddings.batcher import EmbeddingBatcher
-from service.memory.embeddings.cache import embed_query
+from service.embeddings.base import EmbeddingError
+from service.embeddings.batcher import EmbeddingBatcher
+from service.embeddings.cache import embed_query
 from service.memory.library import Library
 from service.memory.recall import candidate, query_terms
 from service.memory.recall.request import RecallRequest
@@ -67,9 +67,9 @@ async def _embed(lib: Library, tenant_id: TenantId, query: str) -> Embedded:
     return Embedded(vector, False)
 
 
-def scope_of(req: RecallRequest) -> store.Scope:
+def scope_of(req: RecallRequest) -> recall_queries.Scope:
     pattern = query_terms.like_pattern(req.source_id)[1:] if req.source_id else None
-    return store.Scope(req.agent_id, req.project_id, req.channel, pattern)
+    return recall_queries.Scope(req.agent_id, req.project_id, req.channel, pattern)
 
 
 def depth_of(lib: Library, limit: int, mode: candidate.Mode) -> int:
@@ -85,7 +85,7 @@ def retrieval(
     depth: int,
     terms: query_terms.Terms,
     mode: candidate.Mode,
-) -> store.Retrieval:
+) -> recall_queries.Retrieval:
     """What to retrieve, without the query vector (the embedding runs alongside the
     lexical half; the vector half gets the vector once it is there).
 
@@ -94,7 +94,7 @@ def retrieval(
     changes the candidates); the spec's modes take ``depth`` rows from every retriever."""
     s = lib.settings
     fts = s.fts_enabled or mode == "cascade"
-    return store.Retrieval(
+    return recall_queries.Retrieval(
         vector=None,
         tsquery=terms.tsquery if fts else None,
         lexemes=terms.lexemes if fts else (),
@@ -111,14 +111,18 @@ def retrieval(
 
 
 async def _keyword_fallback(
-    conn: Connection, tenant_id: TenantId, req: RecallRequest, scope: store.Scope, limit: int
-) -> list[store.Hit]:
+    conn: Connection,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    scope: recall_queries.Scope,
+    limit: int,
+) -> list[recall_queries.Hit]:
     """The literal substring match of the whole query (the LIKE fallback of
     docs/tools.md, "Retrievers")."""
     fetch = min(10_000, max(5 * limit, 50))
     pattern = query_terms.like_pattern(req.query.strip())
-    await store.plan_each_statement(conn)  # after a recall statement's generic plan
-    rows = await store.like_fallback(conn, tenant_id, scope, pattern, fetch)
+    await recall_queries.plan_each_statement(conn)  # after a recall statement's generic plan
+    rows = await recall_queries.like_fallback(conn, tenant_id, scope, pattern, fetch)
     return rows[:limit]
 
 
@@ -126,11 +130,11 @@ async def retrieve(
     lib: Library,
     tenant_id: TenantId,
     req: RecallRequest,
-    scope: store.Scope,
-    wanted: store.Retrieval,
+    scope: recall_queries.Scope,
+    wanted: recall_queries.Retrieval,
     limit: int,
     mode: candidate.Mode,
-) -> tuple[Embedded, store.Candidates, list[store.Hit]]:
+) -> tuple[Embedded, recall_queries.Candidates, list[recall_queries.Hit]]:
     """The query's embedding, the lexical half and the vector half.
 
     When the process is otherwise idle, the lexical statement runs while the model
@@ -148,13 +152,15 @@ async def retrieve(
     try:
         if busy:  # loaded: the vector first, then one transaction for both halves
             await asyncio.wait([embedding])
-        async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
-            lexical = await store.lexical_candidates(conn, tenant_id, scope, wanted)
+        async with lib.db.tenant_tx(
+            tenant_id, generic_plans=recall_queries.plan_reusable(scope)
+        ) as conn:
+            lexical = await recall_queries.lexical_candidates(conn, tenant_id, scope, wanted)
             fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
             if embedding.done():
                 embedded = embedding.result()
                 vectors = dataclasses.replace(wanted, vector=embedded.vector)
-                found = await store.with_vectors(conn, tenant_id, scope, vectors, lexical)
+                found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
                 return embedded, found, fallback
     except BaseException:
         embedding.cancel()
@@ -175,11 +181,11 @@ async def _fallback(
     conn: Connection,
     tenant_id: TenantId,
     req: RecallRequest,
-    scope: store.Scope,
-    lexical: store.Lexical,
+    scope: recall_queries.Scope,
+    lexical: recall_queries.Lexical,
     limit: int,
     mode: candidate.Mode,
-) -> list[store.Hit]:
+) -> list[recall_queries.Hit]:
     """The LIKE fallback's rows when full text found nothing (else none)."""
     keyword_on = lib.settings.fts_enabled or mode == "cascade"
     if limit and req.query.strip() and not lexical.found_by("memory_text") and keyword_on:
@@ -190,12 +196,14 @@ async def _fallback(
 async def _with_vectors(
     lib: Library,
     tenant_id: TenantId,
-    scope: store.Scope,
-    wanted: store.Retrieval,
-    lexical: store.Lexical,
-) -> store.Candidates:
+    scope: recall_queries.Scope,
+    wanted: recall_queries.Retrieval,
+    lexical: recall_queries.Lexical,
+) -> recall_queries.Candidates:
     """The vector half, in a transaction of its own; none without a searchable vector."""
-    if not store.searches_vectors(wanted):
+    if not recall_queries.searches_vectors(wanted):
         return lexical.alone()
-    async with lib.db.tenant_tx(tenant_id, generic_plans=store.plan_reusable(scope)) as conn:
-        return await store.with_vectors(conn, tenant_id, scope, wanted, lexical)
+    async with lib.db.tenant_tx(
+        tenant_id, generic_plans=recall_queries.plan_reusable(scope)
+    ) as conn:
+        return await recall_queries.with_vectors(conn, tenant_id, scope, wanted, lexical)

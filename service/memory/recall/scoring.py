@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from service.db import recall as store
+from service.db import recall as recall_queries
 from service.db.sql import VECTOR_DIMS
 from service.memory.library import Library
 from service.memory.recall import (
@@ -102,7 +102,7 @@ def fuse(
 
 
 def vector_unseen(
-    lib: Library, hits: Sequence[store.Hit], vector: list[float] | None
+    lib: Library, hits: Sequence[recall_queries.Hit], vector: list[float] | None
 ) -> set[candidate.Identity]:
     """Rows matched lexically that the vector channel could not score although embeddings
     are on: no vector of the query's width (the retrieval reports no cosine for them),
@@ -183,7 +183,7 @@ def ranked_body(
     lib: Library,
     req: RecallRequest,
     meta: JsonObject,
-    hits: list[store.Hit],
+    hits: list[recall_queries.Hit],
     mode: candidate.Mode,
     limit: int,
     unseen: set[candidate.Identity],

@@ -28,11 +28,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from service.app.oauth.issuer import IssuerConfig, IssuerVerifier
+from service.app.oauth.refusals import TokenRejected
 from service.config import Settings
 from service.mcp.tools import EVERYDAY
 from service.memory.library import Library
-from service.memory.oauth import TokenRejected
-from service.memory.oauth.issuer import IssuerConfig, IssuerVerifier
 from tests.support import Agent, Served, mcp_session, new_tenant, serve
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

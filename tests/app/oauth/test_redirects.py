@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import httpx
 
-from service.app.oauth import consent
+from service.app.oauth import consent, server
 from service.config import Settings
 from service.memory.library import Library
-from service.memory.oauth import server
 from tests.app.oauth.flows import authorize_query, pkce, register
 from tests.support import new_tenant, serve
 

@@ -16,9 +16,9 @@ import dataclasses
 import httpx
 
 from service.app import background
+from service.app.oauth import server
 from service.config import Settings
 from service.memory.library import Library
-from service.memory.oauth import server
 from tests.app.oauth.flows import CALLBACK, FormConsent, OAuthSession
 from tests.support import Served, new_tenant, serve
 

@@ -15,9 +15,9 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
+from service.embeddings.base import EmbeddingProvider
+from service.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory import calibration, tenants
-from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory.health import deep
 from service.memory.library import Library
 from service.memory.memories import edits, store

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from service.config import Settings
-from service.db import contents as contents_db
+from service.db import contents as contents_queries
 from service.errors import InvalidInput
 from service.mcp.registry import ToolEnv
 from service.mcp.shaping import rows
@@ -248,10 +248,10 @@ async def test_one_statement_resolves_memories_and_episodes(client: Agent, lib: 
 
     async with lib.db.tenant_tx(tenant) as conn:
         # A first run lets asyncpg introspect the array types once per connection.
-        await contents_db.get_contents(conn, tenant, "a", [mem], [ep])
+        await contents_queries.get_contents(conn, tenant, "a", [mem], [ep])
         conn.add_query_logger(record)
         try:
-            found = await contents_db.get_contents(conn, tenant, "a", [mem, ep], [mem, ep])
+            found = await contents_queries.get_contents(conn, tenant, "a", [mem, ep], [mem, ep])
         finally:
             conn.remove_query_logger(record)
     assert len(seen) == 1

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from hypothesis import given, strategies as st
 
-from service.db import operating_context as context_store
+from service.db import operating_context as operating_context_queries
 from service.db.pool import Database
 from service.errors import InvalidInput, NotFound, Refused
 from service.memory import tenants
@@ -387,15 +387,19 @@ async def test_the_app_role_can_read_but_never_write_contexts(lib: Library) -> N
     tenant_id = TenantId(tenant.id)
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
         async with lib.db.tenant_tx(tenant_id) as conn:
-            await context_store.upsert_operating_context(conn, tenant_id, "r", {"version": 1})
+            await operating_context_queries.upsert_operating_context(
+                conn, tenant_id, "r", {"version": 1}
+            )
 
 
 async def _upsert_as(db: Database, role: str, tenant_id: TenantId, *, scoped: bool) -> None:
     async with db.admin_tx() as conn:
         await conn.execute(f"SET LOCAL ROLE {role}")
         if scoped:
-            await context_store.scope_admin_to_tenant(conn, tenant_id)
-        await context_store.upsert_operating_context(conn, tenant_id, "r", {"version": 1})
+            await operating_context_queries.scope_admin_to_tenant(conn, tenant_id)
+        await operating_context_queries.upsert_operating_context(
+            conn, tenant_id, "r", {"version": 1}
+        )
 
 
 async def test_admin_writes_pass_forced_rls_only_once_scoped_to_the_tenant(db: Database) -> None:
@@ -413,7 +417,7 @@ async def test_admin_writes_pass_forced_rls_only_once_scoped_to_the_tenant(db: D
             await _upsert_as(db, role, tenant_id, scoped=False)
         await _upsert_as(db, role, tenant_id, scoped=True)
         async with db.tenant_tx(tenant_id) as conn:
-            row = await context_store.operating_context(conn, tenant_id)
+            row = await operating_context_queries.operating_context(conn, tenant_id)
         assert row is not None
         assert row.document == {"version": 1}
     finally:

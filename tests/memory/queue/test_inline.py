@@ -18,10 +18,10 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
+from service.embeddings.base import EmbeddingProvider
+from service.embeddings.local import DIMENSION, MODEL_NAME
 from service.errors import NotFound, Refused
 from service.memory import episodes, tenants
-from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.local import DIMENSION, MODEL_NAME
 from service.memory.library import Library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog

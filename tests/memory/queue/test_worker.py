@@ -28,8 +28,8 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
+from service.embeddings.base import l2_normalise
 from service.memory import agents, episodes, tenants
-from service.memory.embeddings.base import l2_normalise
 from service.memory.library import Library, build_library
 from service.memory.memories import edits, store
 from service.memory.queue import backlog, worker
@@ -216,6 +216,31 @@ async def test_one_bad_text_does_not_fail_its_batch(
     [job] = await _jobs(http_lib.db)
     assert (job["item_id"], job["attempts"]) == (ids[1], 1)
     assert "HTTP 400" in job["last_error"]
+
+
+async def test_one_tenants_refused_texts_fail_only_its_own_rows_and_circuit(
+    db: Database, http_lib: Library, http_settings: Settings, fake: EmbeddingServer
+) -> None:
+    """One drain holds two tenants' rows; the provider refuses ``abuser``'s (HTTP 400).
+    ``victim``'s row is embedded all the same, and the failures count against the
+    abuser's own circuit, not the shared one every tenant's recall and writes go
+    through (the draining process's breaker opens after 2 failures here)."""
+    abuser, victim = await _tenant(http_lib, "abuser"), await _tenant(http_lib, "victim")
+    fake.reset(failing=True)  # the rows are queued (the writing process has no breaker)
+    for n in range(3):
+        await _store(http_lib, abuser, f"!poison {n}")
+    kept = await _store(http_lib, victim, "kiwi notes")
+    fake.reset()
+    lib = build_library(db, dataclasses.replace(http_settings, embedding_breaker_failures=2))
+    try:
+        result = await worker.drain_once(lib)
+        assert (result.claimed, result.embedded, result.failed) == (4, 1, 3)
+        _assert_vector_of(await _memory(db, kept), "kiwi notes")
+        assert lib.breaker.state == "closed"
+        assert lib.breaker.tenant_state(str(abuser)) == "open"
+        assert lib.breaker.tenant_state(str(victim)) == "closed"
+    finally:
+        await lib.aclose()
 
 
 async def test_two_concurrent_drainers_never_embed_the_same_job(

@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.memory.embeddings.base import EmbeddingError, EmbeddingProvider, l2_normalise
-from service.memory.embeddings.breaker import CircuitBreaker
-from service.memory.embeddings.cache import QueryEmbeddingCache, embed_query
+from service.embeddings.base import EmbeddingError, EmbeddingProvider, l2_normalise
+from service.embeddings.breaker import CircuitBreaker
+from service.embeddings.cache import QueryEmbeddingCache, embed_query
 
 
 async def _query(provider: EmbeddingProvider, cache: QueryEmbeddingCache, text: str) -> list[float]:

@@ -26,10 +26,10 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-from service.db import oauth as store
+from service.app.oauth.refusals import GrantReplayed, OAuthRefusal, RegistrationsFull, ReplayedGrant
+from service.db import oauth as oauth_queries
 from service.db.pool import Connection, Database
 from service.memory import tenants
-from service.memory.oauth import GrantReplayed, OAuthRefusal, RegistrationsFull, ReplayedGrant
 from service.models import Caller, Permission, TenantId
 
 CODE_SECONDS: Final = 120.0
@@ -119,10 +119,12 @@ async def register_client(
     secret_hash = None if secret is None else _hash(secret)
     async with db.admin_tx() as conn:
         if hourly_cap:
-            await store.lock_oauth_registrations(conn)
-        if await store.insert_oauth_client(conn, client_id, secret_hash, metadata, hourly_cap):
+            await oauth_queries.lock_oauth_registrations(conn)
+        if await oauth_queries.insert_oauth_client(
+            conn, client_id, secret_hash, metadata, hourly_cap
+        ):
             return client_id, secret
-        wait = await store.oauth_registration_wait(conn)
+        wait = await oauth_queries.oauth_registration_wait(conn)
     raise RegistrationsFull(hourly_cap, wait)
 
 
@@ -133,7 +135,7 @@ async def expire_unused_clients(db: Database, older_than_hours: float) -> int:
     deleted = 0
     while True:
         async with db.admin_tx() as conn:
-            batch = await store.delete_unused_oauth_clients(
+            batch = await oauth_queries.delete_unused_oauth_clients(
                 conn, older_than_hours * 3600, EXPIRY_BATCH
             )
         deleted += batch
@@ -145,7 +147,7 @@ async def find_client(db: Database, client_id: str) -> Client | None:
     if not client_id or len(client_id) > 200:
         return None
     async with db.admin_conn() as conn:
-        row = await store.oauth_client(conn, client_id)
+        row = await oauth_queries.oauth_client(conn, client_id)
     if row is None:
         return None
     meta = row.metadata
@@ -163,10 +165,10 @@ async def issue_code(db: Database, caller: Caller, consent: Consent) -> str:
     """An authorization code for ``consent``, issued from the caller's key."""
     code = secrets.token_urlsafe(32)
     async with db.admin_tx() as conn:
-        await store.delete_expired_oauth(conn)
-        await store.insert_oauth_code(
+        await oauth_queries.delete_expired_oauth(conn)
+        await oauth_queries.insert_oauth_code(
             conn,
-            store.NewCode(
+            oauth_queries.NewCode(
                 tenant_id=caller.tenant_id,
                 code_hash=_hash(code),
                 key_prefix=caller.key_id,
@@ -181,7 +183,7 @@ async def issue_code(db: Database, caller: Caller, consent: Consent) -> str:
     return code
 
 
-def _check_code(row: store.CodeRow, exchange: CodeExchange) -> OAuthRefusal | None:
+def _check_code(row: oauth_queries.CodeRow, exchange: CodeExchange) -> OAuthRefusal | None:
     """Why a redeemed code gives no tokens to ``exchange``, or None."""
     if row.client_id != exchange.client_id or not row.usable:
         return OAuthRefusal("invalid_grant", "the authorization code is unknown, used or expired")
@@ -194,7 +196,7 @@ def _check_code(row: store.CodeRow, exchange: CodeExchange) -> OAuthRefusal | No
     return None
 
 
-def _replayed(grant: str, family: store.RevokedFamily | None, unknown: str) -> OAuthRefusal:
+def _replayed(grant: str, family: oauth_queries.RevokedFamily | None, unknown: str) -> OAuthRefusal:
     """The refusal of a code or refresh token that is not live: a replay when it was
     used (its family is revoked by then), else unknown or expired."""
     if family is None:
@@ -203,9 +205,9 @@ def _replayed(grant: str, family: store.RevokedFamily | None, unknown: str) -> O
     return GrantReplayed(replayed, family.tokens_revoked)
 
 
-def _grant_of(code: store.CodeRow) -> store.RefreshRow:
+def _grant_of(code: oauth_queries.CodeRow) -> oauth_queries.RefreshRow:
     """The grant a valid code's tokens are issued for (the family its redemption began)."""
-    return store.RefreshRow(
+    return oauth_queries.RefreshRow(
         code.tenant_id, code.key_prefix, code.client_id, code.resource, code.scope,
         code.family_id, usable=True,
     )  # fmt: skip
@@ -216,9 +218,9 @@ async def redeem_code(db: Database, exchange: CodeExchange, lifetimes: Lifetimes
     is refused; a used code presented again revokes its family (GrantReplayed)."""
     code_hash = _hash(exchange.code)
     async with db.admin_tx() as conn:
-        row = await store.use_oauth_code(conn, code_hash)
+        row = await oauth_queries.use_oauth_code(conn, code_hash)
         if row is None:
-            family = await store.revoke_code_family(conn, code_hash)
+            family = await oauth_queries.revoke_code_family(conn, code_hash)
             outcome: Tokens | OAuthRefusal = _replayed(
                 "authorization_code", family, "the authorization code is unknown, used or expired"
             )
@@ -232,7 +234,7 @@ async def redeem_code(db: Database, exchange: CodeExchange, lifetimes: Lifetimes
 
 
 def _check_refresh(
-    row: store.RefreshRow, client_id: str, resource: str | None
+    row: oauth_queries.RefreshRow, client_id: str, resource: str | None
 ) -> OAuthRefusal | None:
     if row.client_id != client_id or not row.usable:
         return OAuthRefusal("invalid_grant", "the refresh token is unknown, used or expired")
@@ -249,9 +251,9 @@ async def refresh(
     (GrantReplayed)."""
     token_hash = _hash(refresh_token)
     async with db.admin_tx() as conn:
-        row = await store.rotate_refresh_token(conn, token_hash)
+        row = await oauth_queries.rotate_refresh_token(conn, token_hash)
         if row is None:
-            family = await store.revoke_refresh_family(conn, token_hash)
+            family = await oauth_queries.revoke_refresh_family(conn, token_hash)
             outcome: Tokens | OAuthRefusal = _replayed(
                 "refresh_token", family, "the refresh token is unknown, used or expired"
             )
@@ -264,18 +266,20 @@ async def refresh(
     return outcome
 
 
-async def _issue_tokens(conn: Connection, grant: store.RefreshRow, lifetimes: Lifetimes) -> Tokens:
+async def _issue_tokens(
+    conn: Connection, grant: oauth_queries.RefreshRow, lifetimes: Lifetimes
+) -> Tokens:
     """A new access and refresh token of ``grant``'s family (in the caller's transaction)."""
     access = ACCESS_PREFIX + secrets.token_urlsafe(32)
     refresh_token = REFRESH_PREFIX + secrets.token_urlsafe(32)
-    await store.mark_oauth_client_used(conn, grant.client_id)
+    await oauth_queries.mark_oauth_client_used(conn, grant.client_id)
     for kind, token, seconds in (
         ("access", access, lifetimes.access_seconds),
         ("refresh", refresh_token, lifetimes.refresh_seconds),
     ):
-        await store.insert_oauth_token(
+        await oauth_queries.insert_oauth_token(
             conn,
-            store.NewToken(
+            oauth_queries.NewToken(
                 tenant_id=grant.tenant_id,
                 token_hash=_hash(token),
                 kind=kind,
@@ -297,7 +301,7 @@ async def authenticate(db: Database, token: str, resource: str) -> Caller | None
     if not token.startswith(ACCESS_PREFIX) or len(token) > 200:
         return None
     async with db.admin_conn() as conn:
-        row = await store.access_token_for_auth(conn, _hash(token))
+        row = await oauth_queries.access_token_for_auth(conn, _hash(token))
     if row is None or not row.usable or row.resource != resource:
         return None
     return Caller(
@@ -317,7 +321,7 @@ async def revoke_token(db: Database, token: str, client_id: str) -> None:
     if len(token) > 200:
         return
     async with db.admin_tx() as conn:
-        await store.revoke_oauth_token(conn, _hash(token), client_id)
+        await oauth_queries.revoke_oauth_token(conn, _hash(token), client_id)
 
 
 def redirect_uri_registered(client: Client, redirect_uri: str) -> bool:

@@ -23,9 +23,11 @@ The batcher is itself an :class:`EmbeddingProvider` (its ``embed`` is the query 
 form (``embed_queries``; such a batch holds queries only), so the query-embedding cache, the
 circuit breaker and the per-caller time limits of ``embed_guarded`` stay in front of
 it unchanged. A caller that gives up (its timeout) only withdraws its own texts; a
-call in progress finishes for the others. Providers run off the event loop already
-(the local model on its own thread, HTTP asynchronously); ``in_flight`` bounds how
-many calls run at once (1 for the local model, which has one thread).
+call in progress finishes for the others. A shared call that fails is tried again per
+caller, so a text the provider refuses fails only its own caller. Providers run off
+the event loop already (the local model on its own thread, HTTP asynchronously);
+``in_flight`` bounds how many calls run at once (1 for the local model, which has one
+thread).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     AsymmetricProvider,
     EmbeddingError,
     EmbeddingProvider,
@@ -263,22 +265,20 @@ class EmbeddingBatcher:
         return batch
 
     async def _call(self, batch: list[_Request]) -> None:
+        """One provider call for ``batch``; when it fails and several callers shared it,
+        each caller's texts are tried again on their own, so a text the provider refuses
+        fails only its own caller (docs/reliability.md, "Input bounds (hardening round
+        two)"). A provider that is down costs one more call per caller that still waits."""
         texts = [text for request in batch for text in request.texts]
-        self.stats.calls += 1
-        self.stats.texts += len(texts)
-        self.stats.largest = max(self.stats.largest, len(texts))
         try:
-            if batch[0].as_query:
-                vectors = await embed_queries(self._provider, texts)
-            else:
-                vectors = await self._provider.embed(texts)
-            if len(vectors) != len(texts):
-                raise EmbeddingError(f"expected {len(texts)} vectors, got {len(vectors)}")
-        except Exception as exc:
-            error = exc if isinstance(exc, EmbeddingError) else EmbeddingError(str(exc))
-            for request in batch:
-                if not request.future.done():
-                    request.future.set_exception(error)
+            vectors = await self._embed(texts, as_query=batch[0].as_query)
+        except EmbeddingError as error:
+            waiting = [request for request in batch if not request.future.done()]
+            if len(waiting) == 1:
+                waiting[0].future.set_exception(error)
+                return
+            for request in waiting:
+                await self._call_alone(request)
             return
         start = 0
         for request in batch:
@@ -286,3 +286,34 @@ class EmbeddingBatcher:
             if not request.future.done():
                 request.future.set_result(vectors[start:end])
             start = end
+
+    async def _call_alone(self, request: _Request) -> None:
+        """Embed one caller's texts in a call of their own (unless it gave up meanwhile)."""
+        if request.future.done():
+            return
+        try:
+            vectors = await self._embed(request.texts, as_query=request.as_query)
+        except EmbeddingError as error:
+            if not request.future.done():
+                request.future.set_exception(error)
+            return
+        if not request.future.done():
+            request.future.set_result(vectors)
+
+    async def _embed(self, texts: list[str], *, as_query: bool = False) -> list[list[float]]:
+        """One provider call (counted in ``stats``); any failure as an EmbeddingError."""
+        self.stats.calls += 1
+        self.stats.texts += len(texts)
+        self.stats.largest = max(self.stats.largest, len(texts))
+        try:
+            if as_query:
+                vectors = await embed_queries(self._provider, texts)
+            else:
+                vectors = await self._provider.embed(texts)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(str(exc)) from exc
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"expected {len(texts)} vectors, got {len(vectors)}")
+        return vectors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from service.memory.embeddings.local import token_batches
+from service.embeddings.local import token_batches
 
 
 def test_similar_lengths_run_together_and_a_long_text_runs_alone() -> None:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError
+from service.embeddings.base import EmbeddingError, ModelIntegrityError
 
 _T = TypeVar("_T")
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.memory.embeddings.base import EmbeddingError, ProviderUnavailable
-from service.memory.embeddings.breaker import CircuitBreaker, embed_guarded
+from service.embeddings.base import EmbeddingError, ProviderUnavailable
+from service.embeddings.breaker import CircuitBreaker, embed_guarded
 
 
 class Clock:

@@ -12,8 +12,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.breaker import CircuitBreaker, embed_guarded
+from service.embeddings.base import EmbeddingProvider
+from service.embeddings.breaker import CircuitBreaker, embed_guarded
 
 Clock = Callable[[], float]
 

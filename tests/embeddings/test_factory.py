@@ -5,11 +5,11 @@ from typing import Any
 import pytest
 
 from service.config import EmbeddingMode
+from service.embeddings.base import EmbeddingProvider
+from service.embeddings.factory import build_provider
+from service.embeddings.http import HttpEmbeddingProvider
+from service.embeddings.local import LocalEmbeddingProvider
 from service.extras import local_embeddings_installed
-from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.factory import build_provider
-from service.memory.embeddings.http import HttpEmbeddingProvider
-from service.memory.embeddings.local import LocalEmbeddingProvider
 
 
 def _build(

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from service.config import load_settings
+from service.embeddings.base import ModelIntegrityError, embed_queries
+from service.embeddings.factory import build_provider
 from service.errors import ConfigError
 from service.extras import e5_embeddings_installed
-from service.memory.embeddings.base import ModelIntegrityError, embed_queries
-from service.memory.embeddings.factory import build_provider
 
 pytestmark = pytest.mark.skipif(
     not e5_embeddings_installed(), reason="the optional 'e5' embedding extra is not installed"
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 async def provider() -> AsyncIterator[object]:
-    from service.memory.embeddings.e5 import E5EmbeddingProvider
+    from service.embeddings.e5 import E5EmbeddingProvider
 
     e5 = E5EmbeddingProvider()
     yield e5
@@ -37,7 +37,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 async def test_queries_and_passages_are_unit_vectors_and_find_each_other(provider: object) -> None:
-    from service.memory.embeddings.e5 import E5EmbeddingProvider
+    from service.embeddings.e5 import E5EmbeddingProvider
 
     assert isinstance(provider, E5EmbeddingProvider)
     passages = await provider.embed(["Grace Hopper prefers COBOL over FORTRAN", "Bob bakes bread"])
@@ -50,7 +50,7 @@ async def test_queries_and_passages_are_unit_vectors_and_find_each_other(provide
 
 
 async def test_a_model_file_that_is_not_the_pinned_one_is_never_loaded(tmp_path: Path) -> None:
-    from service.memory.embeddings.e5 import E5EmbeddingProvider
+    from service.embeddings.e5 import E5EmbeddingProvider
 
     forged = tmp_path / "e5-small-q4.bin"
     forged.write_bytes(b"not the model")

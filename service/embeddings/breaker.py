@@ -6,7 +6,8 @@ for ``cooldown`` seconds every call fails at once with :class:`ProviderUnavailab
 and the provider is not contacted. Then it is *half-open*: one call (the probe) goes
 through while the others still fail fast; a success closes it, a failure opens it for
 another cooldown. Queries, writes and the queue worker of one process share one
-breaker (each process has its own; nothing is shared through the database).
+breaker (each process has its own; nothing is shared through the database), and each
+of them calls for a tenant, whose failures the breaker also counts on their own.
 
 ``embed_guarded`` is the only way the library calls a provider: the breaker, a time
 limit of the caller's choosing (1 s for a query, the inline timeout for a write, the
@@ -19,14 +20,14 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from service.logs import get_logger
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     EmbeddingError,
     EmbeddingProvider,
     ProviderUnavailable,
     embed_queries,
     unit_vectors,
 )
+from service.logs import get_logger
 
 log = get_logger("service.embeddings")
 Clock = Callable[[], float]
@@ -73,13 +74,14 @@ class CircuitBreaker:
     ``cooldown`` seconds (one probe) → closed on success, open again on failure.
 
     Failures are accounted per tenant (docs/reliability.md, "Input bounds (hardening
-    round two)"): a call made for a tenant (a recall's query) counts against that
-    tenant's own circuit, which opens for that tenant alone. The shared circuit, which
-    fails every caller fast, opens only when the run of consecutive failures is not one
-    tenant's: it spans two tenants or more, or includes calls made for no tenant (the
-    queue worker, writes). So one tenant's queries that the provider refuses or that
-    time out cannot put every other tenant's recall into lexical-only mode, while a
-    provider that is down for everyone still opens it after ``failures`` calls.
+    round two)"): a call made for a tenant (a recall's query, a write's text, the queue
+    worker's texts of one tenant) counts against that tenant's own circuit, which opens
+    for that tenant alone. The shared circuit, which fails every caller fast, opens only
+    when the run of consecutive failures is not one tenant's: it spans two tenants or
+    more, or includes calls made for no tenant. So one tenant's texts that the provider
+    refuses or that time out cannot put every other tenant's recall into lexical-only
+    mode or leave their writes unembedded, while a provider that is down for everyone
+    still opens it after ``failures`` calls.
 
     ``failures=0`` disables it (always closed). One event loop; not thread-safe.
     """

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from service.memory.embeddings.base import (
+from service.embeddings.base import (
     EmbeddingError,
     check_vectors,
     l2_normalise,

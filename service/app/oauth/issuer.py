@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 import httpx
 import jwt
 
-from service.db import tenants as tenant_store
+from service.app.oauth.refusals import TenantUnknown, TokenRejected
+from service.db import tenants as tenants_queries
 from service.db.pool import Database
-from service.memory.oauth import TenantUnknown, TokenRejected
 from service.models import PERMISSIONS, TOOL_SETS, Caller, Permission, TenantId, ToolSet
 
 ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
@@ -162,7 +162,7 @@ class IssuerVerifier:
                 f"the token has no {self.config.tenant_claim!r} claim naming a tenant"
             )
         async with db.admin_conn() as conn:
-            tenant = await tenant_store.tenant_by_slug(conn, slug)
+            tenant = await tenants_queries.tenant_by_slug(conn, slug)
         if tenant is None:
             raise TenantUnknown(f"the token's tenant {slug!r} does not exist on this service")
         subject = str(claims.get("sub", ""))

@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.memory.embeddings.base import EmbeddingError, l2_normalise
-from service.memory.embeddings.http import HttpEmbeddingProvider
+from service.embeddings.base import EmbeddingError, l2_normalise
+from service.embeddings.http import HttpEmbeddingProvider
 from tests.servers.embedding import serve_in_thread, stop_thread
 
 API_KEY = "sk-test-key"

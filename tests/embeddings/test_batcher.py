@@ -1,5 +1,6 @@
 """The embedding batcher: concurrent callers share provider calls, queries go first,
-a caller that gives up withdraws only its own texts, failures reach every caller."""
+a caller that gives up withdraws only its own texts, a failed shared call is tried again
+per caller, so each caller gets its own failure."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from service.memory.embeddings.base import EmbeddingError
-from service.memory.embeddings.batcher import EmbeddingBatcher
-from service.memory.embeddings.breaker import CircuitBreaker, embed_guarded
+from service.embeddings.base import EmbeddingError
+from service.embeddings.batcher import EmbeddingBatcher
+from service.embeddings.breaker import CircuitBreaker, embed_guarded
 
 WAIT = 5.0
 
@@ -154,7 +155,54 @@ async def test_a_failed_call_fails_every_caller_in_it_and_the_next_call_is_made(
     assert all(isinstance(outcome, EmbeddingError) for outcome in outcomes)
     provider.failing = False
     assert await batcher.embed(["c"]) == [[1.0, 1.0]]
-    assert len(provider.calls) == 2
+    # the shared call, then each caller's part on its own (a provider that is down
+    # fails them all), then the next call
+    assert provider.calls == [["a", "b"], ["a"], ["b"], ["c"]]
+    await batcher.aclose()
+
+
+class Picky(Recording):
+    """Refuses any call holding a text that starts with ``!poison`` (as an HTTP provider
+    answers 400 for a whole request because of one text)."""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = await super().embed(texts)
+        if any(text.startswith("!poison") for text in texts):
+            raise EmbeddingError("HTTP 400: cannot embed that")
+        return vectors
+
+
+async def test_a_shared_call_the_provider_refuses_is_retried_per_caller() -> None:
+    """Three callers' texts share one call; the provider refuses it for one text: each
+    caller's part is tried on its own, so only the caller of that text fails."""
+    provider = Picky()
+    batcher = EmbeddingBatcher(provider, max_batch=8, window=0.0)
+    provider.gate.clear()
+    busy = asyncio.ensure_future(batcher.embed(["busy"]))
+    await asyncio.wait_for(provider.entered.wait(), WAIT)
+    waiting = [
+        asyncio.ensure_future(batcher.submit(texts, "write"))
+        for texts in (["good", "also good"], ["!poison", "innocent"], ["fine"])
+    ]
+    await asyncio.sleep(0)
+    provider.gate.set()
+    outcomes = await asyncio.gather(*waiting, return_exceptions=True)
+    assert outcomes[0] == [[4.0, 1.0], [9.0, 1.0]]
+    assert isinstance(outcomes[1], EmbeddingError)
+    assert "HTTP 400" in str(outcomes[1])
+    assert outcomes[2] == [[4.0, 1.0]]
+    assert await busy == [[4.0, 1.0]]
+    assert provider.calls[1] == ["good", "also good", "!poison", "innocent", "fine"]
+    assert provider.calls[2:] == [["good", "also good"], ["!poison", "innocent"], ["fine"]]
+    await batcher.aclose()
+
+
+async def test_a_lone_callers_failed_call_is_not_repeated() -> None:
+    provider = Picky()
+    batcher = EmbeddingBatcher(provider, max_batch=8, window=0.0)
+    with pytest.raises(EmbeddingError, match="HTTP 400"):
+        await batcher.embed(["!poison", "good"])
+    assert provider.calls == [["!poison", "good"]]
     await batcher.aclose()
 
 

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from service.memory.embeddings.base import check_vectors
-from service.memory.embeddings.bundled import (
+from service.embeddings.base import check_vectors
+from service.embeddings.bundled import (
     BundledModel,
     ModelThread,
     installed_file,

@@ -1,10 +1,11 @@
-"""OAuth 2.1 for the MCP endpoint: the built-in authorization server and external issuers.
+"""The typed refusals of the OAuth code: what ``server`` and ``issuer`` raise.
 
 ``server`` is the built-in authorization server's state (clients, single-use codes,
-rotating refresh tokens, access tokens issued from an API key); ``issuer`` verifies the
-JWT access tokens of an operator's identity provider. Both resolve a token to the same
-:class:`~service.models.Caller` an API key resolves to, so everything behind the edge is
-unchanged. Transport (routes, pages, metadata documents) is in ``service.app.oauth``.
+rotating refresh tokens, access tokens issued from an API key, in Postgres through
+``service.db.oauth``); ``issuer`` verifies the JWT access tokens of an operator's
+identity provider. Both resolve a token to the same :class:`~service.models.Caller` an
+API key resolves to, so everything behind the edge is unchanged. The routes, pages and
+metadata documents beside them render these refusals as OAuth error responses.
 """
 
 from __future__ import annotations

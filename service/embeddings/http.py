@@ -19,7 +19,7 @@ from typing import Literal
 
 import httpx
 
-from service.memory.embeddings.base import EmbeddingError, unit_vectors
+from service.embeddings.base import EmbeddingError, unit_vectors
 
 WireFormat = Literal["cpersona", "openai"]
 MAX_DIMENSION = 16_000  # pgvector's limit for a stored vector

@@ -32,14 +32,14 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer
 
-from service.memory.embeddings.base import check_vectors
-from service.memory.embeddings.bundled import (
+from service.embeddings.base import check_vectors
+from service.embeddings.bundled import (
     BundledModel,
     ModelThread,
     installed_file,
     verified_file,
 )
-from service.memory.embeddings.query_graph import query_form
+from service.embeddings.query_graph import query_form
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIMENSION = 384

@@ -11,9 +11,9 @@ import pytest
 import pytest_asyncio
 from tokenizers import Tokenizer
 
-from service.memory.embeddings.base import EmbeddingError, ModelIntegrityError
-from service.memory.embeddings.bundled import installed_file
-from service.memory.embeddings.local import (
+from service.embeddings.base import EmbeddingError, ModelIntegrityError
+from service.embeddings.bundled import installed_file
+from service.embeddings.local import (
     MAX_TOKENS,
     MODEL_DISTRIBUTION,
     MODEL_FILE,

@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from service.memory.embeddings.bundled import installed_file
-from service.memory.embeddings.local import MODEL_DISTRIBUTION, MODEL_FILE
-from service.memory.embeddings.query_graph import query_form
+from service.embeddings.bundled import installed_file
+from service.embeddings.local import MODEL_DISTRIBUTION, MODEL_FILE
+from service.embeddings.query_graph import query_form
 
 RNG = np.random.default_rng(7)
 WEIGHT = RNG.integers(-127, 128, size=(16, 8), dtype=np.int8)

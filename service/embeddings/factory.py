@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Literal, assert_never
 
 from service.config import EmbeddingMode
-from service.memory.embeddings.base import EmbeddingProvider
-from service.memory.embeddings.http import HttpEmbeddingProvider
+from service.embeddings.base import EmbeddingProvider
+from service.embeddings.http import HttpEmbeddingProvider
 
 KNOWN_WIDTHS = {
     "text-embedding-3-small": 1536,
@@ -66,11 +66,11 @@ def build_provider(
         return None
     width = declared_dimension(mode, model, dimension)
     if mode == "local":
-        from service.memory.embeddings import local
+        from service.embeddings import local
 
         return local.LocalEmbeddingProvider()
     if mode == "local-e5":
-        from service.memory.embeddings import e5
+        from service.embeddings import e5
 
         return e5.E5EmbeddingProvider()
     if mode == "http" or mode == "openai":

@@ -1,3 +1,0 @@
-"""embeddings package."""
-
-from __future__ import annotations
