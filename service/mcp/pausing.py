@@ -15,6 +15,7 @@ import dataclasses
 from typing import TypeVar
 
 from service.mcp.registry import SkippedBody, ToolEnv, ToolSpec
+from service.mcp.render import pauses as render
 from service.memory import pauses
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
@@ -73,4 +74,4 @@ async def _skipped(
     default = body(env, params)
     if not isinstance(default, dict):
         default = await default
-    return pauses.skipped_body(default, tool, active)
+    return render.skipped_body(default, tool, active)

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.db import agents, episodes, memories, profiles, queue
 from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability import export_area
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 
-async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True)
+class AgentDataDeleted:
+    """What delete_agent_data removed for ``agent_id``: rows per kind, and the embedding
+    jobs of those rows (``pending_tasks``)."""
+
+    agent_id: str
+    memories: int
+    profiles: int
+    episodes: int
+    pending_tasks: int
+
+
+async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) -> AgentDataDeleted:
     """Delete every memory, profile and episode of one agent, the embedding jobs of
-    those rows (``deleted_pending_tasks``) and every file of the tenant's export area
+    those rows (``pending_tasks``) and every file of the tenant's export area
     that holds the agent's records, in one transaction (the files' bytes are removed
     once it commits), so deleted data cannot come back through an old export.
 
@@ -31,11 +45,6 @@ async def delete_agent_data(lib: Library, tenant_id: TenantId, agent_id: str) ->
             counts["episodes"] = await episodes.delete_agent_episodes(conn, tenant_id, agent)
             await agents.delete_agent(conn, tenant_id, agent)
     await export_area.remove_files(lib, tenant_id, exported)
-    return {
-        "ok": True,
-        "agent_id": agent_id,
-        "deleted_memories": counts["memories"],
-        "deleted_profiles": counts["profiles"],
-        "deleted_episodes": counts["episodes"],
-        "deleted_pending_tasks": counts["jobs"],
-    }
+    return AgentDataDeleted(
+        agent_id, counts["memories"], counts["profiles"], counts["episodes"], counts["jobs"]
+    )

@@ -34,6 +34,21 @@ class ArchiveRequest:
     channel: str = ""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Archived:
+    """The new episode, and whether its summary or keywords were cut."""
+
+    episode_id: int
+    truncated: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EpisodeDeleted:
+    """The episode deleted."""
+
+    episode_id: int
+
+
 def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
     """Lexicographic min and max of the non-empty ``timestamp`` strings in history."""
     stamps = [
@@ -51,7 +66,7 @@ async def archive_episode(
     tenant_id: TenantId,
     req: ArchiveRequest,
     guard: pauses.PauseGuard | None = None,
-) -> JsonObject:
+) -> Archived:
     """Store a session summary as a new episode (never deduplicated).
 
     The episode is stored with its embedding job and embedded moments later (or,
@@ -89,10 +104,7 @@ async def archive_episode(
             await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
     if inline.vector is None:
         embed_soon(lib, tenant_id, "ep", episode_id)
-    body: JsonObject = {"ok": True, "episode_id": episode_id}
-    if summary.truncated or keywords.truncated:
-        body["truncated"] = True
-    return body
+    return Archived(episode_id, summary.truncated or keywords.truncated)
 
 
 def _texts(lib: Library, req: ArchiveRequest) -> tuple[text.Sanitised, text.Sanitised]:
@@ -134,7 +146,7 @@ async def list_episodes(
 
 async def delete_episode(
     lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
-) -> JsonObject:
+) -> EpisodeDeleted:
     """Delete one episode (its queue job goes with it, by trigger); episodes have no lock."""
     deleted = False
     if 0 < episode_id <= MAX_EPISODE_ID:
@@ -142,4 +154,4 @@ async def delete_episode(
             deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
     if not deleted:
         raise Refused(f"Episode {episode_id} not found or not owned by agent")
-    return {"ok": True, "deleted_id": episode_id}
+    return EpisodeDeleted(episode_id)

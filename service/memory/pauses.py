@@ -25,7 +25,7 @@ from service.db import pauses as pauses_queries
 from service.db.pool import Connection
 from service.errors import InvalidInput, ServiceError
 from service.memory.library import Library
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 Scope = Literal["tenant", "session"]
 
@@ -34,7 +34,6 @@ MAX_TTL_SECONDS = 86400
 SESSION_KEY_MAX = 128
 SESSION_KEY_PATTERN = rf"^[!-~]{{0,{SESSION_KEY_MAX}}}$"
 _SESSION_KEY = re.compile(SESSION_KEY_PATTERN)
-ACTION_IDS = ("deleted_id", "updated_id", "locked_id", "unlocked_id", "episode_id")
 
 
 def valid_session_key(key: str) -> bool:
@@ -87,11 +86,51 @@ def _checked(session_key: str) -> str:
     return session_key
 
 
-def _scoped(body: JsonObject, session_key: str) -> JsonObject:
-    body["scope"] = scope_of(session_key)
-    if session_key:
-        body["session_key"] = session_key
-    return body
+@dataclasses.dataclass(frozen=True, slots=True)
+class PauseSet:
+    """A pause now in force for ``session_key`` ('' = the tenant) until ``expires_at``;
+    ``ttl_seconds`` is the TTL it was set with, after clamping."""
+
+    session_key: str
+    expires_at: datetime
+    ttl_seconds: int
+
+    @property
+    def scope(self) -> Scope:
+        return scope_of(self.session_key)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PauseLifted:
+    """The pause of ``session_key`` ('' = the tenant) is lifted; ``was_active``: one was in
+    force."""
+
+    session_key: str
+    was_active: bool
+
+    @property
+    def scope(self) -> Scope:
+        return scope_of(self.session_key)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PauseState:
+    """The pause of ``session_key`` ('' = the tenant): its expiry and whole seconds left, both
+    None when none is in force. ``tenant_paused``: a tenant-wide pause is in force (it
+    silences a session's writes too)."""
+
+    session_key: str
+    expires_at: datetime | None
+    ttl_remaining_seconds: int | None
+    tenant_paused: bool
+
+    @property
+    def paused(self) -> bool:
+        return self.expires_at is not None
+
+    @property
+    def scope(self) -> Scope:
+        return scope_of(self.session_key)
 
 
 async def pause(
@@ -100,47 +139,39 @@ async def pause(
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     session_key: str = "",
     by: str = "",
-) -> JsonObject:
+) -> PauseSet:
     """Pause writes of the tenant (or of one session) for ``ttl_seconds``.
 
     A second pause of the same scope replaces the expiry (last write wins).
-    Returns ``{paused: true, expires_at, ttl_seconds, scope, session_key?}``.
     """
     ttl, key = _ttl(ttl_seconds), _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
         await pauses_queries.delete_expired_pauses(conn, tenant_id)
         expires_at = await pauses_queries.upsert_pause(conn, tenant_id, key, ttl, by)
-    body = {"paused": True, "expires_at": expires_at.isoformat(), "ttl_seconds": ttl}
-    return _scoped(body, key)
+    return PauseSet(key, expires_at, ttl)
 
 
-async def resume(lib: Library, tenant_id: TenantId, session_key: str = "") -> JsonObject:
-    """Lift the pause of that scope. ``was_active`` says whether one was in force."""
+async def resume(lib: Library, tenant_id: TenantId, session_key: str = "") -> PauseLifted:
+    """Lift the pause of that scope, saying whether one was in force."""
     key = _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
         was_active = await pauses_queries.delete_pause(conn, tenant_id, key)
-    return _scoped({"paused": False, "was_active": was_active}, key)
+    return PauseLifted(key, was_active)
 
 
-async def status(lib: Library, tenant_id: TenantId, session_key: str = "") -> JsonObject:
-    """The pause of that scope: ``{paused, expires_at, ttl_remaining_seconds, scope}``.
-
-    For a session scope ``tenant_paused`` also says whether a tenant-wide pause
-    holds, because that one silences the session's writes too.
-    """
+async def status(lib: Library, tenant_id: TenantId, session_key: str = "") -> PauseState:
+    """The pause of that scope, and whether a tenant-wide pause holds (for a session scope
+    that one silences the session's writes too)."""
     key = _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await pauses_queries.pauses_in_force(conn, tenant_id, key)
     own = next((row for row in rows if row.session_key == key), None)
-    body: JsonObject = {
-        "paused": own is not None,
-        "expires_at": None if own is None else own.expires_at.isoformat(),
-        "ttl_remaining_seconds": None if own is None else max(0, int(own.remaining)),
-    }
-    _scoped(body, key)
-    if key:
-        body["tenant_paused"] = any(row.session_key == "" for row in rows)
-    return body
+    return PauseState(
+        session_key=key,
+        expires_at=None if own is None else own.expires_at,
+        ttl_remaining_seconds=None if own is None else max(0, int(own.remaining)),
+        tenant_paused=any(row.session_key == "" for row in rows),
+    )
 
 
 async def active_pause(
@@ -219,21 +250,3 @@ async def obey_now(lib: Library, tenant_id: TenantId, guard: PauseGuard | None) 
         return
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
         await obey(conn, tenant_id, guard)
-
-
-def skipped_body(default: JsonObject, tool: str, active: ActivePause) -> JsonObject:
-    """A write tool's answer under a pause: its success shape with nothing done.
-
-    ``id`` becomes ``"no-persist"``, every action id (``deleted_id``,
-    ``updated_id``, ``locked_id``, ``unlocked_id``, ``episode_id``) becomes
-    null, and ``persisted: false``, ``dry_run: true`` and a ``reason`` naming
-    the tool and the time left are added.
-    """
-    body = dict(default)
-    if "id" in body:
-        body["id"] = "no-persist"
-    for key in ACTION_IDS:
-        if key in body:
-            body[key] = None
-    body.update(persisted=False, dry_run=True, reason=active.reason(tool))
-    return body

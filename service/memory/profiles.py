@@ -1,33 +1,61 @@
-"""Agent profiles: one free-text row per agent, capped (docs/tools.md, "update_profile")."""
+"""Agent profiles: one free-text row per agent, capped (docs/tools.md, "update_profile").
+
+Answers are typed records (:class:`Profile`, :data:`ProfileUpdate`); the MCP boundary renders
+them (``service.mcp.render.writes``).
+"""
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Literal
 
 from service.db import agents, profiles
 from service.memory import text
 from service.memory.library import Library
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 
-async def get_profile(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
-    """``{"profile": text}``, empty when the agent has none."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Profile:
+    """An agent's profile text, empty when it has none."""
+
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProfileUpdated:
+    """The profile was replaced; ``truncated`` when it was cut to the profile limit."""
+
+    truncated: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProfileUnchanged:
+    """Nothing to store, so the previous profile stays: why."""
+
+    reason: Literal["empty profile", "empty after sanitization"]
+
+
+ProfileUpdate = ProfileUpdated | ProfileUnchanged
+
+
+async def get_profile(lib: Library, tenant_id: TenantId, agent_id: str) -> Profile:
+    """The agent's profile, empty when the agent has none."""
     async with lib.db.tenant_tx(tenant_id) as conn:
         content = await profiles.profile_content(conn, tenant_id, agent_id)
-    return {"profile": content or ""}
+    return Profile(content or "")
 
 
 async def update_profile(
     lib: Library, tenant_id: TenantId, agent_id: str, profile: str
-) -> JsonObject:
+) -> ProfileUpdate:
     """Replace the profile; empty input leaves the previous one in place."""
     if not profile:
-        return {"ok": True, "profiles_updated": 0, "reason": "empty profile"}
+        return ProfileUnchanged("empty profile")
     clean = text.sanitise(profile, lib.settings.max_profile_length)
     if not clean.text:
-        return {"ok": True, "profiles_updated": 0, "reason": "empty after sanitization"}
+        return ProfileUnchanged("empty after sanitization")
     async with lib.db.tenant_tx(tenant_id) as conn:
         agent = await agents.ensure_agent(conn, tenant_id, agent_id)
         await profiles.upsert_profile(conn, tenant_id, agent, clean.text)
-    body: JsonObject = {"ok": True, "profiles_updated": 1}
-    if clean.truncated:
-        body["truncated"] = True
-    return body
+    return ProfileUpdated(clean.truncated)

@@ -45,7 +45,7 @@ async def _client(lib: Library, tenant: TenantId, client: int, run: str) -> None
     for n in range(ROUNDS):
         message = {"content": f"{run}: client {client} fact {n} about pooled connections"}
         body = await store.store(lib, tenant, store.StoreRequest(f"agent-{client}", message))
-        assert body["result"] == "stored", body
+        assert isinstance(body, store.Stored), body
         rows = await listing.list_memories(
             lib, tenant, agent_id=f"agent-{client}", project_id=None, limit=5
         )

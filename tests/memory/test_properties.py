@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -86,7 +85,7 @@ async def _fresh_tenant(lib: Library) -> TenantId:
     return TenantId(row.id)
 
 
-async def _store(lib: Library, tenant: TenantId, op: Op) -> dict[str, Any]:
+async def _store(lib: Library, tenant: TenantId, op: Op) -> store.StoreOutcome:
     message = {"content": op.content, "id": op.msg_id}
     request = store.StoreRequest(op.agent, message, op.channel, op.project)
     return await store.store(lib, tenant, request)
@@ -100,7 +99,7 @@ async def test_store_dedup_matches_the_spec_model(lib: Library, ops: list[Op]) -
     for op in ops:
         expected = model_store(model, op)
         body = await _store(lib, tenant, op)
-        actual = body["result"] if body["result"] == "stored" else body["reason"]
+        actual = "stored" if isinstance(body, store.Stored) else body.reason
         assert actual == expected, (op, body)
 
 

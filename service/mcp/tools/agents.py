@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.render import writes
 from service.mcp.schemas import AGENT_ID
 from service.memory import agents
 from service.models import JsonObject
@@ -17,18 +18,13 @@ class DeleteAgentDataParams:
 
 def _nothing_deleted(env: ToolEnv, params: DeleteAgentDataParams) -> JsonObject:
     """delete_agent_data's success shape with zero counts (its skipped body under a pause)."""
-    return {
-        "ok": True,
-        "agent_id": params.agent_id,
-        "deleted_memories": 0,
-        "deleted_profiles": 0,
-        "deleted_episodes": 0,
-        "deleted_pending_tasks": 0,
-    }
+    nothing = agents.AgentDataDeleted(params.agent_id, 0, 0, 0, 0)
+    return writes.agent_data_deleted(nothing)
 
 
 async def _delete_agent_data(env: ToolEnv, params: DeleteAgentDataParams) -> JsonObject:
-    return await agents.delete_agent_data(env.lib, env.caller.tenant_id, params.agent_id)
+    deleted = await agents.delete_agent_data(env.lib, env.caller.tenant_id, params.agent_id)
+    return writes.agent_data_deleted(deleted)
 
 
 DELETE_AGENT_DATA = ToolSpec(

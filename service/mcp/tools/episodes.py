@@ -6,6 +6,7 @@ import dataclasses
 
 from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
+from service.mcp.render import writes
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -27,9 +28,10 @@ class DeleteEpisodeParams:
 
 
 async def _delete_episode(env: ToolEnv, params: DeleteEpisodeParams) -> JsonObject:
-    return await episodes.delete_episode(
+    deleted = await episodes.delete_episode(
         env.lib, env.caller.tenant_id, params.episode_id, params.agent_id
     )
+    return writes.episode_deleted(deleted)
 
 
 DELETE_EPISODE = ToolSpec(
@@ -40,7 +42,7 @@ DELETE_EPISODE = ToolSpec(
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
-    pause=skip_with({"ok": True, "deleted_id": None}),
+    pause=skip_with(writes.DELETE_PAUSED),
 )
 
 
@@ -65,11 +67,10 @@ async def _archive_episode(env: ToolEnv, params: ArchiveEpisodeParams) -> JsonOb
         project_id=params.project_id,
         channel=params.channel,
     )
-    return await episodes.archive_episode(env.lib, env.caller.tenant_id, request, env.pause_guard)
-
-
-def _refuse_episode(message: str) -> JsonObject:
-    return {"ok": False, "episode_id": None, "error": message}
+    archived = await episodes.archive_episode(
+        env.lib, env.caller.tenant_id, request, env.pause_guard
+    )
+    return writes.episode_archived(archived)
 
 
 ARCHIVE_EPISODE = ToolSpec(
@@ -99,11 +100,8 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
     idempotent=False,
-    refusal=_refuse_episode,
-    pause=skip_with(
-        {"ok": True, "queued": False, "task_id": None, "episode_id": None, "id": 0},
-        in_write=True,
-    ),
+    refusal=writes.episode_refused,
+    pause=skip_with(writes.ARCHIVE_PAUSED, in_write=True),
 )
 
 

@@ -8,6 +8,7 @@ import dataclasses
 from service.mcp import acl
 from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
+from service.mcp.render import writes
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -29,11 +30,6 @@ recall later; at most 16,000 characters; a repeated message.id or content is ski
 Returns {ok, result: stored|skipped|rejected, id, reason?}."""
 
 
-def _refuse_store(message: str) -> JsonObject:
-    """store's failure shape (docs/tools.md, "Store steps"): the reason, not an ``error`` key."""
-    return {"ok": False, "result": "rejected", "reason": message}
-
-
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class StoreParams:
     agent_id: str
@@ -49,7 +45,8 @@ async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
         channel=params.channel,
         project_id=params.project_id,
     )
-    return await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
+    outcome = await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
+    return writes.store_outcome(outcome)
 
 
 STORE = ToolSpec(
@@ -80,8 +77,8 @@ STORE = ToolSpec(
     library_checks_text=True,
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
-    refusal=_refuse_store,
-    pause=skip_with({"ok": True, "result": "skipped", "id": 0, "embedded": False}, in_write=True),
+    refusal=writes.store_rejected,
+    pause=skip_with(writes.STORE_PAUSED, in_write=True),
 )
 
 
@@ -127,7 +124,7 @@ class UpdateMemoryParams:
 
 
 async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject:
-    return await edits.update_memory(
+    updated = await edits.update_memory(
         env.lib,
         env.caller.tenant_id,
         params.memory_id,
@@ -136,6 +133,7 @@ async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject
         env.pause_guard,
         acl.sees(env.caller),
     )
+    return writes.memory_updated(updated)
 
 
 UPDATE_MEMORY = ToolSpec(
@@ -153,7 +151,7 @@ updated_id}.""",
     params=UpdateMemoryParams,
     handler=_update_memory,
     demands=on_agent("agent_id", "read-write"),
-    pause=skip_with({"ok": True, "updated_id": None}, in_write=True),
+    pause=skip_with(writes.UPDATE_PAUSED, in_write=True),
 )
 
 
@@ -165,26 +163,24 @@ class MemoryIdParams:
     agent_id: str
 
 
-async def _lock(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
-    return await edits.set_lock(
+async def _set_lock(env: ToolEnv, params: MemoryIdParams, locked: bool) -> JsonObject:
+    lock = await edits.set_lock(
         env.lib,
         env.caller.tenant_id,
         params.memory_id,
-        True,
+        locked,
         params.agent_id,
         acl.sees(env.caller),
     )
+    return writes.lock_set(lock)
+
+
+async def _lock(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
+    return await _set_lock(env, params, True)
 
 
 async def _unlock(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
-    return await edits.set_lock(
-        env.lib,
-        env.caller.tenant_id,
-        params.memory_id,
-        False,
-        params.agent_id,
-        acl.sees(env.caller),
-    )
+    return await _set_lock(env, params, False)
 
 
 _LOCK_SCHEMA = obj({"memory_id": MEMORY_ID, "agent_id": OWNER_AGENT_ID}, ["memory_id"])
@@ -198,7 +194,7 @@ locked_id}.""",
     params=MemoryIdParams,
     handler=_lock,
     demands=on_agent("agent_id", "read-write"),
-    pause=skip_with({"ok": True, "locked_id": None}),
+    pause=skip_with(writes.LOCK_PAUSED),
 )
 
 
@@ -209,14 +205,15 @@ UNLOCK_MEMORY = ToolSpec(
     params=MemoryIdParams,
     handler=_unlock,
     demands=on_agent("agent_id", "read-write"),
-    pause=skip_with({"ok": True, "unlocked_id": None}),
+    pause=skip_with(writes.UNLOCK_PAUSED),
 )
 
 
 async def _delete_memory(env: ToolEnv, params: MemoryIdParams) -> JsonObject:
-    return await edits.delete_memory(
+    deleted = await edits.delete_memory(
         env.lib, env.caller.tenant_id, params.memory_id, params.agent_id, acl.sees(env.caller)
     )
+    return writes.memory_deleted(deleted)
 
 
 DELETE_MEMORY = ToolSpec(
@@ -227,7 +224,7 @@ DELETE_MEMORY = ToolSpec(
     handler=_delete_memory,
     demands=on_agent("agent_id", "read-write"),
     destructive=True,
-    pause=skip_with({"ok": True, "deleted_id": None}),
+    pause=skip_with(writes.DELETE_PAUSED),
 )
 
 TOOLS = [STORE, LIST_MEMORIES, DELETE_MEMORY, UPDATE_MEMORY, LOCK_MEMORY, UNLOCK_MEMORY]

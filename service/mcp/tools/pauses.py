@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.mcp.registry import Demand, ToolEnv, ToolSpec, any_caller, obj
+from service.mcp.render import pauses as render
 from service.memory import pauses
 from service.models import JsonObject
 
@@ -56,21 +57,24 @@ class SessionParams:
 
 
 async def _pause(env: ToolEnv, params: PauseParams) -> JsonObject:
-    return await pauses.pause(
+    done = await pauses.pause(
         env.lib,
         env.caller.tenant_id,
         params.ttl_seconds,
         params.session_key,
         by=env.caller.key_id,
     )
+    return render.pause_set(done)
 
 
 async def _resume(env: ToolEnv, params: SessionParams) -> JsonObject:
-    return await pauses.resume(env.lib, env.caller.tenant_id, params.session_key)
+    done = await pauses.resume(env.lib, env.caller.tenant_id, params.session_key)
+    return render.pause_lifted(done)
 
 
 async def _status(env: ToolEnv, params: SessionParams) -> JsonObject:
-    return await pauses.status(env.lib, env.caller.tenant_id, params.session_key)
+    state = await pauses.status(env.lib, env.caller.tenant_id, params.session_key)
+    return render.pause_state(state)
 
 
 PAUSE_PERSISTENCE = ToolSpec(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, skip_with
+from service.mcp.render import writes
 from service.mcp.schemas import AGENT_ID
 from service.memory import profiles
 from service.models import JsonObject
@@ -16,7 +17,9 @@ class GetProfileParams:
 
 
 async def _get_profile(env: ToolEnv, params: GetProfileParams) -> JsonObject:
-    return await profiles.get_profile(env.lib, env.caller.tenant_id, params.agent_id)
+    return writes.profile(
+        await profiles.get_profile(env.lib, env.caller.tenant_id, params.agent_id)
+    )
 
 
 GET_PROFILE = ToolSpec(
@@ -37,9 +40,10 @@ class UpdateProfileParams:
 
 
 async def _update_profile(env: ToolEnv, params: UpdateProfileParams) -> JsonObject:
-    return await profiles.update_profile(
+    update = await profiles.update_profile(
         env.lib, env.caller.tenant_id, params.agent_id, params.profile
     )
+    return writes.profile_update(update)
 
 
 UPDATE_PROFILE = ToolSpec(
@@ -53,6 +57,6 @@ Returns {ok, profiles_updated}.""",
     params=UpdateProfileParams,
     handler=_update_profile,
     demands=on_agent("agent_id", "read-write"),
-    pause=skip_with({"ok": True, "profiles_updated": 0}),
+    pause=skip_with(writes.PROFILE_PAUSED),
 )
 TOOLS = [GET_PROFILE, UPDATE_PROFILE]

@@ -10,6 +10,9 @@ Inside a tenant, a caller passes ``visible``: the agents whose rows it may see (
 grants). A row of any other agent is "not found" too, before the lock and owner checks,
 so a key without the grant learns neither that the row exists nor whether it is locked
 (docs/reliability.md, "Walls inside a tenant").
+
+Each edit answers a typed record (:class:`Updated`, :class:`LockSet`, :class:`Deleted`); the
+MCP boundary renders it (``service.mcp.render.writes``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from service.memory.queue.inline import (
     embed_soon,
     waits_for_vector,
 )
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 MAX_ID = 2**63 - 1
 Visible = Callable[[str], bool]
@@ -38,6 +41,29 @@ UNIQUE_COLUMNS = {
     "memories.content",
     "memories_dedup_msg_id": "memories.agent_id, memories.project_id, memories.msg_id",
 }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Updated:
+    """The memory whose content was replaced, and whether the new content was cut."""
+
+    memory_id: int
+    truncated: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LockSet:
+    """The memory now locked (``locked``) or unlocked."""
+
+    memory_id: int
+    locked: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deleted:
+    """The memory deleted."""
+
+    memory_id: int
 
 
 def _check_id(memory_id: int) -> None:
@@ -75,7 +101,7 @@ async def update_memory(
     agent_id: str = "",
     guard: pauses.PauseGuard | None = None,
     visible: Visible | None = None,
-) -> JsonObject:
+) -> Updated:
     """Replace a memory's content; msg_id, timestamp, channel and project stay.
 
     The row's embedding becomes NULL and a job is queued in the same transaction;
@@ -112,10 +138,7 @@ async def update_memory(
         raise Conflict(f"UNIQUE constraint failed: {columns}") from None
     if inline.vector is None:
         embed_soon(lib, tenant_id, "mem", memory_id)
-    body: JsonObject = {"ok": True, "updated_id": memory_id}
-    if clean.truncated:
-        body["truncated"] = True
-    return body
+    return Updated(memory_id, clean.truncated)
 
 
 def _content(lib: Library, memory_id: int, content: str) -> text.Sanitised:
@@ -185,14 +208,14 @@ async def set_lock(
     locked: bool,
     agent_id: str = "",
     visible: Visible | None = None,
-) -> JsonObject:
+) -> LockSet:
     """Lock or unlock a memory (idempotent); owner-checked when agent_id is given."""
     _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await _target(conn, tenant_id, memory_id, visible)
         _check_owner(memory_id, target, agent_id)
         await memories.set_memory_lock(conn, tenant_id, memory_id, locked)
-    return {"ok": True, "locked_id" if locked else "unlocked_id": memory_id}
+    return LockSet(memory_id, locked)
 
 
 async def delete_memory(
@@ -201,7 +224,7 @@ async def delete_memory(
     memory_id: int,
     agent_id: str = "",
     visible: Visible | None = None,
-) -> JsonObject:
+) -> Deleted:
     """Delete one unlocked memory (docs/tools.md, "delete_memory"; its messages in CPersona's
     order); its queue job goes with it (a trigger of migration 0006)."""
     _check_id(memory_id)
@@ -212,4 +235,4 @@ async def delete_memory(
         owner = agent_id or None
         if not await memories.delete_unlocked_memory(conn, tenant_id, memory_id, owner):
             raise Refused(f"Memory {memory_id} not found, not owned by agent, or locked")
-    return {"ok": True, "deleted_id": memory_id}
+    return Deleted(memory_id)

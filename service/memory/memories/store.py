@@ -1,15 +1,15 @@
 """Memory writes with CPersona's semantics (docs/tools.md, "Writes"): store.
 
 Every write is one transaction; embedding happens before it, never inside.
-Responses are the spec's JSON objects, full data; the MCP boundary only
-validates, authorises and serialises them.
+A store answers a typed :data:`StoreOutcome` (:class:`Stored` or :class:`Skipped`; a rejected
+write raises Refused); the MCP boundary renders it (``service.mcp.render.writes``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from service.db import memories
 from service.db.pool import Connection
@@ -22,7 +22,7 @@ from service.memory.queue.inline import (
     embed_soon,
     waits_for_vector,
 )
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -33,11 +33,30 @@ class StoreRequest:
     project_id: str = ""
 
 
-def _skipped(reason: str, existing_id: int | None) -> JsonObject:
-    body: JsonObject = {"ok": True, "result": "skipped", "reason": reason}
-    if existing_id is not None:
-        body["id"] = existing_id
-    return body
+SkipReason = Literal["duplicate msg_id", "duplicate content", "duplicate (unique index)"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stored:
+    """A new row: its id, whether its vector came with it (an inline embedding in time), and
+    whether its content was cut to the content limit."""
+
+    memory_id: int
+    embedded: bool
+    truncated: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Skipped:
+    """Nothing stored: a duplicate in scope (docs/tools.md, "Dedup scopes"). ``existing_id``
+    is the row it duplicates; None when a concurrent store's unique index absorbed it."""
+
+    reason: SkipReason
+    existing_id: int | None
+
+
+StoreOutcome = Stored | Skipped
+"""What a store did; a rejected store raises Refused instead (docs/tools.md, "Store steps")."""
 
 
 def _scope(value: str) -> list[str]:
@@ -121,34 +140,26 @@ def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
     return _Prepared(row, clean.truncated)
 
 
-def _duplicate(probe: memories.DuplicateProbe | memories.StoreResult) -> JsonObject | None:
+def _duplicate(probe: memories.DuplicateProbe | memories.StoreResult) -> Skipped | None:
     if probe.duplicate_msg_id is not None:
-        return _skipped("duplicate msg_id", probe.duplicate_msg_id)
+        return Skipped("duplicate msg_id", probe.duplicate_msg_id)
     if probe.duplicate_content is not None:
-        return _skipped("duplicate content", probe.duplicate_content)
+        return Skipped("duplicate content", probe.duplicate_content)
     return None
 
 
-def _store_outcome(result: memories.StoreResult, truncated: bool, embedded: bool) -> JsonObject:
+def _store_outcome(result: memories.StoreResult, truncated: bool, embedded: bool) -> StoreOutcome:
     duplicate = _duplicate(result)
     if duplicate is not None:
         return duplicate
     if result.inserted_id is None:
-        return _skipped("duplicate (unique index)", None)
-    body: JsonObject = {
-        "ok": True,
-        "result": "stored",
-        "id": result.inserted_id,
-        "embedded": embedded,
-    }
-    if truncated:
-        body["truncated"] = True
-    return body
+        return Skipped("duplicate (unique index)", None)
+    return Stored(result.inserted_id, embedded, truncated)
 
 
 async def _probe(
     conn: Connection, tenant_id: TenantId, req: StoreRequest, row: memories.NewMemory
-) -> JsonObject | None:
+) -> Skipped | None:
     """The dedup answer before any embedding work (step 6 of docs/tools.md, "Store steps" precedes
     step 7)."""
     probe = await memories.probe_memory_duplicate(
@@ -159,12 +170,12 @@ async def _probe(
 
 async def store(
     lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None = None
-) -> JsonObject:
+) -> StoreOutcome:
     """Store one memory: refusals, dedup probes, embedding, insert.
 
     A refused write raises Refused (the tool answers ``result: "rejected"``). There is no
-    upsert: a known msg_id or identical content in scope is skipped
-    and reported with the existing id. Concurrent identical stores insert one row;
+    upsert: a known msg_id or identical content in scope is :class:`Skipped`
+    with the existing id. Concurrent identical stores insert one row;
     the unique indexes absorb the rest ("duplicate (unique index)", no id). With
     ``guard`` the persistence pause is read in the write's transaction and a pause raises
     WritePaused, for bad input too (bad input under a pause is skipped, not refused).
@@ -202,7 +213,7 @@ async def _prepare_obeying(
 
 async def _store_with_vector(
     lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None
-) -> JsonObject:
+) -> StoreOutcome:
     """store with an inline timeout: a read-only dedup probe first so a duplicate is
     never embedded, the content embedded *outside* any transaction, then the insert
     transaction, which probes again (race-safe) and queues the row when the embedding
@@ -248,7 +259,7 @@ def _answered(
     result: memories.StoreResult,
     prepared: _Prepared,
     inline: InlineEmbedding,
-) -> JsonObject:
+) -> StoreOutcome:
     """After the commit: hand a row without a vector to the write-behind, then answer."""
     if result.inserted_id is not None and inline.vector is None:
         embed_soon(lib, tenant_id, "mem", result.inserted_id)

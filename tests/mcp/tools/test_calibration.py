@@ -92,8 +92,8 @@ async def _seed(lib: Library, tenant: TenantId, agent: str, rows: list[tuple[str
     for content, timestamp in rows:
         message = {"content": content, "timestamp": timestamp}
         stored = await store.store(lib, tenant, store.StoreRequest(agent, message))
-        assert stored["result"] == "stored", stored
-        assert stored["embedded"] is True, stored
+        assert isinstance(stored, store.Stored), stored
+        assert stored.embedded is True, stored
 
 
 async def _tenant(lib: Library, slug: str) -> tuple[TenantId, str]:
@@ -342,7 +342,8 @@ async def test_precision_is_set_read_back_cleared_and_rolled_back(
     assert (await client.call("set_recall_precision", agent_id="small", precision="strict"))["ok"]
     listed = await client.call("list_memories", agent_id="small", limit=3)
     for row in listed["memories"]:  # 12 -> 9 embedded memories: calibration must fail
-        assert (await edits.delete_memory(rsf_lib, tenant, row["id"], "small"))["ok"]
+        deleted = await edits.delete_memory(rsf_lib, tenant, row["id"], "small")
+        assert deleted == edits.Deleted(row["id"])
     failed = await client.call("set_recall_precision", agent_id="small", precision="lenient")
     assert failed == {
         "ok": False,

@@ -364,7 +364,7 @@ async def test_the_project_gate_runs_before_the_pause(lib: Library, client: Agen
 async def test_library_rules(lib: Library) -> None:
     await new_tenant(lib, "acme")
     tenant = await _tenant_id(lib, "acme")
-    assert (await pauses.pause(lib, tenant, 999_999))["ttl_seconds"] == pauses.MAX_TTL_SECONDS
+    assert (await pauses.pause(lib, tenant, 999_999)).ttl_seconds == pauses.MAX_TTL_SECONDS
     for bad_ttl in (0, True):
         with pytest.raises(InvalidInput):
             await pauses.pause(lib, tenant, bad_ttl)
@@ -382,7 +382,9 @@ async def test_library_rules(lib: Library) -> None:
     assert await pauses.active_pause(lib, tenant, "bad key") is None
 
 
-async def _guarded_store(lib: Library, tenant: TenantId, content: str, session: str = "") -> Any:
+async def _guarded_store(
+    lib: Library, tenant: TenantId, content: str, session: str = ""
+) -> store.StoreOutcome:
     request = store.StoreRequest(agent_id="fresh", message={"content": content})
     return await store.store(lib, tenant, request, pauses.PauseGuard(session))
 
@@ -403,16 +405,16 @@ async def test_a_guarded_store_reads_the_pause_inside_its_write(lib: Library) ->
     tenant = await _tenant_id(lib, "acme")
     await pauses.pause(lib, tenant, 60, session_key="s1")
     await _guarded_store_is_paused(lib, tenant, "s1")
-    assert (await _guarded_store(lib, tenant, "from s2", "s2"))["result"] == "stored"
+    assert isinstance(await _guarded_store(lib, tenant, "from s2", "s2"), store.Stored)
     await pauses.pause(lib, tenant, 60)
     await _guarded_store_is_paused(lib, tenant, "s2")
     unguarded = store.StoreRequest(agent_id="a", message={"content": "a caller's own check"})
-    assert (await store.store(lib, tenant, unguarded))["result"] == "stored"
+    assert isinstance(await store.store(lib, tenant, unguarded), store.Stored)
     await pauses.resume(lib, tenant)
     await pauses.resume(lib, tenant, "s1")
     with pytest.raises(Refused):  # no pause: the refusal again
         await _guarded_store(lib, tenant, "")
-    assert (await _guarded_store(lib, tenant, "after resume"))["result"] == "stored"
+    assert isinstance(await _guarded_store(lib, tenant, "after resume"), store.Stored)
 
 
 async def test_a_guarded_store_that_waits_for_its_vector_obeys_the_pause(
@@ -426,7 +428,8 @@ async def test_a_guarded_store_that_waits_for_its_vector_obeys_the_pause(
     await _guarded_store_is_paused(local_lib, tenant)
     await pauses.resume(local_lib, tenant)
     stored = await _guarded_store(local_lib, tenant, "embedded before its commit")
-    assert (stored["result"], stored["embedded"]) == ("stored", True)
+    assert isinstance(stored, store.Stored), stored
+    assert stored.embedded is True
 
 
 async def _guarded_edits_are_paused(lib: Library, tenant: TenantId, memory_id: int) -> None:
@@ -452,15 +455,17 @@ async def test_guarded_archive_and_update_read_the_pause_in_their_own_transactio
     lib = local_lib if inline else lib
     await new_tenant(lib, "acme")
     tenant = await _tenant_id(lib, "acme")
-    memory_id = (await _guarded_store(lib, tenant, "an old fact"))["id"]
+    stored = await _guarded_store(lib, tenant, "an old fact")
+    assert isinstance(stored, store.Stored), stored
+    memory_id = stored.memory_id
     await pauses.pause(lib, tenant, 60)
     await _guarded_edits_are_paused(lib, tenant, memory_id)
     await pauses.resume(lib, tenant)
     request = episodes.ArchiveRequest(agent_id="fresh", summary="after the pause")
     archived = await episodes.archive_episode(lib, tenant, request, pauses.PauseGuard())
-    assert archived["episode_id"] > 0
+    assert archived.episode_id > 0
     updated = await edits.update_memory(lib, tenant, memory_id, "new", "", pauses.PauseGuard())
-    assert updated["updated_id"] == memory_id
+    assert updated.memory_id == memory_id
     with pytest.raises(Refused):  # no pause: the refusal again
         await edits.update_memory(lib, tenant, memory_id, " ", "", pauses.PauseGuard())
 

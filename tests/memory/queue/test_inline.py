@@ -33,9 +33,18 @@ async def _tenant(lib: Library, slug: str = "acme") -> TenantId:
     return TenantId((await tenants.create_tenant(lib.db, slug)).id)
 
 
-async def _store(lib: Library, tenant: TenantId, content: str, **message: Any) -> dict[str, Any]:
+async def _store(
+    lib: Library, tenant: TenantId, content: str, **message: Any
+) -> store.StoreOutcome:
     request = store.StoreRequest(agent_id="a", message={"content": content, **message})
     return await store.store(lib, tenant, request)
+
+
+async def _stored(lib: Library, tenant: TenantId, content: str, **message: Any) -> store.Stored:
+    """:func:`_store` of content new to the tenant: the row it stored."""
+    body = await _store(lib, tenant, content, **message)
+    assert isinstance(body, store.Stored), body
+    return body
 
 
 COLUMNS = "SELECT embedding, embedding_model, embedding_dim, vector_norm(embedding) AS norm "
@@ -110,8 +119,9 @@ class Garbage:
 async def test_store_embeds_inline_and_reports_it(local_lib: Library) -> None:
     tenant = await _tenant(local_lib)
     body = await _store(local_lib, tenant, "The deploy key rotates every ninety days.")
-    assert body == {"ok": True, "result": "stored", "id": body["id"], "embedded": True}
-    _assert_unit_local(await _embedding(local_lib.db, "memories", body["id"]))
+    assert isinstance(body, store.Stored), body
+    assert body == store.Stored(memory_id=body.memory_id, embedded=True, truncated=False)
+    _assert_unit_local(await _embedding(local_lib.db, "memories", body.memory_id))
     assert await _jobs(local_lib.db) == []
     status = await backlog.queue_status(local_lib, tenant)
     assert status == {
@@ -132,8 +142,8 @@ async def test_archive_embeds_summary_and_keywords(
         agent_id="a", summary="Migrated billing to Postgres", keywords="billing, postgres"
     )
     body = await episodes.archive_episode(local_lib, tenant, request)
-    assert body == {"ok": True, "episode_id": body["episode_id"]}
-    record = await _embedding(local_lib.db, "episodes", body["episode_id"])
+    assert body == episodes.Archived(episode_id=body.episode_id, truncated=False)
+    record = await _embedding(local_lib.db, "episodes", body.episode_id)
     _assert_unit_local(record)
     [expected] = await local_embedder.embed(["Migrated billing to Postgres billing, postgres"])
     assert _cosine(list(record["embedding"].to_list()), expected) > 0.9999
@@ -144,10 +154,10 @@ async def test_update_re_embeds_the_new_content(
     local_lib: Library, local_embedder: EmbeddingProvider
 ) -> None:
     tenant = await _tenant(local_lib)
-    memory = (await _store(local_lib, tenant, "The office is in Berlin."))["id"]
+    memory = (await _stored(local_lib, tenant, "The office is in Berlin.")).memory_id
     before = (await _embedding(local_lib.db, "memories", memory))["embedding"].to_list()
     body = await edits.update_memory(local_lib, tenant, memory, "The office moved to Lisbon.")
-    assert body == {"ok": True, "updated_id": memory}
+    assert body == edits.Updated(memory_id=memory, truncated=False)
     after = await _embedding(local_lib.db, "memories", memory)
     _assert_unit_local(after)
     [expected] = await local_embedder.embed(["The office moved to Lisbon."])
@@ -158,14 +168,14 @@ async def test_update_re_embeds_the_new_content(
 
 async def test_mode_none_neither_embeds_nor_queues(lib: Library) -> None:
     tenant = await _tenant(lib)
-    stored = await _store(lib, tenant, "lexical only")
-    assert stored["embedded"] is False
+    stored = await _stored(lib, tenant, "lexical only")
+    assert stored.embedded is False
     archived = await episodes.archive_episode(
         lib, tenant, episodes.ArchiveRequest(agent_id="a", summary="a session")
     )
-    await edits.update_memory(lib, tenant, stored["id"], "still lexical")
-    assert (await _embedding(lib.db, "memories", stored["id"]))["embedding"] is None
-    assert (await _embedding(lib.db, "episodes", archived["episode_id"]))["embedding"] is None
+    await edits.update_memory(lib, tenant, stored.memory_id, "still lexical")
+    assert (await _embedding(lib.db, "memories", stored.memory_id))["embedding"] is None
+    assert (await _embedding(lib.db, "episodes", archived.episode_id))["embedding"] is None
     assert await _jobs(lib.db) == []
     assert await backlog.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
 
@@ -176,20 +186,16 @@ async def test_duplicates_and_refused_edits_cost_no_embedding(
     counting = Counting(local_embedder)
     lib = Library(db, local_settings, counting)
     tenant = await _tenant(lib)
-    first = await _store(lib, tenant, "once", id="m-1")
+    first = await _stored(lib, tenant, "once", id="m-1")
     assert counting.texts == ["once"]
     again = await _store(lib, tenant, "once")
     same_id = await _store(lib, tenant, "different text", id="m-1")
-    assert again == {
-        "ok": True,
-        "result": "skipped",
-        "reason": "duplicate content",
-        "id": first["id"],
-    }
-    assert same_id["reason"] == "duplicate msg_id"
-    await edits.set_lock(lib, tenant, first["id"], True)
+    assert again == store.Skipped(reason="duplicate content", existing_id=first.memory_id)
+    assert isinstance(same_id, store.Skipped), same_id
+    assert same_id.reason == "duplicate msg_id"
+    await edits.set_lock(lib, tenant, first.memory_id, True)
     with pytest.raises(Refused, match="is locked"):
-        await edits.update_memory(lib, tenant, first["id"], "new text")
+        await edits.update_memory(lib, tenant, first.memory_id, "new text")
     with pytest.raises(NotFound):
         await edits.update_memory(lib, tenant, 999_999, "new text")
     assert counting.texts == ["once"]
@@ -212,11 +218,11 @@ async def test_garbage_vectors_never_reach_a_row(
     lib = Library(db, local_settings, Garbage(vector, dimension))
     tenant = await _tenant(lib)
     body = await _store(lib, tenant, "a fact")
-    assert body["result"] == "stored"
-    assert body["embedded"] is False
-    assert (await _embedding(db, "memories", body["id"]))["embedding"] is None
+    assert isinstance(body, store.Stored), body
+    assert body.embedded is False
+    assert (await _embedding(db, "memories", body.memory_id))["embedding"] is None
     [job] = await _jobs(db)
-    assert (job["item_kind"], job["item_id"], job["attempts"]) == ("mem", body["id"], 0)
+    assert (job["item_kind"], job["item_id"], job["attempts"]) == ("mem", body.memory_id, 0)
     assert job["last_error"]
 
 
@@ -224,12 +230,11 @@ async def test_update_without_a_vector_drops_the_stale_one_and_queues(
     local_lib: Library,
 ) -> None:
     tenant = await _tenant(local_lib)
-    memory = (await _store(local_lib, tenant, "embedded now"))["id"]
+    memory = (await _stored(local_lib, tenant, "embedded now")).memory_id
     broken = dataclasses.replace(local_lib, embedder=Garbage([math.nan] * 384, 384))
-    assert await edits.update_memory(broken, tenant, memory, "edited while down") == {
-        "ok": True,
-        "updated_id": memory,
-    }
+    assert await edits.update_memory(broken, tenant, memory, "edited while down") == edits.Updated(
+        memory_id=memory, truncated=False
+    )
     record = await _embedding(local_lib.db, "memories", memory)
     assert record["embedding"] is None
     assert record["embedding_model"] is None

@@ -84,8 +84,8 @@ async def _tenant(lib: Library, slug: str = "acme") -> TenantId:
 async def _store(lib: Library, tenant: TenantId, content: str, agent: str = "a") -> int:
     request = store.StoreRequest(agent_id=agent, message={"content": content})
     body = await store.store(lib, tenant, request)
-    assert body["result"] == "stored", body
-    return int(body["id"])
+    assert isinstance(body, store.Stored), body
+    return body.memory_id
 
 
 async def _fetch(db: Database, query: str, *args: Any) -> list[asyncpg.Record]:
@@ -122,10 +122,11 @@ async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
     body = await store.store(
         http_lib, tenant, store.StoreRequest(agent_id="a", message={"content": "queued fact"})
     )
-    assert body == {"ok": True, "result": "stored", "id": body["id"], "embedded": False}
-    assert (await _memory(http_lib.db, body["id"]))["embedding"] is None
+    assert isinstance(body, store.Stored), body
+    assert body == store.Stored(memory_id=body.memory_id, embedded=False, truncated=False)
+    assert (await _memory(http_lib.db, body.memory_id))["embedding"] is None
     [job] = await _jobs(http_lib.db)
-    assert (job["item_kind"], job["item_id"], job["attempts"]) == ("mem", body["id"], 0)
+    assert (job["item_kind"], job["item_id"], job["attempts"]) == ("mem", body.memory_id, 0)
     assert "HTTP 500" in job["last_error"]
     status = await backlog.queue_status(http_lib, tenant)
     assert status["pending"] == 1
@@ -133,7 +134,7 @@ async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
     fake.reset()
     result = await worker.drain_once(http_lib)
     assert (result.claimed, result.embedded, result.failed) == (1, 1, 0)
-    _assert_vector_of(await _memory(http_lib.db, body["id"]), "queued fact")
+    _assert_vector_of(await _memory(http_lib.db, body.memory_id), "queued fact")
     assert await _jobs(http_lib.db) == []
     assert (await backlog.queue_status(http_lib, tenant))["pending"] == 0
 
@@ -164,10 +165,10 @@ async def test_archive_and_update_queue_when_down_and_drain_later(
         episodes.ArchiveRequest(agent_id="a", summary="a session", keywords="k1, k2"),
     )
     updated = await edits.update_memory(http_lib, tenant, memory, "second version")
-    assert updated == {"ok": True, "updated_id": memory}
+    assert updated == edits.Updated(memory_id=memory, truncated=False)
     assert (await _memory(http_lib.db, memory))["embedding"] is None
     jobs = {(job["item_kind"], job["item_id"]) for job in await _jobs(http_lib.db)}
-    assert jobs == {("ep", episode["episode_id"]), ("mem", memory)}
+    assert jobs == {("ep", episode.episode_id), ("mem", memory)}
     fake.reset()
     assert (await worker.drain_once(http_lib)).embedded == 2
     assert sorted(fake.answered) == ["a session k1, k2", "second version"]
@@ -294,8 +295,10 @@ async def test_jobs_of_deleted_rows_are_dropped(http_lib: Library, fake: Embeddi
     episode = await episodes.archive_episode(
         http_lib, tenant, episodes.ArchiveRequest(agent_id="a", summary="short-lived")
     )
-    assert (await edits.delete_memory(http_lib, tenant, deleted_by_tool))["ok"] is True
-    assert (await episodes.delete_episode(http_lib, tenant, episode["episode_id"]))["ok"] is True
+    deleted = await edits.delete_memory(http_lib, tenant, deleted_by_tool)
+    assert deleted == edits.Deleted(deleted_by_tool)
+    deleted_episode = await episodes.delete_episode(http_lib, tenant, episode.episode_id)
+    assert deleted_episode == episodes.EpisodeDeleted(episode.episode_id)
     assert [job["item_id"] for job in await _jobs(http_lib.db)] == [vanished]
     await _fetch(http_lib.db, "DELETE FROM memories WHERE id = $1", vanished)
     assert await _jobs(http_lib.db) == []  # any delete drops the row's job (a trigger)
@@ -325,7 +328,8 @@ async def test_an_edit_during_embedding_is_never_overwritten_by_the_stale_vector
     drain = asyncio.create_task(worker.drain_once(http_lib))
     await _wait_for(lambda: "version A" in fake.received)
     # the edit's own inline embedding times out too (0.5 s < 0.8 s): queued again
-    assert (await edits.update_memory(http_lib, tenant, memory, "version B"))["ok"] is True
+    updated = await edits.update_memory(http_lib, tenant, memory, "version B")
+    assert updated == edits.Updated(memory_id=memory)
     result = await drain
     assert (result.claimed, result.embedded) == (1, 0)
     row = await _memory(http_lib.db, memory)
@@ -399,7 +403,7 @@ async def test_delete_agent_data_counts_the_agents_jobs(
     )
     keep = await _store(http_lib, tenant, "b1", agent="b")
     body = await agents.delete_agent_data(http_lib, tenant, "a")
-    assert body["deleted_pending_tasks"] == 3
+    assert body.pending_tasks == 3
     assert [job["item_id"] for job in await _jobs(http_lib.db)] == [keep]
 
 
