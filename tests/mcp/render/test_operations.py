@@ -3,10 +3,16 @@ the library returned records: same keys, same key order, same omissions."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import MappingProxyType
 
-from service.mcp.render import operating_context as render_context, queue as render_queue
+from service.mcp.render import (
+    calibration as render_calibration,
+    operating_context as render_context,
+    queue as render_queue,
+)
+from service.memory.calibration import precision, records, stats
 from service.memory.operating_context import describe, model
 from service.memory.queue import backlog
 from service.models import JsonObject
@@ -65,3 +71,181 @@ def test_operating_context_renders_the_preview_and_a_section() -> None:
     }
     found = describe.describe(ctx, "b-section")
     assert _bytes(render_context.description(found)) == _bytes(section)
+
+
+GATE = stats.FusedGate(
+    threshold=0.41,
+    signal="rsf",
+    beta=2.0,
+    youden_j=0.5,
+    queries_run=3,
+    n_null=10,
+    n_pos=5,
+    null_admit_rate=0.0,
+    pos_admit_rate=1.0,
+    null_mean=0.1,
+    pos_mean=0.7,
+    threshold_draws=(0.15, 0.41),
+)
+GATE_BODY: JsonObject = {
+    "threshold": 0.41,
+    "signal": "rsf",
+    "beta": 2.0,
+    "youden_j": 0.5,
+    "queries_run": 3,
+    "n_null": 10,
+    "n_pos": 5,
+    "null_admit_rate": 0.0,
+    "pos_admit_rate": 1.0,
+    "null_mean": 0.1,
+    "pos_mean": 0.7,
+    "threshold_draws": [0.15, 0.41],
+}
+
+
+def _calibration(gate: stats.FusedGate | None, *, separation: bool) -> records.Calibration:
+    spread = stats.ThresholdStats(
+        threshold=0.3,
+        mean=0.1,
+        std=0.05,
+        median=0.09,
+        p95=0.2,
+        null_admit_rate=0.01,
+        youden_j=0.6 if separation else None,
+        pos_mean=0.5 if separation else None,
+        pos_admit_rate=0.9 if separation else None,
+    )
+    return records.Calibration(
+        persisted=True,
+        agent_id="alice",
+        sampled_embeddings=18,
+        num_pairs=153,
+        method="separation" if separation else "zscore",
+        z_factor=1.5,
+        percentile=0.95,
+        embedding_dim=8,
+        embedding_model="m",
+        stats=spread,
+        old_threshold=0.25,
+        proxy_source="temporal" if separation else None,
+        fused_gate=gate,
+    )
+
+
+def test_calibrate_threshold_renders_every_key_in_order_and_omits_the_unmeasured() -> None:
+    head: JsonObject = {
+        "ok": True,
+        "sidecar_persisted": True,
+        "scope": "per_agent",
+        "agent_id": "alice",
+        "sampled_embeddings": 18,
+        "num_pairs": 153,
+    }
+    spread: JsonObject = {
+        "embedding_dim": 8,
+        "embedding_model": "m",
+        "distribution": {"mean": 0.1, "std": 0.05, "median": 0.09, "p95": 0.2},
+        "null_admit_rate": 0.01,
+        "old_threshold": 0.25,
+        "new_threshold": 0.3,
+    }
+    full: JsonObject = {
+        **head,
+        "method": "separation",
+        "z_factor": 1.5,
+        "percentile": 0.95,
+        **spread,
+        "proxy_source": "temporal",
+        "youden_j": 0.6,
+        "pos_admit_rate": 0.9,
+        "pos_mean": 0.5,
+        "fused_gate": GATE_BODY,
+    }
+    rendered = render_calibration.calibration(_calibration(GATE, separation=True))
+    assert _bytes(rendered) == _bytes(full)
+    bare: JsonObject = {**head, "method": "zscore", "z_factor": 1.5, "percentile": 0.95, **spread}
+    rendered = render_calibration.calibration(_calibration(None, separation=False))
+    assert _bytes(rendered) == _bytes(bare)
+
+
+def test_a_single_gate_draw_has_no_threshold_draws() -> None:
+    single = dataclasses.replace(GATE, threshold_draws=None)
+    body = dict(GATE_BODY)
+    del body["threshold_draws"]
+    assert _bytes(render_calibration.fused_gate(single)) == _bytes(body)
+
+
+def test_paused_calibration_keeps_the_success_shape() -> None:
+    paused = records.PausedCalibration(
+        agent_id="",
+        method=None,
+        z_factor=None,
+        percentile=None,
+        embedding_model=None,
+        old_threshold=0.25,
+    )
+    expected: JsonObject = {
+        "ok": True,
+        "sidecar_persisted": False,
+        "scope": "global",
+        "agent_id": "",
+        "sampled_embeddings": 0,
+        "num_pairs": 0,
+        "method": None,
+        "z_factor": None,
+        "percentile": None,
+        "embedding_dim": None,
+        "embedding_model": None,
+        "distribution": None,
+        "null_admit_rate": None,
+        "old_threshold": 0.25,
+        "new_threshold": None,
+    }
+    assert _bytes(render_calibration.paused_calibration(paused)) == _bytes(expected)
+
+
+def test_precision_answers_render_in_order() -> None:
+    change = precision.PrecisionChange(2.0, 2.0, "strict")
+    applied = records.PrecisionSet(
+        agent_id="alice", change=change, calibration=_calibration(GATE, separation=True)
+    )
+    expected: JsonObject = {
+        "ok": True,
+        "agent_id": "alice",
+        "precision": "strict",
+        "beta": 2.0,
+        "cleared": False,
+        "fused_gate": GATE_BODY,
+        "calibrate": {"ok": True, "scope": "per_agent", "new_threshold": 0.3},
+    }
+    assert _bytes(render_calibration.precision_set(applied)) == _bytes(expected)
+    cleared = precision.PrecisionChange(None, 1.0, "default")
+    paused = records.PrecisionSet(agent_id="alice", change=cleared, calibration=None)
+    expected = {
+        "ok": True,
+        "agent_id": "alice",
+        "precision": "default",
+        "beta": 1.0,
+        "cleared": True,
+        "fused_gate": None,
+        "calibrate": None,
+    }
+    assert _bytes(render_calibration.precision_set(paused)) == _bytes(expected)
+    found = records.Precision(
+        agent_id="alice",
+        precision="custom",
+        beta=0.7,
+        overridden=True,
+        global_precision="balanced",
+        global_beta=1.0,
+    )
+    expected = {
+        "ok": True,
+        "agent_id": "alice",
+        "precision": "custom",
+        "beta": 0.7,
+        "overridden": True,
+        "global_precision": "balanced",
+        "global_beta": 1.0,
+    }
+    assert _bytes(render_calibration.precision(found)) == _bytes(expected)
