@@ -7,13 +7,16 @@ import dataclasses
 import json
 from types import MappingProxyType
 
+from service.db.portability import ItemCounts
 from service.mcp.render import (
     calibration as render_calibration,
     operating_context as render_context,
+    portability as render_portability,
     queue as render_queue,
 )
 from service.memory.calibration import precision, records, stats
 from service.memory.operating_context import describe, model
+from service.memory.portability import outcomes
 from service.memory.queue import backlog
 from service.models import JsonObject
 
@@ -249,3 +252,110 @@ def test_precision_answers_render_in_order() -> None:
         "global_beta": 1.0,
     }
     assert _bytes(render_calibration.precision(found)) == _bytes(expected)
+
+
+def test_export_renders_counts_and_the_download_link() -> None:
+    done = outcomes.Exported(
+        path="a.jsonl",
+        counts=ItemCounts(memories=3, episodes=2, profiles=1),
+        download_url="/v1/files/t",
+        expires_at="2026-01-01T00:00:00+00:00",
+    )
+    expected: JsonObject = {
+        "ok": True,
+        "path": "a.jsonl",
+        "memories": 3,
+        "episodes": 2,
+        "profiles": 1,
+        "download_url": "/v1/files/t",
+        "expires_at": "2026-01-01T00:00:00+00:00",
+    }
+    assert _bytes(render_portability.exported(done)) == _bytes(expected)
+
+
+def test_import_renders_graph_records_and_errors_only_when_present() -> None:
+    counts: JsonObject = {
+        "ok": True,
+        "dry_run": True,
+        "imported_memories": 4,
+        "skipped_memories": 1,
+        "imported_episodes": 2,
+        "skipped_episodes": 0,
+        "profile_updated": True,
+    }
+    done = outcomes.Imported(
+        dry_run=True,
+        imported_memories=4,
+        skipped_memories=1,
+        imported_episodes=2,
+        profile_updated=True,
+    )
+    assert _bytes(render_portability.imported(done)) == _bytes(counts)
+    noted = dataclasses.replace(
+        done,
+        graph=outcomes.GraphRecords(entity=1, mention=0, relation=2),
+        errors=("line 3: bad", "... and 2 more"),
+    )
+    expected: JsonObject = {
+        **counts,
+        "skipped_graph_records": {"entity": 1, "mention": 0, "relation": 2},
+        "errors": ["line 3: bad", "... and 2 more"],
+    }
+    assert _bytes(render_portability.imported(noted)) == _bytes(expected)
+
+
+def test_merge_renders_a_copy_and_a_move() -> None:
+    copy = outcomes.Merged(
+        dry_run=False,
+        source_agent_id="a",
+        target_agent_id="b",
+        strategy="skip",
+        mode="copy",
+        merged_memories=3,
+        skipped_memories=1,
+        merged_episodes=2,
+        skipped_episodes=0,
+        profile_copied=True,
+        skipped_profile=False,
+    )
+    counts: JsonObject = {
+        "ok": True,
+        "dry_run": False,
+        "source_agent_id": "a",
+        "target_agent_id": "b",
+        "strategy": "skip",
+        "mode": "copy",
+        "merged_memories": 3,
+        "skipped_memories": 1,
+        "merged_episodes": 2,
+        "skipped_episodes": 0,
+        "profile_copied": True,
+        "skipped_profile": False,
+    }
+    assert _bytes(render_portability.merged(copy)) == _bytes(counts)
+    move = dataclasses.replace(
+        copy,
+        mode="move",
+        source_deleted=outcomes.SourceDeleted(
+            agent_id="a",
+            deleted_memories=3,
+            deleted_profiles=1,
+            deleted_episodes=2,
+            deleted_pending_tasks=4,
+        ),
+        left_at_source=ItemCounts(memories=1, episodes=0, profiles=0),
+    )
+    expected: JsonObject = {
+        **counts,
+        "mode": "move",
+        "source_deleted": {
+            "ok": True,
+            "agent_id": "a",
+            "deleted_memories": 3,
+            "deleted_profiles": 1,
+            "deleted_episodes": 2,
+            "deleted_pending_tasks": 4,
+        },
+        "left_at_source": {"memories": 1, "episodes": 0, "profiles": 0},
+    }
+    assert _bytes(render_portability.merged(move)) == _bytes(expected)
