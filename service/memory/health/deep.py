@@ -46,6 +46,29 @@ class DeepScope:
 
 
 DeepRun = Callable[[Connection, DeepScope, bool], Awaitable[JsonObject]]
+"""A deep check: its findings, an ordered JSON object of its own shape."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeepSlot:
+    """One deep check's result: its findings, or the error it crashed with (300
+    characters at most)."""
+
+    name: str
+    findings: JsonObject | None = None
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeepReport:
+    """A deep_check run: the checks run in order and their slots, whether it fixed, and
+    why repairs were skipped (None when they were not)."""
+
+    agent_id: str
+    checks_run: tuple[str, ...]
+    results: tuple[DeepSlot, ...]
+    fixed: bool
+    repairs_skip_reason: str | None = None
 
 
 async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
@@ -197,13 +220,13 @@ DEEP_CHECKS: MappingProxyType[str, DeepRun] = MappingProxyType(
 DEEP_FIXABLE = frozenset({"anonymous_source", "short_content"})
 
 
-async def _slot(conn: Connection, scope: DeepScope, name: str, fix: bool) -> JsonObject:
+async def _slot(conn: Connection, scope: DeepScope, name: str, fix: bool) -> DeepSlot:
     try:
         async with conn.transaction():
-            return await DEEP_CHECKS[name](conn, scope, fix)
-    except Exception as exc:  # isolation boundary: the spec's {error} slot
+            return DeepSlot(name=name, findings=await DEEP_CHECKS[name](conn, scope, fix))
+    except Exception as exc:  # isolation boundary: the check's error slot
         log.exception("deep_check_crashed", check=name)
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        return DeepSlot(name=name, error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 async def deep_check(
@@ -214,7 +237,7 @@ async def deep_check(
     checks: Sequence[str] = (),
     *,
     paused: bool = False,
-) -> JsonObject:
+) -> DeepReport:
     """Run the named deep checks (all when empty) for one agent of the tenant.
 
     ``paused``: no-persist mode; ``fix`` is downgraded and ``repairs_skipped`` set.
@@ -223,12 +246,14 @@ async def deep_check(
     fix = fix and not paused
     names = list(dict.fromkeys(name for name in (checks or DEEP_CHECKS) if name in DEEP_CHECKS))
     scope = DeepScope(tenant_id, agent_id, lib.settings, lib.embedder is not None)
-    results: JsonObject = {}
+    results: list[DeepSlot] = []
     async with lib.db.tenant_tx(tenant_id) as conn:
         for name in names:
-            results[name] = await _slot(conn, scope, name, fix)
-    body: JsonObject = {"agent_id": agent_id, "checks_run": names, "results": results, "fixed": fix}
-    if repairs_skipped:
-        body["repairs_skipped"] = True
-        body["repairs_skip_reason"] = PAUSE_REASON
-    return body
+            results.append(await _slot(conn, scope, name, fix))
+    return DeepReport(
+        agent_id=agent_id,
+        checks_run=tuple(names),
+        results=tuple(results),
+        fixed=fix,
+        repairs_skip_reason=PAUSE_REASON if repairs_skipped else None,
+    )
