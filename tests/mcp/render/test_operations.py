@@ -10,11 +10,13 @@ from types import MappingProxyType
 from service.db.portability import ItemCounts
 from service.mcp.render import (
     calibration as render_calibration,
+    health as render_health,
     operating_context as render_context,
     portability as render_portability,
     queue as render_queue,
 )
 from service.memory.calibration import precision, records, stats
+from service.memory.health import base, channel_axis, deep, runner
 from service.memory.operating_context import describe, model
 from service.memory.portability import outcomes
 from service.memory.queue import backlog
@@ -359,3 +361,171 @@ def test_merge_renders_a_copy_and_a_move() -> None:
         "left_at_source": {"memories": 1, "episodes": 0, "profiles": 0},
     }
     assert _bytes(render_portability.merged(move)) == _bytes(expected)
+
+
+def _check(name: str, *, fixable: bool = True) -> base.Check:
+    async def run(conn: object, scope: object) -> None:
+        return None
+
+    async def fix(conn: object, scope: object) -> base.Repairs:
+        return base.Repairs(fixed=0)
+
+    return base.Check(name, "warn", run, fix if fixable else None)
+
+
+def test_an_issue_renders_type_severity_check_then_findings_then_repairs() -> None:
+    found = base.finish({"type": "t", "count": 3, "repairable": 2}, _check("c"))
+    fixed = dataclasses.replace(found, repairs=base.Repairs(fixed=2, deleted=1, requeued=1))
+    expected: JsonObject = {
+        "type": "t",
+        "severity": "warn",
+        "check": "c",
+        "count": 3,
+        "repairable": 2,
+        "fixed": 2,
+        "deleted": 1,
+        "requeued": 1,
+    }
+    assert _bytes(render_health.issue(fixed)) == _bytes(expected)
+
+
+def test_an_unrepairable_issue_drops_to_info_and_keeps_its_own_hint_in_place() -> None:
+    own = base.finish({"repairable": 0, "hint": "mine", "count": 1}, _check("c"))
+    expected: JsonObject = {
+        "type": "c",
+        "severity": "info",
+        "check": "c",
+        "repairable": 0,
+        "hint": "mine",
+        "count": 1,
+        "needs_human_review": True,
+    }
+    assert _bytes(render_health.issue(own)) == _bytes(expected)
+    bare = base.finish({"severity": "critical", "repairable": 0}, _check("c"))
+    expected = {
+        "type": "c",
+        "severity": "critical",
+        "check": "c",
+        "repairable": 0,
+        "needs_human_review": True,
+        "hint": base.UNREPAIRABLE_HINT,
+    }
+    assert _bytes(render_health.issue(bare)) == _bytes(expected)
+    unfixable = base.finish({"repairable": 0}, _check("c", fixable=False))
+    assert _bytes(render_health.issue(unfixable)) == _bytes(
+        {"type": "c", "severity": "warn", "check": "c", "repairable": 0}
+    )
+
+
+def test_a_repair_count_the_findings_name_keeps_its_place() -> None:
+    found = base.finish({"remaining": 5, "repairable": 1}, _check("c"))
+    fixed = dataclasses.replace(found, repairs=base.Repairs(fixed=1, mapped=1, remaining=4))
+    expected: JsonObject = {
+        "type": "c",
+        "severity": "warn",
+        "check": "c",
+        "remaining": 4,
+        "repairable": 1,
+        "fixed": 1,
+        "mapped": 1,
+    }
+    assert _bytes(render_health.issue(fixed)) == _bytes(expected)
+
+
+def test_check_health_renders_the_envelope_and_the_per_agent_stats() -> None:
+    stats = runner.HealthStats(
+        db_size_bytes=10,
+        memories=2,
+        episodes=1,
+        profiles=0,
+        pending_tasks=0,
+        axes=runner.Axes(project_id={"(global)": 2}, channel={}),
+        per_agent=True,
+    )
+    report = runner.HealthReport(
+        issues=(),
+        severity_summary=base.SeverityCounts(),
+        status="healthy",
+        fixed=False,
+        checks_run=("memory_annotation",),
+        stats=stats,
+        repairs_skip_reason="paused",
+    )
+    expected: JsonObject = {
+        "total_memories": 2,
+        "issues": [],
+        "severity_summary": {"critical": 0, "warn": 0, "info": 0},
+        "status": "healthy",
+        "fixed": False,
+        "checks_run": ["memory_annotation"],
+        "stats": {
+            "db_size_bytes": 10,
+            "memories": 2,
+            "episodes": 1,
+            "profiles": 0,
+            "pending_tasks": 0,
+            "axes": {"project_id": {"(global)": 2}, "channel": {}},
+            "agent_memories": 2,
+            "agent_episodes": 1,
+        },
+        "repairs_skipped": True,
+        "repairs_skip_reason": "paused",
+    }
+    assert _bytes(render_health.health_report(report)) == _bytes(expected)
+
+
+def test_deep_check_renders_findings_and_error_slots_in_run_order() -> None:
+    report = deep.DeepReport(
+        agent_id="a",
+        checks_run=("short_content", "stale_profile"),
+        results=(
+            deep.DeepSlot(name="short_content", findings={"count": 0}),
+            deep.DeepSlot(name="stale_profile", error="ValueError: x"),
+        ),
+        fixed=False,
+    )
+    expected: JsonObject = {
+        "agent_id": "a",
+        "checks_run": ["short_content", "stale_profile"],
+        "results": {"short_content": {"count": 0}, "stale_profile": {"error": "ValueError: x"}},
+        "fixed": False,
+    }
+    assert _bytes(render_health.deep_report(report)) == _bytes(expected)
+
+
+def test_migrate_channel_axis_renders_skipped_locked_only_when_some_were() -> None:
+    done = channel_axis.ChannelMigration(
+        agent_id="",
+        dry_run=True,
+        recoverable_total=1,
+        recoverable_by_channel=({"channel": "1", "count": 1},),
+        unrecoverable_total=0,
+        invalid_metadata_total=0,
+        invalid_metadata_ids=(),
+        globalize_unrecoverable=False,
+        migrated=0,
+        globalized=0,
+        samples=(),
+        skipped_locked=0,
+        repairs_skip_reason=channel_axis.PAUSE_REASON,
+    )
+    expected: JsonObject = {
+        "agent_id": "",
+        "dry_run": True,
+        "recoverable_total": 1,
+        "recoverable_by_channel": [{"channel": "1", "count": 1}],
+        "unrecoverable_total": 0,
+        "invalid_metadata_total": 0,
+        "invalid_metadata_ids": [],
+        "globalize_unrecoverable": False,
+        "migrated": 0,
+        "globalized": 0,
+        "samples": [],
+        "repairs_skipped": True,
+        "repairs_skip_reason": channel_axis.PAUSE_REASON,
+    }
+    assert _bytes(render_health.channel_migration(done)) == _bytes(expected)
+    locked = dataclasses.replace(done, skipped_locked=2, repairs_skip_reason=None)
+    body = render_health.channel_migration(locked)
+    assert list(body)[-1] == "skipped_locked"
+    assert body["skipped_locked"] == 2
