@@ -136,7 +136,8 @@ async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
     status = (await backlog.queue_status(http_lib, tenant)).active
     assert status is not None
     assert status.pending == 1
-    assert status.oldest_pending_seconds is not None and status.oldest_pending_seconds >= 0
+    assert status.oldest_pending_seconds is not None
+    assert status.oldest_pending_seconds >= 0
     fake.reset()
     result = await worker.drain_once(http_lib)
     assert (result.claimed, result.embedded, result.failed) == (1, 1, 0)
