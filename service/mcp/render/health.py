@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from service.memory.health.base import Issue, Repairs, SeverityCounts
 from service.memory.health.channel_axis import ChannelMigration
-from service.memory.health.deep import DeepReport, DeepSlot
+from service.memory.health.deep import (
+    AnonymousSources,
+    CalibrationAge,
+    DeepFindings,
+    DeepReport,
+    DeepSlot,
+    NearDuplicates,
+    OrphanedEpisodes,
+    ShortContent,
+    StaleProfile,
+)
 from service.memory.health.runner import HealthReport, HealthStats
 from service.models import JsonObject
 
@@ -84,10 +94,99 @@ def health_report(report: HealthReport) -> JsonObject:
     return _skipped(body, report.repairs_skip_reason)
 
 
+def _anonymous_source(found: AnonymousSources) -> JsonObject:
+    body: JsonObject = {"recoverable": found.recoverable, "unrecoverable": found.unrecoverable}
+    if found.fixed is not None:
+        body["fixed"] = found.fixed
+    if found.unfixable_locked:
+        body["unfixable_locked"] = found.unfixable_locked
+    if found.samples:
+        body["samples"] = [{"id": s.id, "recovered_name": s.recovered_name} for s in found.samples]
+    if found.unrecoverable_samples:
+        body["unrecoverable_samples"] = [
+            {"id": s.id, "content_preview": s.content_preview} for s in found.unrecoverable_samples
+        ]
+    return body
+
+
+def _short_content(found: ShortContent) -> JsonObject:
+    body: JsonObject = {"count": found.count}
+    if found.fixed is not None:
+        body["fixed"] = found.fixed
+    if found.samples:
+        body["samples"] = [{"id": s.id, "content": s.content} for s in found.samples]
+    return body
+
+
+def _stale_profile(found: StaleProfile) -> JsonObject:
+    body: JsonObject = {"count": found.count, "threshold_days": found.threshold_days}
+    if found.last_updated is not None:
+        body["last_updated"] = found.last_updated
+    return body
+
+
+def _orphaned_episodes(found: OrphanedEpisodes) -> JsonObject:
+    body: JsonObject = {"count": found.count}
+    if found.unparseable:
+        body["unparseable"] = found.unparseable
+    if found.samples:
+        body["samples"] = [
+            {"id": s.id, "summary": s.summary, "start": s.start, "end": s.end}
+            for s in found.samples
+        ]
+    return body
+
+
+def _calibration_age(found: CalibrationAge) -> JsonObject:
+    """``status`` first, then whichever of the other fields that status reports."""
+    fields = (
+        ("reason", found.reason),
+        ("stored_scoring_version", found.stored_scoring_version),
+        ("runtime_scoring_version", found.runtime_scoring_version),
+        ("age_days", found.age_days),
+        ("threshold_days", found.threshold_days),
+        ("scope", found.scope),
+        ("embedded_rows", found.embedded_rows),
+        ("hint", found.hint),
+    )
+    body: JsonObject = {"status": found.status}
+    body.update((key, value) for key, value in fields if value is not None)
+    return body
+
+
+def _near_duplicate(found: NearDuplicates) -> JsonObject:
+    body: JsonObject = {
+        "pairs": found.pairs,
+        "rows_scanned": found.rows_scanned,
+        "threshold": found.threshold,
+    }
+    if found.skipped_other_width:
+        body["skipped_other_width"] = found.skipped_other_width
+    if found.samples:
+        body["samples"] = list(found.samples)
+        body["hint"] = "review with merge_memories / delete_memory (agent judgment)"
+    return body
+
+
+def deep_findings(found: DeepFindings) -> JsonObject:
+    """One deep check's result object, in the shape of its check."""
+    if isinstance(found, AnonymousSources):
+        return _anonymous_source(found)
+    if isinstance(found, ShortContent):
+        return _short_content(found)
+    if isinstance(found, StaleProfile):
+        return _stale_profile(found)
+    if isinstance(found, OrphanedEpisodes):
+        return _orphaned_episodes(found)
+    if isinstance(found, CalibrationAge):
+        return _calibration_age(found)
+    return _near_duplicate(found)
+
+
 def _slot(slot: DeepSlot) -> JsonObject:
     if slot.findings is None:
         return {"error": slot.error}
-    return dict(slot.findings)
+    return deep_findings(slot.findings)
 
 
 def deep_report(report: DeepReport) -> JsonObject:

@@ -479,7 +479,9 @@ def test_deep_check_renders_findings_and_error_slots_in_run_order() -> None:
         agent_id="a",
         checks_run=("short_content", "stale_profile"),
         results=(
-            deep.DeepSlot(name="short_content", findings={"count": 0}),
+            deep.DeepSlot(
+                name="short_content", findings=deep.ShortContent(count=0, fixed=None, samples=())
+            ),
             deep.DeepSlot(name="stale_profile", error="ValueError: x"),
         ),
         fixed=False,
@@ -529,3 +531,56 @@ def test_migrate_channel_axis_renders_skipped_locked_only_when_some_were() -> No
     body = render_health.channel_migration(locked)
     assert list(body)[-1] == "skipped_locked"
     assert body["skipped_locked"] == 2
+
+
+def test_deep_findings_render_each_checks_shape() -> None:
+    names = deep.AnonymousSources(
+        recoverable=2,
+        unrecoverable=1,
+        fixed=1,
+        unfixable_locked=1,
+        samples=(deep.RecoveredName(id=1, recovered_name="bob"),),
+        unrecoverable_samples=(deep.ContentPreview(id=3, content_preview="no name"),),
+    )
+    expected: JsonObject = {
+        "recoverable": 2,
+        "unrecoverable": 1,
+        "fixed": 1,
+        "unfixable_locked": 1,
+        "samples": [{"id": 1, "recovered_name": "bob"}],
+        "unrecoverable_samples": [{"id": 3, "content_preview": "no name"}],
+    }
+    assert _bytes(render_health.deep_findings(names)) == _bytes(expected)
+    stale = deep.CalibrationAge(
+        status="stale", age_days=100, threshold_days=90, scope="agent", hint="run it"
+    )
+    expected = {
+        "status": "stale",
+        "age_days": 100,
+        "threshold_days": 90,
+        "scope": "agent",
+        "hint": "run it",
+    }
+    assert _bytes(render_health.deep_findings(stale)) == _bytes(expected)
+    orphans = deep.OrphanedEpisodes(
+        count=1,
+        unparseable=2,
+        samples=(deep.EpisodeSample(id=5, summary="s", start="a", end="b"),),
+    )
+    expected = {
+        "count": 1,
+        "unparseable": 2,
+        "samples": [{"id": 5, "summary": "s", "start": "a", "end": "b"}],
+    }
+    assert _bytes(render_health.deep_findings(orphans)) == _bytes(expected)
+    pairs = deep.NearDuplicates(
+        pairs=1, rows_scanned=9, threshold=0.97, skipped_other_width=0, samples=({"a": 1},)
+    )
+    expected = {
+        "pairs": 1,
+        "rows_scanned": 9,
+        "threshold": 0.97,
+        "samples": [{"a": 1}],
+        "hint": "review with merge_memories / delete_memory (agent judgment)",
+    }
+    assert _bytes(render_health.deep_findings(pairs)) == _bytes(expected)

@@ -54,6 +54,31 @@ async def test_anonymous_names_are_recovered_from_a_prefix_but_never_on_locked_r
     assert (await seed.memory_row(carol) or {})["source"] == sentinel
 
 
+async def test_deep_check_reports_typed_records(lib: Library) -> None:
+    seed = await new_seed(lib)
+    sentinel = {"type": "User", "id": "", "name": ""}
+    bob = await seed.memory("[bob] likes tea", source=sentinel)
+    tiny = await seed.memory("hi")
+    report = await health.deep_check(
+        lib, seed.tenant_id, "a", checks=["anonymous_source", "short_content", "stale_profile"]
+    )
+    assert (report.agent_id, report.fixed, report.repairs_skip_reason) == ("a", False, None)
+    assert report.checks_run == ("anonymous_source", "short_content", "stale_profile")
+    names, short, stale = (slot.findings for slot in report.results)
+    assert names == deep.AnonymousSources(
+        recoverable=1,
+        unrecoverable=0,
+        fixed=None,
+        unfixable_locked=0,
+        samples=(deep.RecoveredName(id=bob, recovered_name="bob"),),
+        unrecoverable_samples=(),
+    )
+    assert short == deep.ShortContent(
+        count=1, fixed=None, samples=(deep.ShortRow(id=tiny, content="hi"),)
+    )
+    assert stale == deep.StaleProfile(count=0, threshold_days=30, last_updated=None)
+
+
 async def test_short_content_fix_deletes_only_unlocked_rows(lib: Library) -> None:
     seed = await new_seed(lib)
     tiny = await seed.memory("hi")
