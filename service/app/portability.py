@@ -42,6 +42,7 @@ from service.errors import InvalidInput, NotFound, Refused
 from service.logs import get_logger
 from service.mcp import acl, pausing
 from service.mcp.registry import ToolEnv
+from service.mcp.render import portability as render_portability
 from service.mcp.tools import portability as portability_tools
 from service.memory import text
 from service.memory.library import Library
@@ -164,7 +165,7 @@ async def import_endpoint(call: Exchange) -> None:
         await call.json(422, {"ok": False, "error": exc.message, **exc.details})
         return
     call.info.outcome = "ok"
-    await call.json(200, result)
+    await call.json(200, render_portability.imported(result))
 
 
 async def _paused(call: Exchange, target: str) -> bool:

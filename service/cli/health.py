@@ -10,6 +10,7 @@ from typing import Any
 from service.cli.runtime import CliError, Commands, database_url, short_lived, shown
 from service.config import Settings
 from service.mcp import pausing
+from service.mcp.render import health as render_health
 from service.memory import health, tenants
 from service.memory.library import Library, build_library
 from service.models import TenantId
@@ -63,8 +64,8 @@ async def _checkup(settings: Settings, url: str, args: argparse.Namespace) -> in
         for slug, tenant_id in await _checkup_tenants(lib, args.tenant):
             paused = args.fix and await pausing.is_paused(lib, tenant_id)
             result = await health.check_health(lib, tenant_id, fix=args.fix, paused=paused)
-            _print_checkup(slug, result)
-            worst = max(worst, health.exit_code(result["severity_summary"], strict=args.strict))
+            _print_checkup(slug, render_health.health_report(result))
+            worst = max(worst, health.exit_code(result.severity_summary, strict=args.strict))
     finally:
         await lib.aclose()
         await db.close()

@@ -10,15 +10,17 @@ import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import BinaryIO, TextIO
 
 from service.cli import portability
 from service.cli.runtime import Commands, database_url, json_shown, run_db
 from service.config import Settings
 from service.db.pool import Database
 from service.errors import InvalidInput
+from service.mcp.render import portability as render_portability
 from service.memory.library import Library
 from service.memory.portability import export, files, import_
+from service.memory.portability.outcomes import Imported
 from service.memory.queue import backlog
 
 
@@ -127,8 +129,8 @@ async def _counted(
         yield chunk
 
 
-async def run_import(db: Database, settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
-    """Import FILE (``-`` = stdin) into tenant ``--tenant``; the import's result object."""
+async def run_import(db: Database, settings: Settings, args: argparse.Namespace) -> Imported:
+    """Import FILE (``-`` = stdin) into tenant ``--tenant``; what the import did."""
     lib = Library(db, settings)
     tenant = await backlog.tenant_by_slug(lib, args.tenant)
     handle, size = await asyncio.to_thread(_open_input, args.file)
@@ -144,10 +146,10 @@ async def run_import(db: Database, settings: Settings, args: argparse.Namespace)
     return result
 
 
-def import_outcome(result: dict[str, Any]) -> str:
-    """The result as one JSON line for stdout (an aborted import raised Refused before:
-    one line on stderr, exit 1)."""
-    return json_shown(result)
+def import_outcome(result: Imported) -> str:
+    """The result as one JSON line for stdout, in the import tool's shape (an aborted
+    import raised Refused before: one line on stderr, exit 1)."""
+    return json_shown(render_portability.imported(result))
 
 
 def add_parsers(commands: Commands) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.mcp.registry import PausePolicy, ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.render import calibration as render
 from service.mcp.schemas import AGENT_ID, name
 from service.memory import calibration
 from service.models import JsonObject
@@ -38,11 +39,15 @@ def _request(params: CalibrateParams) -> calibration.CalibrationRequest:
 
 
 async def _calibrate(env: ToolEnv, params: CalibrateParams) -> JsonObject:
-    return await calibration.calibrate_threshold(env.lib, env.caller.tenant_id, _request(params))
+    return render.calibration(
+        await calibration.calibrate_threshold(env.lib, env.caller.tenant_id, _request(params))
+    )
 
 
 async def _calibrate_paused(env: ToolEnv, params: CalibrateParams) -> JsonObject:
-    return await calibration.paused_body(env.lib, env.caller.tenant_id, _request(params))
+    return render.paused_calibration(
+        await calibration.paused_body(env.lib, env.caller.tenant_id, _request(params))
+    )
 
 
 def _calibrate_problem(params: CalibrateParams) -> str | None:
@@ -91,18 +96,19 @@ class SetPrecisionParams:
 
 
 async def _set_precision(env: ToolEnv, params: SetPrecisionParams) -> JsonObject:
-    return await calibration.set_recall_precision(
+    outcome = await calibration.set_recall_precision(
         env.lib,
         env.caller.tenant_id,
         params.agent_id,
         params.precision,
         params.beta,
     )
+    return render.precision_set(outcome)
 
 
 def _precision_paused(env: ToolEnv, params: SetPrecisionParams) -> JsonObject:
-    return calibration.paused_precision_body(
-        env.lib, params.agent_id, params.precision, params.beta
+    return render.precision_set(
+        calibration.paused_precision_body(env.lib, params.agent_id, params.precision, params.beta)
     )
 
 
@@ -139,7 +145,9 @@ class GetPrecisionParams:
 
 
 async def _get_precision(env: ToolEnv, params: GetPrecisionParams) -> JsonObject:
-    return await calibration.get_recall_precision(env.lib, env.caller.tenant_id, params.agent_id)
+    return render.precision(
+        await calibration.get_recall_precision(env.lib, env.caller.tenant_id, params.agent_id)
+    )
 
 
 GET_RECALL_PRECISION = ToolSpec(

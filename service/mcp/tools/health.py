@@ -12,12 +12,11 @@ answer says so with ``repairs_skipped``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from service.mcp.registry import (
     Demand,
-    Handler,
     ToolEnv,
     ToolSpec,
     agent_of,
@@ -25,6 +24,7 @@ from service.mcp.registry import (
     obj,
     on_agent,
 )
+from service.mcp.render import health as render
 from service.mcp.schemas import identifier, names
 from service.memory import health
 from service.memory.health import channel_axis
@@ -68,20 +68,28 @@ def _migrates(env: ToolEnv, params: MigrateParams) -> bool:
     return params.dry_run is False
 
 
-def _runs(check: Callable[..., Awaitable[JsonObject]]) -> Handler[CheckParams]:
-    """The handler of check_health or deep_check: they take the same arguments."""
+async def _check_health(env: ToolEnv, params: CheckParams) -> JsonObject:
+    report = await health.check_health(
+        env.lib,
+        env.caller.tenant_id,
+        params.agent_id,
+        params.fix,
+        params.checks,
+        paused=env.paused,
+    )
+    return render.health_report(report)
 
-    async def handler(env: ToolEnv, params: CheckParams) -> JsonObject:
-        return await check(
-            env.lib,
-            env.caller.tenant_id,
-            params.agent_id,
-            params.fix,
-            list(params.checks),
-            paused=env.paused,
-        )
 
-    return handler
+async def _deep_check(env: ToolEnv, params: CheckParams) -> JsonObject:
+    report = await health.deep_check(
+        env.lib,
+        env.caller.tenant_id,
+        params.agent_id,
+        params.fix,
+        params.checks,
+        paused=env.paused,
+    )
+    return render.deep_report(report)
 
 
 CHECK_HEALTH_DESCRIPTION = """Check your tenant's memory for problems (fix: true repairs); an
@@ -99,7 +107,7 @@ CHECK_HEALTH = ToolSpec(
         }
     ),
     params=CheckParams,
-    handler=_runs(health.check_health),
+    handler=_check_health,
     demands=_fix_demands,
     pause=informing(_repairs),
 )
@@ -118,14 +126,14 @@ profile, near duplicates); fix repairs the first two. Returns {results, fixed}."
         ["agent_id"],
     ),
     params=CheckParams,
-    handler=_runs(health.deep_check),
+    handler=_deep_check,
     demands=_fix_demands,
     pause=informing(_repairs),
 )
 
 
 async def _migrate_channel_axis(env: ToolEnv, params: MigrateParams) -> JsonObject:
-    return await channel_axis.migrate_channel_axis(
+    done = await channel_axis.migrate_channel_axis(
         env.lib,
         env.caller.tenant_id,
         params.agent_id,
@@ -133,6 +141,7 @@ async def _migrate_channel_axis(env: ToolEnv, params: MigrateParams) -> JsonObje
         params.globalize_unrecoverable,
         paused=env.paused,
     )
+    return render.channel_migration(done)
 
 
 MIGRATE_CHANNEL_AXIS = ToolSpec(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.mcp.registry import ToolEnv, ToolSpec, any_caller, obj
+from service.mcp.render import operating_context as render
 from service.mcp.schemas import name
 from service.memory.operating_context import describe, storage
 from service.models import JsonObject
@@ -24,7 +25,9 @@ class GetOperatingContextParams:
 
 async def _get_operating_context(env: ToolEnv, params: GetOperatingContextParams) -> JsonObject:
     context = await storage.get_context(env.lib, env.caller.tenant_id)
-    return describe.describe(context, params.section, tenant=env.caller.tenant_slug)
+    return render.description(
+        describe.describe(context, params.section, tenant=env.caller.tenant_slug)
+    )
 
 
 GET_OPERATING_CONTEXT = ToolSpec(

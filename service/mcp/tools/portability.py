@@ -16,8 +16,8 @@ one read-write on each; a refusal is the spec's ``permission_denied`` shape nami
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from service.mcp import acl
 from service.mcp.registry import (
@@ -30,9 +30,11 @@ from service.mcp.registry import (
     on_agent,
     unless_dry_run,
 )
+from service.mcp.render import portability as render
 from service.mcp.schemas import identifier, name
 from service.memory.portability import export, hosted, import_, merge
 from service.memory.portability.access import Access, AgentDenied
+from service.memory.portability.outcomes import Imported, Merged
 from service.models import JsonObject, Permission
 
 EXPORT_DESCRIPTION = """Back up an agent's (or every agent's) memories, episodes and
@@ -42,6 +44,8 @@ download_url, expires_at}."""
 IMPORT_DESCRIPTION = """Restore a JSONL export from your export area; present rows are
 skipped, dry_run only reports. Returns {ok, imported_memories,
 ...}."""
+
+Outcome = TypeVar("Outcome")
 
 MERGE_DESCRIPTION = """Copy or move one agent's data into another, skipping what the
 target has; try dry_run first. Returns {ok, merged_memories, ...}."""
@@ -53,11 +57,13 @@ def area_access(env: ToolEnv) -> Access:
     return Access(env.caller.key_id, lambda agent, level: acl.allows(grants, agent, level))
 
 
-async def _denied_as(tool: str, env: ToolEnv, work: Awaitable[JsonObject]) -> JsonObject:
+async def _denied_as(
+    tool: str, env: ToolEnv, work: Awaitable[Outcome], answer: Callable[[Outcome], JsonObject]
+) -> JsonObject:
     """``work``'s answer, or the permission_denied shape for an agent a file holds (which
     it does not name)."""
     try:
-        return await work
+        return answer(await work)
     except AgentDenied as denied:
         return acl.file_denial(env.caller, denied.required, {"tool": tool})
 
@@ -74,7 +80,7 @@ async def _export(env: ToolEnv, params: ExportParams) -> JsonObject:
     work = hosted.export_to_area(
         env.lib, env.caller.tenant_id, area_access(env), params.output_path, request
     )
-    return await _denied_as("export_memories", env, work)
+    return await _denied_as("export_memories", env, work, render.exported)
 
 
 EXPORT_MEMORIES = ToolSpec(
@@ -110,19 +116,12 @@ async def _import(env: ToolEnv, params: ImportParams) -> JsonObject:
     work = hosted.import_from_area(
         env.lib, env.caller.tenant_id, area_access(env), params.input_path, request
     )
-    return await _denied_as("import_memories", env, work)
+    return await _denied_as("import_memories", env, work, render.imported)
 
 
 def _import_skipped(env: ToolEnv, params: ImportParams) -> JsonObject:
-    return {
-        "ok": True,
-        "dry_run": False,
-        "imported_memories": 0,
-        "skipped_memories": 0,
-        "imported_episodes": 0,
-        "skipped_episodes": 0,
-        "profile_updated": False,
-    }
+    """Nothing imported (a persistence pause)."""
+    return render.imported(Imported(dry_run=False))
 
 
 IMPORT_MEMORIES = ToolSpec(
@@ -167,7 +166,9 @@ def _merge_request(params: MergeParams) -> merge.MergeRequest:
 
 
 async def _merge(env: ToolEnv, params: MergeParams) -> JsonObject:
-    return await merge.merge_memories(env.lib, env.caller.tenant_id, _merge_request(params))
+    return render.merged(
+        await merge.merge_memories(env.lib, env.caller.tenant_id, _merge_request(params))
+    )
 
 
 def _merge_demands(args: Mapping[str, Any]) -> list[Demand]:
@@ -180,21 +181,16 @@ def _merge_demands(args: Mapping[str, Any]) -> list[Demand]:
 
 
 def _merge_skipped(env: ToolEnv, params: MergeParams) -> JsonObject:
+    """Nothing merged (a persistence pause): not even a move reports its source."""
     req = _merge_request(params)
-    return {
-        "ok": True,
-        "dry_run": False,
-        "source_agent_id": req.source_agent_id,
-        "target_agent_id": req.target_agent_id,
-        "strategy": req.strategy,
-        "mode": req.mode,
-        "merged_memories": 0,
-        "skipped_memories": 0,
-        "merged_episodes": 0,
-        "skipped_episodes": 0,
-        "profile_copied": False,
-        "skipped_profile": False,
-    }
+    skipped = Merged(
+        dry_run=False,
+        source_agent_id=req.source_agent_id,
+        target_agent_id=req.target_agent_id,
+        strategy=req.strategy,
+        mode=req.mode,
+    )
+    return render.merged(skipped)
 
 
 MERGE_MEMORIES = ToolSpec(

@@ -13,14 +13,14 @@ from service.db import calibration as calibration_queries
 from service.errors import Refused
 from service.memory.calibration import precision
 from service.memory.calibration.params import CalibrationRequest
+from service.memory.calibration.records import Precision, PrecisionSet
 from service.memory.calibration.threshold import calibrate_threshold
 from service.memory.library import Library
-from service.models import JsonObject, TenantId
-
-CALIBRATE_KEYS = ("ok", "scope", "new_threshold")
+from service.models import TenantId
 
 
-def _echo(agent_id: str, change: precision.PrecisionChange) -> JsonObject:
+def _echo(agent_id: str, change: precision.PrecisionChange) -> dict[str, object]:
+    """The refusal details of a failed recalibration: what was asked for."""
     return {
         "agent_id": agent_id,
         "precision": change.precision,
@@ -39,12 +39,11 @@ def _change(lib: Library, precision_name: object, beta: object) -> precision.Pre
 
 async def set_recall_precision(
     lib: Library, tenant_id: TenantId, agent_id: str, precision_name: str = "", beta: float = 0
-) -> JsonObject:
+) -> PrecisionSet:
     """Set (or clear) the agent's beta and recalibrate it.
 
-    ``{ok: true, agent_id, precision, beta, cleared, fused_gate, calibrate: {ok, scope,
-    new_threshold}}``; a failed calibration is Refused with the agent, precision, beta
-    and cleared as details, and changes nothing.
+    A failed calibration is Refused with the agent, precision, beta and cleared as
+    details, and changes nothing.
     """
     problem = precision.problem(agent_id, precision_name, beta)
     if problem is not None:
@@ -54,29 +53,22 @@ async def set_recall_precision(
         result = await calibrate_threshold(lib, tenant_id, CalibrationRequest(agent_id), change)
     except Refused as exc:
         raise Refused(exc.message, **_echo(agent_id, change)) from None
-    return {
-        "ok": True,
-        **_echo(agent_id, change),
-        "fused_gate": result.get("fused_gate"),
-        "calibrate": {key: result[key] for key in CALIBRATE_KEYS if key in result},
-    }
+    return PrecisionSet(agent_id=agent_id, change=change, calibration=result)
 
 
 def paused_precision_body(
     lib: Library, agent_id: str, precision_name: object, beta: object
-) -> JsonObject:
-    """set_recall_precision's success shape with nothing applied (its answer under a
-    persistence pause, after its arguments were validated)."""
-    change = _change(lib, precision_name, beta)
-    return {"ok": True, **_echo(agent_id, change), "fused_gate": None, "calibrate": None}
+) -> PrecisionSet:
+    """set_recall_precision with nothing applied (its outcome under a persistence pause,
+    after its arguments were validated)."""
+    return PrecisionSet(
+        agent_id=agent_id, change=_change(lib, precision_name, beta), calibration=None
+    )
 
 
-async def get_recall_precision(lib: Library, tenant_id: TenantId, agent_id: str) -> JsonObject:
-    """The agent's effective beta and whether it is its own override.
-
-    ``{ok: true, agent_id, precision, beta, overridden, global_precision, global_beta}``;
-    an agent without a row (or that never wrote) reports the deployment default.
-    """
+async def get_recall_precision(lib: Library, tenant_id: TenantId, agent_id: str) -> Precision:
+    """The agent's effective beta and whether it is its own override; an agent without a
+    row (or that never wrote) reports the deployment default."""
     if not agent_id:
         raise Refused(precision.AGENT_REQUIRED)
     async with lib.db.tenant_tx(tenant_id) as conn:
@@ -84,12 +76,11 @@ async def get_recall_precision(lib: Library, tenant_id: TenantId, agent_id: str)
     override = next((row.beta for row in rows if row.agent_row), None)
     default = precision.global_beta(lib.settings)
     beta = default if override is None else override
-    return {
-        "ok": True,
-        "agent_id": agent_id,
-        "precision": precision.label(beta),
-        "beta": beta,
-        "overridden": override is not None,
-        "global_precision": precision.label(default),
-        "global_beta": default,
-    }
+    return Precision(
+        agent_id=agent_id,
+        precision=precision.label(beta),
+        beta=beta,
+        overridden=override is not None,
+        global_precision=precision.label(default),
+        global_beta=default,
+    )

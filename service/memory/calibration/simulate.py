@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from service.config import Settings
 from service.db import calibration as calibration_queries, recall as recall_queries
@@ -145,8 +144,8 @@ async def _simulate(
 
 async def calibrate_gate(
     lib: Library, tenant_id: TenantId, agent: str, dim: int, beta: float, vector_threshold: float
-) -> dict[str, Any] | None:
-    """The agent's fused gate report (``fused_gate`` of docs/tools.md, "calibrate_threshold"), or
+) -> stats.FusedGate | None:
+    """The agent's fused gate (``fused_gate`` of docs/tools.md, "calibrate_threshold"), or
     None when there is nothing to calibrate or too little data (the heuristic gate then stays in
     charge).
 
@@ -160,7 +159,7 @@ async def calibrate_gate(
         return None
     window = timedelta(minutes=s.calibrate_temporal_window_min)
     memo: dict[int, _Scores] = {}
-    draws: list[dict[str, Any]] = []
+    draws: list[stats.FusedGate] = []
     async with lib.db.tenant_tx(tenant_id) as conn:
         for _ in range(s.fused_gate_calibration_draws):
             queries = await calibration_queries.calibration_pseudo_queries(

@@ -16,11 +16,12 @@ pairs. Every reported number is rounded to 4 decimal places.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 Method: TypeAlias = Literal["separation", "percentile", "zscore"]
 METHODS: Final[tuple[Method, ...]] = ("separation", "percentile", "zscore")
@@ -142,6 +143,26 @@ MIN_GATE_NULL: Final = 10
 MIN_GATE_POSITIVES: Final = 5
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FusedGate:
+    """One simulated draw of an agent's fused gate (the upper median of several when
+    ``threshold_draws`` holds every draw's threshold, ascending; None for a single draw).
+    Rates and means are rounded to 4 decimal places."""
+
+    threshold: float
+    signal: str
+    beta: float
+    youden_j: float
+    queries_run: int
+    n_null: int
+    n_pos: int
+    null_admit_rate: float
+    pos_admit_rate: float
+    null_mean: float
+    pos_mean: float
+    threshold_draws: tuple[float, ...] | None = None
+
+
 def gate_draw(
     null: Sequence[float],
     positives: Sequence[float],
@@ -150,33 +171,33 @@ def gate_draw(
     beta: float,
     floor: float,
     queries_run: int,
-) -> dict[str, Any] | None:
+) -> FusedGate | None:
     """One simulated draw of the fused gate, or None with too little data.
 
     Needs at least 10 null and 5 positive gate scores; separates them at the agent's
-    ``beta``. The report is the spec's ``fused_gate`` object.
+    ``beta``.
     """
     if len(null) < MIN_GATE_NULL or len(positives) < MIN_GATE_POSITIVES:
         return None
     null, positives = sorted(null), sorted(positives)
     raw, youden = separation(null, positives, floor, beta)
     threshold = round(raw, 4)
-    return {
-        "threshold": threshold,
-        "signal": signal,
-        "beta": beta,
-        "youden_j": round(youden, 4),
-        "queries_run": queries_run,
-        "n_null": len(null),
-        "n_pos": len(positives),
-        "null_admit_rate": round(share_at_least(null, threshold), 4),
-        "pos_admit_rate": round(share_at_least(positives, threshold), 4),
-        "null_mean": round(mean(null), 4),
-        "pos_mean": round(mean(positives), 4),
-    }
+    return FusedGate(
+        threshold=threshold,
+        signal=signal,
+        beta=beta,
+        youden_j=round(youden, 4),
+        queries_run=queries_run,
+        n_null=len(null),
+        n_pos=len(positives),
+        null_admit_rate=round(share_at_least(null, threshold), 4),
+        pos_admit_rate=round(share_at_least(positives, threshold), 4),
+        null_mean=round(mean(null), 4),
+        pos_mean=round(mean(positives), 4),
+    )
 
 
-def upper_median(draws: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def upper_median(draws: Sequence[FusedGate]) -> FusedGate | None:
     """The draw holding the upper-median threshold, with every draw's threshold attached.
 
     One coherent measurement is reported rather than an average of incompatible runs; a
@@ -185,8 +206,10 @@ def upper_median(draws: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """
     if not draws:
         return None
-    ordered = sorted(draws, key=lambda draw: float(draw["threshold"]))
-    chosen = dict(ordered[len(ordered) // 2])
+    ordered = sorted(draws, key=lambda draw: draw.threshold)
+    chosen = ordered[len(ordered) // 2]
     if len(ordered) > 1:
-        chosen["threshold_draws"] = [draw["threshold"] for draw in ordered]
+        return dataclasses.replace(
+            chosen, threshold_draws=tuple(draw.threshold for draw in ordered)
+        )
     return chosen

@@ -15,6 +15,7 @@ a failure there only costs the fused gate), write.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
@@ -24,7 +25,8 @@ from service.errors import Refused
 from service.logs import get_logger
 from service.memory.calibration import precision, simulate
 from service.memory.calibration.params import CalibrationRequest, Params, resolve
-from service.memory.calibration.stats import ThresholdStats, threshold_from_sims
+from service.memory.calibration.records import Calibration, PausedCalibration
+from service.memory.calibration.stats import FusedGate, ThresholdStats, threshold_from_sims
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
 
@@ -122,7 +124,7 @@ async def _measure(
 
 async def _fused_gate(
     lib: Library, tenant_id: TenantId, agent: str | None, m: _Measured, beta: float
-) -> JsonObject | None:
+) -> FusedGate | None:
     """The agent's fused gate, or None (no agent, gate disabled, no data, or a failure:
     the vector threshold just measured must not be lost to a flaky simulation)."""
     if agent is None or not lib.settings.fused_gate_enabled or lib.embedder is None:
@@ -141,33 +143,79 @@ def _model(lib: Library, m: _Measured) -> str | None:
     return None if lib.embedder is None else lib.embedder.name
 
 
-def _report(
-    req: CalibrationRequest, p: Params, m: _Measured, old: float, model: str | None
-) -> JsonObject:
-    s = m.stats
-    body: JsonObject = {
-        "scope": "per_agent" if req.agent_id else "global",
-        "agent_id": req.agent_id,
-        "sampled_embeddings": len(m.sample.ids),
-        "num_pairs": m.num_pairs,
-        "method": p.method,
-        "z_factor": p.z_factor,
-        "percentile": p.percentile,
-        "embedding_dim": m.dim,
-        "embedding_model": model,
+def _calibration(
+    req: CalibrationRequest,
+    p: Params,
+    m: _Measured,
+    old: float,
+    model: str | None,
+    gate: FusedGate | None,
+) -> Calibration:
+    return Calibration(
+        persisted=False,
+        agent_id=req.agent_id,
+        sampled_embeddings=len(m.sample.ids),
+        num_pairs=m.num_pairs,
+        method=p.method,
+        z_factor=p.z_factor,
+        percentile=p.percentile,
+        embedding_dim=m.dim,
+        embedding_model=model,
+        stats=m.stats,
+        old_threshold=old,
+        proxy_source=m.proxy_source,
+        fused_gate=gate,
+    )
+
+
+def _gate_document(gate: FusedGate) -> JsonObject:
+    document: JsonObject = {
+        "threshold": gate.threshold,
+        "signal": gate.signal,
+        "beta": gate.beta,
+        "youden_j": gate.youden_j,
+        "queries_run": gate.queries_run,
+        "n_null": gate.n_null,
+        "n_pos": gate.n_pos,
+        "null_admit_rate": gate.null_admit_rate,
+        "pos_admit_rate": gate.pos_admit_rate,
+        "null_mean": gate.null_mean,
+        "pos_mean": gate.pos_mean,
+    }
+    if gate.threshold_draws is not None:
+        document["threshold_draws"] = list(gate.threshold_draws)
+    return document
+
+
+def report_document(c: Calibration) -> JsonObject:
+    """The audit document stored in ``recall_calibration.report`` (a jsonb column, read by
+    operators, not by the service): the measurement as the tool reported it."""
+    s = c.stats
+    document: JsonObject = {
+        "scope": c.scope,
+        "agent_id": c.agent_id,
+        "sampled_embeddings": c.sampled_embeddings,
+        "num_pairs": c.num_pairs,
+        "method": c.method,
+        "z_factor": c.z_factor,
+        "percentile": c.percentile,
+        "embedding_dim": c.embedding_dim,
+        "embedding_model": c.embedding_model,
         "distribution": {"mean": s.mean, "std": s.std, "median": s.median, "p95": s.p95},
         "null_admit_rate": s.null_admit_rate,
-        "old_threshold": old,
+        "old_threshold": c.old_threshold,
         "new_threshold": s.threshold,
     }
-    if m.proxy_source is not None:
-        body["proxy_source"] = m.proxy_source
+    if c.proxy_source is not None:
+        document["proxy_source"] = c.proxy_source
     if s.youden_j is not None:
-        body["youden_j"] = s.youden_j
+        document["youden_j"] = s.youden_j
     if s.pos_admit_rate is not None:
-        body["pos_admit_rate"] = s.pos_admit_rate
-        body["pos_mean"] = s.pos_mean
-    return body
+        document["pos_admit_rate"] = s.pos_admit_rate
+        document["pos_mean"] = s.pos_mean
+    if c.fused_gate is not None:
+        document["fused_gate"] = _gate_document(c.fused_gate)
+    return document
 
 
 async def calibrate_threshold(
@@ -175,7 +223,7 @@ async def calibrate_threshold(
     tenant_id: TenantId,
     req: CalibrationRequest,
     change: precision.PrecisionChange | None = None,
-) -> JsonObject:
+) -> Calibration:
     """Calibrate and store the vector threshold (and an agent's fused gate).
 
     ``change`` is set_recall_precision's new beta: the gate is calibrated at it and it
@@ -195,27 +243,26 @@ async def calibrate_threshold(
     beta = agent_beta(lib, rows) if change is None else change.beta
     gate = await _fused_gate(lib, tenant_id, agent, measured, beta)
     model = _model(lib, measured)
-    report = _report(req, params, measured, current_threshold(lib, rows, agent), model)
-    if gate is not None:
-        report["fused_gate"] = gate
-    record = _record(measured, gate, change, model, report)
+    old = current_threshold(lib, rows, agent)
+    result = _calibration(req, params, measured, old, model, gate)
+    record = _record(measured, gate, change, model, report_document(result))
     async with lib.db.tenant_tx(tenant_id) as conn:
         saved = await calibration_queries.save_calibration(conn, tenant_id, agent, record)
     log.info(
         "recall_calibrated",
-        scope=report["scope"],
-        sampled=report["sampled_embeddings"],
-        old_threshold=report["old_threshold"],
-        new_threshold=report["new_threshold"],
-        fused_gate=None if gate is None else gate["threshold"],
+        scope=result.scope,
+        sampled=result.sampled_embeddings,
+        old_threshold=old,
+        new_threshold=measured.stats.threshold,
+        fused_gate=None if gate is None else gate.threshold,
         stored=saved,
     )
-    return {"ok": True, "sidecar_persisted": saved, **report}
+    return dataclasses.replace(result, persisted=saved)
 
 
 def _record(
     m: _Measured,
-    gate: JsonObject | None,
+    gate: FusedGate | None,
     change: precision.PrecisionChange | None,
     model: str | None,
     report: JsonObject,
@@ -223,8 +270,8 @@ def _record(
     """What the calibration stores; the beta only when set_recall_precision changes it."""
     return calibration_queries.Calibration(
         vector_threshold=m.stats.threshold,
-        fused_gate=None if gate is None else float(gate["threshold"]),
-        fused_gate_signal=None if gate is None else str(gate["signal"]),
+        fused_gate=None if gate is None else gate.threshold,
+        fused_gate_signal=None if gate is None else gate.signal,
         set_beta=change is not None,
         beta=None if change is None else change.override,
         precision_label=None if change is None or change.cleared else change.precision,
@@ -235,27 +282,21 @@ def _record(
     )
 
 
-async def paused_body(lib: Library, tenant_id: TenantId, req: CalibrationRequest) -> JsonObject:
-    """The success shape with nothing measured: calibrate_threshold's answer under a
-    persistence pause (docs/tools.md, "pause_persistence"), after its arguments were validated."""
+async def paused_body(
+    lib: Library, tenant_id: TenantId, req: CalibrationRequest
+) -> PausedCalibration:
+    """Nothing measured: calibrate_threshold under a persistence pause (docs/tools.md,
+    "pause_persistence"), after its arguments were validated."""
     params = resolve(lib.settings, req)
     agent = req.agent_id or None
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await calibration_queries.calibration_state(conn, tenant_id, agent)
-    return {
-        "ok": True,
-        "sidecar_persisted": False,
-        "scope": "per_agent" if agent else "global",
-        "agent_id": req.agent_id,
-        "sampled_embeddings": 0,
-        "num_pairs": 0,
-        "method": None if isinstance(params, str) else params.method,
-        "z_factor": None if isinstance(params, str) else params.z_factor,
-        "percentile": None if isinstance(params, str) else params.percentile,
-        "embedding_dim": None,
-        "embedding_model": None if lib.embedder is None else lib.embedder.name,
-        "distribution": None,
-        "null_admit_rate": None,
-        "old_threshold": current_threshold(lib, rows, agent),
-        "new_threshold": None,
-    }
+    resolved = None if isinstance(params, str) else params
+    return PausedCalibration(
+        agent_id=req.agent_id,
+        method=None if resolved is None else resolved.method,
+        z_factor=None if resolved is None else resolved.z_factor,
+        percentile=None if resolved is None else resolved.percentile,
+        embedding_model=None if lib.embedder is None else lib.embedder.name,
+        old_threshold=current_threshold(lib, rows, agent),
+    )

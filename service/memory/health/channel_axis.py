@@ -15,6 +15,8 @@ where they are (``skipped_locked``). Idempotent: a moved row no longer matches.
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.db.health import channel_axis as channel_axis_queries
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
@@ -22,6 +24,28 @@ from service.models import JsonObject, TenantId
 INVALID_ID_LIMIT = 10
 SAMPLE_LIMIT = 5
 PAUSE_REASON = "no-persist mode active — dry_run forced"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelMigration:
+    """The survey of the ``discord`` rows and what was moved. ``recoverable_by_channel``
+    and ``samples`` are the survey's rows as the database reports them;
+    ``skipped_locked`` counts locked rows a write would have moved;
+    ``repairs_skip_reason`` is set when a pause forced the dry run."""
+
+    agent_id: str
+    dry_run: bool
+    recoverable_total: int
+    recoverable_by_channel: tuple[JsonObject, ...]
+    unrecoverable_total: int
+    invalid_metadata_total: int
+    invalid_metadata_ids: tuple[int, ...]
+    globalize_unrecoverable: bool
+    migrated: int
+    globalized: int
+    samples: tuple[JsonObject, ...]
+    skipped_locked: int
+    repairs_skip_reason: str | None = None
 
 
 async def migrate_channel_axis(
@@ -32,7 +56,7 @@ async def migrate_channel_axis(
     globalize_unrecoverable: bool = False,
     *,
     paused: bool = False,
-) -> JsonObject:
+) -> ChannelMigration:
     """Survey (and unless dry-run, migrate) the tenant's ``discord`` rows in one
     transaction; ``agent_id`` ``''`` covers every agent of the tenant."""
     effective_dry_run = dry_run or paused
@@ -48,25 +72,21 @@ async def migrate_channel_axis(
                 globalized = await channel_axis_queries.health_globalize_discord(
                     conn, tenant_id, agent
                 )
-    body: JsonObject = {
-        "agent_id": agent_id,
-        "dry_run": effective_dry_run,
-        "recoverable_total": survey.recoverable,
-        "recoverable_by_channel": survey.by_channel,
-        "unrecoverable_total": survey.total - survey.recoverable,
-        "invalid_metadata_total": survey.invalid_metadata,
-        "invalid_metadata_ids": survey.invalid_ids,
-        "globalize_unrecoverable": globalize_unrecoverable,
-        "migrated": migrated,
-        "globalized": globalized,
-        "samples": survey.samples,
-    }
     locked = survey.recoverable_locked + (
         survey.unrecoverable_locked if globalize_unrecoverable else 0
     )
-    if locked:
-        body["skipped_locked"] = locked
-    if paused and not dry_run:
-        body["repairs_skipped"] = True
-        body["repairs_skip_reason"] = PAUSE_REASON
-    return body
+    return ChannelMigration(
+        agent_id=agent_id,
+        dry_run=effective_dry_run,
+        recoverable_total=survey.recoverable,
+        recoverable_by_channel=tuple(survey.by_channel),
+        unrecoverable_total=survey.total - survey.recoverable,
+        invalid_metadata_total=survey.invalid_metadata,
+        invalid_metadata_ids=tuple(survey.invalid_ids),
+        globalize_unrecoverable=globalize_unrecoverable,
+        migrated=migrated,
+        globalized=globalized,
+        samples=tuple(survey.samples),
+        skipped_locked=locked,
+        repairs_skip_reason=PAUSE_REASON if paused and not dry_run else None,
+    )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from service.db.health import content as content_queries
 from service.db.pool import Connection
 from service.memory import text
-from service.memory.health.base import Issue, Scope
+from service.memory.health.base import Findings, Repairs, Scope
 
 ANNOTATION_SQL = r"\[Memory from [^]]*\]"
 MENTION_SQL = "<@[!&]?[0-9]+>"
@@ -33,18 +33,18 @@ def _rewrites(rows: list[content_queries.MemoryText], rewrite: Rewrite) -> list[
     return [(row_id, new) for row_id, new in pairs if new != contents[row_id]]
 
 
-async def _apply(conn: Connection, scope: Scope, pairs: list[tuple[int, str]]) -> dict[str, int]:
+async def _apply(conn: Connection, scope: Scope, pairs: list[tuple[int, str]]) -> Repairs:
     if not pairs:
-        return {"fixed": 0, "rewritten": 0, "deleted": 0}
+        return Repairs(fixed=0, rewritten=0, deleted=0)
     ids, contents = zip(*pairs, strict=True)
     done = await content_queries.health_rewrite_memories(
         conn, scope.tenant_id, ids, contents, scope.provider
     )
-    return {
-        "fixed": done.rewritten + done.deleted,
-        "rewritten": done.rewritten,
-        "deleted": done.deleted,
-    }
+    return Repairs(
+        fixed=done.rewritten + done.deleted,
+        rewritten=done.rewritten,
+        deleted=done.deleted,
+    )
 
 
 def _strip_annotations(scope: Scope) -> Rewrite:
@@ -59,7 +59,7 @@ def _cut(scope: Scope) -> Rewrite:
     return lambda content: content[: scope.settings.max_content_length]
 
 
-async def memory_annotation(conn: Connection, scope: Scope) -> Issue | None:
+async def memory_annotation(conn: Connection, scope: Scope) -> Findings | None:
     """``[Memory from …]`` echoes pasted back by agents (store strips them on write)."""
     rows = await content_queries.health_pattern_memories(
         conn, scope.tenant_id, scope.agent, ANNOTATION_SQL
@@ -70,14 +70,14 @@ async def memory_annotation(conn: Connection, scope: Scope) -> Issue | None:
     return {"type": "memory_annotation", "count": len(rows), "repairable": len(writable)}
 
 
-async def fix_memory_annotation(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_memory_annotation(conn: Connection, scope: Scope) -> Repairs:
     rows = await content_queries.health_pattern_memories(
         conn, scope.tenant_id, scope.agent, ANNOTATION_SQL
     )
     return await _apply(conn, scope, _rewrites(rows, _strip_annotations(scope)))
 
 
-async def discord_mention(conn: Connection, scope: Scope) -> Issue | None:
+async def discord_mention(conn: Connection, scope: Scope) -> Findings | None:
     """Raw Discord mention tokens (``<@123>``, ``<@!123>``, ``<@&123>``) in content."""
     rows = await content_queries.health_pattern_memories(
         conn, scope.tenant_id, scope.agent, MENTION_SQL
@@ -88,14 +88,14 @@ async def discord_mention(conn: Connection, scope: Scope) -> Issue | None:
     return {"type": "discord_mention", "count": len(rows), "repairable": len(writable)}
 
 
-async def fix_discord_mention(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_discord_mention(conn: Connection, scope: Scope) -> Repairs:
     rows = await content_queries.health_pattern_memories(
         conn, scope.tenant_id, scope.agent, MENTION_SQL
     )
     return await _apply(conn, scope, _rewrites(rows, _strip_mentions))
 
 
-async def oversized_content(conn: Connection, scope: Scope) -> Issue | None:
+async def oversized_content(conn: Connection, scope: Scope) -> Findings | None:
     """Memories over CPERSONA_MAX_CONTENT_LENGTH (written before the cap, or by hand)."""
     limit = scope.settings.max_content_length
     rows = await content_queries.health_oversized_memories(
@@ -112,7 +112,7 @@ async def oversized_content(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_oversized_content(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_oversized_content(conn: Connection, scope: Scope) -> Repairs:
     limit = scope.settings.max_content_length
     rows = await content_queries.health_oversized_memories(
         conn, scope.tenant_id, scope.agent, limit
@@ -120,7 +120,7 @@ async def fix_oversized_content(conn: Connection, scope: Scope) -> dict[str, int
     return await _apply(conn, scope, _rewrites(rows, _cut(scope)))
 
 
-async def duplicate_content(conn: Connection, scope: Scope) -> Issue | None:
+async def duplicate_content(conn: Connection, scope: Scope) -> Findings | None:
     """The same content twice in one agent and project, in different channels (the
     unique index only forbids it within one channel). The repair keeps the
     channel-less row (visible from every channel), else the oldest."""
@@ -135,13 +135,13 @@ async def duplicate_content(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_duplicate_content(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {
-        "fixed": await content_queries.health_delete_duplicates(conn, scope.tenant_id, scope.agent)
-    }
+async def fix_duplicate_content(conn: Connection, scope: Scope) -> Repairs:
+    return Repairs(
+        fixed=await content_queries.health_delete_duplicates(conn, scope.tenant_id, scope.agent)
+    )
 
 
-async def empty_content(conn: Connection, scope: Scope) -> Issue | None:
+async def empty_content(conn: Connection, scope: Scope) -> Findings | None:
     """Whitespace-only memories (store refuses them; they come from elsewhere)."""
     found = await content_queries.health_empty_content(conn, scope.tenant_id, scope.agent)
     if found.count == 0:
@@ -149,11 +149,13 @@ async def empty_content(conn: Connection, scope: Scope) -> Issue | None:
     return {"type": "empty_content", "count": found.count, "repairable": found.repairable}
 
 
-async def fix_empty_content(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {"fixed": await content_queries.health_delete_empty(conn, scope.tenant_id, scope.agent)}
+async def fix_empty_content(conn: Connection, scope: Scope) -> Repairs:
+    return Repairs(
+        fixed=await content_queries.health_delete_empty(conn, scope.tenant_id, scope.agent)
+    )
 
 
-async def oversized_profile(conn: Connection, scope: Scope) -> Issue | None:
+async def oversized_profile(conn: Connection, scope: Scope) -> Findings | None:
     """Profiles over CPERSONA_MAX_PROFILE_LENGTH: injected into recalls at full size."""
     limit = scope.settings.max_profile_length
     found = await content_queries.health_oversized_profiles(
@@ -170,21 +172,19 @@ async def oversized_profile(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_oversized_profile(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_oversized_profile(conn: Connection, scope: Scope) -> Repairs:
     limit = scope.settings.max_profile_length
-    return {
-        "fixed": await content_queries.health_cut_profiles(
-            conn, scope.tenant_id, scope.agent, limit
-        )
-    }
+    return Repairs(
+        fixed=await content_queries.health_cut_profiles(conn, scope.tenant_id, scope.agent, limit)
+    )
 
 
-async def missing_profile(conn: Connection, scope: Scope) -> Issue | None:
+async def missing_profile(conn: Connection, scope: Scope) -> Findings | None:
     """Agents with memories but no profile (an observation: profiles are optional)."""
     names = await content_queries.health_missing_profiles(conn, scope.tenant_id, scope.agent)
     if not names:
         return None
-    issue: Issue = {
+    issue: Findings = {
         "type": "missing_profile",
         "count": len(names),
         "agents": names[:MISSING_PROFILE_NAMES],

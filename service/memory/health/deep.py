@@ -15,6 +15,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
+from typing import TypeAlias
 
 from service.config import Settings
 from service.db.health import deep as deep_queries
@@ -45,56 +46,178 @@ class DeepScope:
     provider: bool  # an embedding provider is configured
 
 
-DeepRun = Callable[[Connection, DeepScope, bool], Awaitable[JsonObject]]
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveredName:
+    id: int
+    recovered_name: str
 
 
-async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ContentPreview:
+    id: int
+    content_preview: str  # the first 60 characters
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AnonymousSources:
+    """Sentinel-sourced rows: ``recoverable`` ones start with ``[name] ``. ``fixed`` is
+    None unless the run fixed; samples are the first five of each kind."""
+
+    recoverable: int
+    unrecoverable: int
+    fixed: int | None
+    unfixable_locked: int
+    samples: tuple[RecoveredName, ...]
+    unrecoverable_samples: tuple[ContentPreview, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ShortRow:
+    id: int
+    content: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ShortContent:
+    """Rows shorter than ``SHORT_CONTENT_CHARS``; ``fixed`` (deleted) is None unless the
+    run fixed; the first ten as samples."""
+
+    count: int
+    fixed: int | None
+    samples: tuple[ShortRow, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StaleProfile:
+    """Profiles not updated for ``threshold_days``; ``last_updated`` ISO-8601 or None."""
+
+    count: int
+    threshold_days: int
+    last_updated: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class EpisodeSample:
+    id: int
+    summary: str  # the first 80 characters
+    start: str
+    end: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanedEpisodes:
+    """Episodes whose time range holds none of the agent's memories; ``unparseable``
+    counts episodes whose range does not parse."""
+
+    count: int
+    unparseable: int
+    samples: tuple[EpisodeSample, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class CalibrationAge:
+    """Whether the agent's recall threshold was calibrated and how long ago; ``status``
+    decides which of the other fields are set (None = not reported)."""
+
+    status: str
+    reason: str | None = None
+    stored_scoring_version: str | None = None
+    runtime_scoring_version: str | None = None
+    age_days: int | None = None
+    threshold_days: int | None = None
+    scope: str | None = None
+    embedded_rows: int | None = None
+    hint: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class NearDuplicates:
+    """Pairs above ``threshold`` cosine among the rows scanned; ``samples`` are the
+    database's pair rows with the cosine to 4 places."""
+
+    pairs: int
+    rows_scanned: int
+    threshold: float
+    skipped_other_width: int
+    samples: tuple[JsonObject, ...]
+
+
+DeepFindings: TypeAlias = (
+    AnonymousSources
+    | ShortContent
+    | StaleProfile
+    | OrphanedEpisodes
+    | CalibrationAge
+    | NearDuplicates
+)
+DeepRun = Callable[[Connection, DeepScope, bool], Awaitable[DeepFindings]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeepSlot:
+    """One deep check's result: its findings, or the error it crashed with (300
+    characters at most)."""
+
+    name: str
+    findings: DeepFindings | None = None
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DeepReport:
+    """A deep_check run: the checks run in order and their slots, whether it fixed, and
+    why repairs were skipped (None when they were not)."""
+
+    agent_id: str
+    checks_run: tuple[str, ...]
+    results: tuple[DeepSlot, ...]
+    fixed: bool
+    repairs_skip_reason: str | None = None
+
+
+async def anonymous_source(conn: Connection, scope: DeepScope, fix: bool) -> AnonymousSources:
     rows = await deep_queries.health_deep_anonymous(conn, scope.tenant_id, scope.agent)
     named = [(row, match.group(1)) for row in rows if (match := _NAME_PREFIX.match(row.content))]
     unnamed = [row for row in rows if not _NAME_PREFIX.match(row.content)]
-    result: JsonObject = {"recoverable": len(named), "unrecoverable": len(unnamed)}
     locked = sum(1 for row, _ in named if row.locked)
+    fixed: int | None = None
     if fix:
         writable = [(row.id, name) for row, name in named if not row.locked]
         ids, names = [i for i, _ in writable], [n for _, n in writable]
-        result["fixed"] = await deep_queries.health_deep_name_sources(
-            conn, scope.tenant_id, ids, names
-        )
-        locked = len(named) - result["fixed"]
-    if locked:
-        result["unfixable_locked"] = locked
-    if named:
-        result["samples"] = [{"id": row.id, "recovered_name": name} for row, name in named[:5]]
-    if unnamed:
-        result["unrecoverable_samples"] = [
-            {"id": row.id, "content_preview": row.content[:60]} for row in unnamed[:5]
-        ]
-    return result
+        fixed = await deep_queries.health_deep_name_sources(conn, scope.tenant_id, ids, names)
+        locked = len(named) - fixed
+    return AnonymousSources(
+        recoverable=len(named),
+        unrecoverable=len(unnamed),
+        fixed=fixed,
+        unfixable_locked=locked,
+        samples=tuple(RecoveredName(id=row.id, recovered_name=name) for row, name in named[:5]),
+        unrecoverable_samples=tuple(
+            ContentPreview(id=row.id, content_preview=row.content[:60]) for row in unnamed[:5]
+        ),
+    )
 
 
-async def short_content(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+async def short_content(conn: Connection, scope: DeepScope, fix: bool) -> ShortContent:
     limit = SHORT_CONTENT_CHARS
     rows = await deep_queries.health_deep_short(conn, scope.tenant_id, scope.agent, limit)
-    result: JsonObject = {"count": len(rows)}
+    fixed: int | None = None
     if fix:
-        result["fixed"] = await deep_queries.health_deep_delete_short(
+        fixed = await deep_queries.health_deep_delete_short(
             conn, scope.tenant_id, scope.agent, limit
         )
-    if rows:
-        result["samples"] = [{"id": row.id, "content": row.content} for row in rows[:10]]
-    return result
+    samples = tuple(ShortRow(id=row.id, content=row.content) for row in rows[:10])
+    return ShortContent(count=len(rows), fixed=fixed, samples=samples)
 
 
-async def stale_profile(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+async def stale_profile(conn: Connection, scope: DeepScope, fix: bool) -> StaleProfile:
     days = STALE_PROFILE_DAYS
     found = await deep_queries.health_deep_stale_profile(conn, scope.tenant_id, scope.agent, days)
-    result: JsonObject = {"count": found.count, "threshold_days": days}
-    if found.last_updated is not None:
-        result["last_updated"] = found.last_updated.isoformat()
-    return result
+    last = None if found.last_updated is None else found.last_updated.isoformat()
+    return StaleProfile(count=found.count, threshold_days=days, last_updated=last)
 
 
-async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> OrphanedEpisodes:
     """Episodes whose time range contains none of the agent's memory timestamps."""
     ranges = await deep_queries.health_deep_episode_ranges(conn, scope.tenant_id, scope.agent)
     usable: list[tuple[deep_queries.EpisodeRange, datetime, datetime]] = []
@@ -113,75 +236,68 @@ async def orphaned_episodes(conn: Connection, scope: DeepScope, fix: bool) -> Js
         )
     )
     found = [r for r, _, _ in usable if r.id in orphans]
-    result: JsonObject = {"count": len(found)}
-    if len(usable) < len(ranges):
-        result["unparseable"] = len(ranges) - len(usable)
-    if found:
-        result["samples"] = [
-            {"id": r.id, "summary": r.summary[:80], "start": r.start_time, "end": r.end_time}
-            for r in found[:5]
-        ]
-    return result
+    samples = tuple(
+        EpisodeSample(id=r.id, summary=r.summary[:80], start=r.start_time, end=r.end_time)
+        for r in found[:5]
+    )
+    return OrphanedEpisodes(
+        count=len(found), unparseable=len(ranges) - len(usable), samples=samples
+    )
 
 
-def _calibration_age(found: deep_queries.Calibration) -> JsonObject:
+def _calibration_age(found: deep_queries.Calibration) -> CalibrationAge:
     if found.scoring_version is not None and found.scoring_version != SCORING_VERSION:
-        return {
-            "status": "stale_scoring_version",
-            "stored_scoring_version": found.scoring_version,
-            "runtime_scoring_version": SCORING_VERSION,
-            "hint": "run calibrate_threshold",
-        }
+        return CalibrationAge(
+            status="stale_scoring_version",
+            stored_scoring_version=found.scoring_version,
+            runtime_scoring_version=SCORING_VERSION,
+            hint="run calibrate_threshold",
+        )
     if found.calibrated_at is None:
-        return {"status": "unknown", "reason": "the calibration has no calibrated_at"}
+        return CalibrationAge(status="unknown", reason="the calibration has no calibrated_at")
     age_days = (datetime.now(UTC) - found.calibrated_at).days
     scope = "agent" if found.agent_scope else "tenant"
     if age_days > CALIBRATION_STALE_DAYS:
-        return {
-            "status": "stale",
-            "age_days": age_days,
-            "threshold_days": CALIBRATION_STALE_DAYS,
-            "scope": scope,
-            "hint": "run calibrate_threshold",
-        }
-    return {"status": "ok", "age_days": age_days, "scope": scope}
+        return CalibrationAge(
+            status="stale",
+            age_days=age_days,
+            threshold_days=CALIBRATION_STALE_DAYS,
+            scope=scope,
+            hint="run calibrate_threshold",
+        )
+    return CalibrationAge(status="ok", age_days=age_days, scope=scope)
 
 
-async def calibration_staleness(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+async def calibration_staleness(conn: Connection, scope: DeepScope, fix: bool) -> CalibrationAge:
     """Whether the recall threshold this agent uses was calibrated, and how long ago."""
     if not scope.provider:
-        return {"status": "not_applicable", "reason": "no embedding provider configured"}
+        return CalibrationAge(status="not_applicable", reason="no embedding provider configured")
     found = await deep_queries.health_deep_calibration(conn, scope.tenant_id, scope.agent)
     if found.calibrated:
         return _calibration_age(found)
     if found.embedded >= CALIBRATION_MIN_EMBEDDED:
-        return {
-            "status": "never_calibrated",
-            "embedded_rows": found.embedded,
-            "hint": "run calibrate_threshold",
-        }
-    return {
-        "status": "ok",
-        "reason": f"corpus too small to matter ({found.embedded} embedded rows)",
-    }
+        return CalibrationAge(
+            status="never_calibrated",
+            embedded_rows=found.embedded,
+            hint="run calibrate_threshold",
+        )
+    return CalibrationAge(
+        status="ok", reason=f"corpus too small to matter ({found.embedded} embedded rows)"
+    )
 
 
-async def near_duplicate(conn: Connection, scope: DeepScope, fix: bool) -> JsonObject:
+async def near_duplicate(conn: Connection, scope: DeepScope, fix: bool) -> NearDuplicates:
     """Merge candidates: cosine above 0.97, computed by pgvector in the database."""
     found = await deep_queries.health_deep_near_duplicates(
         conn, scope.tenant_id, scope.agent, NEAR_DUPLICATE_ROWS, NEAR_DUPLICATE_COSINE, 20
     )
-    result: JsonObject = {
-        "pairs": found.pairs,
-        "rows_scanned": found.rows_scanned,
-        "threshold": NEAR_DUPLICATE_COSINE,
-    }
-    if found.other_width:
-        result["skipped_other_width"] = found.other_width
-    if found.samples:
-        result["samples"] = [{**pair, "cosine": round(pair["cosine"], 4)} for pair in found.samples]
-        result["hint"] = "review with merge_memories / delete_memory (agent judgment)"
-    return result
+    return NearDuplicates(
+        pairs=found.pairs,
+        rows_scanned=found.rows_scanned,
+        threshold=NEAR_DUPLICATE_COSINE,
+        skipped_other_width=found.other_width,
+        samples=tuple({**pair, "cosine": round(pair["cosine"], 4)} for pair in found.samples),
+    )
 
 
 DEEP_CHECKS: MappingProxyType[str, DeepRun] = MappingProxyType(
@@ -197,13 +313,13 @@ DEEP_CHECKS: MappingProxyType[str, DeepRun] = MappingProxyType(
 DEEP_FIXABLE = frozenset({"anonymous_source", "short_content"})
 
 
-async def _slot(conn: Connection, scope: DeepScope, name: str, fix: bool) -> JsonObject:
+async def _slot(conn: Connection, scope: DeepScope, name: str, fix: bool) -> DeepSlot:
     try:
         async with conn.transaction():
-            return await DEEP_CHECKS[name](conn, scope, fix)
-    except Exception as exc:  # isolation boundary: the spec's {error} slot
+            return DeepSlot(name=name, findings=await DEEP_CHECKS[name](conn, scope, fix))
+    except Exception as exc:  # isolation boundary: the check's error slot
         log.exception("deep_check_crashed", check=name)
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        return DeepSlot(name=name, error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 async def deep_check(
@@ -214,7 +330,7 @@ async def deep_check(
     checks: Sequence[str] = (),
     *,
     paused: bool = False,
-) -> JsonObject:
+) -> DeepReport:
     """Run the named deep checks (all when empty) for one agent of the tenant.
 
     ``paused``: no-persist mode; ``fix`` is downgraded and ``repairs_skipped`` set.
@@ -223,12 +339,14 @@ async def deep_check(
     fix = fix and not paused
     names = list(dict.fromkeys(name for name in (checks or DEEP_CHECKS) if name in DEEP_CHECKS))
     scope = DeepScope(tenant_id, agent_id, lib.settings, lib.embedder is not None)
-    results: JsonObject = {}
+    results: list[DeepSlot] = []
     async with lib.db.tenant_tx(tenant_id) as conn:
         for name in names:
-            results[name] = await _slot(conn, scope, name, fix)
-    body: JsonObject = {"agent_id": agent_id, "checks_run": names, "results": results, "fixed": fix}
-    if repairs_skipped:
-        body["repairs_skipped"] = True
-        body["repairs_skip_reason"] = PAUSE_REASON
-    return body
+            results.append(await _slot(conn, scope, name, fix))
+    return DeepReport(
+        agent_id=agent_id,
+        checks_run=tuple(names),
+        results=tuple(results),
+        fixed=fix,
+        repairs_skip_reason=PAUSE_REASON if repairs_skipped else None,
+    )

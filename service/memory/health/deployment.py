@@ -26,7 +26,7 @@ from typing import Any
 from service.db import migrate
 from service.db.health import schema as schema_queries
 from service.db.pool import Connection
-from service.memory.health.base import Issue, Scope
+from service.memory.health.base import Findings, Scope
 
 SEARCH_INDEXES = (
     "memories_tsv",
@@ -57,7 +57,7 @@ UNFORCED_BY_DESIGN = frozenset(
 )
 
 
-async def migrations_at_head(conn: Connection, scope: Scope) -> Issue | None:
+async def migrations_at_head(conn: Connection, scope: Scope) -> Findings | None:
     revisions = await schema_queries.health_alembic_revisions(conn)
     head = await asyncio.to_thread(migrate.head_revision)
     if revisions == [head]:
@@ -70,7 +70,7 @@ async def migrations_at_head(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def index_validity(conn: Connection, scope: Scope) -> Issue | None:
+async def index_validity(conn: Connection, scope: Scope) -> Findings | None:
     states = await schema_queries.health_index_states(conn)
     broken = [s for s in states if not (s.valid and s.ready and s.live)]
     if not broken:
@@ -85,7 +85,7 @@ async def index_validity(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def search_index_validity(conn: Connection, scope: Scope) -> Issue | None:
+async def search_index_validity(conn: Connection, scope: Scope) -> Findings | None:
     states = {s.name: s for s in await schema_queries.health_index_states(conn)}
     missing = [name for name in SEARCH_INDEXES if name not in states]
     invalid = [name for name in SEARCH_INDEXES if name in states and not states[name].valid]
@@ -112,7 +112,7 @@ def _missing_unique(states: list[schema_queries.IndexState]) -> list[dict[str, A
     return missing
 
 
-async def schema_objects(conn: Connection, scope: Scope) -> Issue | None:
+async def schema_objects(conn: Connection, scope: Scope) -> Findings | None:
     missing = _missing_unique(await schema_queries.health_index_states(conn))
     for table in await schema_queries.health_table_security(conn):
         if table.table not in NO_RLS_BY_DESIGN and POLICY not in table.policies:
@@ -126,7 +126,7 @@ async def schema_objects(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def rls_enabled(conn: Connection, scope: Scope) -> Issue | None:
+async def rls_enabled(conn: Connection, scope: Scope) -> Findings | None:
     """Row-level security is the second wall behind every query's tenant filter."""
     tables = [
         t
@@ -137,7 +137,7 @@ async def rls_enabled(conn: Connection, scope: Scope) -> Issue | None:
     unforced = [t.table for t in tables if not t.forced and t.table not in UNFORCED_BY_DESIGN]
     if not disabled and not unforced:
         return None
-    issue: Issue = {"type": "rls_disabled", "tables": disabled, "not_forced": unforced}
+    issue: Findings = {"type": "rls_disabled", "tables": disabled, "not_forced": unforced}
     if not disabled:
         issue["severity"] = "warn"
     issue["hint"] = "ALTER TABLE <table> ENABLE ROW LEVEL SECURITY; ... FORCE ROW LEVEL SECURITY"

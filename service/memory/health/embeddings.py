@@ -12,7 +12,7 @@ from __future__ import annotations
 from service.db.health import embeddings as embeddings_queries
 from service.db.health.embeddings import ItemKind
 from service.db.pool import Connection
-from service.memory.health.base import Issue, Scope
+from service.memory.health.base import Findings, Repairs, Scope
 
 NULL_CRITICAL_RATIO = 0.5
 NO_PROVIDER_HINT = (
@@ -26,7 +26,7 @@ QUEUED_HINT = (
 )
 
 
-async def embedding_dimension(conn: Connection, scope: Scope) -> Issue | None:
+async def embedding_dimension(conn: Connection, scope: Scope) -> Findings | None:
     """Vectors whose width is not the configured provider's: no index or query of
     that width reaches them, so vector recall silently misses the rows."""
     if not scope.provider or scope.dimension is None:
@@ -46,12 +46,12 @@ async def embedding_dimension(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_embedding_dimension(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_embedding_dimension(conn: Connection, scope: Scope) -> Repairs:
     assert scope.dimension is not None
     cleared = await embeddings_queries.health_clear_wrong_dimension(
         conn, scope.tenant_id, scope.agent, scope.dimension, scope.provider
     )
-    return {"fixed": cleared, "enqueued": cleared}
+    return Repairs(fixed=cleared, enqueued=cleared)
 
 
 def _null_severity(scope: Scope, missing: int, total: int) -> str:
@@ -62,13 +62,13 @@ def _null_severity(scope: Scope, missing: int, total: int) -> str:
     return "warn"
 
 
-async def _null_issue(conn: Connection, scope: Scope, kind: ItemKind, name: str) -> Issue | None:
+async def _null_issue(conn: Connection, scope: Scope, kind: ItemKind, name: str) -> Findings | None:
     found = await embeddings_queries.health_embedding_coverage(
         conn, scope.tenant_id, scope.agent, kind
     )
     if found.missing == 0:
         return None
-    issue: Issue = {
+    issue: Findings = {
         "type": name,
         "severity": _null_severity(scope, found.missing, found.total),
         "count": found.missing,
@@ -83,32 +83,32 @@ async def _null_issue(conn: Connection, scope: Scope, kind: ItemKind, name: str)
     return issue
 
 
-async def null_embedding(conn: Connection, scope: Scope) -> Issue | None:
+async def null_embedding(conn: Connection, scope: Scope) -> Findings | None:
     """Memories without a vector (recall finds them only lexically). Critical when a
     provider is configured and more than half are missing: vector recall is down."""
     return await _null_issue(conn, scope, "mem", "null_embedding")
 
 
-async def fix_null_embedding(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_null_embedding(conn: Connection, scope: Scope) -> Repairs:
     added = await embeddings_queries.health_enqueue_unembedded(
         conn, scope.tenant_id, scope.agent, "mem"
     )
-    return {"fixed": added, "enqueued": added}
+    return Repairs(fixed=added, enqueued=added)
 
 
-async def null_episode_embedding(conn: Connection, scope: Scope) -> Issue | None:
+async def null_episode_embedding(conn: Connection, scope: Scope) -> Findings | None:
     """Episodes without a vector; same rules as null_embedding."""
     return await _null_issue(conn, scope, "ep", "null_episode_embedding")
 
 
-async def fix_null_episode_embedding(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_null_episode_embedding(conn: Connection, scope: Scope) -> Repairs:
     added = await embeddings_queries.health_enqueue_unembedded(
         conn, scope.tenant_id, scope.agent, "ep"
     )
-    return {"fixed": added, "enqueued": added}
+    return Repairs(fixed=added, enqueued=added)
 
 
-async def stale_pending_tasks(conn: Connection, scope: Scope) -> Issue | None:
+async def stale_pending_tasks(conn: Connection, scope: Scope) -> Findings | None:
     """Queue jobs older than an hour or at the retry limit: the worker is not keeping up,
     is not running, or the provider keeps failing (the jobs' last_error says why)."""
     limit = scope.settings.task_max_retries
@@ -125,17 +125,17 @@ async def stale_pending_tasks(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_stale_pending_tasks(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_stale_pending_tasks(conn: Connection, scope: Scope) -> Repairs:
     """Drop jobs with nothing left to do (row gone or embedded, or no provider) and
     re-arm the rest as fresh jobs, so rows are retried instead of forgotten."""
     limit = scope.settings.task_max_retries
     done = await embeddings_queries.health_settle_stale_jobs(
         conn, scope.tenant_id, scope.agent, limit, scope.provider
     )
-    return {"fixed": done.deleted + done.rearmed, "deleted": done.deleted, "requeued": done.rearmed}
+    return Repairs(fixed=done.deleted + done.rearmed, deleted=done.deleted, requeued=done.rearmed)
 
 
-async def vector_fallback_config(conn: Connection, scope: Scope) -> Issue | None:
+async def vector_fallback_config(conn: Connection, scope: Scope) -> Findings | None:
     """A configured width without an HNSW index: vector recall still answers (an exact
     scan over every embedded row) but gets slower as the tenant grows."""
     if not scope.provider or scope.dimension is None:

@@ -14,7 +14,7 @@ from typing import Any
 from service.db import operating_context as operating_context_queries
 from service.db.pool import Connection
 from service.errors import InvalidInput
-from service.memory.health.base import Issue, Scope
+from service.memory.health.base import Findings, Scope
 from service.memory.operating_context import model, parse
 
 
@@ -24,7 +24,7 @@ def _summary(document: dict[str, Any]) -> str:
     return summary if isinstance(summary, str) else ""
 
 
-async def operating_context_parse(conn: Connection, scope: Scope) -> Issue | None:
+async def operating_context_parse(conn: Connection, scope: Scope) -> Findings | None:
     row = await operating_context_queries.operating_context(conn, scope.tenant_id)
     if row is None:
         return None
@@ -43,7 +43,7 @@ async def operating_context_parse(conn: Connection, scope: Scope) -> Issue | Non
     return None
 
 
-async def operating_context_size(conn: Connection, scope: Scope) -> Issue | None:
+async def operating_context_size(conn: Connection, scope: Scope) -> Findings | None:
     row = await operating_context_queries.operating_context(conn, scope.tenant_id)
     if row is None:
         return None

@@ -12,14 +12,14 @@ from typing import Any
 from service.db.health import content as content_queries, records as records_queries
 from service.db.pool import Connection
 from service.memory import text
-from service.memory.health.base import Issue, Scope
+from service.memory.health.base import Findings, Repairs, Scope
 
 CANONICAL_TYPES = frozenset({"User", "Agent", "System"})
 SOURCE_CLASSIFY_CAP = 1000
 AXES = ("project_id", "channel")
 
 
-async def invalid_json(conn: Connection, scope: Scope) -> Issue | None:
+async def invalid_json(conn: Connection, scope: Scope) -> Findings | None:
     """metadata that is not an object, or a source that is a number, array or boolean.
 
     Postgres stores only valid JSON, so CPersona's unparseable text has no twin here;
@@ -35,10 +35,10 @@ async def invalid_json(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_invalid_json(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {
-        "fixed": await records_queries.health_reset_invalid_json(conn, scope.tenant_id, scope.agent)
-    }
+async def fix_invalid_json(conn: Connection, scope: Scope) -> Repairs:
+    return Repairs(
+        fixed=await records_queries.health_reset_invalid_json(conn, scope.tenant_id, scope.agent)
+    )
 
 
 def _canonical(source: object) -> dict[str, Any] | None:
@@ -62,13 +62,13 @@ async def _source_repairs(
     return repairs, len(classified), len(rows) <= SOURCE_CLASSIFY_CAP
 
 
-async def invalid_source_type(conn: Connection, scope: Scope) -> Issue | None:
+async def invalid_source_type(conn: Connection, scope: Scope) -> Findings | None:
     """Sources that are bare strings or objects without a canonical type."""
     found = await records_queries.health_invalid_sources(conn, scope.tenant_id, scope.agent)
     if found.count == 0:
         return None
     repairs, classified, complete = await _source_repairs(conn, scope)
-    issue: Issue = {"type": "invalid_source_type", "count": found.count}
+    issue: Findings = {"type": "invalid_source_type", "count": found.count}
     if found.locked:
         issue["locked"] = found.locked
     issue["repairable"] = len(repairs) if complete else None
@@ -82,28 +82,28 @@ async def invalid_source_type(conn: Connection, scope: Scope) -> Issue | None:
     return issue
 
 
-async def fix_invalid_source_type(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_invalid_source_type(conn: Connection, scope: Scope) -> Repairs:
     repairs, classified, _ = await _source_repairs(conn, scope)
     written = 0
     if repairs:
         ids, sources = zip(*repairs, strict=True)
         written = await records_queries.health_set_sources(conn, scope.tenant_id, ids, sources)
     left = await records_queries.health_invalid_sources(conn, scope.tenant_id, scope.agent)
-    return {
-        "fixed": written,
-        "mapped": written,
-        "unmapped": classified - len(repairs),
-        "remaining": left.count - left.locked,
-    }
+    return Repairs(
+        fixed=written,
+        mapped=written,
+        unmapped=classified - len(repairs),
+        remaining=left.count - left.locked,
+    )
 
 
-async def anonymous_source(conn: Connection, scope: Scope) -> Issue | None:
+async def anonymous_source(conn: Connection, scope: Scope) -> Findings | None:
     """Rows without producer attribution: the User sentinel (deep_check can recover
     names from a ``[name] `` prefix) and ``{}``/null (store's omitted source)."""
     found = await records_queries.health_anonymous_sources(conn, scope.tenant_id, scope.agent)
     if found.sentinel + found.unattributed == 0:
         return None
-    issue: Issue = {"type": "anonymous_source", "count": found.sentinel + found.unattributed}
+    issue: Findings = {"type": "anonymous_source", "count": found.sentinel + found.unattributed}
     if found.unattributed:
         issue["unattributed"] = found.unattributed
     if found.sentinel:
@@ -126,12 +126,12 @@ def drift_clusters(values: Mapping[str, int], axis: str) -> list[list[dict[str, 
     return [members for members in groups.values() if len(members) > 1]
 
 
-async def axis_hygiene(conn: Connection, scope: Scope) -> Issue | None:
+async def axis_hygiene(conn: Connection, scope: Scope) -> Findings | None:
     """project_id / channel values that differ only by case or punctuation: the rows
     are split across buckets no single read unifies. Report-only: which spelling is
     right is the operator's call."""
     rows = await content_queries.health_axis_values(conn, scope.tenant_id, scope.agent)
-    issue: Issue = {"type": "axis_naming_drift"}
+    issue: Findings = {"type": "axis_naming_drift"}
     for axis in AXES:
         clusters = drift_clusters({r.value: r.count for r in rows if r.axis == axis}, axis)
         if clusters:

@@ -11,16 +11,27 @@ repair wrote), so a repaired tenant is not reported unhealthy for what was fixed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 
 from service.db.health import content as content_queries, embeddings
 from service.db.pool import Connection
 from service.errors import Refused
 from service.logs import get_logger
 from service.memory.health import registry
-from service.memory.health.base import Check, Issue, Scope, finish, status, summary
+from service.memory.health.base import (
+    Check,
+    Findings,
+    Issue,
+    Repairs,
+    Scope,
+    SeverityCounts,
+    finish,
+    status,
+    summary,
+)
 from service.memory.library import Library
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 log = get_logger(__name__)
 
@@ -48,20 +59,24 @@ async def _dimension(conn: Connection, lib: Library) -> int | None:
 
 async def _one(conn: Connection, scope: Scope, check: Check, fix: bool) -> Issue | None:
     """Run one check (and its repair) in a savepoint; a crash becomes a warn issue."""
+    repairs: Repairs | None = None
+    findings: Findings | None
     try:
         async with conn.transaction():
-            issue = await check.run(conn, scope)
-            if issue is not None and fix and check.fix is not None and issue.get("repairable") != 0:
-                issue.update(await check.fix(conn, scope))
+            findings = await check.run(conn, scope)
+            wanted = findings is not None and findings.get("repairable") != 0
+            if wanted and fix and check.fix is not None:
+                repairs = await check.fix(conn, scope)
     except Exception as exc:  # isolation boundary: one broken check must not hide the rest
         log.exception("health_check_crashed", check=check.name)
-        issue = {
+        repairs = None
+        findings = {
             "type": "check_crashed",
             "severity": "warn",
             "check_name": check.name,
             "detail": f"{type(exc).__name__}: {exc}",
         }
-    return None if issue is None else finish(issue, check)
+    return None if findings is None else finish(findings, check, repairs)
 
 
 async def _run_all(
@@ -87,34 +102,69 @@ async def _run(lib: Library, scope: Scope, names: Sequence[str], fix: bool) -> l
         async with lib.db.admin_tx() as conn:
             issues += await _run_all(conn, scope, deployment, False)
     order = {name: index for index, name in enumerate(registry.CHECK_NAMES)}
-    return sorted(issues, key=lambda issue: order[issue["check"]])
+    return sorted(issues, key=lambda issue: order[issue.check])
 
 
-def _axes(rows: list[content_queries.AxisValue]) -> dict[str, dict[str, int]]:
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Axes:
+    """The most used values of each axis (up to ``AXIS_TOP``, most rows first), ``''``
+    shown as ``(global)``, with their row counts."""
+
+    project_id: Mapping[str, int]
+    channel: Mapping[str, int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HealthStats:
+    """The scope's size: rows of each kind, queued jobs, the approximate bytes, the axes;
+    ``per_agent`` when the run looked at one agent."""
+
+    db_size_bytes: int
+    memories: int
+    episodes: int
+    profiles: int
+    pending_tasks: int
+    axes: Axes
+    per_agent: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HealthReport:
+    """A check_health run: the issues in registry order (with what a fix wrote), the
+    severity counts and status of what is still wrong, the checks run, the stats, and
+    why repairs were skipped (None when they were not)."""
+
+    issues: tuple[Issue, ...]
+    severity_summary: SeverityCounts
+    status: str
+    fixed: bool
+    checks_run: tuple[str, ...]
+    stats: HealthStats
+    repairs_skip_reason: str | None = None
+
+
+def _axes(rows: list[content_queries.AxisValue]) -> Axes:
     axes: dict[str, dict[str, int]] = {"project_id": {}, "channel": {}}
     for row in rows:  # ordered by axis, count descending, value
         bucket = axes[row.axis]
         if len(bucket) < AXIS_TOP:
             bucket[row.value or "(global)"] = row.count
-    return axes
+    return Axes(project_id=axes["project_id"], channel=axes["channel"])
 
 
-async def _stats(lib: Library, scope: Scope) -> JsonObject:
+async def _stats(lib: Library, scope: Scope) -> HealthStats:
     async with lib.db.tenant_tx(scope.tenant_id) as conn:
         counts = await content_queries.health_stats(conn, scope.tenant_id, scope.agent)
         axes = await content_queries.health_axis_values(conn, scope.tenant_id, scope.agent)
-    stats: JsonObject = {
-        "db_size_bytes": counts.approx_bytes,
-        "memories": counts.memories,
-        "episodes": counts.episodes,
-        "profiles": counts.profiles,
-        "pending_tasks": counts.pending_tasks,
-        "axes": _axes(axes),
-    }
-    if scope.agent is not None:
-        stats["agent_memories"] = counts.memories
-        stats["agent_episodes"] = counts.episodes
-    return stats
+    return HealthStats(
+        db_size_bytes=counts.approx_bytes,
+        memories=counts.memories,
+        episodes=counts.episodes,
+        profiles=counts.profiles,
+        pending_tasks=counts.pending_tasks,
+        axes=_axes(axes),
+        per_agent=scope.agent is not None,
+    )
 
 
 async def scope_for(lib: Library, tenant_id: TenantId, agent_id: str) -> Scope:
@@ -131,7 +181,7 @@ async def check_health(
     checks: Sequence[str] = (),
     *,
     paused: bool = False,
-) -> JsonObject:
+) -> HealthReport:
     """Run the registry (or the named checks) over the tenant, one agent when given.
 
     ``paused``: the caller's tenant or session is in no-persist mode; ``fix`` is then
@@ -148,17 +198,12 @@ async def check_health(
     scope = await scope_for(lib, tenant_id, agent_id)
     issues = await _run(lib, scope, names, fix)
     counts = summary(await _run(lib, scope, names, False) if fix else issues)
-    stats = await _stats(lib, scope)
-    body: JsonObject = {
-        "total_memories": stats["memories"],
-        "issues": issues,
-        "severity_summary": counts,
-        "status": status(counts),
-        "fixed": fix,
-        "checks_run": names,
-        "stats": stats,
-    }
-    if repairs_skipped:
-        body["repairs_skipped"] = True
-        body["repairs_skip_reason"] = PAUSE_REASON
-    return body
+    return HealthReport(
+        issues=tuple(issues),
+        severity_summary=counts,
+        status=status(counts),
+        fixed=fix,
+        checks_run=tuple(names),
+        stats=await _stats(lib, scope),
+        repairs_skip_reason=PAUSE_REASON if repairs_skipped else None,
+    )

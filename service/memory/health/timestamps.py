@@ -17,7 +17,7 @@ from typing import Literal
 from service.db.health import records as records_queries
 from service.db.pool import Connection
 from service.memory import text
-from service.memory.health.base import Issue, Scope
+from service.memory.health.base import Findings, Repairs, Scope
 
 Form = Literal["utc", "aware", "naive", "unparseable"]
 
@@ -50,7 +50,7 @@ def to_utc(value: str) -> str | None:
     return parsed.astimezone(UTC).isoformat()
 
 
-async def invalid_timestamp(conn: Connection, scope: Scope) -> Issue | None:
+async def invalid_timestamp(conn: Connection, scope: Scope) -> Findings | None:
     """Caller timestamps that were never parsed (written before parsing, or by hand)."""
     rows = await records_queries.health_unparsed_timestamps(conn, scope.tenant_id, scope.agent)
     if not rows:
@@ -64,7 +64,7 @@ async def invalid_timestamp(conn: Connection, scope: Scope) -> Issue | None:
     }
 
 
-async def fix_invalid_timestamp(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_invalid_timestamp(conn: Connection, scope: Scope) -> Repairs:
     """Parse what parses (the text stays); replace the rest with created_at."""
     rows = await records_queries.health_unparsed_timestamps(conn, scope.tenant_id, scope.agent)
     writable = [row for row in rows if not row.locked]
@@ -74,15 +74,15 @@ async def fix_invalid_timestamp(conn: Connection, scope: Scope) -> dict[str, int
         conn, scope.tenant_id, [row.id for row in writable], texts, times
     )
     reparsed = sum(1 for at in times if at is not None)
-    return {"fixed": fixed, "reparsed": reparsed, "replaced": fixed - reparsed}
+    return Repairs(fixed=fixed, reparsed=reparsed, replaced=fixed - reparsed)
 
 
-async def timestamp_format_drift(conn: Connection, scope: Scope) -> Issue | None:
+async def timestamp_format_drift(conn: Connection, scope: Scope) -> Findings | None:
     forms = await records_queries.health_timestamp_formats(conn, scope.tenant_id, scope.agent)
     present = sum(1 for count in (forms.utc, forms.aware, forms.naive) if count)
     if present <= 1 and forms.aware == 0:
         return None
-    issue: Issue = {
+    issue: Findings = {
         "type": "timestamp_format_drift",
         "utc": forms.utc,
         "aware": forms.aware,
@@ -96,11 +96,11 @@ async def timestamp_format_drift(conn: Connection, scope: Scope) -> Issue | None
     return issue
 
 
-async def fix_timestamp_format_drift(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_timestamp_format_drift(conn: Connection, scope: Scope) -> Repairs:
     normalized = await records_queries.health_normalise_timestamps(
         conn, scope.tenant_id, scope.agent
     )
-    return {"fixed": normalized, "normalized": normalized}
+    return Repairs(fixed=normalized, normalized=normalized)
 
 
 def _episode_repairs(
@@ -118,14 +118,14 @@ def _episode_repairs(
     return forms, repairs
 
 
-async def episode_timestamp_format_drift(conn: Connection, scope: Scope) -> Issue | None:
+async def episode_timestamp_format_drift(conn: Connection, scope: Scope) -> Findings | None:
     """The same drift in episodes' start_time/end_time (counted per value)."""
     rows = await records_queries.health_episode_times(conn, scope.tenant_id, scope.agent)
     forms, repairs = _episode_repairs(rows)
     parsed = [form for form in ("utc", "aware", "naive") if forms[form]]
     if len(parsed) <= 1 and not repairs:
         return None
-    issue: Issue = {
+    issue: Findings = {
         "type": "episode_timestamp_format_drift",
         "utc": forms["utc"],
         "aware": forms["aware"],
@@ -139,19 +139,19 @@ async def episode_timestamp_format_drift(conn: Connection, scope: Scope) -> Issu
     return issue
 
 
-async def fix_episode_timestamp_format_drift(conn: Connection, scope: Scope) -> dict[str, int]:
+async def fix_episode_timestamp_format_drift(conn: Connection, scope: Scope) -> Repairs:
     rows = await records_queries.health_episode_times(conn, scope.tenant_id, scope.agent)
     _, repairs = _episode_repairs(rows)
     if not repairs:
-        return {"fixed": 0, "normalized": 0}
+        return Repairs(fixed=0, normalized=0)
     ids, starts, ends = zip(*repairs, strict=True)
     normalized = await records_queries.health_set_episode_times(
         conn, scope.tenant_id, ids, starts, ends
     )
-    return {"fixed": normalized, "normalized": normalized}
+    return Repairs(fixed=normalized, normalized=normalized)
 
 
-async def missing_episode_start_time(conn: Connection, scope: Scope) -> Issue | None:
+async def missing_episode_start_time(conn: Connection, scope: Scope) -> Findings | None:
     """Episodes without a start time (read paths fall back to created_at already)."""
     missing = await records_queries.health_missing_start_times(conn, scope.tenant_id, scope.agent)
     if missing == 0:
@@ -167,7 +167,7 @@ async def missing_episode_start_time(conn: Connection, scope: Scope) -> Issue | 
     }
 
 
-async def fix_missing_episode_start_time(conn: Connection, scope: Scope) -> dict[str, int]:
-    return {
-        "fixed": await records_queries.health_fill_start_times(conn, scope.tenant_id, scope.agent)
-    }
+async def fix_missing_episode_start_time(conn: Connection, scope: Scope) -> Repairs:
+    return Repairs(
+        fixed=await records_queries.health_fill_start_times(conn, scope.tenant_id, scope.agent)
+    )

@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TypeAlias
 
 from service.errors import Refused
-from service.memory.operating_context.model import OperatingContext
+from service.memory.operating_context.model import Doctrine, OperatingContext
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Overview:
+    """The preview of the whole context (no section asked for)."""
+
+    context: OperatingContext
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Section:
+    """One doctrine section of the context at ``revision``."""
+
+    revision: str
+    doctrine: Doctrine
+
+
+Description: TypeAlias = Overview | Section
 
 
 def dormant_message(tenant: str = "SLUG") -> str:
@@ -17,9 +36,9 @@ def dormant_message(tenant: str = "SLUG") -> str:
 
 def describe(
     context: OperatingContext | None, section: str = "", *, tenant: str = "SLUG"
-) -> dict[str, Any]:
-    """The ``get_operating_context`` response (docs/tools.md, "Tool reference"): dormant, preview,
-    or one section."""
+) -> Description:
+    """What ``get_operating_context`` answers (docs/tools.md, "Tool reference"): the preview, or
+    one section; Refused when the tenant is dormant or the section unknown."""
     if context is None:
         raise Refused(dormant_message(tenant), enabled=False)
     if section:
@@ -28,17 +47,5 @@ def describe(
             raise Refused(
                 f"unknown doctrine section '{section}'", doctrine_sections=context.section_names
             )
-        return {
-            "ok": True,
-            "context_revision": context.revision,
-            "section": section,
-            "body": found.body,
-        }
-    return {
-        "ok": True,
-        "context_revision": context.revision,
-        "instructions_summary": context.summary,
-        "registry": {"project_ids": list(context.project_ids), "enforce": context.enforce},
-        "defaults": dict(context.defaults),
-        "doctrine_sections": context.section_names,
-    }
+        return Section(context.revision, found)
+    return Overview(context)

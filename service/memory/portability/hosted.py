@@ -21,7 +21,8 @@ from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability import export, export_area, files, import_, signing
 from service.memory.portability.access import Access
-from service.models import JsonObject, TenantId
+from service.memory.portability.outcomes import Exported, Imported
+from service.models import TenantId
 
 DOWNLOAD_PATH = "/v1/files/"
 
@@ -41,7 +42,7 @@ async def export_to_area(
     access: Access,
     output_path: str,
     request: export.ExportRequest,
-) -> JsonObject:
+) -> Exported:
     """Export into the tenant's area as ``output_path``; counts and a download URL."""
     files.check_name(output_path, "output_path")
     counts: list[ItemCounts] = []
@@ -56,15 +57,7 @@ async def export_to_area(
     except OSError as exc:
         raise Refused(f"cannot write {output_path}: {exc.strerror or exc}") from None
     url, expires_at = download_url(lib, tenant_id, output_path, saved.storage)
-    return {
-        "ok": True,
-        "path": output_path,
-        "memories": counts[0].memories,
-        "episodes": counts[0].episodes,
-        "profiles": counts[0].profiles,
-        "download_url": url,
-        "expires_at": expires_at,
-    }
+    return Exported(path=output_path, counts=counts[0], download_url=url, expires_at=expires_at)
 
 
 async def import_from_area(
@@ -73,7 +66,7 @@ async def import_from_area(
     access: Access,
     input_path: str,
     request: import_.ImportRequest,
-) -> JsonObject:
+) -> Imported:
     """Import the tenant's file ``input_path``: NotFound, AgentDenied (an agent it holds
     is not readable), InputTooLarge, or Refused when the import aborts."""
     files.check_name(input_path, "input_path")

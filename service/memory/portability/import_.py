@@ -34,6 +34,7 @@ from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability import batches, jsonl, records
 from service.memory.portability.access import AgentDenied
+from service.memory.portability.outcomes import GraphRecords, Imported
 from service.models import JsonObject, TenantId
 
 MAX_LINE_BYTES = 4 << 20
@@ -274,22 +275,21 @@ def check_header(tally: Tally) -> None:
     raise Inconsistent(message)
 
 
-def _body(tally: Tally) -> JsonObject:
-    body: JsonObject = {
-        "ok": True,
-        "dry_run": tally.dry_run,
-        "imported_memories": tally.imported_memories,
-        "skipped_memories": tally.skipped_memories,
-        "imported_episodes": tally.imported_episodes,
-        "skipped_episodes": tally.skipped_episodes,
-        "profile_updated": tally.profile_updated,
-    }
-    graph = {kind: tally.present[kind] for kind in GRAPH_COUNTED}
-    if any(graph.values()):
-        body["skipped_graph_records"] = graph
-    if tally.errors:
-        body["errors"] = tally.error_list()
-    return body
+def _outcome(tally: Tally) -> Imported:
+    present = tally.present
+    graph = GraphRecords(
+        entity=present["entity"], mention=present["mention"], relation=present["relation"]
+    )
+    return Imported(
+        dry_run=tally.dry_run,
+        imported_memories=tally.imported_memories,
+        skipped_memories=tally.skipped_memories,
+        imported_episodes=tally.imported_episodes,
+        skipped_episodes=tally.skipped_episodes,
+        profile_updated=tally.profile_updated,
+        graph=graph if any(present[kind] for kind in GRAPH_COUNTED) else None,
+        errors=tuple(tally.error_list()) if tally.errors else (),
+    )
 
 
 def _aborted(tally: Tally, reason: str) -> Refused:
@@ -309,8 +309,8 @@ def _aborted(tally: Tally, reason: str) -> Refused:
 
 async def import_jsonl(
     lib: Library, tenant_id: TenantId, chunks: AsyncIterable[bytes], request: ImportRequest
-) -> JsonObject:
-    """Import a JSONL stream in one transaction; the spec's result object.
+) -> Imported:
+    """Import a JSONL stream in one transaction; what it did.
 
     A file whose header counts disagree with its records, or a row the database
     refuses, rolls everything back and raises Refused with the tallies as details.
@@ -335,7 +335,7 @@ async def import_jsonl(
         assert run is not None
         raise _aborted(run.tally, str(exc)) from None
     assert run is not None
-    return _body(run.tally)
+    return _outcome(run.tally)
 
 
 async def _consume(run: _Run, chunks: AsyncIterable[bytes]) -> None:

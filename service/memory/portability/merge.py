@@ -25,7 +25,8 @@ from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
 from service.memory.portability.import_ import queue_embeddings
-from service.models import JsonObject, TenantId
+from service.memory.portability.outcomes import Merged, SourceDeleted
+from service.models import TenantId
 
 CHUNK_ROWS = 1000
 MODES = ("copy", "move")
@@ -124,38 +125,32 @@ async def _merge(
     return outcome
 
 
-def _body(req: MergeRequest, outcome: _Outcome) -> JsonObject:
+def _merged(req: MergeRequest, outcome: _Outcome) -> Merged:
     mem, eps, prof = outcome.memories, outcome.episodes, outcome.profiles
-    body: JsonObject = {
-        "ok": True,
-        "dry_run": req.dry_run,
-        "source_agent_id": req.source_agent_id,
-        "target_agent_id": req.target_agent_id,
-        "strategy": req.strategy,
-        "mode": req.mode,
-        "merged_memories": mem.copied,
-        "skipped_memories": mem.considered - mem.copied,
-        "merged_episodes": eps.copied,
-        "skipped_episodes": eps.considered - eps.copied,
-        "profile_copied": prof.copied > 0,
-        "skipped_profile": prof.considered > prof.copied,
-    }
+    deleted: SourceDeleted | None = None
     if req.mode == "move":
-        body["source_deleted"] = {
-            "ok": True,
-            "agent_id": req.source_agent_id,
-            "deleted_memories": mem.deleted,
-            "deleted_profiles": prof.deleted,
-            "deleted_episodes": eps.deleted,
-            "deleted_pending_tasks": mem.jobs_dropped + eps.jobs_dropped,
-        }
-        left = outcome.left
-        body["left_at_source"] = {
-            "memories": left.memories,
-            "episodes": left.episodes,
-            "profiles": left.profiles,
-        }
-    return body
+        deleted = SourceDeleted(
+            agent_id=req.source_agent_id,
+            deleted_memories=mem.deleted,
+            deleted_profiles=prof.deleted,
+            deleted_episodes=eps.deleted,
+            deleted_pending_tasks=mem.jobs_dropped + eps.jobs_dropped,
+        )
+    return Merged(
+        dry_run=req.dry_run,
+        source_agent_id=req.source_agent_id,
+        target_agent_id=req.target_agent_id,
+        strategy=req.strategy,
+        mode=req.mode,
+        merged_memories=mem.copied,
+        skipped_memories=mem.considered - mem.copied,
+        merged_episodes=eps.copied,
+        skipped_episodes=eps.considered - eps.copied,
+        profile_copied=prof.copied > 0,
+        skipped_profile=prof.considered > prof.copied,
+        source_deleted=deleted,
+        left_at_source=outcome.left if req.mode == "move" else None,
+    )
 
 
 def _aborted(req: MergeRequest, reason: str) -> Refused:
@@ -173,8 +168,8 @@ def _aborted(req: MergeRequest, reason: str) -> Refused:
     )
 
 
-async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -> JsonObject:
-    """Copy or move ``source`` into ``target`` in one transaction; the spec's result.
+async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -> Merged:
+    """Copy or move ``source`` into ``target`` in one transaction; what it did.
 
     A dry run also reports ``source_deleted``/``left_at_source`` for a move:
     they are the real run's numbers, since the same statements ran.
@@ -191,4 +186,4 @@ async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -
         outcome = rolled_back.outcome
     except portability_queries.WriteRefused as exc:
         raise _aborted(req, exc.message) from None
-    return _body(req, outcome)
+    return _merged(req, outcome)

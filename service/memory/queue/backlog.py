@@ -20,7 +20,7 @@ ignores other widths by ``embedding_dim``.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 from service.db import queue as queue_queries, tenants as tenants_queries
 from service.errors import NotFound
@@ -32,22 +32,43 @@ log = get_logger("service.embeddings")
 ENQUEUE_BATCH = 5_000
 
 
-async def queue_status(lib: Library, tenant_id: TenantId) -> dict[str, Any]:
-    """The tenant's embedding backlog (spec ``get_queue_status``)."""
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ActiveQueue:
+    """A draining queue: jobs still to run, those waiting for a retry, the age of the
+    oldest job (None without any), and the retry policy in force."""
+
+    pending: int
+    retrying: int
+    oldest_pending_seconds: float | None
+    max_retries: int
+    retry_delay: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class QueueStatus:
+    """The tenant's embedding backlog. ``active`` is None when nothing would ever drain a
+    queue (embeddings off or the task queue disabled): there is then no backlog to
+    describe and nothing pending."""
+
+    active: ActiveQueue | None
+
+
+async def queue_status(lib: Library, tenant_id: TenantId) -> QueueStatus:
+    """The tenant's embedding backlog (``get_queue_status``, docs/tools.md, "Tool reference")."""
     if not lib.queue_enabled:
-        return {"enabled": False, "pending": 0}
+        return QueueStatus(active=None)
     settings = lib.settings
     async with lib.db.tenant_tx(tenant_id) as conn:
         backlog = await queue_queries.queue_status(conn, tenant_id)
-    oldest = backlog.oldest_pending_seconds
-    return {
-        "enabled": True,
-        "pending": backlog.pending,
-        "max_retries": settings.task_max_retries,
-        "retry_delay": settings.task_retry_delay,
-        "retrying": backlog.retrying,
-        "oldest_pending_seconds": None if oldest is None else round(oldest, 1),
-    }
+    return QueueStatus(
+        active=ActiveQueue(
+            pending=backlog.pending,
+            retrying=backlog.retrying,
+            oldest_pending_seconds=backlog.oldest_pending_seconds,
+            max_retries=settings.task_max_retries,
+            retry_delay=settings.task_retry_delay,
+        )
+    )
 
 
 async def backlog(lib: Library, tenant_id: TenantId | None = None) -> queue_queries.Backlog:

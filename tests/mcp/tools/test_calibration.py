@@ -400,17 +400,18 @@ async def test_no_fused_gate_without_a_fused_score_or_an_embedder(
     await _seed(lib, tenant, "alice", _dated(TOPICS[:3], first_day=0))
     request = calibration.CalibrationRequest("alice")
     cascade = await calibration.calibrate_threshold(lib, tenant, request)
-    assert cascade["ok"] is True
-    assert "fused_gate" not in cascade
+    assert cascade.persisted is True
+    assert cascade.fused_gate is None
     lexical = Library(db, local_settings)  # embeddings off, yet the stored rows have vectors
     report = await calibration.calibrate_threshold(lexical, tenant, request)
-    assert report["sampled_embeddings"] == 18
-    assert "fused_gate" not in report
+    assert report.sampled_embeddings == 18
+    assert report.fused_gate is None
     confidence = dataclasses.replace(local_settings, recall_mode="cascade", confidence_enabled=True)
     confident = Library(db, confidence, local_embedder)
     scored = await calibration.calibrate_threshold(confident, tenant, request)
-    assert scored["fused_gate"]["signal"] == "confidence"
-    assert scored["old_threshold"] == report["new_threshold"]
+    assert scored.fused_gate is not None
+    assert scored.fused_gate.signal == "confidence"
+    assert scored.old_threshold == report.stats.threshold
 
 
 async def test_nearest_neighbours_stand_in_without_sessions_and_zscore_is_mean_plus_z_std(
@@ -425,11 +426,11 @@ async def test_nearest_neighbours_stand_in_without_sessions_and_zscore_is_mean_p
     nn = await calibration.calibrate_threshold(
         rsf_lib, tenant, calibration.CalibrationRequest("alice")
     )
-    assert nn["proxy_source"] == "nn_fallback"
+    assert nn.proxy_source == "nn_fallback"
     z = await calibration.calibrate_threshold(
         rsf_lib, tenant, calibration.CalibrationRequest("alice", method="zscore", z_factor=2)
     )
-    spread = z["distribution"]
-    assert z["new_threshold"] == pytest.approx(spread["mean"] + 2 * spread["std"], abs=2e-4)
-    assert "proxy_source" not in z
-    assert z["null_admit_rate"] < 0.1
+    spread = z.stats
+    assert spread.threshold == pytest.approx(spread.mean + 2 * spread.std, abs=2e-4)
+    assert z.proxy_source is None
+    assert spread.null_admit_rate < 0.1

@@ -7,6 +7,7 @@ same numbers are checked against CPersona's numpy formulation on random data.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from typing import Any
@@ -156,29 +157,34 @@ def test_gate_draw_needs_ten_null_and_five_positive_scores() -> None:
     )
     draw = stats.gate_draw(null, positives, signal="rsf", beta=2.0, floor=0.05, queries_run=3)
     assert draw is not None
-    assert set(draw) == {
-        "threshold",
-        "signal",
-        "beta",
-        "youden_j",
-        "queries_run",
-        "n_null",
-        "n_pos",
-        "null_admit_rate",
-        "pos_admit_rate",
-        "null_mean",
-        "pos_mean",
-    }
-    assert (draw["signal"], draw["beta"], draw["n_null"], draw["n_pos"]) == ("rsf", 2.0, 10, 5)
-    assert 0.09 < draw["threshold"] <= 0.5
-    assert (draw["null_admit_rate"], draw["pos_admit_rate"]) == (0.0, 1.0)
+    assert draw.threshold_draws is None
+    assert (draw.signal, draw.beta, draw.n_null, draw.n_pos) == ("rsf", 2.0, 10, 5)
+    assert draw.queries_run == 3
+    assert 0.09 < draw.threshold <= 0.5
+    assert (draw.null_admit_rate, draw.pos_admit_rate) == (0.0, 1.0)
+
+
+def _draw(threshold: float, n_pos: int) -> stats.FusedGate:
+    return stats.FusedGate(
+        threshold=threshold,
+        signal="rsf",
+        beta=1.0,
+        youden_j=0.5,
+        queries_run=3,
+        n_null=10,
+        n_pos=n_pos,
+        null_admit_rate=0.0,
+        pos_admit_rate=1.0,
+        null_mean=0.1,
+        pos_mean=0.7,
+    )
 
 
 def test_upper_median_keeps_one_coherent_draw() -> None:
-    draws = [{"threshold": t, "n_pos": i} for i, t in enumerate([0.4, 0.15, 0.42, 0.41])]
+    draws = [_draw(t, i) for i, t in enumerate([0.4, 0.15, 0.42, 0.41])]
     chosen = stats.upper_median(draws)
-    assert chosen == {"threshold": 0.41, "n_pos": 3, "threshold_draws": [0.15, 0.4, 0.41, 0.42]}
-    assert stats.upper_median([{"threshold": 0.3}]) == {"threshold": 0.3}
+    assert chosen == dataclasses.replace(_draw(0.41, 3), threshold_draws=(0.15, 0.4, 0.41, 0.42))
+    assert stats.upper_median([_draw(0.3, 0)]) == _draw(0.3, 0)
     assert stats.upper_median([]) is None
 
 

@@ -11,11 +11,18 @@ from typing import Any
 
 import pytest
 
+from service.mcp.render import health as render_health
 from service.memory import health
 from service.memory.health import channel_axis, deep
 from service.memory.library import Library
 from tests.seeds import Seed, WidthOnly, new_seed, unit
 from tests.support import Agent
+
+
+async def _deep(lib: Library, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """deep_check's report as the tool answers it: each check's findings are an ordered
+    object of their own shape, so they are asserted on key by key."""
+    return render_health.deep_report(await health.deep_check(lib, *args, **kwargs))
 
 
 def near(width: int, angle: float) -> list[float]:
@@ -34,17 +41,42 @@ async def test_anonymous_names_are_recovered_from_a_prefix_but_never_on_locked_r
     carol = await seed.memory("[carol] locked", source=sentinel, locked=True)
     await seed.memory("no name here", source=sentinel)
     await seed.memory("[dave] attributed", source={"type": "User", "id": "1", "name": "dave"})
-    report = await health.deep_check(lib, seed.tenant_id, "a", checks=["anonymous_source"])
+    report = await _deep(lib, seed.tenant_id, "a", checks=["anonymous_source"])
     found = report["results"]["anonymous_source"]
     assert (found["recoverable"], found["unrecoverable"], found["unfixable_locked"]) == (2, 1, 1)
     assert found["samples"] == [
         {"id": bob, "recovered_name": "bob"},
         {"id": carol, "recovered_name": "carol"},
     ]
-    fixed = await health.deep_check(lib, seed.tenant_id, "a", fix=True, checks=["anonymous_source"])
+    fixed = await _deep(lib, seed.tenant_id, "a", fix=True, checks=["anonymous_source"])
     assert fixed["results"]["anonymous_source"]["fixed"] == 1
     assert (await seed.memory_row(bob) or {})["source"] == {"type": "User", "id": "", "name": "bob"}
     assert (await seed.memory_row(carol) or {})["source"] == sentinel
+
+
+async def test_deep_check_reports_typed_records(lib: Library) -> None:
+    seed = await new_seed(lib)
+    sentinel = {"type": "User", "id": "", "name": ""}
+    bob = await seed.memory("[bob] likes tea", source=sentinel)
+    tiny = await seed.memory("hi")
+    report = await health.deep_check(
+        lib, seed.tenant_id, "a", checks=["anonymous_source", "short_content", "stale_profile"]
+    )
+    assert (report.agent_id, report.fixed, report.repairs_skip_reason) == ("a", False, None)
+    assert report.checks_run == ("anonymous_source", "short_content", "stale_profile")
+    names, short, stale = (slot.findings for slot in report.results)
+    assert names == deep.AnonymousSources(
+        recoverable=1,
+        unrecoverable=0,
+        fixed=None,
+        unfixable_locked=0,
+        samples=(deep.RecoveredName(id=bob, recovered_name="bob"),),
+        unrecoverable_samples=(),
+    )
+    assert short == deep.ShortContent(
+        count=1, fixed=None, samples=(deep.ShortRow(id=tiny, content="hi"),)
+    )
+    assert stale == deep.StaleProfile(count=0, threshold_days=30, last_updated=None)
 
 
 async def test_short_content_fix_deletes_only_unlocked_rows(lib: Library) -> None:
@@ -53,7 +85,7 @@ async def test_short_content_fix_deletes_only_unlocked_rows(lib: Library) -> Non
     padded = await seed.memory("   ok   ")
     locked = await seed.memory("yo", locked=True)
     await seed.memory("long enough")
-    body = await health.deep_check(lib, seed.tenant_id, "a", fix=True, checks=["short_content"])
+    body = await _deep(lib, seed.tenant_id, "a", fix=True, checks=["short_content"])
     result = body["results"]["short_content"]
     assert (result["count"], result["fixed"]) == (3, 2)
     assert [sample["id"] for sample in result["samples"]] == [tiny, padded, locked]
@@ -79,7 +111,7 @@ async def test_stale_profiles_and_orphaned_episodes(lib: Library) -> None:
     await seed.episode("covers january", start_time="2026-01-01T00:00:00Z", end_time="2026-01-31")
     orphan = await seed.episode("march", start_time="2026-03-01T00:00:00Z", end_time="2026-03-02")
     await seed.episode("broken", start_time="soon", end_time="later")
-    body = await health.deep_check(lib, seed.tenant_id, "a")
+    body = await _deep(lib, seed.tenant_id, "a")
     assert body["results"]["stale_profile"]["count"] == 1
     assert body["results"]["stale_profile"]["threshold_days"] == 30
     orphans = body["results"]["orphaned_episodes"]
@@ -103,7 +135,7 @@ async def _calibrate(seed: Seed, agent: str | None, days_ago: int, version: str 
 
 async def test_calibration_staleness_reads_recall_calibration(lib: Library) -> None:
     seed = await new_seed(lib)
-    off = await health.deep_check(lib, seed.tenant_id, "a", checks=["calibration_staleness"])
+    off = await _deep(lib, seed.tenant_id, "a", checks=["calibration_staleness"])
     assert off["results"]["calibration_staleness"]["status"] == "not_applicable"
     lib = dataclasses.replace(lib, embedder=WidthOnly())
     agent = await seed.agent("a")
@@ -117,7 +149,7 @@ async def test_calibration_staleness_reads_recall_calibration(lib: Library) -> N
         )
 
     async def status() -> dict[str, Any]:
-        body = await health.deep_check(lib, seed.tenant_id, "a", checks=["calibration_staleness"])
+        body = await _deep(lib, seed.tenant_id, "a", checks=["calibration_staleness"])
         result: dict[str, Any] = body["results"]["calibration_staleness"]
         return result
 
@@ -148,7 +180,7 @@ async def test_near_duplicates_are_found_in_the_database_without_exact_copies(
     copy = await seed.memory("Ada likes tea", channel="c2", embedding=near(384, 0.0))
     await seed.memory("unrelated", embedding=near(384, 1.2))
     await seed.memory("other width", embedding=unit(1536))
-    body = await health.deep_check(lib, seed.tenant_id, "a", checks=["near_duplicate"])
+    body = await _deep(lib, seed.tenant_id, "a", checks=["near_duplicate"])
     result = body["results"]["near_duplicate"]
     assert (result["pairs"], result["rows_scanned"], result["skipped_other_width"]) == (2, 5, 1)
     assert [(pair["id_a"], pair["id_b"]) for pair in result["samples"]] == [
@@ -171,7 +203,7 @@ async def test_unknown_names_are_skipped_and_a_crash_stays_in_its_slot(
     )
     seed = await new_seed(lib)
     tiny = await seed.memory("hi")
-    body = await health.deep_check(
+    body = await _deep(
         lib, seed.tenant_id, "a", fix=True, checks=["bogus", "stale_profile", "short_content"]
     )
     assert body["checks_run"] == ["stale_profile", "short_content"]
@@ -208,32 +240,33 @@ async def test_migrate_channel_axis_reports_then_moves_recoverable_rows(lib: Lib
     odd = await _discord(seed, "odd metadata", metadata=[1])
     await _discord(seed, "elsewhere", "555:1", agent="b")
     report = await channel_axis.migrate_channel_axis(lib, seed.tenant_id, "a")
-    assert report | {"samples": []} == {
-        "agent_id": "a",
-        "dry_run": True,
-        "recoverable_total": 3,
-        "recoverable_by_channel": [{"channel": "111", "count": 2}, {"channel": "333", "count": 1}],
-        "unrecoverable_total": 3,
-        "invalid_metadata_total": 1,
-        "invalid_metadata_ids": [odd],
-        "globalize_unrecoverable": False,
-        "migrated": 0,
-        "globalized": 0,
-        "samples": [],
-    }
-    assert report["samples"][0] == {
+    assert dataclasses.replace(report, samples=()) == channel_axis.ChannelMigration(
+        agent_id="a",
+        dry_run=True,
+        recoverable_total=3,
+        recoverable_by_channel=({"channel": "111", "count": 2}, {"channel": "333", "count": 1}),
+        unrecoverable_total=3,
+        invalid_metadata_total=1,
+        invalid_metadata_ids=(odd,),
+        globalize_unrecoverable=False,
+        migrated=0,
+        globalized=0,
+        samples=(),
+        skipped_locked=0,
+    )
+    assert report.samples[0] == {
         "id": user,
         "recovered_channel": "111",
         "session_id": "111:222:0",
     }
     assert (await seed.memory_row(user) or {})["channel"] == "discord"
     done = await channel_axis.migrate_channel_axis(lib, seed.tenant_id, "a", dry_run=False)
-    assert (done["dry_run"], done["migrated"]) == (False, 3)
+    assert (done.dry_run, done.migrated) == (False, 3)
     assert (await seed.memory_row(user) or {})["channel"] == "111"
     again = await channel_axis.migrate_channel_axis(lib, seed.tenant_id, "a", dry_run=False)
-    assert (again["recoverable_total"], again["migrated"]) == (0, 0)
+    assert (again.recoverable_total, again.migrated) == (0, 0)
     everyone = await channel_axis.migrate_channel_axis(lib, seed.tenant_id)
-    assert everyone["recoverable_by_channel"] == [{"channel": "555", "count": 1}]
+    assert everyone.recoverable_by_channel == ({"channel": "555", "count": 1},)
 
 
 async def test_migration_skips_conflicts_and_locked_rows_and_globalizes(lib: Library) -> None:
@@ -248,8 +281,8 @@ async def test_migration_skips_conflicts_and_locked_rows_and_globalizes(lib: Lib
     body = await channel_axis.migrate_channel_axis(
         lib, seed.tenant_id, dry_run=False, globalize_unrecoverable=True
     )
-    assert (body["recoverable_total"], body["migrated"], body["skipped_locked"]) == (3, 1, 1)
-    assert (body["unrecoverable_total"], body["globalized"]) == (2, 1)
+    assert (body.recoverable_total, body.migrated, body.skipped_locked) == (3, 1, 1)
+    assert (body.unrecoverable_total, body.globalized) == (2, 1)
     channels = {row: (await seed.memory_row(row) or {})["channel"] for row in (clash, locked, free)}
     assert channels == {clash: "discord", locked: "discord", free: "7"}
     assert (await seed.memory_row(twin) or {})["channel"] == "discord"

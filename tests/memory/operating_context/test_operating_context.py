@@ -218,20 +218,10 @@ def test_dormant_answer_says_why_and_how_to_set_one() -> None:
 
 def test_preview_section_and_unknown_section_have_the_spec_shapes() -> None:
     ctx = context()
-    assert describe.describe(ctx) == {
-        "ok": True,
-        "context_revision": "r7",
-        "instructions_summary": "be kind",
-        "registry": {"project_ids": ["atlas", "borealis"], "enforce": "warn"},
-        "defaults": {"alpha": "atlas"},
-        "doctrine_sections": ["a-section", "b-section"],
-    }
-    assert describe.describe(ctx, "b-section") == {
-        "ok": True,
-        "context_revision": "r7",
-        "section": "b-section",
-        "body": "B",
-    }
+    assert describe.describe(ctx) == describe.Overview(ctx)
+    assert describe.describe(ctx, "b-section") == describe.Section(
+        "r7", model.Doctrine("b-section", "B")
+    )
     with pytest.raises(Refused) as refused:
         describe.describe(ctx, "nope")
     assert refused.value.message == "unknown doctrine section 'nope'"

@@ -124,14 +124,11 @@ async def test_store_embeds_inline_and_reports_it(local_lib: Library) -> None:
     _assert_unit_local(await _embedding(local_lib.db, "memories", body.memory_id))
     assert await _jobs(local_lib.db) == []
     status = await backlog.queue_status(local_lib, tenant)
-    assert status == {
-        "enabled": True,
-        "pending": 0,
-        "max_retries": 3,
-        "retry_delay": 30,
-        "retrying": 0,
-        "oldest_pending_seconds": None,
-    }
+    assert status == backlog.QueueStatus(
+        active=backlog.ActiveQueue(
+            pending=0, retrying=0, oldest_pending_seconds=None, max_retries=3, retry_delay=30
+        )
+    )
 
 
 async def test_archive_embeds_summary_and_keywords(
@@ -177,7 +174,7 @@ async def test_mode_none_neither_embeds_nor_queues(lib: Library) -> None:
     assert (await _embedding(lib.db, "memories", stored.memory_id))["embedding"] is None
     assert (await _embedding(lib.db, "episodes", archived.episode_id))["embedding"] is None
     assert await _jobs(lib.db) == []
-    assert await backlog.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
+    assert await backlog.queue_status(lib, tenant) == backlog.QueueStatus(active=None)
 
 
 async def test_duplicates_and_refused_edits_cost_no_embedding(

@@ -38,6 +38,12 @@ from tests.servers.embedding import EmbeddingServer, fake_vector, running_server
 from tests.support import run_cli
 
 
+def _pending(status: backlog.QueueStatus) -> int:
+    """The pending count of a draining queue."""
+    assert status.active is not None
+    return status.active.pending
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddingServer]:
     yield from running_server(dimension=8)
@@ -128,15 +134,17 @@ async def test_down_provider_queues_the_row_and_the_worker_embeds_it_later(
     [job] = await _jobs(http_lib.db)
     assert (job["item_kind"], job["item_id"], job["attempts"]) == ("mem", body.memory_id, 0)
     assert "HTTP 500" in job["last_error"]
-    status = await backlog.queue_status(http_lib, tenant)
-    assert status["pending"] == 1
-    assert status["oldest_pending_seconds"] >= 0
+    status = (await backlog.queue_status(http_lib, tenant)).active
+    assert status is not None
+    assert status.pending == 1
+    assert status.oldest_pending_seconds is not None
+    assert status.oldest_pending_seconds >= 0
     fake.reset()
     result = await worker.drain_once(http_lib)
     assert (result.claimed, result.embedded, result.failed) == (1, 1, 0)
     _assert_vector_of(await _memory(http_lib.db, body.memory_id), "queued fact")
     assert await _jobs(http_lib.db) == []
-    assert (await backlog.queue_status(http_lib, tenant))["pending"] == 0
+    assert _pending(await backlog.queue_status(http_lib, tenant)) == 0
 
 
 async def test_slow_provider_does_not_hold_the_write(
@@ -195,12 +203,13 @@ async def test_failures_back_off_exponentially_up_to_a_cap_and_are_never_given_u
             assert wait - 1.5 < job["wait"] <= wait
             assert "HTTP 500" in job["last_error"]
             await _fetch(db, "UPDATE embedding_jobs SET run_after = clock_timestamp()")
-        status = await backlog.queue_status(lib, tenant)
-        assert (status["pending"], status["retrying"]) == (1, 1)
+        status = (await backlog.queue_status(lib, tenant)).active
+        assert status is not None
+        assert (status.pending, status.retrying) == (1, 1)
         fake.reset()
         assert (await worker.drain_once(lib)).embedded == 1
         _assert_vector_of(await _memory(db, memory), "stubborn")
-        assert (await backlog.queue_status(lib, tenant))["pending"] == 0
+        assert _pending(await backlog.queue_status(lib, tenant)) == 0
     finally:
         await lib.aclose()
 
@@ -365,15 +374,12 @@ async def test_queue_status_is_per_tenant(http_lib: Library, fake: EmbeddingServ
     fake.reset(failing=True)
     await _store(http_lib, alpha, "alpha's backlog")
     await _store(http_lib, alpha, "more of alpha's backlog")
-    assert (await backlog.queue_status(http_lib, alpha))["pending"] == 2
-    assert await backlog.queue_status(http_lib, beta) == {
-        "enabled": True,
-        "pending": 0,
-        "max_retries": 3,
-        "retry_delay": 30,
-        "retrying": 0,
-        "oldest_pending_seconds": None,
-    }
+    assert _pending(await backlog.queue_status(http_lib, alpha)) == 2
+    assert await backlog.queue_status(http_lib, beta) == backlog.QueueStatus(
+        active=backlog.ActiveQueue(
+            pending=0, retrying=0, oldest_pending_seconds=None, max_retries=3, retry_delay=30
+        )
+    )
     assert (await worker.drain_once(http_lib, tenant_id=beta)).claimed == 0
 
 
@@ -386,7 +392,7 @@ async def test_queue_disabled_stores_without_jobs(
         fake.reset(failing=True)
         await _store(lib, tenant, "not queued")
         assert await _jobs(db) == []
-        assert await backlog.queue_status(lib, tenant) == {"enabled": False, "pending": 0}
+        assert await backlog.queue_status(lib, tenant) == backlog.QueueStatus(active=None)
     finally:
         await lib.aclose()
 
