@@ -38,6 +38,7 @@ import httpx
 import mcp_types as types
 
 from bench.corpora.texts import TextSource
+from bench.harness.serving import BenchError
 from bench.soak.calls import Outcome, Tally, classify_result, rpc_error_kind
 
 BEHAVIOURS = ("large", "flood", "bogus", "stall")
@@ -51,6 +52,8 @@ STALL_HOLD_S = 120.0
 HEAD_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 60.0
 BOGUS_KEYS = 1000
+QUEUE_WAIT_S = 300.0
+STORE_TRIES = 10
 EXPORT_NAME = "soak-abuse.jsonl"
 HEADERS = {
     "content-type": "application/json",
@@ -180,24 +183,39 @@ async def post(
 
 
 async def prepare(abuser: Abuser, corpus: int) -> None:
-    """Store the abuser's long memories, then export them to a file to download."""
+    """Store the abuser's long memories (a refused store is sent again), wait until the
+    embedding queue is empty (so no backlog of the set-up runs into the measured time),
+    then export them to a file to download."""
     async with abuser.client(8) as http:
         numbers = iter(range(corpus))
 
         async def storer() -> None:
             for n in numbers:
                 message = {"id": f"a{n}", "content": long_text(10_000 + n)}
-                await post(
-                    http, abuser, tool_call("store", {"agent_id": abuser.agent, "message": message})
-                )
+                body = tool_call("store", {"agent_id": abuser.agent, "message": message})
+                for _ in range(STORE_TRIES):
+                    if not (await post(http, abuser, body))[0].startswith("refused "):
+                        break
+                    await asyncio.sleep(1.0)
 
         await asyncio.gather(*(storer() for _ in range(4)))
+        await _queue_empty(http, abuser)
         arguments = {"agent_id": abuser.agent, "output_path": EXPORT_NAME}
         kind, body = await post(http, abuser, tool_call("export_memories", arguments))
     url = _tool_json(body).get("download_url", "")
     if kind != "ok" or not url:
-        raise RuntimeError(f"the abuser's export failed: {kind} {body}")
+        raise BenchError(f"the abuser's export failed: {kind} {body}")
     abuser.download_path = urlsplit(url).path
+
+
+async def _queue_empty(http: httpx.AsyncClient, abuser: Abuser) -> None:
+    deadline = time.monotonic() + QUEUE_WAIT_S
+    while time.monotonic() < deadline:
+        _, body = await post(http, abuser, tool_call("get_queue_status", {}))
+        if _tool_json(body).get("pending") == 0:
+            return
+        await asyncio.sleep(1.0)
+    raise BenchError(f"the embedding queue was not empty after {QUEUE_WAIT_S:.0f} s")
 
 
 def _tool_json(body: dict[str, Any] | None) -> dict[str, Any]:
@@ -247,7 +265,10 @@ async def _stall(abuser: Abuser, path: str, deadline: float) -> str:
             await asyncio.sleep(STALL_READ_EVERY_S)
             if not await reader.read(STALL_READ_BYTES):
                 break
-        return "ok" if status == 200 else classify_reply(status, None)
+        if status == 200:
+            return "ok"
+        text = (await asyncio.wait_for(reader.read(4096), HEAD_TIMEOUT_S)).decode(errors="replace")
+        return classify_reply(status, rpc_body("application/json", text))
     except (TimeoutError, OSError, asyncio.IncompleteReadError) as exc:
         return f"transport {type(exc).__name__}"
     finally:
@@ -286,3 +307,12 @@ async def abuse(abuser: Abuser, deadline: float, tally: Tally) -> None:
                 for w in range(count)
             )
         )
+
+
+def run_abuse(abuser: Abuser, deadline: float) -> tuple[list[Outcome], float]:
+    """:func:`abuse` in a process of its own (its entry point): the outcomes and the CPU
+    seconds the process spent. ``deadline`` is ``time.monotonic()``, one clock for every
+    process of the machine."""
+    tally = Tally(started=time.monotonic())
+    asyncio.run(abuse(abuser, deadline, tally))
+    return tally.outcomes, time.process_time()

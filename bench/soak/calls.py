@@ -65,6 +65,7 @@ class Tally:
     outcomes: list[Outcome] = dataclasses.field(default_factory=list)
     rss_mib: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     killed_at: float | None = None
+    cpu_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)

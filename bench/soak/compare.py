@@ -19,6 +19,7 @@ from bench.soak.calls import Tally
 
 TARGET_RATIO = 2.0
 QUANTILES = ("p50_ms", "p95_ms")
+CPU_PARTS = ("serve", "postgres", "well-behaved clients", "abuser")
 
 
 def ratio(clean: float, abusive: float) -> float | None:
@@ -107,6 +108,13 @@ def _side_rows(clean: dict[str, Any], abusive: dict[str, Any]) -> list[tuple[obj
                 f"{s['logged']['error_lines']} / {s['logged']['tracebacks']}"
                 for s in (clean, abusive)
             ),
+        ),
+        *(
+            (
+                f"CPU seconds: {name}",
+                *(s.get("cpu_seconds", {}).get(name) for s in (clean, abusive)),
+            )
+            for name in CPU_PARTS
         ),
     ]
     return [(name, _cell(a), _cell(b)) for name, a, b in facts]

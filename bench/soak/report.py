@@ -122,6 +122,7 @@ def summary(tally: Tally, *, warmup_s: float) -> dict[str, Any]:
         "per_minute": _per_minute(tally),
         "rss": _rss(tally, warmup_s),
         "time_to_heal_seconds": _heal(tally),
+        "cpu_seconds": tally.cpu_seconds,
     }
 
 

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
+import multiprocessing
 import os
 import signal
 import time
@@ -108,11 +110,53 @@ async def _soak(
     if args.kill_postgres_at is not None:
         tasks.append(asyncio.create_task(_kill_postgres(service, args.kill_postgres_at, tally)))
     if abuser is not None:
-        tasks.append(asyncio.create_task(abuse.abuse(abuser, deadline, abused)))
+        tasks.append(asyncio.create_task(_abuse_elsewhere(abuser, deadline, abused)))
+    cpu_before, process_before = _cpu_seconds(service), time.process_time()
     await asyncio.wait_for(asyncio.gather(*tasks), args.seconds + GRACE_S)
     tally.ended = abused.ended = time.monotonic()
     tally.rss_mib = rss
+    cpu = {
+        name: round(after - cpu_before.get(name, 0.0), 1)
+        for name, after in _cpu_seconds(service).items()
+    }
+    tally.cpu_seconds = {
+        **cpu,
+        "well-behaved clients": round(time.process_time() - process_before, 1),
+    }
+    if abuser is not None:
+        tally.cpu_seconds["abuser"] = round(abused.cpu_seconds.get("abuser", 0.0), 1)
     return tally, abused
+
+
+async def _abuse_elsewhere(abuser: abuse.Abuser, deadline: float, tally: Tally) -> None:
+    """The abuser in a process of its own, so that its workers never hold the event loop
+    the well-behaved clients' latencies are measured on (the machine's cores stay shared)."""
+    loop = asyncio.get_running_loop()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        outcomes, cpu = await loop.run_in_executor(pool, abuse.run_abuse, abuser, deadline)
+    tally.outcomes.extend(outcomes)
+    tally.cpu_seconds["abuser"] = cpu
+
+
+def _cpu_seconds(service: harness.Service) -> dict[str, float]:
+    """CPU seconds (user + system) so far of ``serve`` with its children, and of the
+    embedded Postgres (the postmaster and its backends)."""
+
+    def tree(pid: int | None) -> float:
+        if pid is None:
+            return 0.0
+        total = 0.0
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(pid)
+            for process in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    times = process.cpu_times()
+                    total += times.user + times.system
+        return total
+
+    postmaster = harness.postmaster_pid(service.pgdata) if service.pgdata else None
+    return {"serve": tree(service.process.pid), "postgres": tree(postmaster)}
 
 
 def _logged_errors(log_path: Path) -> dict[str, int]:
