@@ -96,8 +96,8 @@ async def _soak(
     abuser: abuse.Abuser | None,
 ) -> tuple[Tally, Tally]:
     """The well-behaved clients' tally and the abuser's (empty without one)."""
-    if abuser is not None:
-        await abuse.prepare(abuser, args.abuse_corpus)
+    if abuser is not None and (abuser.workers["large"] or abuser.workers["stall"]):
+        await abuse.prepare(abuser, args.abuse_corpus)  # what only these two behaviours use
     tally = Tally(started=time.monotonic())
     abused = Tally(started=tally.started)
     deadline = tally.started + args.seconds
