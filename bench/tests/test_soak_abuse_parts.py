@@ -31,7 +31,7 @@ def _tool_reply(body: object, is_error: bool = False) -> dict[str, object]:
 def test_workers_per_behaviour_are_parsed_and_unnamed_ones_are_off() -> None:
     assert parse_workers("large=4, flood=48") == {"large": 4, "flood": 48, "bogus": 0, "stall": 0}
     for bad in ("huge=3", "large", "large=x", "large=0", ""):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"BEHAVIOUR=COUNT|at least one"):
             parse_workers(bad)
 
 
@@ -130,7 +130,8 @@ def test_the_comparison_takes_ratios_and_judges_the_three_targets() -> None:
     }
     missed = combine(_side(100.0, 200.0), _side(90.0, 500.0, errors=2, flat=False))
     assert missed["verdict"]["worst_ratio"] == 2.5
-    assert not (missed["verdict"]["latency_met"] or missed["verdict"]["errors_met"])
+    assert missed["verdict"]["latency_met"] is False
+    assert missed["verdict"]["errors_met"] is False
     text = compare_tables({"settings": {"clients": 5, "tenants": 1, "seconds": 60.0}, **missed})
     assert "| recall | 100.0 | 90.0 | 0.9x | 200.0 | 500.0 | 2.5x |" in text
     assert "ratio ≤ 2x (**missed**: worst 2.5x), 0 real errors (**missed**: 2)" in text
