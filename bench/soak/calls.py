@@ -65,6 +65,7 @@ class Tally:
     outcomes: list[Outcome] = dataclasses.field(default_factory=list)
     rss_mib: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     killed_at: float | None = None
+    cpu_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -133,15 +134,21 @@ ARGUMENTS: dict[str, Callable[[ClientState], dict[str, Any]]] = {
 }
 
 
+def rpc_error_kind(code: object, data: object) -> str:
+    """The kind of a JSON-RPC error: a deliberate refusal by its code and ``data.reason``
+    (``docs/reliability.md``, "Refusals at a glance"), else ``rpc_error <code>``."""
+    reason = data.get("reason", "?") if isinstance(data, dict) else "?"
+    if code == UNAVAILABLE_CODE:
+        return f"refused 503 {reason}"
+    if code == LIMITED_CODE:
+        return f"refused 429 {reason}"
+    return f"rpc_error {code}"
+
+
 def classify_error(exc: BaseException) -> str:
     """The kind of a call that raised: a deliberate refusal or a real error."""
     if isinstance(exc, MCPError):
-        reason = exc.data.get("reason", "?") if isinstance(exc.data, dict) else "?"
-        if exc.code == UNAVAILABLE_CODE:
-            return f"refused 503 {reason}"
-        if exc.code == LIMITED_CODE:
-            return f"refused 429 {reason}"
-        return f"rpc_error {exc.code}"
+        return rpc_error_kind(exc.code, exc.data)
     return f"transport {type(exc).__name__}"
 
 
