@@ -5,11 +5,10 @@ Numbers in test docstrings are the acceptance behaviours of the CPersona referen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from service.mcp.render import contents as render_contents
 from service.mcp.shaping import contents, listing, recall, rows
 from service.memory import contents as library_contents
 
@@ -410,18 +409,30 @@ def test_parse_ref_never_raises_and_only_yields_valid_refs(ref: str) -> None:
 # -- get_contents batch budget ------------------------------------------------------
 
 
-def item(ref: str, size: int) -> dict[str, object]:
+def item(ref: str, size: int) -> library_contents.MemoryItem:
+    return library_contents.MemoryItem(ref, 1, text(size), {"type": "User"}, "", "")
+
+
+Found = list[tuple[str, library_contents.ContentItem | None]]
+
+
+def answer(result: library_contents.ContentsResult, budget_chars: int = 40_000) -> object:
+    """The wire answer of a budgeted batch."""
+    return render_contents.contents(result, budget_chars)
+
+
+def wire(ref: str, size: int) -> dict[str, object]:
     return {"ref": ref, "content": text(size), "source": {"type": "User"}}
 
 
 def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None:
     """50: the unresolvable ep:99 after them is deferred too, not missing."""
     refs = ["mem:1", "mem:2", "mem:3", "mem:4"]
-    found: list[tuple[str, Mapping[str, object] | None]] = [(r, item(r, 15_000)) for r in refs]
+    found: Found = [(r, item(r, 15_000)) for r in refs]
     found.append(("ep:99", None))
     result = contents.budget_contents(found)
-    assert result == {
-        "items": [item("mem:1", 15_000), item("mem:2", 15_000)],
+    assert answer(result) == {
+        "items": [wire("mem:1", 15_000), wire("mem:2", 15_000)],
         "missing": [],
         "count": 2,
         "deferred": ["mem:3", "mem:4", "ep:99"],
@@ -432,64 +443,67 @@ def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None
 def test_get_contents_returns_a_single_oversized_row_whole() -> None:
     """51."""
     result = contents.budget_contents([("mem:1", item("mem:1", 50_000))])
-    assert result == {"items": [item("mem:1", 50_000)], "missing": [], "count": 1}
+    assert answer(result) == {"items": [wire("mem:1", 50_000)], "missing": [], "count": 1}
 
 
 def test_get_contents_files_unresolvable_refs_before_the_spend_under_missing() -> None:
-    found: list[tuple[str, Mapping[str, object] | None]] = [
+    found: Found = [
         ("bogus", None),
         ("mem:1", item("mem:1", 50_000)),
         ("ep:2", None),
         ("mem:3", item("mem:3", 10)),
     ]
     result = contents.budget_contents(found)
-    assert result["missing"] == ["bogus", "ep:2"]
-    assert result["items"] == [item("mem:1", 50_000)]
-    assert result["deferred"] == ["mem:3"]
+    assert result.missing == ("bogus", "ep:2")
+    assert result.items == (item("mem:1", 50_000),)
+    assert result.deferred == ("mem:3",)
 
 
 def test_get_contents_admits_an_item_that_reaches_the_budget_exactly() -> None:
-    found: list[tuple[str, Mapping[str, object] | None]] = [
+    found: Found = [
         ("mem:1", item("mem:1", 25_000)),
         ("mem:2", item("mem:2", 15_000)),
     ]
-    result = contents.budget_contents(found)
-    assert result["count"] == 2
-    assert "deferred" not in result
-    assert "budget_chars" not in result
+    body = answer(contents.budget_contents(found))
+    assert isinstance(body, dict)
+    assert body["count"] == 2
+    assert "deferred" not in body
+    assert "budget_chars" not in body
 
 
 def test_get_contents_processes_duplicated_refs_independently() -> None:
     small = item("mem:1", 10)
-    assert contents.budget_contents([("mem:1", small), ("mem:1", small)])["items"] == [small] * 2
+    assert contents.budget_contents([("mem:1", small), ("mem:1", small)]).items == (small,) * 2
     big = item("mem:1", 30_000)
     result = contents.budget_contents([("mem:1", big), ("mem:1", big)])
-    assert result["count"] == 1
-    assert result["deferred"] == ["mem:1"]
+    assert len(result.items) == 1
+    assert result.deferred == ("mem:1",)
 
 
 def test_get_contents_of_only_unresolvable_refs_lists_them_missing() -> None:
     """48 (shape part): no ``ok`` key on a read."""
     result = contents.budget_contents([("mem:5", None)])
-    assert result == {"items": [], "missing": ["mem:5"], "count": 0}
+    assert answer(result) == {"items": [], "missing": ["mem:5"], "count": 0}
 
 
 def test_get_contents_budget_can_be_lowered() -> None:
-    found: list[tuple[str, Mapping[str, object] | None]] = [
+    found: Found = [
         ("mem:1", item("mem:1", 60)),
         ("mem:2", item("mem:2", 60)),
     ]
     result = contents.budget_contents(found, budget_chars=100)
-    assert result["deferred"] == ["mem:2"]
-    assert result["budget_chars"] == 100
+    assert result.deferred == ("mem:2",)
+    body = answer(result, 100)
+    assert isinstance(body, dict)
+    assert body["budget_chars"] == 100
 
 
-def test_get_contents_items_are_copies() -> None:
+def test_get_contents_items_are_fresh_wire_objects() -> None:
     original = item("mem:1", 10)
-    items = contents.budget_contents([("mem:1", original)])["items"]
-    assert isinstance(items, list)
-    assert items[0] == original
-    assert items[0] is not original
+    body = answer(contents.budget_contents([("mem:1", original)]))
+    assert isinstance(body, dict)
+    assert body["items"] == [wire("mem:1", 10)]
+    assert body["items"][0]["source"] == original.source
 
 
 # -- list budgets (docs/tools.md, "List budgets") --------------------------------------------------

@@ -8,6 +8,7 @@ import dataclasses
 from service.mcp import acl
 from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
+from service.mcp.render import listing as render_listing
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -97,7 +98,8 @@ async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    return listing_shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
+    listed = [render_listing.memory(row) for row in rows]
+    return listing_shaping.shape_listing("memories", listed, env.lib.settings.recall_preview_chars)
 
 
 LIST_MEMORIES = ToolSpec(
