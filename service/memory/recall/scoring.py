@@ -220,7 +220,5 @@ def ranked_body(
         lib, meta, mode, limit=limit, deep=req.deep, query_empty=not req.query.strip()
     )
     ranked = rank.rank(fused, context, tunables(lib))
-    rows = tuple(
-        message(row, pool.rows, _confidence(lib, row, context)) for row in reversed(ranked.rows)
-    )
+    rows = tuple(message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows)
     return RankedRows(rows, ranked.gate_fallback, _credited(lib, req, ranked))
