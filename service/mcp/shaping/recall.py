@@ -3,12 +3,12 @@ budget (docs/tools.md, "Preview tier"; docs/tools.md, "Full-content budget")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from service.mcp.shaping.compact import compact_row
 from service.mcp.shaping.excerpt import excerpts
-from service.mcp.shaping.rows import Row, ShapedRow, previewed, rows_of
+from service.mcp.shaping.rows import Row, ShapedRow, previewed
 
 FULL_CONTENT_BUDGET_CHARS: Final = 200_000
 """Per-response budget of ``recall(full_content=true)`` (docs/tools.md, "Full-content budget",
@@ -27,19 +27,6 @@ def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
     if preview_chars <= 0:
         return [dict(row) for row in rows]
     return [previewed(row, preview_chars) for row in rows]
-
-
-def full_content_budget(
-    rows: Sequence[Row],
-    preview_chars: int,
-    budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
-) -> tuple[list[ShapedRow], bool]:
-    """:func:`spend_best_first` over rows in wire order (best, or newest, last): the
-    walk runs from the last row to the first, because the last row is the valuable end
-    in both recall tools. Returns the rows in the order given."""
-    shaped, spent = spend_best_first(rows[::-1], preview_chars, budget_chars)
-    shaped.reverse()
-    return shaped, spent
 
 
 def spend_best_first(
@@ -110,34 +97,3 @@ def shape_rows(
     else:
         rows = preview(compacted, preview_chars)
     return with_excerpts(rows, full, query, preview_chars), spent
-
-
-def shape_recall(
-    response: Mapping[str, object],
-    *,
-    preview_chars: int,
-    full_content: bool,
-    query: str = "",
-    budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
-) -> dict[str, object]:
-    """:func:`shape_rows` over a whole answer in wire order (``messages`` best last).
-
-    ``full_content_budget_chars: budget_chars`` is added when the budget was spent. Every
-    other key (``advisory``, ``gate_fallback``, ...) is carried over as it is. A response
-    whose ``messages`` is not a list of objects is returned as a shallow copy, unshaped.
-    """
-    shaped = dict(response)
-    messages = rows_of(response.get("messages"))
-    if messages is None:
-        return shaped
-    rows, spent = shape_rows(
-        messages[::-1],
-        preview_chars=preview_chars,
-        full_content=full_content,
-        query=query,
-        budget_chars=budget_chars,
-    )
-    if spent:
-        shaped["full_content_budget_chars"] = budget_chars
-    shaped["messages"] = rows[::-1]
-    return shaped
