@@ -3,13 +3,14 @@
 ``recall`` and ``recall_with_context`` hand the library's answer here: typed rows, best
 first (``service.memory.recall.records``). Each row gets its full wire form
 (``service.mcp.render.recall``), is shaped (compact rows, previews, excerpts:
-``service.mcp.shaping.recall``), then offered best first to ``max_tokens`` (``shaping.budget``) and, when the call uses the session ledger,
-to the ledger, which stubs rows the session already holds and records the whole rows
-this answer delivers (``service.memory.ledger``, one statement). Rows the budget left
-out go into ``next_cursor`` (``service.memory.cursor``); ``cursor`` on a later call
-resumes them by ref, with no ranking run again. What previews, excerpts, the budget and
-the ledger held back is noted for the usage meter. Every step keeps the rows best
-first; ``render.recall.answer`` reverses them once into the wire's best-last order.
+``service.mcp.shaping.recall``), then offered best first to ``max_tokens``
+(``shaping.budget``) and, when the call uses the session ledger, to the ledger, which stubs
+rows the session already holds and records the whole rows this answer delivers
+(``service.memory.ledger``, one statement). Rows the budget left out go into
+``next_cursor`` (``service.memory.cursor``); ``cursor`` on a later call resumes them by
+ref, with no ranking run again. What previews, excerpts, the budget and the ledger held
+back is noted for the usage meter. Every step keeps the rows best first;
+``render.recall.answer`` reverses them once into the wire's best-last order.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What recall answers, as typed records (docs/architecture.md, "Recall").
+"""What recall answers, as typed records (docs/architecture.md, "The read family's seam").
 
 The library hands the boundary these records, never wire dicts: rows **best first** (the
 best match of ``recall``, the newest row of ``recall_with_context``) and the envelope
