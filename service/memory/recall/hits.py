@@ -1,7 +1,7 @@
-"""Recall rows: storage hits → scoring candidates per channel → response messages.
+"""Recall rows: storage hits → scoring candidates per channel → recalled rows.
 
 Pure functions. A candidate keeps only what ranking needs; the hit it came
-from keeps what the message needs (source, msg_id), looked up by identity.
+from keeps what the recalled row needs (source, msg_id), looked up by identity.
 """
 
 from __future__ import annotations

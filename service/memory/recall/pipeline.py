@@ -1,7 +1,7 @@
 """The recall pipeline (docs/architecture.md, "Recall"): retrieve, rank, advise.
 
 ``retrieve`` runs the two statements (``db.recall``) and the query's embedding beside
-them; ``scoring`` ranks the rows in pure functions and builds the messages; this module
+them; ``scoring`` ranks the rows in pure functions and builds the recalled rows; this module
 puts them together, adds the degraded advisory and credits recall statistics. The
 library returns full content: previews and budgets belong to the MCP boundary.
 """

@@ -1,4 +1,4 @@
-"""The ranking half of a recall: the retrieved rows fused, gated and ranked into messages.
+"""The ranking half of a recall: the retrieved rows fused, gated and ranked into recalled rows.
 
 Pure apart from the settings: the default ``hybrid`` mode fuses scores (``fusion``),
 reorders the head (``rerank``) and gates on matches (``gate``); the other modes stay
