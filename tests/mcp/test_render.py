@@ -152,3 +152,9 @@ def test_listed_rows_keep_every_column_in_wire_order() -> None:
         "end_time",
         "created_at",
     ]
+
+
+def test_a_listing_page_names_its_budget_only_when_it_trimmed() -> None:
+    rows: list[dict[str, object]] = [{"id": 1}]
+    assert listing.page("memories", rows, False, 10) == {"memories": [{"id": 1}], "count": 1}
+    assert list(listing.page("episodes", rows, True, 10)) == ["episodes", "count", "budget_chars"]

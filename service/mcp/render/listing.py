@@ -3,6 +3,8 @@ docs/tools.md, "list_episodes"): rows newest first, as the library lists them.""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from service.memory.episodes import ListedEpisode
 from service.memory.memories.listing import ListedMemory
 from service.models import JsonObject
@@ -35,3 +37,17 @@ def episode(row: ListedEpisode) -> JsonObject:
         "end_time": row.end_time,
         "created_at": row.created_at.isoformat(),
     }
+
+
+def page(
+    key: Literal["memories", "episodes"],
+    rows: list[JsonObject],
+    trimmed: bool,
+    budget_chars: int,
+) -> JsonObject:
+    """A list tool's answer ``{<key>: rows, count, budget_chars?}``: ``budget_chars`` only
+    when the list budget trimmed a row (docs/tools.md, "List budgets")."""
+    body: JsonObject = {key: rows, "count": len(rows)}
+    if trimmed:
+        body["budget_chars"] = budget_chars
+    return body

@@ -117,7 +117,11 @@ async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
         limit=params.limit,
     )
     listed = [render_listing.episode(row) for row in rows]
-    return listing_shaping.shape_listing("episodes", listed, env.lib.settings.recall_preview_chars)
+    preview_chars = env.lib.settings.recall_preview_chars
+    shaped, trimmed = listing_shaping.budget_list_episodes(listed, preview_chars)
+    return render_listing.page(
+        "episodes", shaped, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+    )
 
 
 LIST_EPISODES = ToolSpec(

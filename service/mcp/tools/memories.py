@@ -99,7 +99,11 @@ async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
         limit=params.limit,
     )
     listed = [render_listing.memory(row) for row in rows]
-    return listing_shaping.shape_listing("memories", listed, env.lib.settings.recall_preview_chars)
+    preview_chars = env.lib.settings.recall_preview_chars
+    shaped, trimmed = listing_shaping.budget_list_memories(listed, preview_chars)
+    return render_listing.page(
+        "memories", shaped, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
+    )
 
 
 LIST_MEMORIES = ToolSpec(
