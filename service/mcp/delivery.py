@@ -25,7 +25,7 @@ from service.mcp.shaping import budget, recall as shaping, tokens
 from service.mcp.shaping.rows import Row, ShapedRow
 from service.memory import contents, cursor, ledger
 from service.memory.contents import parse_ref
-from service.memory.recall.records import RecallResult
+from service.memory.recall.records import Echo, RecallResult
 from service.models import JsonObject
 
 
@@ -64,14 +64,9 @@ def ledger_session(env: ToolEnv, novel_only: bool | None) -> tuple[str, bool] | 
     return None
 
 
-def _full_texts(rows: Sequence[Row]) -> dict[str, str]:
+def _full_texts(rows: Sequence[render.Row]) -> dict[str, str]:
     """The library's full content of each ref row, by ref."""
-    texts: dict[str, str] = {}
-    for row in rows:
-        content = row.get("content")
-        if row.get("ref") and isinstance(content, str):
-            texts[str(row["ref"])] = content
-    return texts
+    return {row.ref: row.content for row in rows if not isinstance(row, Echo) and row.ref}
 
 
 def _savings(
@@ -151,8 +146,24 @@ async def deliver(env: ToolEnv, opts: Options, result: RecallResult) -> JsonObje
     return await _deliver(env, opts, result.rows, render.envelope(result))
 
 
+def _room(
+    opts: Options, head: JsonObject, shaped: Sequence[ShapedRow], count: tokens.TokenCounter
+) -> int | None:
+    """What ``max_tokens`` leaves for the ref rows once the answer's fixed keys and the
+    rows without a ref (always sent) are paid for; None without a budget."""
+    if opts.max_tokens is None:
+        return None
+    fixed = count(tokens.render({**head, "messages": []}))
+    refless = sum(budget.row_cost(row, count) for row in shaped if not row.get("ref"))
+    return opts.max_tokens - fixed - refless
+
+
 async def _deliver(
-    env: ToolEnv, opts: Options, library: Sequence[render.Row], envelope: JsonObject
+    env: ToolEnv,
+    opts: Options,
+    library: Sequence[render.Row],
+    envelope: JsonObject,
+    missing: Sequence[str] = (),
 ) -> JsonObject:
     """Shape ``library`` (best first), offer its ref rows to the budget and the ledger,
     and render what they admitted; ``envelope`` follows ``messages`` on the wire."""
@@ -163,30 +174,22 @@ async def _deliver(
         full_content=opts.full_content,
         query=opts.query,
     )
-    spending: JsonObject = {}
-    if spent:
-        spending["full_content_budget_chars"] = shaping.FULL_CONTENT_BUDGET_CHARS
+    head = render.head(envelope, shaping.FULL_CONTENT_BUDGET_CHARS if spent else None)
     count = tokens.token_counter(env.lib.settings.tokenizer)
-    room = None
-    if opts.max_tokens is not None:
-        fixed = count(tokens.render({**envelope, **spending, "messages": []}))
-        refless = sum(budget.row_cost(row, count) for row in shaped if not row.get("ref"))
-        room = opts.max_tokens - fixed - refless
+    room = _room(opts, head, shaped, count)
     best_first = [row for row in shaped if row.get("ref")]
     if room is not None:
         best_first = _degrade_best(best_first, full, opts, env, room)
     page = await _page(env, opts, best_first, room)
-    _savings(page.rows, page, _full_texts(full), count)
+    _savings(page.rows, page, _full_texts(library), count)
     sent = {str(row["ref"]): row for row in page.rows}
     kept = [
         row if not row.get("ref") else sent[str(row["ref"])]
         for row in shaped
         if not row.get("ref") or str(row["ref"]) in sent
     ]
-    cursor_key: JsonObject = {}
-    if page.left_out:
-        cursor_key["next_cursor"] = _next_cursor(env, opts, page.left_out)
-    return render.answer(kept, envelope, spending, cursor_key)
+    token = _next_cursor(env, opts, page.left_out) if page.left_out else None
+    return render.answer(kept, head, token, missing)
 
 
 def _next_cursor(env: ToolEnv, opts: Options, left_out: Sequence[str]) -> str:
@@ -208,8 +211,5 @@ async def resume(env: ToolEnv, opts: Options, token: str) -> JsonObject:
         max_tokens=opts.max_tokens if opts.max_tokens is not None else rest.max_tokens,
         novel_only=opts.novel_only if opts.novel_only is not None else rest.novel_only,
     )
-    answer = await _deliver(env, resumed, rows, {})
     missing = [ref for ref, item in resolved if item is None]
-    if missing:
-        answer["missing"] = missing
-    return answer
+    return await _deliver(env, resumed, rows, {}, missing)

@@ -79,14 +79,18 @@ def test_the_answer_reverses_the_rows_once_and_follows_with_the_envelope() -> No
         advisory=Advisory("hint", "r", "e", "rb"),
         context_filter_only=FilterOnly(("system",), "n"),
     )
-    body = recall.answer([{"n": 1}, {"n": 2}], recall.envelope(result), {"next_cursor": "x"})
+    head = recall.head(recall.envelope(result), 200_000)
+    body = recall.answer([{"n": 1}, {"n": 2}], head, "x", ["mem:9"])
     assert list(body) == [
         "messages",
         "context_filter_only",
         "gate_fallback",
         "advisory",
+        "full_content_budget_chars",
         "next_cursor",
+        "missing",
     ]
+    assert (body["next_cursor"], body["missing"]) == ("x", ["mem:9"])
     assert body["messages"] == [{"n": 2}, {"n": 1}]
     assert body["advisory"] == {
         "degraded": True,
@@ -96,6 +100,7 @@ def test_the_answer_reverses_the_rows_once_and_follows_with_the_envelope() -> No
         "runbook": "rb",
     }
     assert recall.envelope(RecallResult(rows=())) == {}
+    assert recall.answer([], recall.head({}, None)) == {"messages": []}
 
 
 def test_resumed_items_lead_with_their_ref_and_episodes_drop_resolved() -> None:

@@ -290,8 +290,7 @@ def shape_recall(
         budget_chars=budget_chars,
     )
     envelope = {key: value for key, value in response.items() if key != "messages"}
-    spending = {"full_content_budget_chars": budget_chars} if spent else {}
-    return render_recall.answer(rows, envelope, spending)
+    return render_recall.answer(rows, render_recall.head(envelope, budget_chars if spent else None))
 
 
 def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:

@@ -133,10 +133,27 @@ def envelope(result: RecallResult) -> JsonObject:
     return body
 
 
-def answer(best_first: Sequence[JsonObject], *parts: JsonObject) -> JsonObject:
-    """The answer: ``messages`` in wire order (the one reversal of the rows), then the
-    envelope and delivery keys in the order given."""
-    body: JsonObject = {"messages": list(reversed(best_first))}
-    for part in parts:
-        body.update(part)
+def head(envelope: JsonObject, spent_budget: int | None) -> JsonObject:
+    """The keys after ``messages`` known before paging: the envelope, then
+    ``full_content_budget_chars`` when the full-content budget was spent
+    (docs/tools.md, "Full-content budget")."""
+    if spent_budget is None:
+        return envelope
+    return {**envelope, "full_content_budget_chars": spent_budget}
+
+
+def answer(
+    best_first: Sequence[JsonObject],
+    head: JsonObject,
+    next_cursor: str | None = None,
+    missing: Sequence[str] = (),
+) -> JsonObject:
+    """The answer: ``messages`` in wire order (the one reversal of the rows), the ``head``,
+    then ``next_cursor`` when the token budget left rows out and ``missing`` when a
+    resumed ref no longer resolves."""
+    body: JsonObject = {"messages": list(reversed(best_first)), **head}
+    if next_cursor is not None:
+        body["next_cursor"] = next_cursor
+    if missing:
+        body["missing"] = list(missing)
     return body
