@@ -1,13 +1,16 @@
 """How a recall answer reaches its caller: shaping, the token budget, the ledger, the cursor.
 
-``recall`` and ``recall_with_context`` hand the library's full answer here. It is shaped
-(compact rows, previews, excerpts: ``service.mcp.shaping.recall``), then offered best
-first to ``max_tokens`` (``shaping.budget``) and, when the call uses the session ledger,
-to the ledger, which stubs rows the session already holds and records the whole rows
-this answer delivers (``service.memory.ledger``, one statement). Rows the budget left
-out go into ``next_cursor`` (``service.memory.cursor``); ``cursor`` on a later call
-resumes them by ref, with no ranking run again. What previews, excerpts, the budget and
-the ledger held back is noted for the usage meter.
+``recall`` and ``recall_with_context`` hand the library's answer here: typed rows, best
+first (``service.memory.recall.records``). Each row gets its full wire form
+(``service.mcp.render.recall``), is shaped (compact rows, previews, excerpts:
+``service.mcp.shaping.recall``), then offered best first to ``max_tokens``
+(``shaping.budget``) and, when the call uses the session ledger, to the ledger, which stubs
+rows the session already holds and records the whole rows this answer delivers
+(``service.memory.ledger``, one statement). Rows the budget left out go into
+``next_cursor`` (``service.memory.cursor``); ``cursor`` on a later call resumes them by
+ref, with no ranking run again. What previews, excerpts, the budget and the ledger held
+back is noted for the usage meter. Every step keeps the rows best first;
+``render.recall.answer`` reverses them once into the wire's best-last order.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from collections.abc import Sequence
 
 from service.mcp import request
 from service.mcp.registry import ToolEnv
+from service.mcp.render import recall as render
 from service.mcp.shaping import budget, recall as shaping, tokens
-from service.mcp.shaping.rows import Row, ShapedRow, rows_of
+from service.mcp.shaping.rows import Row, ShapedRow
 from service.memory import contents, cursor, ledger
 from service.memory.contents import parse_ref
+from service.memory.recall.records import Echo, RecallResult
 from service.models import JsonObject
 
 
@@ -59,14 +64,9 @@ def ledger_session(env: ToolEnv, novel_only: bool | None) -> tuple[str, bool] | 
     return None
 
 
-def _full_texts(rows: Sequence[Row]) -> dict[str, str]:
+def _full_texts(rows: Sequence[render.Row]) -> dict[str, str]:
     """The library's full content of each ref row, by ref."""
-    texts: dict[str, str] = {}
-    for row in rows:
-        content = row.get("content")
-        if row.get("ref") and isinstance(content, str):
-            texts[str(row["ref"])] = content
-    return texts
+    return {row.ref: row.content for row in rows if not isinstance(row, Echo) and row.ref}
 
 
 def _savings(
@@ -123,57 +123,73 @@ def _offered(item: budget.Offer) -> ledger.Offered:
 
 
 def _degrade_best(
-    rows: list[ShapedRow], library_rows: Sequence[Row], opts: Options, env: ToolEnv, room: int
+    rows: list[ShapedRow], full: Sequence[Row], opts: Options, env: ToolEnv, room: int
 ) -> list[ShapedRow]:
     """With ``full_content``, the best row comes as a preview when it alone exceeds the
-    budget (``rows`` and ``library_rows`` are best first and aligned)."""
+    budget (``rows``: the shaped ref rows, ``full``: every full row, both best first)."""
     count = tokens.token_counter(env.lib.settings.tokenizer)
     if not rows or not opts.full_content or budget.row_cost(rows[0], count) <= room:
         return rows
-    previewed = shaping.shape_recall(
-        {"messages": list(reversed(library_rows))},
+    previewed, _ = shaping.shape_rows(
+        full,
         preview_chars=env.lib.settings.recall_preview_chars,
         full_content=False,
         query=opts.query,
     )
     ref = rows[0]["ref"]
-    best = [row for row in rows_of(previewed["messages"]) or [] if row.get("ref") == ref]
-    return [dict(best[0]), *rows[1:]] if best else rows
+    best = [row for row in previewed if row.get("ref") == ref]
+    return [best[0], *rows[1:]] if best else rows
 
 
-async def deliver(env: ToolEnv, opts: Options, body: JsonObject) -> JsonObject:
-    """The answer for the library's ``body`` (rows in the tool's order, best last)."""
-    library_rows = rows_of(body.get("messages")) or []
-    shaped = shaping.shape_recall(
-        body,
+async def deliver(env: ToolEnv, opts: Options, result: RecallResult) -> JsonObject:
+    """The answer for the library's ``result`` (rows best first)."""
+    return await _deliver(env, opts, result.rows, render.envelope(result))
+
+
+def _room(
+    opts: Options, head: JsonObject, shaped: Sequence[ShapedRow], count: tokens.TokenCounter
+) -> int | None:
+    """What ``max_tokens`` leaves for the ref rows once the answer's fixed keys and the
+    rows without a ref (always sent) are paid for; None without a budget."""
+    if opts.max_tokens is None:
+        return None
+    fixed = count(tokens.render({**head, "messages": []}))
+    refless = sum(budget.row_cost(row, count) for row in shaped if not row.get("ref"))
+    return opts.max_tokens - fixed - refless
+
+
+async def _deliver(
+    env: ToolEnv,
+    opts: Options,
+    library: Sequence[render.Row],
+    envelope: JsonObject,
+    missing: Sequence[str] = (),
+) -> JsonObject:
+    """Shape ``library`` (best first), offer its ref rows to the budget and the ledger,
+    and render what they admitted; ``envelope`` follows ``messages`` on the wire."""
+    full = [render.row(item) for item in library]
+    shaped, spent = shaping.shape_rows(
+        full,
         preview_chars=env.lib.settings.recall_preview_chars,
         full_content=opts.full_content,
         query=opts.query,
     )
-    messages = rows_of(shaped.get("messages")) or []
+    head = render.head(envelope, shaping.FULL_CONTENT_BUDGET_CHARS if spent else None)
     count = tokens.token_counter(env.lib.settings.tokenizer)
-    refless = [row for row in messages if not row.get("ref")]
-    room = None
-    if opts.max_tokens is not None:
-        envelope = {key: value for key, value in shaped.items() if key != "messages"}
-        fixed = count(tokens.render({**envelope, "messages": []}))
-        room = opts.max_tokens - fixed - sum(budget.row_cost(row, count) for row in refless)
-    best_first = [dict(row) for row in reversed(messages) if row.get("ref")]
+    room = _room(opts, head, shaped, count)
+    best_first = [row for row in shaped if row.get("ref")]
     if room is not None:
-        library_ref_rows = [row for row in reversed(library_rows) if row.get("ref")]
-        best_first = _degrade_best(best_first, library_ref_rows, opts, env, room)
+        best_first = _degrade_best(best_first, full, opts, env, room)
     page = await _page(env, opts, best_first, room)
-    _savings(page.rows, page, _full_texts(library_rows), count)
+    _savings(page.rows, page, _full_texts(library), count)
     sent = {str(row["ref"]): row for row in page.rows}
-    ordered = [
+    kept = [
         row if not row.get("ref") else sent[str(row["ref"])]
-        for row in messages
+        for row in shaped
         if not row.get("ref") or str(row["ref"]) in sent
     ]
-    answer: JsonObject = {**shaped, "messages": ordered}
-    if page.left_out:
-        answer["next_cursor"] = _next_cursor(env, opts, page.left_out)
-    return answer
+    token = _next_cursor(env, opts, page.left_out) if page.left_out else None
+    return render.answer(kept, head, token, missing)
 
 
 def _next_cursor(env: ToolEnv, opts: Options, left_out: Sequence[str]) -> str:
@@ -188,19 +204,12 @@ async def resume(env: ToolEnv, opts: Options, token: str) -> JsonObject:
     rest = cursor.open_cursor(env.lib, binding(env, opts), token)
     refs = [cursor.format_ref(kind, row_id) for kind, row_id in rest.refs]
     resolved = await contents.resolve(env.lib, env.caller.tenant_id, opts.agent_id, refs)
-    rows = [
-        {key: value for key, value in item.items() if key != "resolved"}
-        for _, item in resolved
-        if item is not None
-    ]
+    rows = [item for _, item in resolved if item is not None]
     resumed = dataclasses.replace(
         opts,
         full_content=rest.full_content,
         max_tokens=opts.max_tokens if opts.max_tokens is not None else rest.max_tokens,
         novel_only=opts.novel_only if opts.novel_only is not None else rest.novel_only,
     )
-    answer = await deliver(env, resumed, {"messages": list(reversed(rows))})
     missing = [ref for ref, item in resolved if item is None]
-    if missing:
-        answer["missing"] = missing
-    return answer
+    return await _deliver(env, resumed, rows, {}, missing)

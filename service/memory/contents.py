@@ -14,6 +14,7 @@ episodes are fetched in one statement, each table with its own id list.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias
 
@@ -24,7 +25,47 @@ from service.memory.library import Library
 from service.models import JsonObject, TenantId
 
 Kind: TypeAlias = Literal["mem", "ep"]
-Resolved: TypeAlias = list[tuple[str, JsonObject | None]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """A whole memory, shaped like a recalled row so a caller can splice it in
+    (docs/tools.md, "Recall rows"): ``source`` is ``{}`` when none, ``timestamp`` and
+    ``msg_id`` ``""`` when none."""
+
+    ref: str
+    id: int
+    content: str
+    source: JsonObject
+    timestamp: str
+    msg_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EpisodeItem:
+    """A whole episode: ``content`` is ``[Episode] <summary>``, timestamped like recall
+    does (``start_time``, else ``created_at``)."""
+
+    ref: str
+    id: int
+    content: str
+    timestamp: str
+    resolved: bool
+
+
+ContentItem: TypeAlias = MemoryItem | EpisodeItem
+Resolved: TypeAlias = list[tuple[str, ContentItem | None]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ContentsResult:
+    """A get_contents answer: the items found and the refs missing, both in request order;
+    ``deferred`` holds the refs a batch budget put off (the library applies none)."""
+
+    items: tuple[ContentItem, ...]
+    missing: tuple[str, ...]
+    deferred: tuple[str, ...] = ()
+
 
 MAX_REFS: Final = 20
 """A full row is worth ~800 tokens; a larger batch would reopen the hole previews close."""
@@ -37,7 +78,6 @@ MAX_ROW_ID: Final = 2**63 - 1
 
 AGENT_REQUIRED: Final = "agent_id is required"
 REFS_REQUIRED: Final = "refs must be a non-empty list of 'mem:<id>' / 'ep:<id>' strings"
-EPISODE_SOURCE: Final = {"System": "episode"}
 _KINDS: Final[dict[str, Kind]] = {"mem": "mem", "ep": "ep"}
 
 
@@ -80,18 +120,16 @@ def parse_ref(ref: object) -> tuple[Kind, int] | None:
 
 async def get_contents(
     lib: Library, tenant_id: TenantId, agent_id: object, refs: object
-) -> JsonObject:
-    """The spec's get_contents response, every found item whole (no batch budget).
-
-    Returns ``{items, missing, count}`` (no ``ok``) with items and missing refs in request
-    order; InvalidInput for an empty ``agent_id``, a ``refs`` that is not a non-empty list,
+) -> ContentsResult:
+    """Every found item whole (no batch budget), items and missing refs in request order;
+    InvalidInput for an empty ``agent_id``, a ``refs`` that is not a non-empty list,
     or more than 20 refs.
     """
     agent, wanted = checked_request(agent_id, refs)
     resolved = await resolve(lib, tenant_id, agent, wanted)
-    items = [item for _, item in resolved if item is not None]
-    missing = [ref for ref, item in resolved if item is None]
-    return {"items": items, "missing": missing, "count": len(items)}
+    items = tuple(item for _, item in resolved if item is not None)
+    missing = tuple(ref for ref, item in resolved if item is None)
+    return ContentsResult(items, missing)
 
 
 async def resolve(
@@ -116,7 +154,7 @@ async def resolve(
     return [(ref, _item(ref, key, found)) for ref, key in parsed]
 
 
-def _item(ref: str, key: tuple[Kind, int] | None, found: contents.Contents) -> JsonObject | None:
+def _item(ref: str, key: tuple[Kind, int] | None, found: contents.Contents) -> ContentItem | None:
     if key is None:
         return None
     kind, row_id = key
@@ -127,26 +165,11 @@ def _item(ref: str, key: tuple[Kind, int] | None, found: contents.Contents) -> J
     return None if episode is None else _episode_item(ref, episode)
 
 
-def _memory_item(ref: str, row: contents.MemoryContent) -> JsonObject:
-    """Shaped like a recall message so a caller can splice it in (docs/tools.md, "Recall rows")."""
-    item: JsonObject = {
-        "ref": ref,
-        "content": row.content,
-        "source": row.source if isinstance(row.source, dict) else {},
-    }
-    if row.timestamp_text:
-        item["timestamp"] = row.timestamp_text
-    if row.msg_id:
-        item["id"] = row.msg_id
-    return item
+def _memory_item(ref: str, row: contents.MemoryContent) -> MemoryItem:
+    source = row.source if isinstance(row.source, dict) else {}
+    return MemoryItem(ref, row.id, row.content, source, row.timestamp_text, row.msg_id)
 
 
-def _episode_item(ref: str, row: contents.EpisodeContent) -> JsonObject:
-    """``[Episode] <summary>``, timestamped like recall does (start_time, else created_at)."""
-    return {
-        "ref": ref,
-        "content": f"[Episode] {row.summary}",
-        "source": dict(EPISODE_SOURCE),
-        "timestamp": row.start_time or row.created_at.isoformat(),
-        "resolved": bool(row.resolved),
-    }
+def _episode_item(ref: str, row: contents.EpisodeContent) -> EpisodeItem:
+    stamp = row.start_time or row.created_at.isoformat()
+    return EpisodeItem(ref, row.id, f"[Episode] {row.summary}", stamp, bool(row.resolved))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypeAlias
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
@@ -12,7 +13,7 @@ from service.memory import pauses, text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
-from service.models import JsonObject, TenantId
+from service.models import TenantId
 
 LIST_EPISODES_MAX = 200
 MAX_EPISODE_ID = 2**63 - 1
@@ -119,29 +120,20 @@ def _texts(lib: Library, req: ArchiveRequest) -> tuple[text.Sanitised, text.Sani
     return summary, keywords
 
 
-def _episode_row(row: episodes.EpisodeListRow) -> JsonObject:
-    return {
-        "id": row.id,
-        "agent_id": row.agent_id,
-        "project_id": row.project_id,
-        "summary": row.summary,
-        "keywords": row.keywords,
-        "start_time": row.start_time,
-        "end_time": row.end_time,
-        "created_at": row.created_at.isoformat(),
-    }
+ListedEpisode: TypeAlias = episodes.EpisodeListRow
+"""One episode of a listing, whole, as stored (``start_time``/``end_time`` None when the
+history had no timestamps); the boundary renders it."""
 
 
 async def list_episodes(
     lib: Library, tenant_id: TenantId, *, agent_id: str | None, project_id: str | None, limit: int
-) -> list[JsonObject]:
+) -> list[ListedEpisode]:
     """Newest-first episodes of the tenant; empty agent = all agents; limit clamped 0..200."""
     limit = clamp(limit, 0, LIST_EPISODES_MAX)
     if limit == 0:
         return []
     async with lib.db.tenant_tx(tenant_id) as conn:
-        rows = await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, limit)
-    return [_episode_row(row) for row in rows]
+        return await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, limit)
 
 
 async def delete_episode(

@@ -5,11 +5,12 @@ Numbers in test docstrings are the acceptance behaviours of the CPersona referen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from service.mcp.render import contents as render_contents, recall as render_recall
 from service.mcp.shaping import contents, listing, recall, rows
 from service.memory import contents as library_contents
 
@@ -129,10 +130,20 @@ def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: in
 # -- full-content budget (docs/tools.md, "Full-content budget") ------------------------------------
 
 
+def full_content_budget(
+    rows: Sequence[Mapping[str, object]],
+    cap: int,
+    budget_chars: int = recall.FULL_CONTENT_BUDGET_CHARS,
+) -> tuple[list[dict[str, object]], bool]:
+    """:func:`recall.spend_best_first` over rows these tests write in wire order (best last)."""
+    shaped, spent = recall.spend_best_first(rows[::-1], cap, budget_chars)
+    return shaped[::-1], spent
+
+
 def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() -> None:
     """42: ten 20,000-character rows total exactly 200,000, which still fits."""
     rows = [mem(i, text(20_000)) for i in range(10)]
-    shaped, spent = recall.full_content_budget(rows, 500)
+    shaped, spent = full_content_budget(rows, 500)
     assert shaped == rows
     assert spent is False
 
@@ -140,7 +151,7 @@ def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() ->
 def test_full_content_budget_previews_the_first_8_of_20_rows_of_16000_chars() -> None:
     """43."""
     full = text(16_000)
-    shaped, spent = recall.full_content_budget([mem(i, full) for i in range(20)], 500)
+    shaped, spent = full_content_budget([mem(i, full) for i in range(20)], 500)
     assert spent is True
     for row in shaped[:8]:
         assert row["content"] == full[:500]
@@ -155,7 +166,7 @@ def test_full_content_budget_previews_the_first_8_of_20_rows_of_16000_chars() ->
 def test_full_content_budget_is_spent_from_the_tail() -> None:
     """44: budget 100, preview 10, rows of 60/60/60."""
     rows = [mem(1, "a" * 60), mem(2, "b" * 60), mem(3, "c" * 60)]
-    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = full_content_budget(rows, 10, budget_chars=100)
     assert spent is True
     assert shaped == [
         {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 60},
@@ -166,7 +177,7 @@ def test_full_content_budget_is_spent_from_the_tail() -> None:
 
 def test_full_content_budget_admits_the_last_row_whatever_its_size() -> None:
     rows = [mem(1, "h" * 60), mem(2, "g" * 500)]
-    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = full_content_budget(rows, 10, budget_chars=100)
     assert texts_of(shaped) == ["h" * 10, "g" * 500]
     assert spent is True
 
@@ -174,14 +185,14 @@ def test_full_content_budget_admits_the_last_row_whatever_its_size() -> None:
 def test_full_content_budget_degrades_every_earlier_row_once_spent() -> None:
     """A small row before the overflowing one is degraded even though it would fit."""
     rows = [mem(1, "a" * 20), mem(2, "b" * 90), mem(3, "c" * 60)]
-    shaped, _ = recall.full_content_budget(rows, 10, budget_chars=100)
+    shaped, _ = full_content_budget(rows, 10, budget_chars=100)
     assert texts_of(shaped) == ["a" * 10, "b" * 10, "c" * 60]
 
 
 def test_full_content_budget_never_trims_refless_rows_but_counts_them() -> None:
     profile: dict[str, object] = {"content": "[Profile] " + "p" * 200}
     rows = [mem(1, "a" * 90), profile, mem(2, "b" * 60)]
-    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = full_content_budget(rows, 10, budget_chars=100)
     assert spent is True
     assert shaped == [
         {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 90},
@@ -192,14 +203,14 @@ def test_full_content_budget_never_trims_refless_rows_but_counts_them() -> None:
 
 def test_full_content_budget_can_be_spent_without_trimming_anything() -> None:
     rows = [mem(1, "x" * 5), mem(2, "y" * 99)]
-    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = full_content_budget(rows, 10, budget_chars=100)
     assert shaped == rows
     assert spent is True
 
 
 def test_full_content_budget_ignores_rows_without_string_content() -> None:
     rows = [mem(1, None), mem(2, "g" * 500)]
-    shaped, spent = recall.full_content_budget(rows, 10, budget_chars=100)
+    shaped, spent = full_content_budget(rows, 10, budget_chars=100)
     assert shaped == rows
     assert spent is False
 
@@ -208,18 +219,18 @@ def test_full_content_budget_ignores_rows_without_string_content() -> None:
 def test_full_content_budget_is_off_when_the_preview_tier_is_off(cap: int) -> None:
     """38 (budget half)."""
     rows = [mem(1, "a" * 300), mem(2, "b" * 300)]
-    shaped, spent = recall.full_content_budget(rows, cap, budget_chars=100)
+    shaped, spent = full_content_budget(rows, cap, budget_chars=100)
     assert shaped == rows
     assert spent is False
 
 
 def test_full_content_budget_of_no_rows_is_not_spent() -> None:
-    assert recall.full_content_budget([], 10) == ([], False)
+    assert full_content_budget([], 10) == ([], False)
 
 
 def test_full_content_budget_does_not_mutate_its_input() -> None:
     rows = [mem(1, "a" * 60), mem(2, "b" * 60)]
-    recall.full_content_budget(rows, 10, budget_chars=100)
+    full_content_budget(rows, 10, budget_chars=100)
     assert rows == [mem(1, "a" * 60), mem(2, "b" * 60)]
 
 
@@ -240,7 +251,7 @@ def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow
     sizes: list[int], refless: set[int], cap: int, budget: int
 ) -> None:
     rows = [{"content": "z" * n} if i in refless else mem(i, "z" * n) for i, n in enumerate(sizes)]
-    shaped, spent = recall.full_content_budget(rows, cap, budget_chars=budget)
+    shaped, spent = full_content_budget(rows, cap, budget_chars=budget)
     overflow = [overflows_from_the_tail(sizes, i, budget) for i in range(len(sizes))]
     assert spent is any(overflow)
     assert len(shaped) == len(rows)
@@ -258,70 +269,81 @@ def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow
         assert shaped[-1] == rows[-1]
 
 
-# -- shape_recall (docs/tools.md, "Where trimming happens") ----------------------------------------
+# -- shape_rows and the answer (docs/tools.md, "Where trimming happens") --------------------------
+
+
+def shape_recall(
+    response: dict[str, object],
+    *,
+    preview_chars: int,
+    full_content: bool,
+    budget_chars: int = recall.FULL_CONTENT_BUDGET_CHARS,
+) -> dict[str, object]:
+    """The answer as delivery assembles it from a response written in wire order: the
+    messages shaped best first, then rendered with the envelope and the spent budget."""
+    messages = response["messages"]
+    assert isinstance(messages, list)
+    rows, spent = recall.shape_rows(
+        messages[::-1],
+        preview_chars=preview_chars,
+        full_content=full_content,
+        budget_chars=budget_chars,
+    )
+    envelope = {key: value for key, value in response.items() if key != "messages"}
+    return render_recall.answer(rows, render_recall.head(envelope, budget_chars if spent else None))
 
 
 def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
     advisory = {"severity": "hint"}
     response = {"messages": [mem(1, text(700))], "advisory": advisory, "gate_fallback": True}
-    shaped = recall.shape_recall(response, preview_chars=500, full_content=False)
+    shaped = shape_recall(response, preview_chars=500, full_content=False)
     assert shaped["advisory"] is advisory
     assert shaped["gate_fallback"] is True
     assert shaped["messages"] == [
         {"ref": "mem:1", "content": text(700)[:500], "content_truncated": True, "content_len": 700}
     ]
     assert "full_content_budget_chars" not in shaped
+    assert list(shaped) == ["messages", "advisory", "gate_fallback"]
 
 
 def test_shape_recall_with_full_content_adds_the_budget_when_it_is_spent() -> None:
     """43 (response half): the marker carries the budget in force."""
-    response = {"messages": [mem(i, text(16_000)) for i in range(20)]}
-    shaped = recall.shape_recall(response, preview_chars=500, full_content=True)
+    response: dict[str, object] = {"messages": [mem(i, text(16_000)) for i in range(20)]}
+    shaped = shape_recall(response, preview_chars=500, full_content=True)
     assert shaped["full_content_budget_chars"] == 200_000
     messages = shaped["messages"]
     assert isinstance(messages, list)
     assert [m.get("content_truncated", False) for m in messages] == [True] * 8 + [False] * 12
+    assert [m["ref"] for m in messages] == [f"mem:{i}" for i in range(20)]
 
 
 def test_shape_recall_reports_a_spent_budget_even_when_no_row_was_trimmed() -> None:
     """The recall marker means "spent", not "trimmed" (docs/tools.md, "Full-content budget")."""
-    response = {"messages": [mem(1, "x" * 5), mem(2, "y" * 99)]}
-    shaped = recall.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
+    response: dict[str, object] = {"messages": [mem(1, "x" * 5), mem(2, "y" * 99)]}
+    shaped = shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
     assert shaped["full_content_budget_chars"] == 100
     assert shaped["messages"] == response["messages"]
 
 
 def test_shape_recall_with_full_content_under_budget_returns_rows_whole() -> None:
     """42."""
-    response = {"messages": [mem(1, text(1479)), mem(2, text(900))]}
-    shaped = recall.shape_recall(response, preview_chars=500, full_content=True)
+    response: dict[str, object] = {"messages": [mem(1, text(1479)), mem(2, text(900))]}
+    shaped = shape_recall(response, preview_chars=500, full_content=True)
     assert shaped == response
 
 
 @pytest.mark.parametrize("full_content", [False, True])
 def test_shape_recall_with_preview_disabled_never_trims_or_marks(full_content: bool) -> None:
     """38."""
-    response = {"messages": [mem(i, text(16_000)) for i in range(20)]}
-    shaped = recall.shape_recall(response, preview_chars=0, full_content=full_content)
+    response: dict[str, object] = {"messages": [mem(i, text(16_000)) for i in range(20)]}
+    shaped = shape_recall(response, preview_chars=0, full_content=full_content)
     assert shaped == response
 
 
-@pytest.mark.parametrize(
-    "response",
-    [{"ok": False, "error": "x"}, {"messages": "not a list"}, {"messages": [mem(1, "a"), 3]}],
-)
-def test_shape_recall_leaves_a_response_without_message_rows_as_it_is(
-    response: dict[str, object],
-) -> None:
-    assert recall.shape_recall(response, preview_chars=1, full_content=False) == response
-
-
-def test_shape_recall_does_not_mutate_the_response() -> None:
+def test_shape_rows_does_not_mutate_its_rows() -> None:
     messages = [mem(1, "a" * 60), mem(2, "b" * 60)]
-    response = {"messages": messages}
-    recall.shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
-    assert response == {"messages": [mem(1, "a" * 60), mem(2, "b" * 60)]}
-    assert response["messages"] is messages
+    recall.shape_rows(messages, preview_chars=10, full_content=True, budget_chars=100)
+    assert messages == [mem(1, "a" * 60), mem(2, "b" * 60)]
 
 
 # -- refs (docs/tools.md, "Batch budget"; docs/tools.md, "Refs") -----------------------------------
@@ -410,18 +432,30 @@ def test_parse_ref_never_raises_and_only_yields_valid_refs(ref: str) -> None:
 # -- get_contents batch budget ------------------------------------------------------
 
 
-def item(ref: str, size: int) -> dict[str, object]:
+def item(ref: str, size: int) -> library_contents.MemoryItem:
+    return library_contents.MemoryItem(ref, 1, text(size), {"type": "User"}, "", "")
+
+
+Found = list[tuple[str, library_contents.ContentItem | None]]
+
+
+def answer(result: library_contents.ContentsResult, budget_chars: int = 40_000) -> object:
+    """The wire answer of a budgeted batch."""
+    return render_contents.contents(result, budget_chars)
+
+
+def wire(ref: str, size: int) -> dict[str, object]:
     return {"ref": ref, "content": text(size), "source": {"type": "User"}}
 
 
 def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None:
     """50: the unresolvable ep:99 after them is deferred too, not missing."""
     refs = ["mem:1", "mem:2", "mem:3", "mem:4"]
-    found: list[tuple[str, Mapping[str, object] | None]] = [(r, item(r, 15_000)) for r in refs]
+    found: Found = [(r, item(r, 15_000)) for r in refs]
     found.append(("ep:99", None))
     result = contents.budget_contents(found)
-    assert result == {
-        "items": [item("mem:1", 15_000), item("mem:2", 15_000)],
+    assert answer(result) == {
+        "items": [wire("mem:1", 15_000), wire("mem:2", 15_000)],
         "missing": [],
         "count": 2,
         "deferred": ["mem:3", "mem:4", "ep:99"],
@@ -432,64 +466,67 @@ def test_get_contents_budget_defers_the_rest_after_two_15000_char_rows() -> None
 def test_get_contents_returns_a_single_oversized_row_whole() -> None:
     """51."""
     result = contents.budget_contents([("mem:1", item("mem:1", 50_000))])
-    assert result == {"items": [item("mem:1", 50_000)], "missing": [], "count": 1}
+    assert answer(result) == {"items": [wire("mem:1", 50_000)], "missing": [], "count": 1}
 
 
 def test_get_contents_files_unresolvable_refs_before_the_spend_under_missing() -> None:
-    found: list[tuple[str, Mapping[str, object] | None]] = [
+    found: Found = [
         ("bogus", None),
         ("mem:1", item("mem:1", 50_000)),
         ("ep:2", None),
         ("mem:3", item("mem:3", 10)),
     ]
     result = contents.budget_contents(found)
-    assert result["missing"] == ["bogus", "ep:2"]
-    assert result["items"] == [item("mem:1", 50_000)]
-    assert result["deferred"] == ["mem:3"]
+    assert result.missing == ("bogus", "ep:2")
+    assert result.items == (item("mem:1", 50_000),)
+    assert result.deferred == ("mem:3",)
 
 
 def test_get_contents_admits_an_item_that_reaches_the_budget_exactly() -> None:
-    found: list[tuple[str, Mapping[str, object] | None]] = [
+    found: Found = [
         ("mem:1", item("mem:1", 25_000)),
         ("mem:2", item("mem:2", 15_000)),
     ]
-    result = contents.budget_contents(found)
-    assert result["count"] == 2
-    assert "deferred" not in result
-    assert "budget_chars" not in result
+    body = answer(contents.budget_contents(found))
+    assert isinstance(body, dict)
+    assert body["count"] == 2
+    assert "deferred" not in body
+    assert "budget_chars" not in body
 
 
 def test_get_contents_processes_duplicated_refs_independently() -> None:
     small = item("mem:1", 10)
-    assert contents.budget_contents([("mem:1", small), ("mem:1", small)])["items"] == [small] * 2
+    assert contents.budget_contents([("mem:1", small), ("mem:1", small)]).items == (small,) * 2
     big = item("mem:1", 30_000)
     result = contents.budget_contents([("mem:1", big), ("mem:1", big)])
-    assert result["count"] == 1
-    assert result["deferred"] == ["mem:1"]
+    assert len(result.items) == 1
+    assert result.deferred == ("mem:1",)
 
 
 def test_get_contents_of_only_unresolvable_refs_lists_them_missing() -> None:
     """48 (shape part): no ``ok`` key on a read."""
     result = contents.budget_contents([("mem:5", None)])
-    assert result == {"items": [], "missing": ["mem:5"], "count": 0}
+    assert answer(result) == {"items": [], "missing": ["mem:5"], "count": 0}
 
 
 def test_get_contents_budget_can_be_lowered() -> None:
-    found: list[tuple[str, Mapping[str, object] | None]] = [
+    found: Found = [
         ("mem:1", item("mem:1", 60)),
         ("mem:2", item("mem:2", 60)),
     ]
     result = contents.budget_contents(found, budget_chars=100)
-    assert result["deferred"] == ["mem:2"]
-    assert result["budget_chars"] == 100
+    assert result.deferred == ("mem:2",)
+    body = answer(result, 100)
+    assert isinstance(body, dict)
+    assert body["budget_chars"] == 100
 
 
-def test_get_contents_items_are_copies() -> None:
+def test_get_contents_items_are_fresh_wire_objects() -> None:
     original = item("mem:1", 10)
-    items = contents.budget_contents([("mem:1", original)])["items"]
-    assert isinstance(items, list)
-    assert items[0] == original
-    assert items[0] is not original
+    body = answer(contents.budget_contents([("mem:1", original)]))
+    assert isinstance(body, dict)
+    assert body["items"] == [wire("mem:1", 10)]
+    assert body["items"][0]["source"] == original.source
 
 
 # -- list budgets (docs/tools.md, "List budgets") --------------------------------------------------

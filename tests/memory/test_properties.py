@@ -119,6 +119,6 @@ async def test_list_isolation_matches_the_spec_model(
         await _store(lib, tenant, op)
     rows = await listing.list_memories(lib, tenant, agent_id=agent, project_id=project, limit=500)
     expected = model_list(model, agent, project)
-    actual = [(r["agent_id"], r["project_id"], r["channel"], r["content"]) for r in rows]
+    actual = [(r.agent_id, r.project_id, r.channel, r.content) for r in rows]
     want = [(r.agent, r.project, r.channel, r.content) for r in reversed(expected)]
     assert actual == want

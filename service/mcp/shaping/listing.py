@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final, Literal
+from typing import Final
 
 from service.mcp.shaping.rows import RefKind, Row, ShapedRow, ref_for_id, text_len, trim
 
@@ -88,19 +88,3 @@ def _degrade_list_row(row: ShapedRow, fields: Iterable[str], kind: RefKind, cap:
         return False
     row["ref"] = ref
     return True
-
-
-def shape_listing(
-    key: Literal["memories", "episodes"], rows: Sequence[Row], preview_chars: int
-) -> dict[str, object]:
-    """A list tool's answer ``{<key>: rows, count, budget_chars?}`` under its budget."""
-    if key == "memories":
-        shaped, trimmed = budget_list_memories(rows, preview_chars)
-        budget = LIST_MEMORIES_BUDGET_CHARS
-    else:
-        shaped, trimmed = budget_list_episodes(rows, preview_chars)
-        budget = LIST_EPISODES_BUDGET_CHARS
-    body: dict[str, object] = {key: shaped, "count": len(shaped)}
-    if trimmed:
-        body["budget_chars"] = budget
-    return body

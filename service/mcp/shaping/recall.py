@@ -3,12 +3,12 @@ budget (docs/tools.md, "Preview tier"; docs/tools.md, "Full-content budget")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from service.mcp.shaping.compact import compact_row
 from service.mcp.shaping.excerpt import excerpts
-from service.mcp.shaping.rows import Row, ShapedRow, previewed, rows_of
+from service.mcp.shaping.rows import Row, ShapedRow, previewed
 
 FULL_CONTENT_BUDGET_CHARS: Final = 200_000
 """Per-response budget of ``recall(full_content=true)`` (docs/tools.md, "Full-content budget",
@@ -29,37 +29,35 @@ def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
     return [previewed(row, preview_chars) for row in rows]
 
 
-def full_content_budget(
+def spend_best_first(
     rows: Sequence[Row],
     preview_chars: int,
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
 ) -> tuple[list[ShapedRow], bool]:
     """Bound a ``full_content=true`` recall in characters (docs/tools.md, "Full-content budget",
-    bug-211, bug-214).
+    bug-211, bug-214), ``rows`` best first (best hit in ``recall``, newest in
+    ``recall_with_context``).
 
-    The walk runs from the last row to the first, because the last row is the valuable end
-    in both recall tools (best hit in ``recall``, newest in ``recall_with_context``). Rows
-    are admitted whole while the running total of string ``content`` lengths fits. The last
-    row is admitted whatever its size. The first row that would push a non-zero total over
-    ``budget_chars`` spends the budget: it and every earlier row get the preview form (only
-    trimmable rows longer than ``preview_chars`` change). The profile row is never trimmed
-    but still counts. Returns the rows and whether the budget was spent. The caller
-    then adds ``full_content_budget_chars``, even when no row needed trimming
-    (docs/tools.md, "Full-content budget"). With ``preview_chars <= 0`` every row is returned whole
-    and the budget is never spent.
+    Rows are admitted whole while the running total of string ``content`` lengths fits.
+    The first row is admitted whatever its size. The first row that would push a non-zero
+    total over ``budget_chars`` spends the budget: it and every later row get the preview
+    form (only trimmable rows longer than ``preview_chars`` change). The profile row is
+    never trimmed but still counts. Returns the rows and whether the budget was spent. The
+    caller then adds ``full_content_budget_chars``, even when no row needed trimming
+    (docs/tools.md, "Full-content budget"). With ``preview_chars <= 0`` every row is
+    returned whole and the budget is never spent.
     """
     if preview_chars <= 0:
         return [dict(row) for row in rows], False
     shaped: list[ShapedRow] = []
     used = 0
     spent = False
-    for row in reversed(rows):
+    for row in rows:
         content = row.get("content")
         if isinstance(content, str):
             spent = spent or (used > 0 and used + len(content) > budget_chars)
             used += len(content)
         shaped.append(previewed(row, preview_chars) if spent else dict(row))
-    shaped.reverse()
     return shaped, spent
 
 
@@ -79,34 +77,23 @@ def with_excerpts(
     return shaped
 
 
-def shape_recall(
-    response: Mapping[str, object],
+def shape_rows(
+    full: Sequence[Row],
     *,
     preview_chars: int,
     full_content: bool,
     query: str = "",
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
-) -> dict[str, object]:
-    """Shape a library recall response for an MCP caller (docs/tools.md, "Where trimming happens").
-
-    Every row is made compact (:func:`service.mcp.shaping.compact.compact_row`), then
-    exactly one of :func:`preview` (default) or :func:`full_content_budget`
-    (``full_content=True``) applies to ``response["messages"]``, and trimmed rows get
-    their excerpt for ``query``. ``full_content_budget_chars: budget_chars`` is added
-    when the budget was spent. Every other key (``advisory``, ``gate_fallback``, ...) is
-    carried over as it is. A response whose ``messages`` is not a list of objects (the
-    library never produces one) is returned as a shallow copy, unshaped.
-    """
-    shaped = dict(response)
-    messages = rows_of(response.get("messages"))
-    if messages is None:
-        return shaped
-    compacted = [compact_row(row) for row in messages]
+) -> tuple[list[ShapedRow], bool]:
+    """Shape a recall's full rows, best first, for an MCP caller (docs/tools.md, "Where
+    trimming happens"): every row made compact (:func:`service.mcp.shaping.compact.compact_row`),
+    then exactly one of :func:`preview` (default) or :func:`spend_best_first`
+    (``full_content=True``), and trimmed rows get their excerpt for ``query``. Returns the
+    rows, in the order given, and whether the full-content budget was spent."""
+    compacted = [compact_row(row) for row in full]
+    spent = False
     if full_content:
-        rows, spent = full_content_budget(compacted, preview_chars, budget_chars)
-        if spent:
-            shaped["full_content_budget_chars"] = budget_chars
+        rows, spent = spend_best_first(compacted, preview_chars, budget_chars)
     else:
         rows = preview(compacted, preview_chars)
-    shaped["messages"] = with_excerpts(rows, messages, query, preview_chars)
-    return shaped
+    return with_excerpts(rows, full, query, preview_chars), spent

@@ -6,6 +6,7 @@ import dataclasses
 
 from service.mcp import delivery
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
+from service.mcp.render import contents as render
 from service.mcp.schemas import AGENT_ID, string
 from service.mcp.shaping import contents as contents_shaping
 from service.memory import bounds, contents
@@ -34,11 +35,9 @@ async def _get_contents(env: ToolEnv, params: GetContentsParams) -> JsonObject:
     sent count as delivered to the request's session, if it names one (the ledger)."""
     agent_id, refs = contents.checked_request(params.agent_id, params.refs)
     found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
-    answer = contents_shaping.budget_contents(found)
-    items = answer["items"]
-    if isinstance(items, list):
-        await delivery.record_whole(env, [str(item["ref"]) for item in items])
-    return answer
+    result = contents_shaping.budget_contents(found)
+    await delivery.record_whole(env, [item.ref for item in result.items])
+    return render.contents(result, contents_shaping.GET_CONTENTS_BUDGET_CHARS)
 
 
 GET_CONTENTS = ToolSpec(

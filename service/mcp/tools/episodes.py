@@ -6,7 +6,7 @@ import dataclasses
 
 from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
-from service.mcp.render import writes
+from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -113,7 +113,12 @@ async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    return listing_shaping.shape_listing("episodes", rows, env.lib.settings.recall_preview_chars)
+    listed = [render_listing.episode(row) for row in rows]
+    preview_chars = env.lib.settings.recall_preview_chars
+    shaped, trimmed = listing_shaping.budget_list_episodes(listed, preview_chars)
+    return render_listing.page(
+        "episodes", shaped, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+    )
 
 
 LIST_EPISODES = ToolSpec(

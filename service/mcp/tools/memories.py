@@ -8,7 +8,7 @@ import dataclasses
 from service.mcp import acl
 from service.mcp.listing_params import ListParams
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
-from service.mcp.render import writes
+from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
     AGENT_ID,
     CHANNEL,
@@ -94,7 +94,12 @@ async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    return listing_shaping.shape_listing("memories", rows, env.lib.settings.recall_preview_chars)
+    listed = [render_listing.memory(row) for row in rows]
+    preview_chars = env.lib.settings.recall_preview_chars
+    shaped, trimmed = listing_shaping.budget_list_memories(listed, preview_chars)
+    return render_listing.page(
+        "memories", shaped, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
+    )
 
 
 LIST_MEMORIES = ToolSpec(

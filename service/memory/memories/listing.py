@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from datetime import datetime
 
 from service.db import memories
 from service.memory.library import Library
-from service.models import TenantId
+from service.models import JsonObject, TenantId
 
 LIST_MEMORIES_MAX = 500
 
@@ -15,18 +16,33 @@ def clamp(value: int, low: int, high: int) -> int:
     return max(low, min(high, value))
 
 
-def _memory_row(row: memories.MemoryListRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "agent_id": row.agent_id,
-        "project_id": row.project_id,
-        "content": row.content,
-        "source": row.source if isinstance(row.source, dict) else {},
-        "timestamp": row.timestamp,
-        "created_at": row.created_at.isoformat(),
-        "locked": row.locked,
-        "channel": row.channel,
-    }
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListedMemory:
+    """One memory of a listing, whole: ``source`` is ``{}`` when none."""
+
+    id: int
+    agent_id: str
+    project_id: str
+    content: str
+    source: JsonObject
+    timestamp: str
+    created_at: datetime
+    locked: bool
+    channel: str
+
+
+def _memory_row(row: memories.MemoryListRow) -> ListedMemory:
+    return ListedMemory(
+        id=row.id,
+        agent_id=row.agent_id,
+        project_id=row.project_id,
+        content=row.content,
+        source=row.source if isinstance(row.source, dict) else {},
+        timestamp=row.timestamp,
+        created_at=row.created_at,
+        locked=row.locked,
+        channel=row.channel,
+    )
 
 
 async def list_memories(
@@ -36,7 +52,7 @@ async def list_memories(
     agent_id: str | None,
     project_id: str | None,
     limit: int,
-) -> list[dict[str, Any]]:
+) -> list[ListedMemory]:
     """Newest-first memories of the tenant (docs/tools.md, "list_memories";
     docs/tools.md, "Isolation axes").
 

@@ -11,9 +11,7 @@ form. The state lives in Postgres so every replica agrees.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-Severity = Literal["hint", "fault"]
+from service.memory.recall.records import Advisory, Severity
 
 _REASONS: dict[Severity, tuple[str, str]] = {
     "hint": (
@@ -37,13 +35,7 @@ _LONG_RUNBOOK = (
 _SHORT_RUNBOOK = "Recall is still lexical-only (see the earlier advisory); use exact words."
 
 
-def advisory(severity: Severity, *, long_form: bool) -> dict[str, Any]:
-    """The ``advisory`` object of a degraded recall response."""
+def advisory(severity: Severity, *, long_form: bool) -> Advisory:
+    """The advisory of a degraded recall (the boundary renders it as ``advisory``)."""
     reason, evidence = _REASONS[severity]
-    return {
-        "degraded": True,
-        "severity": severity,
-        "reason": reason,
-        "evidence": evidence,
-        "runbook": _LONG_RUNBOOK if long_form else _SHORT_RUNBOOK,
-    }
+    return Advisory(severity, reason, evidence, _LONG_RUNBOOK if long_form else _SHORT_RUNBOOK)

@@ -1,18 +1,20 @@
-"""Recall rows: storage hits → scoring candidates per channel → response messages.
+"""Recall rows: storage hits → scoring candidates per channel → recalled rows.
 
 Pure functions. A candidate keeps only what ranking needs; the hit it came
-from keeps what the message needs (source, msg_id), looked up by identity.
+from keeps what the recalled row needs (source, msg_id), looked up by identity.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from service.db.recall import Hit
 from service.memory.recall import candidate, exclusion, fusion, rank
+from service.memory.recall.confidence import Confidence
+from service.memory.recall.records import Recalled
 from service.memory.recall.rerank import TextFeatures
+from service.models import JsonObject
 
 PROFILE_SOURCE = {"System": "profile"}
 
@@ -88,7 +90,7 @@ def profile_candidate(profile: str) -> candidate.Candidate:
     )
 
 
-def _source(hit: Hit | None, row: candidate.Candidate) -> Any:
+def _source(hit: Hit | None, row: candidate.Candidate) -> JsonObject:
     if row.kind == "profile":
         return dict(PROFILE_SOURCE)
     if hit is None or not isinstance(hit.source, dict):
@@ -114,21 +116,18 @@ def text_features(hits: Sequence[Hit]) -> dict[candidate.Identity, TextFeatures]
 def message(
     row: candidate.Candidate,
     rows: dict[candidate.Identity, Hit],
-    confidence: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One element of ``messages`` (docs/tools.md, "Recall rows"), full content."""
+    confidence: Confidence | None = None,
+) -> Recalled:
+    """One recalled row (docs/tools.md, "Recall rows"), full content."""
     hit = rows.get(row.identity)
-    body: dict[str, Any] = {"content": row.content}
-    if row.kind != "profile" and row.id > 0:
-        body["ref"] = f"{row.kind}:{row.id}"
-    body["source"] = _source(hit, row)
-    if row.timestamp:
-        body["timestamp"] = row.timestamp
-    if hit is not None and hit.msg_id:
-        body["id"] = hit.msg_id
-    if confidence is not None:
-        body["confidence"] = confidence
-    reason = rank.match_reason(row)
-    if reason is not None:
-        body["match_reason"] = dict(reason)
-    return body
+    return Recalled(
+        kind=row.kind,
+        id=row.id,
+        ref=f"{row.kind}:{row.id}" if row.kind != "profile" and row.id > 0 else None,
+        content=row.content,
+        source=_source(hit, row),
+        timestamp=row.timestamp or "",
+        msg_id=hit.msg_id if hit is not None and hit.msg_id else "",
+        confidence=confidence,
+        match_reason=rank.match_reason(row),
+    )

@@ -1,7 +1,7 @@
 """The recall pipeline (docs/architecture.md, "Recall"): retrieve, rank, advise.
 
 ``retrieve`` runs the two statements (``db.recall``) and the query's embedding beside
-them; ``scoring`` ranks the rows in pure functions and builds the messages; this module
+them; ``scoring`` ranks the rows in pure functions and builds the recalled rows; this module
 puts them together, adds the degraded advisory and credits recall statistics. The
 library returns full content: previews and budgets belong to the MCP boundary.
 """
@@ -12,6 +12,7 @@ from service.db import recall as recall_queries
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
 from service.memory.recall import advisory, fusion, query_terms
+from service.memory.recall.records import Advisory, RecallResult, Severity
 from service.memory.recall.request import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
     RecallRequest as RecallRequest,
@@ -29,9 +30,9 @@ from service.memory.recall.scoring import ranked_body, vector_unseen
 from service.models import JsonObject, TenantId
 
 
-async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonObject:
-    """Hybrid recall for one agent: messages in ascending strength (last = best);
-    InvalidInput for a request over its bounds (``check_request``)."""
+async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> RecallResult:
+    """Hybrid recall for one agent: rows best first, with the gate's rescue and the
+    degraded advisory noted; InvalidInput for a request over its bounds (``check_request``)."""
     check_request(req)
     limit = clamp(req.limit, 0, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
@@ -42,24 +43,22 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> JsonO
         embedded, found, fallback = await retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
     hits = found.hits + fallback
     notice = await _advisory(lib, tenant_id, found.meta, embedded)
-    body: JsonObject = {"messages": []}
-    if limit:
-        unseen = vector_unseen(lib, hits, embedded.vector)
-        body, credited = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
-        if credited:
-            async with lib.db.tenant_tx(tenant_id) as conn:
-                await recall_queries.bump_recall_stats(conn, tenant_id, credited)
-    if notice is not None:
-        body["advisory"] = notice
-    return body
+    if not limit:
+        return RecallResult(rows=(), advisory=notice)
+    unseen = vector_unseen(lib, hits, embedded.vector)
+    ranked = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
+    if ranked.credited:
+        async with lib.db.tenant_tx(tenant_id) as conn:
+            await recall_queries.bump_recall_stats(conn, tenant_id, ranked.credited)
+    return RecallResult(ranked.rows, ranked.gate_fallback, notice)
 
 
 async def _advisory(
     lib: Library, tenant_id: TenantId, meta: JsonObject, embedded: Embedded
-) -> JsonObject | None:
+) -> Advisory | None:
     """The degraded advisory for this recall, recording state changes
     (docs/tools.md, "Degraded advisory")."""
-    severity: advisory.Severity | None = None
+    severity: Severity | None = None
     if lib.embedder is None:
         severity = "hint"
     elif embedded.failed:

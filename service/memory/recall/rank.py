@@ -66,8 +66,9 @@ def autocut(
 
 
 def finalize(rows: Sequence[Candidate], limit: int) -> list[Candidate]:
-    """Cut to the first ``limit`` rows, then reverse: the last element is the best."""
-    return list(reversed(rows[: max(0, limit)]))
+    """Cut to the first ``limit`` rows, best first (the answer lists them reversed, best
+    last: ``service.mcp.render.recall`` does that once, at the boundary)."""
+    return list(rows[: max(0, limit)])
 
 
 def match_reason(row: Candidate) -> MatchReason | None:
@@ -115,8 +116,8 @@ class RecallContext:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """The ranked answer: ``rows`` best-last (step 9 of docs/tools.md, "Recall steps"), and whether
-    it is a rescue.
+    """The ranked answer: ``rows`` best first (the wire lists them best last, step 9 of
+    docs/tools.md, "Recall steps"), and whether it is a rescue.
 
     A rescued answer carries ``gate_fallback: true`` and earns no recall-count credit
     (docs/tools.md, "Gate fallback"; docs/tools.md, "Recall statistics").
@@ -150,7 +151,7 @@ def rank(
     candidates.
 
     Penalty and confidence, the quality gate, the ``gate_fallback`` rescue (only possible
-    with confidence on), autocut (skipped after a rescue), then the limit cut and reverse.
+    with confidence on), autocut (skipped after a rescue), then the limit cut.
     """
     t = tunables
     scored = pre_gate(rows, ctx, t)

@@ -1,4 +1,4 @@
-"""The ranking half of a recall: the retrieved rows fused, gated and ranked into messages.
+"""The ranking half of a recall: the retrieved rows fused, gated and ranked into recalled rows.
 
 Pure apart from the settings: the default ``hybrid`` mode fuses scores (``fusion``),
 reorders the head (``rerank``) and gates on matches (``gate``); the other modes stay
@@ -8,9 +8,9 @@ lexical statement's meta row (pool size, boundary, calibration, time span).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from service.db import recall as recall_queries
 from service.db.sql import VECTOR_DIMS
@@ -33,6 +33,7 @@ from service.memory.recall.hits import (
     stored_cosines,
     text_features,
 )
+from service.memory.recall.records import Recalled
 from service.memory.recall.request import RecallRequest
 from service.memory.recall.retrieve import depth_of
 from service.models import JsonObject
@@ -163,13 +164,12 @@ def _vector_threshold(lib: Library, meta: JsonObject) -> float:
 
 def _confidence(
     lib: Library, row: candidate.Candidate, ctx: rank.RecallContext
-) -> dict[str, Any] | None:
+) -> confidence.Confidence | None:
     if not lib.settings.confidence_enabled:
         return None
-    score = confidence.confidence_score(
+    return confidence.confidence_score(
         row, now=ctx.now, deep=ctx.deep, span=ctx.span, tunables=tunables(lib)
     )
-    return dict(score.as_dict())
 
 
 def _credited(lib: Library, req: RecallRequest, ranked: rank.Ranked) -> list[int]:
@@ -177,6 +177,16 @@ def _credited(lib: Library, req: RecallRequest, ranked: rank.Ranked) -> list[int
     if not lib.settings.confidence_enabled or req.deep or req.paused or ranked.gate_fallback:
         return []
     return [row.id for row in ranked.rows if row.kind == "mem" and row.id > 0]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RankedRows:
+    """What ranking made of the hits: the rows best first, whether the gate's rescue
+    chose them, and the memory ids whose recall statistics this recall credits."""
+
+    rows: tuple[Recalled, ...]
+    gate_fallback: bool
+    credited: list[int]
 
 
 def ranked_body(
@@ -187,7 +197,8 @@ def ranked_body(
     mode: candidate.Mode,
     limit: int,
     unseen: set[candidate.Identity],
-) -> tuple[JsonObject, list[int]]:
+) -> RankedRows:
+    """Fuse, rerank, gate and rank the hits into recalled rows, best first."""
     s = lib.settings
     exclusions = exclusion.normalise_exclusions(req.exclude_contents)
     pool = channels_from(
@@ -209,8 +220,5 @@ def ranked_body(
         lib, meta, mode, limit=limit, deep=req.deep, query_empty=not req.query.strip()
     )
     ranked = rank.rank(fused, context, tunables(lib))
-    messages = [message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows]
-    body: JsonObject = {"messages": messages}
-    if ranked.gate_fallback:
-        body["gate_fallback"] = True
-    return body, _credited(lib, req, ranked)
+    rows = tuple(message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows)
+    return RankedRows(rows, ranked.gate_fallback, _credited(lib, req, ranked))

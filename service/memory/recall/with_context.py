@@ -10,7 +10,8 @@ from typing import Any
 from service.memory import bounds
 from service.memory.library import Library
 from service.memory.recall.pipeline import RecallRequest, recall
-from service.models import JsonObject, TenantId
+from service.memory.recall.records import Echo, FilterOnly, RecallResult, RecallRow, Speaker
+from service.models import TenantId
 
 TURN_NAMES = ("role", "name", "user_id", "timestamp")
 """A turn's short strings (``content`` is bounded like a query)."""
@@ -48,35 +49,39 @@ def exclusions(external: Sequence[object]) -> list[str]:
     ]
 
 
-def _echo_source(entry: Mapping[str, Any]) -> dict[str, str] | None:
+def _echo_source(entry: Mapping[str, Any]) -> Speaker | None:
     role = entry.get("role")
     if role == "assistant":
-        return {"type": "Agent", "id": "self"}
+        return Speaker("Agent", "self")
     if role != "user":
         return None
     name = entry.get("name") if isinstance(entry.get("name"), str) else ""
     user_id = entry.get("user_id") if isinstance(entry.get("user_id"), str) else ""
-    return {"type": "User", "id": f"discord:{user_id or name or 'User'}", "name": name or "User"}
+    return Speaker("User", f"discord:{user_id or name or 'User'}", name or "User")
 
 
-def echoes(external: Sequence[object]) -> list[JsonObject]:
-    """The user and assistant turns as conversation rows (no ref)."""
-    rows: list[JsonObject] = []
+def echoes(external: Sequence[object]) -> list[Echo]:
+    """The user and assistant turns as conversation rows (no ref), in the caller's order."""
+    rows: list[Echo] = []
     for entry in _entries(external):
         source = _echo_source(entry)
         content = entry.get("content")
         if source is None or not isinstance(content, str) or not content.strip():
             continue
         stamp = entry.get("timestamp")
-        rows.append(
-            {
-                "content": content.strip(),
-                "source": source,
-                "timestamp": stamp if isinstance(stamp, str) else "",
-                "context_type": "conversation",
-            }
-        )
+        rows.append(Echo(content.strip(), source, stamp if isinstance(stamp, str) else ""))
     return rows
+
+
+def newest_first(recalled: Sequence[RecallRow], turns: Sequence[Echo]) -> tuple[RecallRow, ...]:
+    """Recalled rows (best first) and the turns merged newest first by timestamp.
+
+    The order is exactly the reverse of a stable ascending sort of the recalled rows in
+    wire order (best last) followed by the turns: a stable descending sort keeps ties in
+    input order, so ties come turns last-to-first, then the recalled rows best first."""
+    merged = [*reversed(turns), *recalled]
+    merged.sort(key=lambda row: row.timestamp, reverse=True)
+    return tuple(merged)
 
 
 def filter_only_roles(external: Sequence[object]) -> list[str]:
@@ -93,19 +98,15 @@ def filter_only_roles(external: Sequence[object]) -> list[str]:
 
 async def recall_with_context(
     lib: Library, tenant_id: TenantId, req: RecallRequest, external: Sequence[object]
-) -> JsonObject:
+) -> RecallResult:
     """Recall excluding what the caller already holds, merged with its turns by time;
     InvalidInput for turns over their bounds (``check_turns``) or a request over its own."""
     check_turns(external)
     inner = dataclasses.replace(req, exclude_contents=exclusions(external))
     recalled = await recall(lib, tenant_id, inner)
-    merged = [*recalled["messages"], *echoes(external)]
-    merged.sort(key=lambda row: row.get("timestamp") or "")
-    body: JsonObject = {"messages": merged}
     roles = filter_only_roles(external)
-    if roles:
-        body["context_filter_only"] = {"roles": roles, "note": FILTER_NOTE}
-    for key in ("gate_fallback", "advisory"):
-        if key in recalled:
-            body[key] = recalled[key]
-    return body
+    return dataclasses.replace(
+        recalled,
+        rows=newest_first(recalled.rows, echoes(external)),
+        context_filter_only=FilterOnly(tuple(roles), FILTER_NOTE) if roles else None,
+    )

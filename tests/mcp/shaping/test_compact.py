@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from service.mcp.shaping import compact, recall
-from service.mcp.shaping.rows import rows_of
 
 PROPERTY = settings(database=None, deadline=None, max_examples=200)
 
@@ -80,10 +79,10 @@ def test_compact_rows_keep_the_seed_contract_of_previews() -> None:
     long_row = {"ref": "mem:1", "content": "a" * 900, "source": {}, "match_reason": {
         "signal": "rrf", "score": 0.1, "rrf": 0.1}}  # fmt: skip
     short_row = {"ref": "mem:2", "content": "b" * 500, "source": {}}
-    shaped = recall.shape_recall(
-        {"messages": [long_row, short_row]}, preview_chars=500, full_content=False, query="a"
+    shaped, _ = recall.shape_rows(
+        [long_row, short_row], preview_chars=500, full_content=False, query="a"
     )
-    first, second = rows_of(shaped["messages"]) or []
+    first, second = shaped
     assert first == {
         "ref": "mem:1",
         "content": "a" * 500,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from service.mcp.shaping import excerpt, recall
-from service.mcp.shaping.rows import rows_of
 
 PROPERTY = settings(database=None, deadline=None, max_examples=150)
 FILLER = "Ann: we talked about the weather and lunch again today.\n" * 12  # ~ 680 chars
@@ -98,16 +97,15 @@ def test_identifiers_are_matched_literally() -> None:
     shows(text, "CVE-2024-3094", "CVE-2024-3094")
 
 
-def test_shape_recall_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() -> None:
+def test_shape_rows_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() -> None:
     line = "Bob: I adopted a greyhound called Pixel last spring."
     text = FILLER + line + "\n" + FILLER
-    shaped = recall.shape_recall(
-        {"messages": [{"ref": "mem:1", "content": text, "source": {}}]},
+    (row,), _ = recall.shape_rows(
+        [{"ref": "mem:1", "content": text, "source": {}}],
         preview_chars=500,
         full_content=False,
         query="greyhound Pixel",
     )
-    (row,) = rows_of(shaped["messages"]) or []
     assert row["content"] == text[:500]
     assert row["content_truncated"] is True
     assert row["content_len"] == len(text)
@@ -120,14 +118,10 @@ def test_shape_recall_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() 
 def test_full_content_rows_and_echoes_get_no_excerpt() -> None:
     text = FILLER + "Bob: greyhound Pixel.\n" + FILLER
     rows = [{"ref": "mem:1", "content": text}, {"content": text, "context_type": "conversation"}]
-    whole = recall.shape_recall(
-        {"messages": rows}, preview_chars=500, full_content=True, query="greyhound"
-    )
-    previews = recall.shape_recall(
-        {"messages": rows}, preview_chars=500, full_content=False, query="greyhound"
-    )
-    assert all("excerpt" not in row for row in rows_of(whole["messages"]) or [])
-    echo = (rows_of(previews["messages"]) or [])[1]
+    whole, _ = recall.shape_rows(rows, preview_chars=500, full_content=True, query="greyhound")
+    previews, _ = recall.shape_rows(rows, preview_chars=500, full_content=False, query="greyhound")
+    assert all("excerpt" not in row for row in whole)
+    echo = previews[1]
     assert echo["content_truncated"] is True
     assert "excerpt" not in echo
 

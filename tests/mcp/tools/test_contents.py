@@ -134,8 +134,8 @@ async def test_malformed_refs_land_in_missing_and_the_batch_continues(
     assert answer["count"] == 2
     tenant = (await _caller(lib, client)).tenant_id
     loose = await contents.get_contents(lib, tenant, "a", [5, None, ["x"], f"mem:{mem}"])
-    assert loose["missing"] == ["5", "None", "['x']"]
-    assert [item["content"] for item in loose["items"]] == ["the valid one"]
+    assert loose.missing == ("5", "None", "['x']")
+    assert [item.content for item in loose.items] == ["the valid one"]
 
 
 async def test_batch_budget_defers_the_rest_in_request_order(client: Agent, lib: Library) -> None:
@@ -155,8 +155,8 @@ async def test_batch_budget_defers_the_rest_in_request_order(client: Agent, lib:
     assert "budget_chars" not in rest
     tenant = (await _caller(lib, client)).tenant_id
     full = await contents.get_contents(lib, tenant, "a", refs)
-    assert full["count"] == 4
-    assert "deferred" not in full
+    assert len(full.items) == 4
+    assert full.deferred == ()
 
 
 async def test_a_single_row_over_the_budget_comes_whole(

@@ -24,7 +24,7 @@ async def test_recall_refuses_a_query_over_the_cap(lib: Library) -> None:
     at_cap = await pipeline.recall(
         lib, tenant, pipeline.RecallRequest(agent_id="a", query="q" * MAX)
     )
-    assert at_cap["messages"] == []
+    assert at_cap.rows == ()
 
 
 @pytest.mark.parametrize(

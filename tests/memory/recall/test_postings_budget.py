@@ -27,10 +27,8 @@ async def _recalled(lib: Library, budget: int) -> list[str]:
     tenant = TenantId((await tenants.create_tenant(lib.db, f"budget-{budget}")).id)
     for text in RARE + COMMON:
         await store.store(tuned, tenant, store.StoreRequest("a", {"content": text}))
-    body = await pipeline.recall(tuned, tenant, pipeline.RecallRequest("a", QUERY, limit=3))
-    messages = body["messages"]
-    assert isinstance(messages, list)
-    return [str(m["content"]) for m in messages if isinstance(m, dict)]
+    result = await pipeline.recall(tuned, tenant, pipeline.RecallRequest("a", QUERY, limit=3))
+    return [row.content for row in result.rows]
 
 
 async def test_with_every_posting_in_the_budget_four_common_words_outscore_one_rare(

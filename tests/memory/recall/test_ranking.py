@@ -693,8 +693,8 @@ def test_match_reason_is_absent_on_unscored_rows() -> None:
     assert rank.match_reason(profile()) is None
 
 
-@pytest.mark.parametrize(("limit", "expected"), [(2, [2, 1]), (5, [3, 2, 1]), (0, []), (-1, [])])
-def test_finalize_cuts_then_reverses(limit: int, expected: list[int]) -> None:
+@pytest.mark.parametrize(("limit", "expected"), [(2, [1, 2]), (5, [1, 2, 3]), (0, []), (-1, [])])
+def test_finalize_cuts_to_the_limit_best_first(limit: int, expected: list[int]) -> None:
     rows = [mem(1), mem(2), mem(3)]
     assert [row.id for row in rank.finalize(rows, limit)] == expected
 
@@ -713,7 +713,7 @@ def test_rank_two_row_pool_hides_a_lone_fts_hit_unless_deep() -> None:
 def test_rank_empty_query_lists_recent_rows_without_match_reason() -> None:
     rows = fusion.cascade([], [], [], [mem(2), mem(1)], limit=10)
     ranked = rank.rank(rows, ctx(2, query_empty=True))
-    assert ids(ranked.rows) == [("mem", 1), ("mem", 2)]
+    assert ids(ranked.rows) == [("mem", 2), ("mem", 1)]
     assert all(rank.match_reason(row) is None for row in ranked.rows)
 
 
@@ -721,16 +721,16 @@ def test_rank_shows_the_profile_first_only_from_a_pool_of_fifty() -> None:
     rows = fusion.fuse_rrf([[mem(1), mem(2)]], profiles=[profile()])
     assert ("profile", PROFILE_ID) not in ids(rank.rank(rows, ctx(5, deep=True)).rows)
     ranked = rank.rank(rows, ctx(60)).rows
-    assert ranked[0].is_profile
-    assert ids(ranked[1:]) == [("mem", 2), ("mem", 1)]
+    assert ranked[-1].is_profile
+    assert ids(ranked[:-1]) == [("mem", 1), ("mem", 2)]
 
 
-def test_rank_scores_are_non_decreasing_along_the_answer() -> None:
+def test_rank_scores_are_non_increasing_best_first() -> None:
     rows = fusion.fuse_rrf([[mem(i) for i in range(5)], [], [mem(4), mem(9), mem(0)]])
     ranked = rank.rank(rows, ctx(1000)).rows
     scores = [reason["score"] for row in ranked if (reason := rank.match_reason(row))]
     assert len(scores) == 6
-    assert scores == sorted(scores)
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_rank_never_reports_gate_fallback_with_confidence_off() -> None:
@@ -748,7 +748,7 @@ def test_rank_rescues_backfilled_rows_with_confidence_on() -> None:
     ]
     ranked = rank.rank(rows, ctx(2), tunables)
     assert ranked.gate_fallback is True
-    assert ids(ranked.rows) == [("mem", 1), ("mem", 2)]
+    assert ids(ranked.rows) == [("mem", 2), ("mem", 1)]
 
 
 @pytest.mark.parametrize(
@@ -768,14 +768,14 @@ def test_rank_penalised_rank_zero_row_reports_factor_over_61(
 def test_rank_autocuts_a_homogeneous_cosine_cascade_unless_disabled() -> None:
     vector = [mem(i, cosine=c) for i, c in enumerate([0.9, 0.85, 0.5, 0.45])]
     rows = fusion.cascade(vector, [], [], [], limit=10)
-    assert [row.id for row in rank.rank(rows, ctx(1000)).rows] == [1, 0]
+    assert [row.id for row in rank.rank(rows, ctx(1000)).rows] == [0, 1]
     uncut = rank.rank(rows, ctx(1000), Tunables(autocut_enabled=False)).rows
-    assert [row.id for row in uncut] == [3, 2, 1, 0]
+    assert [row.id for row in uncut] == [0, 1, 2, 3]
 
 
-def test_rank_cuts_to_the_limit_before_reversing() -> None:
+def test_rank_cuts_to_the_limit() -> None:
     rows = fusion.fuse_rrf([[mem(1), mem(2), mem(3)]])
-    assert [row.id for row in rank.rank(rows, ctx(1000, limit=2)).rows] == [2, 1]
+    assert [row.id for row in rank.rank(rows, ctx(1000, limit=2)).rows] == [1, 2]
 
 
 # --- properties ------------------------------------------------------------------------
@@ -816,11 +816,11 @@ def test_rrf_scores_are_non_increasing_and_bounded(
 
 @NO_EXAMPLE_DB
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(-5, 40))
-def test_finalize_is_a_reversed_prefix_no_longer_than_limit(ranks: list[int], limit: int) -> None:
+def test_finalize_is_a_prefix_no_longer_than_limit(ranks: list[int], limit: int) -> None:
     rows = [mem(i) for i in ranks]
     out = rank.finalize(rows, limit)
     assert len(out) <= max(0, limit)
-    assert out[::-1] == rows[: len(out)]
+    assert out == rows[: len(out)]
 
 
 @NO_EXAMPLE_DB

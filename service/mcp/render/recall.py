@@ -1,0 +1,159 @@
+"""recall and recall_with_context on the wire (docs/tools.md, "Recall rows").
+
+The library answers rows best first (``service.memory.recall.records``); shaping, the
+budget, the ledger and the cursor keep that order, and :func:`answer` reverses the rows
+exactly once into the wire order, ascending (best, or newest, last). Key order is the
+JSON order: the MCP end-to-end suites compare answers byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+from service.memory.contents import EpisodeItem, MemoryItem
+from service.memory.recall.confidence import Confidence
+from service.memory.recall.records import (
+    Advisory,
+    Echo,
+    FilterOnly,
+    Recalled,
+    RecallResult,
+    Speaker,
+)
+from service.models import JsonObject
+
+Row: TypeAlias = Recalled | Echo | MemoryItem | EpisodeItem
+"""A row a recall answer can carry: ranked, echoed, or resumed from a cursor by ref."""
+
+EPISODE_SOURCE: JsonObject = {"System": "episode"}
+
+
+def row(item: Row) -> JsonObject:
+    """One message in its full (library) form, before shaping: what compact rows, previews
+    and excerpts start from."""
+    if isinstance(item, Recalled):
+        return _recalled(item)
+    if isinstance(item, Echo):
+        return _echo(item)
+    if isinstance(item, MemoryItem):
+        return memory_item(item)
+    return episode_item(item)
+
+
+def _recalled(item: Recalled) -> JsonObject:
+    body: JsonObject = {"content": item.content}
+    if item.ref is not None:
+        body["ref"] = item.ref
+    body["source"] = item.source
+    if item.timestamp:
+        body["timestamp"] = item.timestamp
+    if item.msg_id:
+        body["id"] = item.msg_id
+    if item.confidence is not None:
+        body["confidence"] = confidence(item.confidence)
+    if item.match_reason is not None:
+        body["match_reason"] = dict(item.match_reason)
+    return body
+
+
+def confidence(score: Confidence) -> JsonObject:
+    """A row's ``confidence``: optional keys appear only when true or known."""
+    info: JsonObject = {"age_hours": score.age_hours, "score": score.score}
+    if score.age_unknown:
+        info["age_unknown"] = True
+    if score.resolved:
+        info["resolved"] = True
+    if score.cosine is not None:
+        info["cosine"] = score.cosine
+    return info
+
+
+def _speaker(source: Speaker) -> JsonObject:
+    body: JsonObject = {"type": source.type, "id": source.id}
+    if source.name is not None:
+        body["name"] = source.name
+    return body
+
+
+def _echo(item: Echo) -> JsonObject:
+    return {
+        "content": item.content,
+        "source": _speaker(item.source),
+        "timestamp": item.timestamp,
+        "context_type": "conversation",
+    }
+
+
+def memory_item(item: MemoryItem) -> JsonObject:
+    """A whole memory by ref, spliceable into a recall answer."""
+    body: JsonObject = {"ref": item.ref, "content": item.content, "source": item.source}
+    if item.timestamp:
+        body["timestamp"] = item.timestamp
+    if item.msg_id:
+        body["id"] = item.msg_id
+    return body
+
+
+def episode_item(item: EpisodeItem) -> JsonObject:
+    """A whole episode by ref, as a recall answer carries it (no ``resolved``)."""
+    return {
+        "ref": item.ref,
+        "content": item.content,
+        "source": dict(EPISODE_SOURCE),
+        "timestamp": item.timestamp,
+    }
+
+
+def advisory(notice: Advisory) -> JsonObject:
+    """The ``advisory`` object of a degraded recall (docs/tools.md, "Degraded advisory")."""
+    return {
+        "degraded": True,
+        "severity": notice.severity,
+        "reason": notice.reason,
+        "evidence": notice.evidence,
+        "runbook": notice.runbook,
+    }
+
+
+def _filter_only(note: FilterOnly) -> JsonObject:
+    return {"roles": list(note.roles), "note": note.note}
+
+
+def envelope(result: RecallResult) -> JsonObject:
+    """The keys after ``messages``, in wire order: ``context_filter_only``,
+    ``gate_fallback``, ``advisory`` (each only when it says something)."""
+    body: JsonObject = {}
+    if result.context_filter_only is not None:
+        body["context_filter_only"] = _filter_only(result.context_filter_only)
+    if result.gate_fallback:
+        body["gate_fallback"] = True
+    if result.advisory is not None:
+        body["advisory"] = advisory(result.advisory)
+    return body
+
+
+def head(envelope: JsonObject, spent_budget: int | None) -> JsonObject:
+    """The keys after ``messages`` known before paging: the envelope, then
+    ``full_content_budget_chars`` when the full-content budget was spent
+    (docs/tools.md, "Full-content budget")."""
+    if spent_budget is None:
+        return envelope
+    return {**envelope, "full_content_budget_chars": spent_budget}
+
+
+def answer(
+    best_first: Sequence[JsonObject],
+    head: JsonObject,
+    next_cursor: str | None = None,
+    missing: Sequence[str] = (),
+) -> JsonObject:
+    """The answer: ``messages`` in wire order (the one reversal of the rows), the ``head``,
+    then ``next_cursor`` when the token budget left rows out and ``missing`` when a
+    resumed ref no longer resolves."""
+    body: JsonObject = {"messages": list(reversed(best_first)), **head}
+    if next_cursor is not None:
+        body["next_cursor"] = next_cursor
+    if missing:
+        body["missing"] = list(missing)
+    return body

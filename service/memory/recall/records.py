@@ -1,0 +1,87 @@
+"""What recall answers, as typed records (docs/architecture.md, "The read family's seam").
+
+The library hands the boundary these records, never wire dicts: rows **best first** (the
+best match of ``recall``, the newest row of ``recall_with_context``) and the envelope
+facts beside them. Only ``service.mcp.render.recall`` spells wire keys and wire order
+(ascending, best last), so the rows are reversed exactly once, when they are rendered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal, TypeAlias
+
+from service.memory.recall.candidate import Kind, MatchReason
+from service.memory.recall.confidence import Confidence
+from service.models import JsonObject
+
+Severity: TypeAlias = Literal["hint", "fault"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recalled:
+    """A ranked memory, episode or the profile row, with full content.
+
+    ``ref`` is ``mem:<id>`` / ``ep:<id>`` (None for the profile row); ``source`` is the
+    stored free-form document (``{}`` when none); ``timestamp`` and ``msg_id`` are ``""``
+    when the row has none; ``confidence`` is set only with confidence scoring on, and
+    ``match_reason`` only for a scored row."""
+
+    kind: Kind
+    id: int
+    ref: str | None
+    content: str
+    source: JsonObject
+    timestamp: str
+    msg_id: str
+    confidence: Confidence | None
+    match_reason: MatchReason | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who said a conversation turn: the agent itself, or a user (``id`` and ``name``)."""
+
+    type: Literal["User", "Agent"]
+    id: str
+    name: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Echo:
+    """A user or assistant turn of ``external_context``, echoed back (no ref)."""
+
+    content: str
+    source: Speaker
+    timestamp: str
+
+
+RecallRow: TypeAlias = Recalled | Echo
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Advisory:
+    """The degraded-recall advisory (docs/tools.md, "Degraded advisory")."""
+
+    severity: Severity
+    reason: str
+    evidence: str
+    runbook: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FilterOnly:
+    """Roles of turns used only to filter recalled memories (recall_with_context)."""
+
+    roles: tuple[str, ...]
+    note: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecallResult:
+    """One recall's answer: ``rows`` best first, and the envelope facts."""
+
+    rows: tuple[RecallRow, ...]
+    gate_fallback: bool = False
+    advisory: Advisory | None = None
+    context_filter_only: FilterOnly | None = None
