@@ -28,7 +28,8 @@ from service.mcp.render import health as render
 from service.mcp.schemas import identifier, names
 from service.memory import health
 from service.memory.health import channel_axis
-from service.models import JsonObject
+from service.memory.library import Library
+from service.models import JsonObject, TenantId
 
 AGENT_SWEEP: JsonObject = identifier(default="", description="'' = all")
 FIX: JsonObject = {
@@ -68,27 +69,21 @@ def _migrates(env: ToolEnv, params: MigrateParams) -> bool:
     return params.dry_run is False
 
 
+def _scope(
+    env: ToolEnv, params: CheckParams
+) -> tuple[Library, TenantId, str, bool, tuple[str, ...]]:
+    """What check_health and deep_check both take: the caller's tenant, the agent (or a
+    sweep), whether to fix, and which checks."""
+    return env.lib, env.caller.tenant_id, params.agent_id, params.fix, params.checks
+
+
 async def _check_health(env: ToolEnv, params: CheckParams) -> JsonObject:
-    report = await health.check_health(
-        env.lib,
-        env.caller.tenant_id,
-        params.agent_id,
-        params.fix,
-        params.checks,
-        paused=env.paused,
-    )
+    report = await health.check_health(*_scope(env, params), paused=env.paused)
     return render.health_report(report)
 
 
 async def _deep_check(env: ToolEnv, params: CheckParams) -> JsonObject:
-    report = await health.deep_check(
-        env.lib,
-        env.caller.tenant_id,
-        params.agent_id,
-        params.fix,
-        params.checks,
-        paused=env.paused,
-    )
+    report = await health.deep_check(*_scope(env, params), paused=env.paused)
     return render.deep_report(report)
 
 

@@ -168,7 +168,9 @@ def _calibration(
     )
 
 
-def _gate_document(gate: FusedGate) -> JsonObject:
+def gate_document(gate: FusedGate) -> JsonObject:
+    """The fused gate as reported and stored; ``threshold_draws`` only when several draws
+    ran."""
     document: JsonObject = {
         "threshold": gate.threshold,
         "signal": gate.signal,
@@ -214,7 +216,7 @@ def report_document(c: Calibration) -> JsonObject:
         document["pos_admit_rate"] = s.pos_admit_rate
         document["pos_mean"] = s.pos_mean
     if c.fused_gate is not None:
-        document["fused_gate"] = _gate_document(c.fused_gate)
+        document["fused_gate"] = gate_document(c.fused_gate)
     return document
 
 

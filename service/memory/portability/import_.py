@@ -72,11 +72,11 @@ class Tally:
     """What one import did, and what the file held (for the header check)."""
 
     dry_run: bool
+    profile_updated: bool = False
     imported_memories: int = 0
     skipped_memories: int = 0
     imported_episodes: int = 0
     skipped_episodes: int = 0
-    profile_updated: bool = False
     header: JsonObject | None = None
     present: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     errors: list[str] = dataclasses.field(default_factory=list)

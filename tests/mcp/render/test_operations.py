@@ -15,7 +15,7 @@ from service.mcp.render import (
     portability as render_portability,
     queue as render_queue,
 )
-from service.memory.calibration import precision, records, stats
+from service.memory.calibration import precision, records, stats, threshold
 from service.memory.health import base, channel_axis, deep, runner
 from service.memory.operating_context import describe, model
 from service.memory.portability import outcomes
@@ -177,7 +177,7 @@ def test_a_single_gate_draw_has_no_threshold_draws() -> None:
     single = dataclasses.replace(GATE, threshold_draws=None)
     body = dict(GATE_BODY)
     del body["threshold_draws"]
-    assert _bytes(render_calibration.fused_gate(single)) == _bytes(body)
+    assert _bytes(threshold.gate_document(single)) == _bytes(body)
 
 
 def test_paused_calibration_keeps_the_success_shape() -> None:
