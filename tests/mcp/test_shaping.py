@@ -12,7 +12,11 @@ from hypothesis import given, settings, strategies as st
 
 from service.mcp.render import contents as render_contents, recall as render_recall
 from service.mcp.shaping import contents, listing, recall, rows
+from service.mcp.shaping.rows import RecallRow
 from service.memory import contents as library_contents
+from service.memory.recall.records import Recalled
+from service.models import JsonObject
+from tests.mcp.shaping.rows import echo, mem, profile, whole, wire as compact_wire, wires
 
 # No example database: property tests must not leave files in the checkout.
 PROPERTY = settings(database=None, deadline=None, max_examples=200)
@@ -23,11 +27,7 @@ def text(n: int) -> str:
     return " ".join(str(i) for i in range(n))[:n]
 
 
-def mem(i: int, content: object, **extra: object) -> dict[str, object]:
-    return {"ref": f"mem:{i}", "content": content, **extra}
-
-
-def texts_of(rows: list[dict[str, object]]) -> list[object]:
+def texts_of(rows: Sequence[Mapping[str, object]]) -> list[object]:
     return [row["content"] for row in rows]
 
 
@@ -38,7 +38,8 @@ def test_preview_cuts_a_1479_char_row_to_its_first_500_chars_with_markers() -> N
     """36."""
     full = text(1479)
     (row,) = recall.preview([mem(1, full)], 500)
-    assert row == {
+    assert row.shown == 500
+    assert compact_wire(row) == {
         "ref": "mem:1",
         "content": full[:500],
         "content_truncated": True,
@@ -48,77 +49,87 @@ def test_preview_cuts_a_1479_char_row_to_its_first_500_chars_with_markers() -> N
 
 def test_preview_leaves_an_exactly_500_char_row_without_markers() -> None:
     """37."""
-    full = text(500)
-    assert recall.preview([mem(1, full)], 500) == [mem(1, full)]
+    rows = [mem(1, text(500))]
+    shaped = recall.preview(rows, 500)
+    assert [row.shown for row in shaped] == [None]
+    assert wires(shaped) == whole(rows)
+    assert whole(rows) == [{"ref": "mem:1", "content": text(500)}]
 
 
 def test_preview_is_a_pure_prefix_with_no_ellipsis() -> None:
     (row,) = recall.preview([mem(1, "abcdefghijklmnop")], 10)
-    assert row["content"] == "abcdefghij"
+    assert row.content == "abcdefghij"
+    assert compact_wire(row)["content"] == "abcdefghij"
 
 
 @pytest.mark.parametrize("cap", [0, -1])
 def test_preview_disabled_returns_full_text_without_markers(cap: int) -> None:
     """38 (preview half)."""
     rows = [mem(1, text(5000))]
-    assert recall.preview(rows, cap) == rows
+    assert wires(recall.preview(rows, cap)) == whole(rows)
 
 
 @pytest.mark.parametrize(
     "row",
     [
-        {"content": "[Profile] " + text(800), "source": {"System": "profile"}},
-        {"ref": "", "content": text(800)},
-        {"ref": None, "content": text(800)},
+        profile("[Profile] " + text(800)),
+        mem(1, text(800), ref=""),
+        mem(1, text(800), ref=None),
     ],
 )
-def test_preview_never_trims_a_row_without_a_ref(row: dict[str, object]) -> None:
+def test_preview_never_trims_a_row_without_a_ref(row: Recalled) -> None:
     """The profile row has no handle back to its full text."""
-    assert recall.preview([row], 500) == [row]
+    shaped = recall.preview([row], 500)
+    assert wires(shaped) == whole([row])
+    assert shaped[0].whole
 
 
 def test_conversation_echoes_are_trimmed_uniformly_without_a_ref() -> None:
     """The seed (which wins over spec item 45): echoes are trimmed like every row."""
-    echo = {"content": text(800), "context_type": "conversation", "source": {"type": "Agent"}}
-    (row,) = recall.preview([echo], 500)
-    assert row["content"] == text(800)[:500]
-    assert row["content_truncated"] is True
-    assert row["content_len"] == 800
-    assert "ref" not in row
+    (row,) = recall.preview([echo(text(800))], 500)
+    body = compact_wire(row)
+    assert body["content"] == text(800)[:500]
+    assert body["content_truncated"] is True
+    assert body["content_len"] == 800
+    assert "ref" not in body
+    assert body["context_type"] == "conversation"
 
 
 def test_preview_counts_code_points_not_utf16_units() -> None:
     (row,) = recall.preview([mem(1, "😀" * 600)], 500)
-    assert row["content"] == "😀" * 500
-    assert row["content_len"] == 600
+    body = compact_wire(row)
+    assert body["content"] == "😀" * 500
+    assert body["content_len"] == 600
 
 
-def test_preview_leaves_non_string_content_alone() -> None:
-    rows = [mem(1, None), mem(2, 12345)]
-    assert recall.preview(rows, 1) == rows
+def test_preview_leaves_empty_and_short_content_alone() -> None:
+    """Typed rows always carry a string; an empty or short one is never cut."""
+    rows = [mem(1, ""), mem(2, "1")]
+    assert wires(recall.preview(rows, 1)) == whole(rows)
 
 
 def test_preview_keeps_every_other_field_of_a_trimmed_row() -> None:
     source = {"type": "User", "id": "u1", "name": "U"}
-    (row,) = recall.preview([mem(7, text(50), source=source, id="m-7", timestamp="t")], 10)
-    assert row["ref"] == "mem:7"
-    assert row["source"] == source
-    assert row["id"] == "m-7"
-    assert row["timestamp"] == "t"
+    (row,) = recall.preview([mem(7, text(50), source=source, msg_id="m-7", timestamp="t")], 10)
+    body = compact_wire(row)
+    assert body["ref"] == "mem:7"
+    assert body["source"] == source
+    assert body["id"] == "m-7"
+    assert body["timestamp"] == "t"
 
 
 def test_preview_does_not_mutate_its_input() -> None:
     original = mem(1, text(50))
-    rows = [original]
-    shaped = recall.preview(rows, 10)
+    shaped = recall.preview([original], 10)
     assert original == mem(1, text(50))
-    assert shaped[0] is not original
+    assert shaped[0].row is original  # the library row is kept whole, never copied
+    assert compact_wire(shaped[0]) is not compact_wire(shaped[0])
 
 
 @PROPERTY
 @given(content=st.text(), cap=st.integers(min_value=1, max_value=60))
 def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: int) -> None:
-    (row,) = recall.preview([mem(1, content)], cap)
+    (row,) = wires(recall.preview([mem(1, content)], cap))
     trimmed = row["content"]
     assert isinstance(trimmed, str)
     assert content.startswith(trimmed)
@@ -131,27 +142,28 @@ def test_preview_is_always_a_prefix_no_longer_than_the_cap(content: str, cap: in
 
 
 def full_content_budget(
-    rows: Sequence[Mapping[str, object]],
+    rows: Sequence[RecallRow],
     cap: int,
     budget_chars: int = recall.FULL_CONTENT_BUDGET_CHARS,
-) -> tuple[list[dict[str, object]], bool]:
-    """:func:`recall.spend_best_first` over rows these tests write in wire order (best last)."""
+) -> tuple[list[JsonObject], bool]:
+    """:func:`recall.spend_best_first` over rows these tests write in wire order (best last),
+    rendered in wire order."""
     shaped, spent = recall.spend_best_first(rows[::-1], cap, budget_chars)
-    return shaped[::-1], spent
+    return wires(shaped[::-1]), spent
 
 
 def test_full_content_budget_keeps_every_row_whole_up_to_exactly_the_budget() -> None:
     """42: ten 20,000-character rows total exactly 200,000, which still fits."""
-    rows = [mem(i, text(20_000)) for i in range(10)]
+    rows = [mem(i, text(20_000)) for i in range(1, 11)]
     shaped, spent = full_content_budget(rows, 500)
-    assert shaped == rows
+    assert shaped == whole(rows)
     assert spent is False
 
 
 def test_full_content_budget_previews_the_first_8_of_20_rows_of_16000_chars() -> None:
     """43."""
     full = text(16_000)
-    shaped, spent = full_content_budget([mem(i, full) for i in range(20)], 500)
+    shaped, spent = full_content_budget([mem(i, full) for i in range(1, 21)], 500)
     assert spent is True
     for row in shaped[:8]:
         assert row["content"] == full[:500]
@@ -190,28 +202,28 @@ def test_full_content_budget_degrades_every_earlier_row_once_spent() -> None:
 
 
 def test_full_content_budget_never_trims_refless_rows_but_counts_them() -> None:
-    profile: dict[str, object] = {"content": "[Profile] " + "p" * 200}
-    rows = [mem(1, "a" * 90), profile, mem(2, "b" * 60)]
+    rows = [mem(1, "a" * 90), profile("[Profile] " + "p" * 200), mem(2, "b" * 60)]
     shaped, spent = full_content_budget(rows, 10, budget_chars=100)
     assert spent is True
     assert shaped == [
         {"ref": "mem:1", "content": "a" * 10, "content_truncated": True, "content_len": 90},
-        profile,
-        mem(2, "b" * 60),
+        *whole(rows[1:]),
     ]
 
 
 def test_full_content_budget_can_be_spent_without_trimming_anything() -> None:
     rows = [mem(1, "x" * 5), mem(2, "y" * 99)]
     shaped, spent = full_content_budget(rows, 10, budget_chars=100)
-    assert shaped == rows
+    assert shaped == whole(rows)
     assert spent is True
 
 
-def test_full_content_budget_ignores_rows_without_string_content() -> None:
-    rows = [mem(1, None), mem(2, "g" * 500)]
+def test_full_content_budget_counts_empty_content_as_nothing() -> None:
+    """An empty best row makes no non-zero total: the oversized row after it is admitted
+    whole as if it were first."""
+    rows = [mem(1, "g" * 500), mem(2, "")]
     shaped, spent = full_content_budget(rows, 10, budget_chars=100)
-    assert shaped == rows
+    assert shaped == whole(rows)
     assert spent is False
 
 
@@ -220,7 +232,7 @@ def test_full_content_budget_is_off_when_the_preview_tier_is_off(cap: int) -> No
     """38 (budget half)."""
     rows = [mem(1, "a" * 300), mem(2, "b" * 300)]
     shaped, spent = full_content_budget(rows, cap, budget_chars=100)
-    assert shaped == rows
+    assert shaped == whole(rows)
     assert spent is False
 
 
@@ -250,12 +262,15 @@ def overflows_from_the_tail(sizes: list[int], i: int, budget: int) -> bool:
 def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow(
     sizes: list[int], refless: set[int], cap: int, budget: int
 ) -> None:
-    rows = [{"content": "z" * n} if i in refless else mem(i, "z" * n) for i, n in enumerate(sizes)]
+    rows = [
+        mem(i + 1, "z" * n, ref=None) if i in refless else mem(i + 1, "z" * n)
+        for i, n in enumerate(sizes)
+    ]
     shaped, spent = full_content_budget(rows, cap, budget_chars=budget)
     overflow = [overflows_from_the_tail(sizes, i, budget) for i in range(len(sizes))]
     assert spent is any(overflow)
     assert len(shaped) == len(rows)
-    for i, (before, after) in enumerate(zip(rows, shaped, strict=True)):
+    for i, (before, after) in enumerate(zip(whole(rows), shaped, strict=True)):
         if any(overflow[i:]) and i not in refless and sizes[i] > cap:
             assert after == {
                 **before,
@@ -266,37 +281,36 @@ def test_full_content_budget_degrades_exactly_the_rows_at_or_before_the_overflow
         else:
             assert after == before
     if rows:
-        assert shaped[-1] == rows[-1]
+        assert shaped[-1] == whole(rows)[-1]
 
 
 # -- shape_rows and the answer (docs/tools.md, "Where trimming happens") --------------------------
 
 
 def shape_recall(
-    response: dict[str, object],
+    messages: Sequence[RecallRow],
+    envelope: JsonObject | None = None,
     *,
     preview_chars: int,
     full_content: bool,
     budget_chars: int = recall.FULL_CONTENT_BUDGET_CHARS,
-) -> dict[str, object]:
-    """The answer as delivery assembles it from a response written in wire order: the
-    messages shaped best first, then rendered with the envelope and the spent budget."""
-    messages = response["messages"]
-    assert isinstance(messages, list)
+) -> JsonObject:
+    """The answer as delivery assembles it from ``messages`` written in wire order: the
+    rows shaped best first, then rendered with the envelope and the spent budget."""
     rows, spent = recall.shape_rows(
         messages[::-1],
         preview_chars=preview_chars,
         full_content=full_content,
         budget_chars=budget_chars,
     )
-    envelope = {key: value for key, value in response.items() if key != "messages"}
-    return render_recall.answer(rows, render_recall.head(envelope, budget_chars if spent else None))
+    head = render_recall.head(envelope or {}, budget_chars if spent else None)
+    return render_recall.answer(wires(rows), head)
 
 
 def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
     advisory = {"severity": "hint"}
-    response = {"messages": [mem(1, text(700))], "advisory": advisory, "gate_fallback": True}
-    shaped = shape_recall(response, preview_chars=500, full_content=False)
+    envelope: JsonObject = {"advisory": advisory, "gate_fallback": True}
+    shaped = shape_recall([mem(1, text(700))], envelope, preview_chars=500, full_content=False)
     assert shaped["advisory"] is advisory
     assert shaped["gate_fallback"] is True
     assert shaped["messages"] == [
@@ -308,36 +322,36 @@ def test_shape_recall_previews_by_default_and_keeps_other_keys() -> None:
 
 def test_shape_recall_with_full_content_adds_the_budget_when_it_is_spent() -> None:
     """43 (response half): the marker carries the budget in force."""
-    response: dict[str, object] = {"messages": [mem(i, text(16_000)) for i in range(20)]}
-    shaped = shape_recall(response, preview_chars=500, full_content=True)
+    rows = [mem(i, text(16_000)) for i in range(1, 21)]
+    shaped = shape_recall(rows, preview_chars=500, full_content=True)
     assert shaped["full_content_budget_chars"] == 200_000
     messages = shaped["messages"]
     assert isinstance(messages, list)
     assert [m.get("content_truncated", False) for m in messages] == [True] * 8 + [False] * 12
-    assert [m["ref"] for m in messages] == [f"mem:{i}" for i in range(20)]
+    assert [m["ref"] for m in messages] == [f"mem:{i}" for i in range(1, 21)]
 
 
 def test_shape_recall_reports_a_spent_budget_even_when_no_row_was_trimmed() -> None:
     """The recall marker means "spent", not "trimmed" (docs/tools.md, "Full-content budget")."""
-    response: dict[str, object] = {"messages": [mem(1, "x" * 5), mem(2, "y" * 99)]}
-    shaped = shape_recall(response, preview_chars=10, full_content=True, budget_chars=100)
+    rows = [mem(1, "x" * 5), mem(2, "y" * 99)]
+    shaped = shape_recall(rows, preview_chars=10, full_content=True, budget_chars=100)
     assert shaped["full_content_budget_chars"] == 100
-    assert shaped["messages"] == response["messages"]
+    assert shaped["messages"] == whole(rows)
 
 
 def test_shape_recall_with_full_content_under_budget_returns_rows_whole() -> None:
     """42."""
-    response: dict[str, object] = {"messages": [mem(1, text(1479)), mem(2, text(900))]}
-    shaped = shape_recall(response, preview_chars=500, full_content=True)
-    assert shaped == response
+    rows = [mem(1, text(1479)), mem(2, text(900))]
+    shaped = shape_recall(rows, preview_chars=500, full_content=True)
+    assert shaped == {"messages": whole(rows)}
 
 
 @pytest.mark.parametrize("full_content", [False, True])
 def test_shape_recall_with_preview_disabled_never_trims_or_marks(full_content: bool) -> None:
     """38."""
-    response: dict[str, object] = {"messages": [mem(i, text(16_000)) for i in range(20)]}
-    shaped = shape_recall(response, preview_chars=0, full_content=full_content)
-    assert shaped == response
+    rows = [mem(i, text(16_000)) for i in range(1, 21)]
+    shaped = shape_recall(rows, preview_chars=0, full_content=full_content)
+    assert shaped == {"messages": whole(rows)}
 
 
 def test_shape_rows_does_not_mutate_its_rows() -> None:
