@@ -6,14 +6,22 @@ Numbers in test docstrings are the acceptance behaviours of the CPersona referen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import cast
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from service.mcp.render import contents as render_contents, recall as render_recall
+from service.mcp.render import (
+    contents as render_contents,
+    listing as render_listing,
+    recall as render_recall,
+)
 from service.mcp.shaping import contents, listing, recall, rows
 from service.mcp.shaping.rows import RecallRow
 from service.memory import contents as library_contents
+from service.memory.episodes import ListedEpisode
+from service.memory.memories.listing import ListedMemory
 from service.memory.recall.records import Recalled
 from service.models import JsonObject
 from tests.mcp.shaping.rows import echo, mem, profile, whole, wire as compact_wire, wires
@@ -545,53 +553,92 @@ def test_get_contents_items_are_fresh_wire_objects() -> None:
 
 # -- list budgets (docs/tools.md, "List budgets") --------------------------------------------------
 
-
-def memory_row(row_id: object, size: int) -> dict[str, object]:
-    return {"id": row_id, "agent_id": "a", "content": text(size), "locked": False}
+WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
-def episode_row(row_id: int, summary: int, keywords: int) -> dict[str, object]:
-    return {"id": row_id, "summary": text(summary), "keywords": "k" * keywords}
+def memory_row(row_id: object, size: int) -> ListedMemory:
+    """A listed memory; ``row_id`` may be an id no stored row can have."""
+    return ListedMemory(cast(int, row_id), "a", "p", text(size), {}, "", WHEN, False, "c")
+
+
+def episode_row(row_id: int, summary: int, keywords: int) -> ListedEpisode:
+    return ListedEpisode(row_id, "a", "p", text(summary), "k" * keywords, None, None, WHEN)
+
+
+def memories(shaped: Sequence[listing.Listed[ListedMemory]]) -> list[JsonObject]:
+    """The wire rows of a budgeted memory listing."""
+    return [render_listing.memory(item.row, item.cut) for item in shaped]
+
+
+def episodes(shaped: Sequence[listing.Listed[ListedEpisode]]) -> list[JsonObject]:
+    return [render_listing.episode(item.row, item.cut) for item in shaped]
+
+
+def budget_memories(
+    rows: Sequence[ListedMemory], cap: int, **budget: int
+) -> tuple[list[JsonObject], bool]:
+    """:func:`listing.budget_list_memories`, rendered."""
+    shaped, trimmed = listing.budget_list_memories(rows, cap, **budget)
+    return memories(shaped), trimmed
+
+
+def budget_episodes(
+    rows: Sequence[ListedEpisode], cap: int, **budget: int
+) -> tuple[list[JsonObject], bool]:
+    shaped, trimmed = listing.budget_list_episodes(rows, cap, **budget)
+    return episodes(shaped), trimmed
+
+
+def listed(rows: Sequence[ListedMemory]) -> list[JsonObject]:
+    """Memory rows on the wire, whole."""
+    return [render_listing.memory(row) for row in rows]
+
+
+def listed_episodes(rows: Sequence[ListedEpisode]) -> list[JsonObject]:
+    return [render_listing.episode(row) for row in rows]
 
 
 def test_list_memories_budget_leaves_a_listing_that_fits_untouched() -> None:
     rows = [memory_row(i, 30) for i in range(1, 4)]
-    assert listing.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
+    assert budget_memories(rows, 10, budget_chars=100) == (listed(rows), False)
+    shaped, _ = listing.budget_list_memories(rows, 10, budget_chars=100)
+    assert [item.cut for item in shaped] == [None] * 3
 
 
 def test_list_memories_budget_degrades_from_the_first_overflow_to_the_end() -> None:
     rows = [memory_row(1, 60), memory_row(2, 30), memory_row(3, 60), memory_row(4, 60)]
-    shaped, trimmed = listing.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, trimmed = budget_memories(rows, 10, budget_chars=100)
     assert trimmed is True
-    assert shaped[:2] == rows[:2]
+    assert shaped[:2] == listed(rows[:2])
     for row_id, row in ((3, shaped[2]), (4, shaped[3])):
         assert row == {
-            **memory_row(row_id, 60),
+            **render_listing.memory(memory_row(row_id, 60)),
             "content": text(10),
             "content_len": 60,
             "content_truncated": True,
             "ref": f"mem:{row_id}",
         }
+        assert list(row)[-3:] == ["content_truncated", "content_len", "ref"]
 
 
 def test_list_memories_budget_keeps_an_oversized_first_row_whole() -> None:
     rows = [memory_row(1, 500), memory_row(2, 60)]
-    shaped, trimmed = listing.budget_list_memories(rows, 10, budget_chars=100)
-    assert shaped[0] == rows[0]
+    shaped, trimmed = budget_memories(rows, 10, budget_chars=100)
+    assert shaped[0] == listed(rows)[0]
     assert shaped[1]["content"] == text(10)
     assert trimmed is True
 
 
 def test_list_memories_budget_reports_nothing_when_spent_rows_are_all_short() -> None:
     rows = [memory_row(1, 95), memory_row(2, 8), memory_row(3, 10)]
-    shaped, trimmed = listing.budget_list_memories(rows, 10, budget_chars=100)
-    assert shaped == rows
+    shaped, trimmed = budget_memories(rows, 10, budget_chars=100)
+    assert shaped == listed(rows)
     assert trimmed is False
 
 
 def test_list_memories_budget_gives_a_ref_only_to_rows_it_trimmed() -> None:
     rows = [memory_row(1, 95), memory_row(2, 8), memory_row(3, 40)]
-    shaped, _ = listing.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, _ = budget_memories(rows, 10, budget_chars=100)
     assert "ref" not in shaped[1]
     assert shaped[2]["ref"] == "mem:3"
 
@@ -599,32 +646,32 @@ def test_list_memories_budget_gives_a_ref_only_to_rows_it_trimmed() -> None:
 @pytest.mark.parametrize("row_id", [None, "7", 0, True])
 def test_list_memories_budget_never_trims_a_row_that_cannot_have_a_ref(row_id: object) -> None:
     rows = [memory_row(1, 95), memory_row(row_id, 40)]
-    assert listing.budget_list_memories(rows, 10, budget_chars=100) == (rows, False)
+    assert budget_memories(rows, 10, budget_chars=100) == (listed(rows), False)
 
 
 @pytest.mark.parametrize("cap", [0, -1])
 def test_list_budgets_are_off_when_the_preview_tier_is_off(cap: int) -> None:
-    memories = [memory_row(1, 500), memory_row(2, 500)]
-    episodes = [episode_row(1, 500, 500), episode_row(2, 500, 500)]
-    assert listing.budget_list_memories(memories, cap, budget_chars=100) == (memories, False)
-    assert listing.budget_list_episodes(episodes, cap, budget_chars=100) == (episodes, False)
+    mems = [memory_row(1, 500), memory_row(2, 500)]
+    eps = [episode_row(1, 500, 500), episode_row(2, 500, 500)]
+    assert budget_memories(mems, cap, budget_chars=100) == (listed(mems), False)
+    assert budget_episodes(eps, cap, budget_chars=100) == (listed_episodes(eps), False)
 
 
 def test_list_memories_budget_defaults_to_one_million_chars() -> None:
     rows = [memory_row(1, 600_000), memory_row(2, 400_000), memory_row(3, 600)]
-    shaped, trimmed = listing.budget_list_memories(rows, 500)
-    assert shaped[:2] == rows[:2]
+    shaped, trimmed = budget_memories(rows, 500)
+    assert shaped[:2] == listed(rows[:2])
     assert shaped[2]["content_len"] == 600
     assert trimmed is True
 
 
 def test_list_episodes_budget_counts_summary_and_keywords_together() -> None:
     rows = [episode_row(1, 40, 40), episode_row(2, 15, 5), episode_row(3, 30, 5)]
-    shaped, trimmed = listing.budget_list_episodes(rows, 10, budget_chars=100)
+    shaped, trimmed = budget_episodes(rows, 10, budget_chars=100)
     assert trimmed is True
-    assert shaped[:2] == rows[:2]
+    assert shaped[:2] == listed_episodes(rows[:2])
     assert shaped[2] == {
-        "id": 3,
+        **render_listing.episode(rows[2]),
         "summary": text(10),
         "summary_len": 30,
         "summary_truncated": True,
@@ -635,9 +682,9 @@ def test_list_episodes_budget_counts_summary_and_keywords_together() -> None:
 
 def test_list_episodes_budget_trims_each_long_field_with_its_own_markers() -> None:
     rows = [episode_row(1, 90, 0), episode_row(2, 20, 30)]
-    shaped, _ = listing.budget_list_episodes(rows, 10, budget_chars=100)
+    shaped, _ = budget_episodes(rows, 10, budget_chars=100)
     assert shaped[1] == {
-        "id": 2,
+        **render_listing.episode(rows[1]),
         "summary": text(10),
         "summary_len": 20,
         "summary_truncated": True,
@@ -646,19 +693,27 @@ def test_list_episodes_budget_trims_each_long_field_with_its_own_markers() -> No
         "keywords_truncated": True,
         "ref": "ep:2",
     }
+    assert list(shaped[1])[-5:] == [
+        "summary_truncated",
+        "summary_len",
+        "keywords_truncated",
+        "keywords_len",
+        "ref",
+    ]
 
 
 def test_list_episodes_budget_defaults_to_eight_hundred_thousand_chars() -> None:
     rows = [episode_row(1, 400_000, 400_000), episode_row(2, 600, 0)]
-    shaped, trimmed = listing.budget_list_episodes(rows, 500)
+    shaped, trimmed = budget_episodes(rows, 500)
     assert shaped[1]["summary_len"] == 600
     assert trimmed is True
 
 
 def test_list_budgets_do_not_mutate_their_input() -> None:
     rows = [memory_row(1, 95), memory_row(2, 40)]
-    listing.budget_list_memories(rows, 10, budget_chars=100)
+    shaped, _ = listing.budget_list_memories(rows, 10, budget_chars=100)
     assert rows == [memory_row(1, 95), memory_row(2, 40)]
+    assert [item.row for item in shaped] == rows
 
 
 @PROPERTY
@@ -672,11 +727,11 @@ def test_list_budget_degrades_exactly_the_rows_from_the_first_overflow_on(
 ) -> None:
     """The list budgets in closed form; rows are never dropped and the first is never cut."""
     rows = [memory_row(i, n) for i, n in enumerate(sizes, start=1)]
-    shaped, trimmed = listing.budget_list_memories(rows, cap, budget_chars=budget)
+    shaped, trimmed = budget_memories(rows, cap, budget_chars=budget)
     overflow = [sum(sizes[:i]) > 0 and sum(sizes[: i + 1]) > budget for i in range(len(sizes))]
     assert len(shaped) == len(rows)
     expected_cut = [any(overflow[: i + 1]) and n > cap for i, n in enumerate(sizes)]
-    for cut, before, after in zip(expected_cut, rows, shaped, strict=True):
+    for cut, before, after in zip(expected_cut, listed(rows), shaped, strict=True):
         if cut:
             assert after == {
                 **before,
@@ -689,4 +744,4 @@ def test_list_budget_degrades_exactly_the_rows_from_the_first_overflow_on(
             assert after == before
     assert trimmed is any(expected_cut)
     if rows:
-        assert shaped[0] == rows[0]
+        assert shaped[0] == listed(rows)[0]

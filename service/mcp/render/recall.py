@@ -32,8 +32,9 @@ EPISODE_SOURCE: JsonObject = {"System": "episode"}
 
 
 def row(item: Row) -> JsonObject:
-    """One message in its full (library) form, before shaping: what compact rows, previews
-    and excerpts start from."""
+    """One message in its full form, every key the library's row carries (for in-process
+    readers and tests); a tool answer sends the compact form, :func:`shaped`, whose keys
+    come in this order."""
     if isinstance(item, Recalled):
         return _recalled(item)
     if isinstance(item, Echo):

@@ -1,4 +1,4 @@
-"""What every budget shares: row types, refs, and trimming one field to its preview."""
+"""What every budget shares: row types, refs, and the preview cut of a recall row."""
 
 from __future__ import annotations
 
@@ -12,10 +12,6 @@ from service.memory.recall.records import Echo, Recalled
 
 Row: TypeAlias = Mapping[str, object]
 """A JSON-ready row (a rendered tool answer's row, as usage accounting reads it)."""
-
-
-ShapedRow: TypeAlias = dict[str, object]
-"""A new row built by this module; the caller owns it."""
 
 
 RecallRow: TypeAlias = Recalled | Echo | MemoryItem | EpisodeItem
@@ -96,21 +92,6 @@ def previewed(row: RecallRow, cap: int) -> Shaped:
     if cap > 0 and len(row.content) > cap and trimmable(row):
         return Shaped(row, cap)
     return Shaped(row)
-
-
-def trim(row: ShapedRow, field: str, cap: int) -> bool:
-    """Cut ``row[field]`` (a copy we own) to a ``cap``-long prefix with markers.
-
-    Returns whether it was cut. Non-string and short values are left alone, without
-    markers.
-    """
-    value = row.get(field)
-    if not isinstance(value, str) or len(value) <= cap:
-        return False
-    row[field] = value[:cap]
-    row[f"{field}_truncated"] = True
-    row[f"{field}_len"] = len(value)
-    return True
 
 
 def text_len(row: Row, field: str) -> int:
