@@ -1,16 +1,17 @@
 """How a recall answer reaches its caller: shaping, the token budget, the ledger, the cursor.
 
 ``recall`` and ``recall_with_context`` hand the library's answer here: typed rows, best
-first (``service.memory.recall.records``). Each row gets its full wire form
-(``service.mcp.render.recall``), is shaped (compact rows, previews, excerpts:
-``service.mcp.shaping.recall``), then offered best first to ``max_tokens``
-(``shaping.budget``) and, when the call uses the session ledger, to the ledger, which stubs
-rows the session already holds and records the whole rows this answer delivers
-(``service.memory.ledger``, one statement). Rows the budget left out go into
-``next_cursor`` (``service.memory.cursor``); ``cursor`` on a later call resumes them by
-ref, with no ranking run again. What previews, excerpts, the budget and the ledger held
-back is noted for the usage meter. Every step keeps the rows best first;
-``render.recall.answer`` reverses them once into the wire's best-last order.
+first (``service.memory.recall.records``). Each row is shaped (previews, excerpts:
+``service.mcp.shaping.recall``, a typed record per row), rendered once into its compact
+wire form (``service.mcp.render.recall.shaped``), then offered best first to
+``max_tokens`` (``shaping.budget``, which costs that rendering) and, when the call uses
+the session ledger, to the ledger, which stubs rows the session already holds and
+records the whole rows this answer delivers (``service.memory.ledger``, one statement).
+Rows the budget left out go into ``next_cursor`` (``service.memory.cursor``); ``cursor``
+on a later call resumes them by ref, with no ranking run again. What previews, excerpts,
+the budget and the ledger held back is noted for the usage meter. Every step keeps the
+rows best first; ``render.recall.answer`` reverses them once into the wire's best-last
+order.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from service.mcp import request
 from service.mcp.registry import ToolEnv
 from service.mcp.render import recall as render
 from service.mcp.shaping import budget, recall as shaping, tokens
-from service.mcp.shaping.rows import Row, ShapedRow
+from service.mcp.shaping.rows import RecallRow, Shaped
 from service.memory import contents, cursor, ledger
 from service.memory.contents import parse_ref
 from service.memory.recall.records import Echo, RecallResult
@@ -64,33 +65,30 @@ def ledger_session(env: ToolEnv, novel_only: bool | None) -> tuple[str, bool] | 
     return None
 
 
-def _full_texts(rows: Sequence[render.Row]) -> dict[str, str]:
+def _full_texts(rows: Sequence[RecallRow]) -> dict[str, str]:
     """The library's full content of each ref row, by ref."""
     return {row.ref: row.content for row in rows if not isinstance(row, Echo) and row.ref}
 
 
-def _savings(
-    sent: Sequence[ShapedRow], page: budget.Page, full: dict[str, str], count: tokens.TokenCounter
-) -> None:
+def _savings(page: budget.Page, full: dict[str, str], count: tokens.TokenCounter) -> None:
     """Note what previews, excerpts, the budget and the ledger held back (usage meter)."""
     held = {"previews": 0, "excerpts": 0, "budgets": 0, "ledger": 0}
-    for row in sent:
-        text = full.get(str(row.get("ref")))
-        if text is None or not row.get("content_truncated"):
+    for row in page.sent:
+        text = full.get(str(row.ref))
+        if text is None or row.whole:
             continue
-        shown = count(str(row.get("content", ""))) + count(str(row.get("excerpt", "")))
-        held["excerpts" if "excerpt" in row else "previews"] += max(0, count(text) - shown)
+        passage = "" if row.excerpt is None else row.excerpt.text
+        shown = count(row.content) + count(passage)
+        held["excerpts" if row.excerpt is not None else "previews"] += max(0, count(text) - shown)
     held["budgets"] = sum(count(full.get(ref, "")) for ref in page.left_out)
     held["ledger"] = sum(count(full.get(ref, "")) for ref in page.stubbed)
     request.note_savings(**held)
 
 
 async def _page(
-    env: ToolEnv, opts: Options, rows: Sequence[ShapedRow], room: int | None
+    env: ToolEnv, opts: Options, offers: Sequence[budget.Offer], room: int | None
 ) -> budget.Page:
-    """Offer the ref rows (``rows`` best first) to the budget and, when used, the ledger."""
-    count = tokens.token_counter(env.lib.settings.tokenizer)
-    offers = [budget.offer(row, count) for row in rows]
+    """Offer the ref rows (``offers`` best first) to the budget and, when used, the ledger."""
     session = ledger_session(env, opts.novel_only)
     held: frozenset[int] = frozenset()
     if session is not None:
@@ -123,22 +121,26 @@ def _offered(item: budget.Offer) -> ledger.Offered:
 
 
 def _degrade_best(
-    rows: list[ShapedRow], full: Sequence[Row], opts: Options, env: ToolEnv, room: int
-) -> list[ShapedRow]:
+    offers: list[budget.Offer],
+    full: Sequence[RecallRow],
+    opts: Options,
+    env: ToolEnv,
+    room: int,
+    count: tokens.TokenCounter,
+) -> list[budget.Offer]:
     """With ``full_content``, the best row comes as a preview when it alone exceeds the
-    budget (``rows``: the shaped ref rows, ``full``: every full row, both best first)."""
-    count = tokens.token_counter(env.lib.settings.tokenizer)
-    if not rows or not opts.full_content or budget.row_cost(rows[0], count) <= room:
-        return rows
+    budget (``offers``: the ref rows, ``full``: every library row, both best first)."""
+    if not offers or not opts.full_content or offers[0].cost <= room:
+        return offers
     previewed, _ = shaping.shape_rows(
         full,
         preview_chars=env.lib.settings.recall_preview_chars,
         full_content=False,
         query=opts.query,
     )
-    ref = rows[0]["ref"]
-    best = [row for row in previewed if row.get("ref") == ref]
-    return [best[0], *rows[1:]] if best else rows
+    ref = offers[0].ref
+    best = [row for row in previewed if row.ref == ref]
+    return [budget.offer(best[0], count), *offers[1:]] if best else offers
 
 
 async def deliver(env: ToolEnv, opts: Options, result: RecallResult) -> JsonObject:
@@ -147,49 +149,60 @@ async def deliver(env: ToolEnv, opts: Options, result: RecallResult) -> JsonObje
 
 
 def _room(
-    opts: Options, head: JsonObject, shaped: Sequence[ShapedRow], count: tokens.TokenCounter
+    opts: Options, head: JsonObject, refless: Sequence[JsonObject], count: tokens.TokenCounter
 ) -> int | None:
     """What ``max_tokens`` leaves for the ref rows once the answer's fixed keys and the
-    rows without a ref (always sent) are paid for; None without a budget."""
+    rows without a ref (``refless``, rendered; always sent) are paid for; None without a
+    budget."""
     if opts.max_tokens is None:
         return None
     fixed = count(tokens.render({**head, "messages": []}))
-    refless = sum(budget.row_cost(row, count) for row in shaped if not row.get("ref"))
-    return opts.max_tokens - fixed - refless
+    return opts.max_tokens - fixed - sum(budget.row_cost(row, count) for row in refless)
 
 
 async def _deliver(
     env: ToolEnv,
     opts: Options,
-    library: Sequence[render.Row],
+    library: Sequence[RecallRow],
     envelope: JsonObject,
     missing: Sequence[str] = (),
 ) -> JsonObject:
     """Shape ``library`` (best first), offer its ref rows to the budget and the ledger,
-    and render what they admitted; ``envelope`` follows ``messages`` on the wire."""
-    full = [render.row(item) for item in library]
+    and render what they admitted; ``envelope`` follows ``messages`` on the wire. Each
+    row is rendered once: a ref row by its offer, a row without a ref here."""
     shaped, spent = shaping.shape_rows(
-        full,
+        library,
         preview_chars=env.lib.settings.recall_preview_chars,
         full_content=opts.full_content,
         query=opts.query,
     )
     head = render.head(envelope, shaping.FULL_CONTENT_BUDGET_CHARS if spent else None)
     count = tokens.token_counter(env.lib.settings.tokenizer)
-    room = _room(opts, head, shaped, count)
-    best_first = [row for row in shaped if row.get("ref")]
+    refless = {position: render.shaped(row) for position, row in enumerate(shaped) if not row.ref}
+    room = _room(opts, head, list(refless.values()), count)
+    offers = [budget.offer(row, count) for row in shaped if row.ref]
     if room is not None:
-        best_first = _degrade_best(best_first, full, opts, env, room)
-    page = await _page(env, opts, best_first, room)
-    _savings(page.rows, page, _full_texts(library), count)
-    sent = {str(row["ref"]): row for row in page.rows}
-    kept = [
-        row if not row.get("ref") else sent[str(row["ref"])]
-        for row in shaped
-        if not row.get("ref") or str(row["ref"]) in sent
-    ]
+        offers = _degrade_best(offers, library, opts, env, room, count)
+    page = await _page(env, opts, offers, room)
+    _savings(page, _full_texts(library), count)
     token = _next_cursor(env, opts, page.left_out) if page.left_out else None
-    return render.answer(kept, head, token, missing)
+    return render.answer(_in_order(shaped, refless, page), head, token, missing)
+
+
+def _in_order(
+    shaped: Sequence[Shaped], refless: dict[int, JsonObject], page: budget.Page
+) -> list[JsonObject]:
+    """The wire rows to send, best first: the rows without a ref where they stand, and the
+    ref rows the page admitted (its stubs included)."""
+    sent = dict(zip(page.refs, page.rows, strict=True))
+    kept: list[JsonObject] = []
+    for position, row in enumerate(shaped):
+        ref = row.ref
+        if ref is None:
+            kept.append(refless[position])
+        elif ref in sent:
+            kept.append(sent[ref])
+    return kept
 
 
 def _next_cursor(env: ToolEnv, opts: Options, left_out: Sequence[str]) -> str:

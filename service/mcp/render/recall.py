@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeAlias
 
+from service.mcp.shaping.compact import compact_reason, compact_source
+from service.mcp.shaping.rows import Shaped
 from service.memory.contents import EpisodeItem, MemoryItem
 from service.memory.recall.confidence import Confidence
 from service.memory.recall.records import (
@@ -30,8 +32,9 @@ EPISODE_SOURCE: JsonObject = {"System": "episode"}
 
 
 def row(item: Row) -> JsonObject:
-    """One message in its full (library) form, before shaping: what compact rows, previews
-    and excerpts start from."""
+    """One message in its full form, every key the library's row carries (for in-process
+    readers and tests); a tool answer sends the compact form, :func:`shaped`, whose keys
+    come in this order."""
     if isinstance(item, Recalled):
         return _recalled(item)
     if isinstance(item, Echo):
@@ -103,6 +106,85 @@ def episode_item(item: EpisodeItem) -> JsonObject:
         "source": dict(EPISODE_SOURCE),
         "timestamp": item.timestamp,
     }
+
+
+def shaped(item: Shaped) -> JsonObject:
+    """One message in its compact wire form (docs/tools.md, "Recall rows"), straight from
+    its shaped record: the full form's keys in the same order, empty values and a source
+    that says nothing omitted, ``match_reason`` floats at four significant digits
+    (``service.mcp.shaping.compact``), then ``content_truncated`` and ``content_len`` when
+    the content was cut, and ``excerpt`` and ``excerpt_offset`` when it has one."""
+    found = item.row
+    content = item.content
+    if isinstance(found, Recalled):
+        body = _compact_recalled(found, content)
+    elif isinstance(found, Echo):
+        body = _compact_echo(found, content)
+    else:
+        body = _compact_item(found, content)
+    if item.shown is not None:
+        body["content_truncated"] = True
+        body["content_len"] = len(found.content)
+    if item.excerpt is not None:
+        body["excerpt"] = item.excerpt.text
+        body["excerpt_offset"] = item.excerpt.offset
+    return body
+
+
+def _compact_recalled(item: Recalled, content: str) -> JsonObject:
+    body: JsonObject = {"content": content}
+    if item.ref:
+        body["ref"] = item.ref
+    _put_source(body, item.source, item.ref)
+    if item.timestamp:
+        body["timestamp"] = item.timestamp
+    if item.msg_id:
+        body["id"] = item.msg_id
+    if item.confidence is not None:
+        body["confidence"] = confidence(item.confidence)
+    if item.match_reason is not None:
+        cosine = item.confidence.cosine if item.confidence is not None else None
+        reason = compact_reason(item.match_reason, cosine)
+        if reason:
+            body["match_reason"] = reason
+    return body
+
+
+def _compact_echo(item: Echo, content: str) -> JsonObject:
+    body: JsonObject = {"content": content}
+    _put_source(body, _speaker(item.source), None)
+    if item.timestamp:
+        body["timestamp"] = item.timestamp
+    body["context_type"] = "conversation"
+    return body
+
+
+def _compact_item(item: MemoryItem | EpisodeItem, content: str) -> JsonObject:
+    """A row resumed by ref: a memory keeps its source and ``id``; an episode's fixed
+    source is omitted (its ``ep:`` ref says it)."""
+    body: JsonObject = {"ref": item.ref, "content": content} if item.ref else {"content": content}
+    if isinstance(item, MemoryItem):
+        _put_source(body, item.source, item.ref)
+        if item.timestamp:
+            body["timestamp"] = item.timestamp
+        if item.msg_id:
+            body["id"] = item.msg_id
+        return body
+    _put_source(body, EPISODE_SOURCE, item.ref)
+    if item.timestamp:
+        body["timestamp"] = item.timestamp
+    return body
+
+
+def _put_source(body: JsonObject, source: JsonObject, ref: str | None) -> None:
+    kept = compact_source(source, ref)
+    if kept is not None:
+        body["source"] = kept
+
+
+def stub(ref: str) -> JsonObject:
+    """What a row already delivered whole in this session comes back as."""
+    return {"ref": ref, "seen": True}
 
 
 def advisory(notice: Advisory) -> JsonObject:

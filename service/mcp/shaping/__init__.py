@@ -5,10 +5,13 @@ the service that trims them or enforces a response budget (docs/tools.md, "Where
 Keeping that in one pure package means library callers (benchmarks, in-process consumers) can never
 be handed a preview, and every budget rule is testable without a database.
 
-Everything here is pure: functions take JSON-ready mappings, return new dicts and lists,
-never mutate their inputs and do no I/O (the one exception: ``tokens.token_counter`` loads
-a configured ``CPERSONA_TOKENIZER`` file once). Copies are shallow; nested values such as
-``source`` are shared with the input, which is safe because nothing here writes to them.
+Everything here is pure and works on the library's typed rows: a recall row becomes a
+``rows.Shaped`` record (the row, where its content is cut, its excerpt), a listed row a
+``listing.Listed`` record (the row and its cut). Nothing here copies text or builds a wire
+dict: ``service.mcp.render`` renders each record once, into the compact row (the budget
+keeps that rendering on its offer; docs/architecture.md, "The read family's seam"). No
+function mutates its input or does I/O (the one exception: ``tokens.token_counter`` loads
+a configured ``CPERSONA_TOKENIZER`` file once).
 What needs the database or a signing key (the session ledger, cursors) is done by
 ``service.mcp.delivery`` around these functions.
 
@@ -32,5 +35,5 @@ Budgets count as they build (streaming-size accounting; docs/tools.md, "Where tr
 Each walks the rows once, in the order the spec gives, keeps a running total and degrades rows from
 the point the budget is spent. None of them builds an oversized response and cuts it afterwards.
 Lengths are Unicode code points (Python ``len``), as the spec requires; ``max_tokens``
-counts tokens of the compact rendering (``tokens.render``).
+counts tokens of the compact rendering (``tokens.render`` of ``render.recall.shaped``).
 """

@@ -17,36 +17,40 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 
-from service.mcp.shaping.rows import ShapedRow
-from service.mcp.shaping.tokens import TokenCounter, render
+from service.mcp.render import recall as render
+from service.mcp.shaping.rows import Shaped
+from service.mcp.shaping.tokens import TokenCounter, render as text_of
+from service.models import JsonObject
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Offer:
-    """One row offered to the budget: its shaped form, its stub and their token costs."""
+    """One row offered to the budget: its shaped record, its compact wire form (rendered
+    once, here, and sent as is), its stub and their token costs."""
 
-    row: ShapedRow
+    row: Shaped
+    wire: JsonObject
     ref: str
     whole: bool  # delivered with its full content (what the ledger records)
     cost: int
     stub_cost: int
 
 
-def stub(ref: str) -> ShapedRow:
-    """What a row already delivered whole in this session comes back as."""
-    return {"ref": ref, "seen": True}
-
-
 def row_cost(row: object, count: TokenCounter) -> int:
-    """Tokens a row adds to an answer: its rendering and the comma after it."""
-    return count(render(row)) + 1
+    """Tokens a rendered row adds to an answer: its JSON text and the comma after it."""
+    return count(text_of(row)) + 1
 
 
-def offer(row: ShapedRow, count: TokenCounter) -> Offer:
-    """``row`` (which has a ref) as an offer to the budget."""
-    ref = str(row["ref"])
-    whole = not row.get("content_truncated")
-    return Offer(row, ref, whole, row_cost(row, count), row_cost(stub(ref), count))
+def offer(row: Shaped, count: TokenCounter) -> Offer:
+    """``row`` (which has a ref; ValueError otherwise) as an offer to the budget: rendered
+    once, costed from that rendering."""
+    ref = row.ref
+    if ref is None:
+        raise ValueError("only a row with a ref can be offered to the budget")
+    wire = render.shaped(row)
+    return Offer(
+        row, wire, ref, row.whole, row_cost(wire, count), row_cost(render.stub(ref), count)
+    )
 
 
 def admitted(
@@ -68,10 +72,13 @@ def admitted(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Page:
-    """What the budget made of the offers: the rows to send (best first), the refs left
-    out (best first, for the cursor) and the refs sent as stubs."""
+    """What the budget made of the offers: the wire rows to send and their refs (best
+    first), the shaped rows sent in full or as previews (not the stubs), the refs left out
+    (best first, for the cursor) and the refs sent as stubs."""
 
-    rows: list[ShapedRow]
+    rows: list[JsonObject]
+    refs: list[str]
+    sent: list[Shaped]
     left_out: list[str]
     stubbed: list[str]
     delivered_whole: list[str]
@@ -80,15 +87,18 @@ class Page:
 def page(offers: Sequence[Offer], seen: Collection[int], budget: int | None) -> Page:
     """Apply :func:`admitted` to ``offers`` with the ``seen`` positions stubbed."""
     count = admitted([o.cost for o in offers], [o.stub_cost for o in offers], seen, budget)
-    rows: list[ShapedRow] = []
+    rows: list[JsonObject] = []
+    sent: list[Shaped] = []
     stubbed: list[str] = []
     whole: list[str] = []
     for position, item in enumerate(offers[:count]):
         if position in seen:
-            rows.append(stub(item.ref))
+            rows.append(render.stub(item.ref))
             stubbed.append(item.ref)
         else:
-            rows.append(item.row)
+            rows.append(item.wire)
+            sent.append(item.row)
             if item.whole:
                 whole.append(item.ref)
-    return Page(rows, [o.ref for o in offers[count:]], stubbed, whole)
+    refs = [o.ref for o in offers[:count]]
+    return Page(rows, refs, sent, [o.ref for o in offers[count:]], stubbed, whole)

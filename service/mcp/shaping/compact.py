@@ -15,6 +15,9 @@ today's rows parses these, and drops only what carries no information:
   which its ``ep:`` ref already says) is omitted with it;
 * ``content`` and ``timestamp`` are kept exactly as given: ``content`` is the pure-prefix
   preview the seed's ``exclude_contents`` contract rests on.
+
+These are the value rules; ``service.mcp.render.recall.shaped`` applies them while it
+renders a shaped row, so the compact row is the only dict a row becomes.
 """
 
 from __future__ import annotations
@@ -23,11 +26,8 @@ import math
 from collections.abc import Mapping
 from typing import Final
 
-from service.mcp.shaping.rows import Row, ShapedRow
-
 SIGNIFICANT_DIGITS: Final = 4
 EPISODE_SOURCE: Final[Mapping[str, object]] = {"System": "episode"}
-_KEEP_EVEN_EMPTY: Final = frozenset({"content"})
 
 
 def round_significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
@@ -42,8 +42,9 @@ def empty(value: object) -> bool:
     return value is None or (isinstance(value, str | dict | list | tuple) and not value)
 
 
-def compact_reason(reason: Mapping[str, object], confidence: object = None) -> dict[str, object]:
-    """``match_reason`` with rounded floats and no value printed twice."""
+def compact_reason(reason: Mapping[str, object], cosine: float | None = None) -> dict[str, object]:
+    """``match_reason`` with rounded floats and no value printed twice (``cosine``: the
+    row's ``confidence.cosine``, when it carries one)."""
     out = {
         key: round_significant(value) if isinstance(value, float) else value
         for key, value in reason.items()
@@ -51,8 +52,7 @@ def compact_reason(reason: Mapping[str, object], confidence: object = None) -> d
     signal = out.get("signal")
     if isinstance(signal, str) and signal != "score" and out.get(signal) == out.get("score"):
         out.pop(signal, None)
-    cosine = confidence.get("cosine") if isinstance(confidence, Mapping) else None
-    if isinstance(cosine, float) and out.get("cosine") == round_significant(cosine):
+    if cosine is not None and out.get("cosine") == round_significant(cosine):
         del out["cosine"]
     return out
 
@@ -67,17 +67,3 @@ def compact_source(source: object, ref: object) -> object | None:
     if isinstance(ref, str) and ref.startswith("ep:") and kept == EPISODE_SOURCE:
         return None
     return kept
-
-
-def compact_row(row: Row) -> ShapedRow:
-    """A recall message in its compact form (a new dict; nested values are new or shared
-    unchanged). ``content`` is never touched."""
-    out: ShapedRow = {}
-    for key, value in row.items():
-        if key == "source":
-            value = compact_source(value, row.get("ref"))
-        elif key == "match_reason" and isinstance(value, Mapping):
-            value = compact_reason(value, row.get("confidence"))
-        if key in _KEEP_EVEN_EMPTY or not empty(value):
-            out[key] = value
-    return out

@@ -1,11 +1,19 @@
-"""list_memories and list_episodes: front-to-back budgets (docs/tools.md, "List budgets")."""
+"""list_memories and list_episodes: front-to-back budgets (docs/tools.md, "List budgets").
+
+The budget decides, per typed listed row, whether its text fields are cut and by which ref
+the caller gets them back (:class:`Listed`); ``service.mcp.render.listing`` renders the
+wire row with its markers from that record.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Final
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Final, Generic, TypeVar
 
-from service.mcp.shaping.rows import RefKind, Row, ShapedRow, ref_for_id, text_len, trim
+from service.mcp.shaping.rows import RefKind, ref_for_id
+from service.memory.episodes import ListedEpisode
+from service.memory.memories.listing import ListedMemory
 
 LIST_MEMORIES_BUDGET_CHARS: Final = 1_000_000
 """Budget of ``list_memories`` over ``content``."""
@@ -14,26 +22,46 @@ LIST_MEMORIES_BUDGET_CHARS: Final = 1_000_000
 LIST_EPISODES_BUDGET_CHARS: Final = 800_000
 """Budget of ``list_episodes`` over ``summary`` and ``keywords`` together."""
 
+R = TypeVar("R", ListedMemory, ListedEpisode)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cut:
+    """How a listed row was trimmed: each of its text fields longer than ``chars`` code
+    points is sent as that prefix (with its own markers); ``ref`` is the way back."""
+
+    chars: int
+    ref: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listed(Generic[R]):
+    """One listed row as the budget leaves it: the library's row (always whole) and its
+    cut, None when it goes whole."""
+
+    row: R
+    cut: Cut | None = None
+
 
 def budget_list_memories(
-    rows: Sequence[Row],
+    rows: Sequence[ListedMemory],
     preview_chars: int,
     budget_chars: int = LIST_MEMORIES_BUDGET_CHARS,
-) -> tuple[list[ShapedRow], bool]:
+) -> tuple[list[Listed[ListedMemory]], bool]:
     """Bound a ``list_memories`` response over ``content`` (docs/tools.md, "List budgets", bug-255).
 
     See :func:`_budget_list` for the rule. Degraded rows gain ``ref: "mem:<id>"``. Returns
     the rows and whether any row was actually trimmed. The caller adds ``budget_chars`` only
     in that case.
     """
-    return _budget_list(rows, ("content",), "mem", preview_chars, budget_chars)
+    return _budget_list(rows, _memory_texts, "mem", preview_chars, budget_chars)
 
 
 def budget_list_episodes(
-    rows: Sequence[Row],
+    rows: Sequence[ListedEpisode],
     preview_chars: int,
     budget_chars: int = LIST_EPISODES_BUDGET_CHARS,
-) -> tuple[list[ShapedRow], bool]:
+) -> tuple[list[Listed[ListedEpisode]], bool]:
     """Bound a ``list_episodes`` response over ``summary`` + ``keywords``.
 
     Both text columns share one budget, because both go through the same write cap and
@@ -42,49 +70,51 @@ def budget_list_episodes(
     Degraded rows gain ``ref: "ep:<id>"``. The return value is as for
     :func:`budget_list_memories`.
     """
-    return _budget_list(rows, ("summary", "keywords"), "ep", preview_chars, budget_chars)
+    return _budget_list(rows, _episode_texts, "ep", preview_chars, budget_chars)
+
+
+def _memory_texts(row: ListedMemory) -> tuple[str, ...]:
+    return (row.content,)
+
+
+def _episode_texts(row: ListedEpisode) -> tuple[str, ...]:
+    return (row.summary, row.keywords)
 
 
 def _budget_list(
-    rows: Sequence[Row],
-    fields: tuple[str, ...],
+    rows: Sequence[R],
+    texts: Callable[[R], tuple[str, ...]],
     kind: RefKind,
     preview_chars: int,
     budget_chars: int,
-) -> tuple[list[ShapedRow], bool]:
+) -> tuple[list[Listed[R]], bool]:
     """Spend a list budget front to back, since listings arrive newest first.
 
     The first row is always whole. The first row that would push a non-zero running total
-    of ``fields`` over ``budget_chars`` spends the budget. From that row on, every field
+    of its ``texts`` over ``budget_chars`` spends the budget. From that row on, every text
     longer than ``preview_chars`` becomes its preview, and a row that lost text gains its
     ref. Rows are never dropped, because a short listing reads like a smaller corpus.
     """
     if preview_chars <= 0:
-        return [dict(row) for row in rows], False
-    shaped: list[ShapedRow] = []
+        return [Listed(row) for row in rows], False
+    shaped: list[Listed[R]] = []
     used = 0
     spent = trimmed_any = False
     for row in rows:
-        size = sum(text_len(row, field) for field in fields)
+        fields = texts(row)
+        size = sum(len(text) for text in fields)
         spent = spent or (used > 0 and used + size > budget_chars)
         used += size
-        copy = dict(row)
-        if spent and _degrade_list_row(copy, fields, kind, preview_chars):
-            trimmed_any = True
-        shaped.append(copy)
+        cut = _cut(row.id, fields, kind, preview_chars) if spent else None
+        trimmed_any = trimmed_any or cut is not None
+        shaped.append(Listed(row, cut))
     return shaped, trimmed_any
 
 
-def _degrade_list_row(row: ShapedRow, fields: Iterable[str], kind: RefKind, cap: int) -> bool:
-    """Trim a list row we own to its preview form; report whether any field was cut.
-
-    A row whose ``id`` cannot form a ref is left whole: a trimmed row needs a way back.
-    """
-    ref = ref_for_id(kind, row.get("id"))
-    if ref is None:
-        return False
-    cut = [trim(row, field, cap) for field in fields]
-    if not any(cut):
-        return False
-    row["ref"] = ref
-    return True
+def _cut(row_id: object, texts: tuple[str, ...], kind: RefKind, cap: int) -> Cut | None:
+    """The cut of a spent row, None when no text is longer than ``cap`` or its id cannot
+    form a ref (a trimmed row needs a way back)."""
+    if not any(len(text) > cap for text in texts):
+        return None
+    ref = ref_for_id(kind, row_id)
+    return None if ref is None else Cut(cap, ref)

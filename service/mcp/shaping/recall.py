@@ -1,44 +1,47 @@
-"""recall and recall_with_context: compact rows, previews, excerpts and the full-content
-budget (docs/tools.md, "Preview tier"; docs/tools.md, "Full-content budget")."""
+"""recall and recall_with_context: previews, excerpts and the full-content budget
+(docs/tools.md, "Preview tier"; docs/tools.md, "Full-content budget").
+
+Shaping decides, per typed row, whether and where its content is cut and which excerpt
+it carries (:class:`service.mcp.shaping.rows.Shaped`); it copies no text and builds no
+dict. The compact wire row is rendered from that record by ``service.mcp.render.recall``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Final
 
-from service.mcp.shaping.compact import compact_row
 from service.mcp.shaping.excerpt import excerpts
-from service.mcp.shaping.rows import Row, ShapedRow, previewed
+from service.mcp.shaping.rows import RecallRow, Shaped, previewed
 
 FULL_CONTENT_BUDGET_CHARS: Final = 200_000
 """Per-response budget of ``recall(full_content=true)`` (docs/tools.md, "Full-content budget",
 bug-211)."""
 
 
-def preview(rows: Sequence[Row], preview_chars: int) -> list[ShapedRow]:
-    """Trim recall messages to the preview tier, the default recall shape.
+def preview(rows: Sequence[RecallRow], preview_chars: int) -> list[Shaped]:
+    """The preview tier, the default recall shape: every row, each cut or whole.
 
-    A row with a truthy ``ref`` whose ``content`` is longer than ``preview_chars`` becomes
-    its first ``preview_chars`` code points plus ``content_len`` and ``content_truncated``.
-    Conversation echoes are trimmed the same way (see :func:`trimmable`). Shorter rows,
-    the profile row and rows whose content is not a string are copied unchanged.
+    A row with a ref whose ``content`` is longer than ``preview_chars`` is cut to its first
+    ``preview_chars`` code points (the wire then adds ``content_len`` and
+    ``content_truncated``). Conversation echoes are cut the same way (see
+    :func:`service.mcp.shaping.rows.trimmable`). Shorter rows and the profile row go whole.
     ``preview_chars <= 0`` disables trimming.
     """
-    if preview_chars <= 0:
-        return [dict(row) for row in rows]
     return [previewed(row, preview_chars) for row in rows]
 
 
 def spend_best_first(
-    rows: Sequence[Row],
+    rows: Sequence[RecallRow],
     preview_chars: int,
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
-) -> tuple[list[ShapedRow], bool]:
+) -> tuple[list[Shaped], bool]:
     """Bound a ``full_content=true`` recall in characters (docs/tools.md, "Full-content budget",
     bug-211, bug-214), ``rows`` best first (best hit in ``recall``, newest in
     ``recall_with_context``).
 
-    Rows are admitted whole while the running total of string ``content`` lengths fits.
+    Rows are admitted whole while the running total of ``content`` lengths fits.
     The first row is admitted whatever its size. The first row that would push a non-zero
     total over ``budget_chars`` spends the budget: it and every later row get the preview
     form (only trimmable rows longer than ``preview_chars`` change). The profile row is
@@ -48,52 +51,49 @@ def spend_best_first(
     returned whole and the budget is never spent.
     """
     if preview_chars <= 0:
-        return [dict(row) for row in rows], False
-    shaped: list[ShapedRow] = []
+        return [Shaped(row) for row in rows], False
+    shaped: list[Shaped] = []
     used = 0
     spent = False
     for row in rows:
-        content = row.get("content")
-        if isinstance(content, str):
-            spent = spent or (used > 0 and used + len(content) > budget_chars)
-            used += len(content)
-        shaped.append(previewed(row, preview_chars) if spent else dict(row))
+        size = len(row.content)
+        spent = spent or (used > 0 and used + size > budget_chars)
+        used += size
+        shaped.append(previewed(row, preview_chars) if spent else Shaped(row))
     return shaped, spent
 
 
-def with_excerpts(
-    rows: Sequence[Row], full_rows: Sequence[Row], query: str, preview_chars: int
-) -> list[ShapedRow]:
-    """``rows`` (shaped from ``full_rows``, position by position) with ``excerpt`` and
-    ``excerpt_offset`` on the trimmed rows with a ref whose best match lies beyond the
-    preview (see :mod:`service.mcp.shaping.excerpt`). Every row counts in the weights."""
-    texts = [row.get("content") for row in full_rows]
-    plain = [text if isinstance(text, str) else "" for text in texts]
-    wanted = [bool(row.get("ref") and row.get("content_truncated")) for row in rows]
-    shaped: list[ShapedRow] = []
-    for row, found in zip(rows, excerpts(plain, wanted, query, preview_chars), strict=True):
-        extra = {} if found is None else {"excerpt": found.text, "excerpt_offset": found.offset}
-        shaped.append({**row, **extra})
-    return shaped
+def _excerpted(shaped: list[Shaped], query: str, preview_chars: int) -> list[Shaped]:
+    """``shaped`` with the excerpt of every cut row with a ref whose best match lies beyond
+    its preview (see :mod:`service.mcp.shaping.excerpt`); every row counts in the weights.
+    Only a row that gains an excerpt is replaced."""
+    wanted = [item.shown is not None and item.ref is not None for item in shaped]
+    if not any(wanted):
+        return shaped
+    texts = [item.row.content for item in shaped]
+    found = excerpts(texts, wanted, query, preview_chars)
+    return [
+        item if passage is None else dataclasses.replace(item, excerpt=passage)
+        for item, passage in zip(shaped, found, strict=True)
+    ]
 
 
 def shape_rows(
-    full: Sequence[Row],
+    full: Sequence[RecallRow],
     *,
     preview_chars: int,
     full_content: bool,
     query: str = "",
     budget_chars: int = FULL_CONTENT_BUDGET_CHARS,
-) -> tuple[list[ShapedRow], bool]:
-    """Shape a recall's full rows, best first, for an MCP caller (docs/tools.md, "Where
-    trimming happens"): every row made compact (:func:`service.mcp.shaping.compact.compact_row`),
-    then exactly one of :func:`preview` (default) or :func:`spend_best_first`
-    (``full_content=True``), and trimmed rows get their excerpt for ``query``. Returns the
-    rows, in the order given, and whether the full-content budget was spent."""
-    compacted = [compact_row(row) for row in full]
+) -> tuple[list[Shaped], bool]:
+    """Shape a recall's rows, best first, for an MCP caller (docs/tools.md, "Where
+    trimming happens"): exactly one of :func:`preview` (default) or
+    :func:`spend_best_first` (``full_content=True``), and cut rows get their excerpt for
+    ``query``. Returns the shaped rows, in the order given, and whether the full-content
+    budget was spent. The compact form is the renderer's (``render.recall.shaped``)."""
     spent = False
     if full_content:
-        rows, spent = spend_best_first(compacted, preview_chars, budget_chars)
+        shaped, spent = spend_best_first(full, preview_chars, budget_chars)
     else:
-        rows = preview(compacted, preview_chars)
-    return with_excerpts(rows, full, query, preview_chars), spent
+        shaped = preview(full, preview_chars)
+    return _excerpted(shaped, query, preview_chars), spent

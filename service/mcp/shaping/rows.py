@@ -1,18 +1,59 @@
-"""What every budget shares: row types, refs, and trimming one field to its preview."""
+"""What every budget shares: row types, refs, and the preview cut of a recall row."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Final, Literal, TypeAlias
 
-from service.memory.contents import MAX_ROW_ID
+from service.mcp.shaping.excerpt import Excerpt
+from service.memory.contents import MAX_ROW_ID, EpisodeItem, MemoryItem
+from service.memory.recall.records import Echo, Recalled
 
 Row: TypeAlias = Mapping[str, object]
-"""A JSON-ready row as the library or the storage layer produced it."""
+"""A JSON-ready row (a rendered tool answer's row, as usage accounting reads it)."""
 
 
-ShapedRow: TypeAlias = dict[str, object]
-"""A new row built by this module; the caller owns it."""
+RecallRow: TypeAlias = Recalled | Echo | MemoryItem | EpisodeItem
+"""A row a recall answer can carry: ranked, echoed, or resumed from a cursor by ref."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Shaped:
+    """One recall row as shaping leaves it: the library's record (always whole), where its
+    ``content`` is cut and its excerpt. ``service.mcp.render.recall.shaped`` renders it
+    into the compact wire row; nothing is copied until then.
+
+    ``shown`` is the number of code points of ``content`` sent when the row was cut to its
+    preview (a pure prefix), None when it goes whole; ``excerpt`` is the passage of the
+    full text a cut row also carries (docs/tools.md, "Preview tier")."""
+
+    row: RecallRow
+    shown: int | None = None
+    excerpt: Excerpt | None = None
+
+    @property
+    def ref(self) -> str | None:
+        """The row's ref, None for the profile row and conversation echoes."""
+        return ref_of(self.row)
+
+    @property
+    def whole(self) -> bool:
+        """Whether the row's full content is sent (what the ledger records)."""
+        return self.shown is None
+
+    @property
+    def content(self) -> str:
+        """The content sent: the full text, or its preview."""
+        text = self.row.content
+        return text if self.shown is None else text[: self.shown]
+
+
+def ref_of(row: RecallRow) -> str | None:
+    """The ref of a recall row (None, never ``""``, when it has none)."""
+    if isinstance(row, Echo):
+        return None
+    return row.ref or None
 
 
 RefKind: TypeAlias = Literal["mem", "ep"]
@@ -34,7 +75,7 @@ def format_ref(kind: RefKind, row_id: int) -> str:
     return f"{kind}:{row_id}"
 
 
-def trimmable(row: Row) -> bool:
+def trimmable(row: RecallRow) -> bool:
     """Whether a recall message may be cut to a preview.
 
     Rows with a ref (memories, episodes) can be expanded with get_contents. Conversation
@@ -42,30 +83,15 @@ def trimmable(row: Row) -> bool:
     because the caller already holds their full text (CPersona's code leaves them whole;
     the seed wins). The profile row is never trimmed: there is no handle back to it.
     """
-    return bool(row.get("ref")) or row.get("context_type") == "conversation"
+    return isinstance(row, Echo) or ref_of(row) is not None
 
 
-def previewed(row: Row, cap: int) -> ShapedRow:
-    """Copy a recall message, trimming its content when it is trimmable."""
-    shaped = dict(row)
-    if trimmable(shaped):
-        trim(shaped, "content", cap)
-    return shaped
-
-
-def trim(row: ShapedRow, field: str, cap: int) -> bool:
-    """Cut ``row[field]`` (a copy we own) to a ``cap``-long prefix with markers.
-
-    Returns whether it was cut. Non-string and short values are left alone, without
-    markers.
-    """
-    value = row.get(field)
-    if not isinstance(value, str) or len(value) <= cap:
-        return False
-    row[field] = value[:cap]
-    row[f"{field}_truncated"] = True
-    row[f"{field}_len"] = len(value)
-    return True
+def previewed(row: RecallRow, cap: int) -> Shaped:
+    """A recall message cut to its first ``cap`` code points when it is trimmable and
+    longer than that; else whole."""
+    if cap > 0 and len(row.content) > cap and trimmable(row):
+        return Shaped(row, cap)
+    return Shaped(row)
 
 
 def text_len(row: Row, field: str) -> int:

@@ -113,11 +113,11 @@ async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    listed = [render_listing.episode(row) for row in rows]
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_episodes(listed, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_episodes(rows, preview_chars)
+    listed = [render_listing.episode(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "episodes", shaped, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+        "episodes", listed, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
     )
 
 

@@ -94,11 +94,11 @@ async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
         project_id=params.project_id,
         limit=params.limit,
     )
-    listed = [render_listing.memory(row) for row in rows]
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_memories(listed, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_memories(rows, preview_chars)
+    listed = [render_listing.memory(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "memories", shaped, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
+        "memories", listed, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
     )
 
 

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from service.mcp.render import recall as render_recall
 from service.mcp.shaping import budget, tokens
+from service.mcp.shaping.rows import Shaped
+from tests.mcp.shaping.rows import echo, mem, wire
 
 PROPERTY = settings(database=None, deadline=None, max_examples=200)
 
 
+def an_offer(i: int, cost: int, shown: int | None = None) -> budget.Offer:
+    row = Shaped(mem(i, "xy"), shown)
+    return budget.Offer(row, wire(row), f"mem:{i}", shown is None, cost, 5)
+
+
 def offers(*costs: int) -> list[budget.Offer]:
-    return [
-        budget.Offer({"ref": f"mem:{i + 1}", "content": "x"}, f"mem:{i + 1}", True, cost, 5)
-        for i, cost in enumerate(costs)
-    ]
+    return [an_offer(i + 1, cost) for i, cost in enumerate(costs)]
 
 
 def test_rows_are_admitted_best_first_until_the_budget_is_spent() -> None:
@@ -40,9 +46,12 @@ def test_no_budget_admits_everything() -> None:
 
 def test_a_page_stubs_held_rows_and_names_what_it_left_out_and_sent_whole() -> None:
     items = offers(40, 40, 40, 40)
-    items[2] = budget.Offer({"ref": "mem:3", "content": "p"}, "mem:3", False, 40, 5)
+    items[2] = an_offer(3, 40, shown=1)
     page = budget.page(items, {1}, 90)
-    assert page.rows == [items[0].row, {"ref": "mem:2", "seen": True}, items[2].row]
+    assert page.rows == [items[0].wire, {"ref": "mem:2", "seen": True}, items[2].wire]
+    assert page.rows[0] is items[0].wire  # the offer's rendering is sent, not a new one
+    assert page.refs == ["mem:1", "mem:2", "mem:3"]
+    assert page.sent == [items[0].row, items[2].row]
     assert page.left_out == ["mem:4"]
     assert page.stubbed == ["mem:2"]
     assert page.delivered_whole == ["mem:1"]  # mem:3 was a preview
@@ -52,7 +61,25 @@ def test_a_row_costs_its_compact_rendering_in_tokens_plus_a_comma() -> None:
     row = {"ref": "mem:1", "content": "abcd" * 10}
     assert tokens.render(row) == '{"ref":"mem:1","content":"' + "abcd" * 10 + '"}'
     assert budget.row_cost(row, tokens.chars4) == -(-len(tokens.render(row)) // 4) + 1
-    assert budget.row_cost(budget.stub("mem:1"), tokens.chars4) == 8
+    assert budget.row_cost(render_recall.stub("mem:1"), tokens.chars4) == 8
+
+
+def test_an_offer_is_rendered_once_and_costed_from_that_rendering() -> None:
+    shaped = Shaped(mem(7, "abcd" * 10), 8)
+    item = budget.offer(shaped, tokens.chars4)
+    assert item.row is shaped
+    assert item.wire == {"content": "abcdabcd", "ref": "mem:7", "content_truncated": True,
+                         "content_len": 40}  # fmt: skip
+    assert item.ref == "mem:7"
+    assert item.whole is False
+    assert item.cost == budget.row_cost(item.wire, tokens.chars4)
+    assert item.stub_cost == budget.row_cost({"ref": "mem:7", "seen": True}, tokens.chars4)
+    assert budget.offer(Shaped(mem(7, "x")), tokens.chars4).whole is True
+
+
+def test_a_row_without_a_ref_cannot_be_offered() -> None:
+    with pytest.raises(ValueError, match="ref"):
+        budget.offer(Shaped(echo("hello")), tokens.chars4)
 
 
 @PROPERTY

@@ -5,6 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from service.mcp.shaping import excerpt, recall
+from service.mcp.shaping.rows import RecallRow
+from tests.mcp.shaping.rows import echo, mem, wire, wires
 
 PROPERTY = settings(database=None, deadline=None, max_examples=150)
 FILLER = "Ann: we talked about the weather and lunch again today.\n" * 12  # ~ 680 chars
@@ -100,12 +102,14 @@ def test_identifiers_are_matched_literally() -> None:
 def test_shape_rows_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() -> None:
     line = "Bob: I adopted a greyhound called Pixel last spring."
     text = FILLER + line + "\n" + FILLER
-    (row,), _ = recall.shape_rows(
-        [{"ref": "mem:1", "content": text, "source": {}}],
-        preview_chars=500,
-        full_content=False,
-        query="greyhound Pixel",
+    (shaped,), _ = recall.shape_rows(
+        [mem(1, text)], preview_chars=500, full_content=False, query="greyhound Pixel"
     )
+    assert shaped.shown == 500
+    assert shaped.excerpt is not None
+    row = wire(shaped)
+    assert (row["excerpt_offset"], row["excerpt"]) == (shaped.excerpt.offset, shaped.excerpt.text)
+    assert list(row)[-4:] == ["content_truncated", "content_len", "excerpt", "excerpt_offset"]
     assert row["content"] == text[:500]
     assert row["content_truncated"] is True
     assert row["content_len"] == len(text)
@@ -117,13 +121,15 @@ def test_shape_rows_adds_excerpt_and_offset_and_keeps_content_a_pure_prefix() ->
 
 def test_full_content_rows_and_echoes_get_no_excerpt() -> None:
     text = FILLER + "Bob: greyhound Pixel.\n" + FILLER
-    rows = [{"ref": "mem:1", "content": text}, {"content": text, "context_type": "conversation"}]
+    rows: list[RecallRow] = [mem(1, text), echo(text)]
     whole, _ = recall.shape_rows(rows, preview_chars=500, full_content=True, query="greyhound")
     previews, _ = recall.shape_rows(rows, preview_chars=500, full_content=False, query="greyhound")
-    assert all("excerpt" not in row for row in whole)
-    echo = previews[1]
-    assert echo["content_truncated"] is True
-    assert "excerpt" not in echo
+    assert all("excerpt" not in row for row in wires(whole))
+    assert all(row.excerpt is None for row in whole)
+    turn = wire(previews[1])
+    assert turn["content_truncated"] is True
+    assert "excerpt" not in turn
+    assert previews[1].excerpt is None
 
 
 @PROPERTY
