@@ -45,18 +45,26 @@ def row(item: Row) -> JsonObject:
 
 
 def _recalled(item: Recalled) -> JsonObject:
-    body: JsonObject = {"content": item.content}
-    if item.ref is not None:
+    body = _recalled_fields(item, item.content, item.source)
+    if item.match_reason is not None:
+        body["match_reason"] = dict(item.match_reason)
+    return body
+
+
+def _recalled_fields(item: Recalled, content: str, source: object | None) -> JsonObject:
+    """A ranked row's keys in wire order up to its confidence: ``source`` when given (the
+    compact form leaves out an uninformative one), the others when the row has them."""
+    body: JsonObject = {"content": content}
+    if item.ref:
         body["ref"] = item.ref
-    body["source"] = item.source
+    if source is not None:
+        body["source"] = source
     if item.timestamp:
         body["timestamp"] = item.timestamp
     if item.msg_id:
         body["id"] = item.msg_id
     if item.confidence is not None:
         body["confidence"] = confidence(item.confidence)
-    if item.match_reason is not None:
-        body["match_reason"] = dict(item.match_reason)
     return body
 
 
@@ -132,16 +140,7 @@ def shaped(item: Shaped) -> JsonObject:
 
 
 def _compact_recalled(item: Recalled, content: str) -> JsonObject:
-    body: JsonObject = {"content": content}
-    if item.ref:
-        body["ref"] = item.ref
-    _put_source(body, item.source, item.ref)
-    if item.timestamp:
-        body["timestamp"] = item.timestamp
-    if item.msg_id:
-        body["id"] = item.msg_id
-    if item.confidence is not None:
-        body["confidence"] = confidence(item.confidence)
+    body = _recalled_fields(item, content, compact_source(item.source, item.ref))
     if item.match_reason is not None:
         cosine = item.confidence.cosine if item.confidence is not None else None
         reason = compact_reason(item.match_reason, cosine)

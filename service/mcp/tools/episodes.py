@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from service.mcp.listing_params import ListParams
+from service.mcp.listing_params import ListParams, listed
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
@@ -106,18 +106,12 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
 
 
 async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await episodes.list_episodes(
-        env.lib,
-        env.caller.tenant_id,
-        agent_id=params.agent_id,
-        project_id=params.project_id,
-        limit=params.limit,
-    )
+    rows = await listed(env, params, episodes.list_episodes)
     preview_chars = env.lib.settings.recall_preview_chars
     shaped, trimmed = listing_shaping.budget_list_episodes(rows, preview_chars)
-    listed = [render_listing.episode(item.row, item.cut) for item in shaped]
+    sent = [render_listing.episode(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "episodes", listed, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
     )
 
 

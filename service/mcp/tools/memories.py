@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.mcp import acl
-from service.mcp.listing_params import ListParams
+from service.mcp.listing_params import ListParams, listed
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
@@ -87,18 +87,12 @@ LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); l
 
 
 async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listing.list_memories(
-        env.lib,
-        env.caller.tenant_id,
-        agent_id=params.agent_id,
-        project_id=params.project_id,
-        limit=params.limit,
-    )
+    rows = await listed(env, params, listing.list_memories)
     preview_chars = env.lib.settings.recall_preview_chars
     shaped, trimmed = listing_shaping.budget_list_memories(rows, preview_chars)
-    listed = [render_listing.memory(item.row, item.cut) for item in shaped]
+    sent = [render_listing.memory(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "memories", listed, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
+        "memories", sent, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
     )
 
 
