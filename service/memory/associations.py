@@ -1,0 +1,506 @@
+"""The declared graph of an agent (docs/tools.md, "declare_associations", "traverse"):
+entities with aliases, mentions (entity <-> record) and relations (subject, predicate,
+object; each end an entity or a record). The server extracts and infers nothing.
+
+A declaration never fails for one bad item: each malformed or refused item is reported in
+``dropped`` (its path and why) and skipped. Answers are typed records; the MCP boundary
+renders them (``service.mcp.render.associations``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Final
+
+from service.db import agents, associations as graph
+from service.db.pool import Connection
+from service.errors import RecordGone, ServiceError
+from service.memory import pauses
+from service.memory.library import Library
+from service.models import TenantId
+
+MAX_ITEMS: Final = 64
+"""Entities, relations, and retract items of each kind per call (docs/reliability.md)."""
+MAX_ALIASES: Final = 32
+"""Aliases per entity."""
+MAX_CHARS: Final = 256
+"""A name, alias, predicate or endpoint, after trimming."""
+MAX_HOPS: Final = 5
+"""traverse's deepest walk (the schema's maximum; the library clamps too)."""
+MAX_LIMIT: Final = 100
+"""traverse's most entities, and mentions per entity."""
+
+_REF: Final = re.compile(r"(mem|ep):(\d+)")
+_MAX_ROW_ID: Final = 2**63 - 1
+_WHITESPACE: Final = re.compile(r"\s+")
+ENDPOINT: Final = "endpoint must be an entity name or a record ref"
+MENTION: Final = "needs an integer entity and a record ref"
+
+
+def normalize(text: str) -> str:
+    """NFKC, casefold, whitespace runs collapsed to one space, trimmed: the form names,
+    aliases and predicates are compared (and predicates stored) in."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _WHITESPACE.sub(" ", folded).strip()
+
+
+def parse_ref(text: str) -> graph.End | None:
+    """``mem:N`` / ``ep:N`` (digits only, leading zeros allowed) as a canonical end, or None."""
+    match = _REF.fullmatch(text)
+    if match is None:
+        return None
+    row_id = int(match.group(2))
+    return graph.End(match.group(1), row_id) if 0 < row_id <= _MAX_ROW_ID else None
+
+
+def format_ref(end: graph.End) -> str:
+    return f"{end.kind}:{end.id}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dropped:
+    """An item that was skipped: its path in the request and why."""
+
+    item: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeclaredEntity:
+    """An entity of the request: its id, its name as the caller spelled it, and whether
+    this call registered it."""
+
+    id: int
+    name: str
+    created: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retracted:
+    relations: int
+    mentions: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Declared:
+    """What a declaration did: entities in request order, mentions recorded, relation ids
+    in request order, what was dropped, and what was retracted (None when nothing was
+    asked to be)."""
+
+    entities: list[DeclaredEntity]
+    mentions: int
+    relations: list[int]
+    dropped: list[Dropped]
+    retracted: Retracted | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Declaration:
+    """One declaration: the agent, the associations and retract objects as sent (read
+    leniently: anything malformed is dropped), the anchor ref, and the scope."""
+
+    agent_id: str
+    associations: object = None
+    anchor_ref: str = ""
+    retract: object = None
+    project_id: str = ""
+    channel: str = ""
+
+
+def _text(value: object) -> str | None:
+    """The trimmed string, or None when it is not a usable one."""
+    if not isinstance(value, str):
+        return None
+    trimmed = value.strip()
+    return trimmed if trimmed and len(trimmed) <= MAX_CHARS else None
+
+
+def _text_reason(value: object) -> str:
+    if isinstance(value, str) and len(value.strip()) > MAX_CHARS:
+        return f"longer than {MAX_CHARS} characters"
+    return "must be a non-empty string"
+
+
+def _bounded(
+    items: object, path: str, dropped: list[Dropped], cap: int = MAX_ITEMS, what: str = "item"
+) -> Iterator[tuple[int, object]]:
+    """The items of a list up to ``cap`` with their index; each past it is dropped."""
+    if items is None:
+        return
+    if not isinstance(items, list):
+        dropped.append(Dropped(path, "must be a list"))
+        return
+    for index, item in enumerate(items):
+        if index >= cap:
+            dropped.append(Dropped(f"{path}[{index}]", f"beyond the {cap}-{what} bound"))
+        else:
+            yield index, item
+
+
+@dataclasses.dataclass(slots=True)
+class _Run:
+    """One declaration's transaction: the connection, where it is filed, and its answer."""
+
+    conn: Connection
+    tenant_id: TenantId
+    scope: graph.Scope
+    anchor: graph.End | None
+    dropped: list[Dropped] = dataclasses.field(default_factory=list)
+    mentions: int = 0
+
+    async def entity(self, name: str, exact_only: bool) -> tuple[int, bool]:
+        """The entity ``name`` resolves to in the scope, registered in it when new."""
+        normalized = normalize(name)
+        found = await graph.resolve_entity(
+            self.conn, self.tenant_id, self.scope, normalized, exact_only
+        )
+        if found is not None:
+            return found, False
+        return await graph.upsert_entity(self.conn, self.tenant_id, self.scope, name, normalized)
+
+    async def record(self, ref: graph.End) -> bool:
+        return await graph.record_of_agent(
+            self.conn, self.tenant_id, self.scope.agent_id, ref.kind, ref.id
+        )
+
+
+async def _declare_entity(run: _Run, path: str, item: object) -> DeclaredEntity | None:
+    if not isinstance(item, Mapping):
+        run.dropped.append(Dropped(path, "must be an object with a name"))
+        return None
+    name = _text(item.get("name"))
+    if name is None:
+        run.dropped.append(Dropped(f"{path}.name", _text_reason(item.get("name"))))
+        return None
+    aliases = [
+        (f"{path}.aliases[{j}]", alias)
+        for j, alias in _bounded(
+            item.get("aliases"), f"{path}.aliases", run.dropped, MAX_ALIASES, "alias"
+        )
+    ]
+    entity_id, created = await run.entity(name, exact_only=bool(aliases))
+    for alias_path, alias in aliases:
+        await _declare_alias(run, alias_path, alias, entity_id)
+    if run.anchor is not None:
+        await graph.insert_mention(run.conn, run.tenant_id, entity_id, run.anchor)
+        run.mentions += 1
+    return DeclaredEntity(entity_id, str(item["name"]), created)
+
+
+async def _declare_alias(run: _Run, path: str, alias: object, entity_id: int) -> None:
+    written = _text(alias)
+    if written is None:
+        run.dropped.append(Dropped(path, _text_reason(alias)))
+        return
+    normalized = normalize(written)
+    if await graph.alias_clash(run.conn, run.tenant_id, run.scope, normalized, entity_id):
+        run.dropped.append(Dropped(path, "already names another entity in this scope"))
+        return
+    await graph.insert_alias(run.conn, run.tenant_id, entity_id, written, normalized)
+
+
+async def _endpoint(run: _Run, path: str, value: object) -> graph.End | str | None:
+    """A record end (checked to be this agent's), an entity name to resolve later, or None
+    (dropped)."""
+    written = _text(value)
+    if written is None:
+        too_long = isinstance(value, str) and len(value.strip()) > MAX_CHARS
+        run.dropped.append(Dropped(path, _text_reason(value) if too_long else ENDPOINT))
+        return None
+    if _REF.fullmatch(written) is None:
+        return written
+    ref = parse_ref(written)
+    if ref is None or not await run.record(ref):
+        run.dropped.append(Dropped(path, f"{written} is not a record of this agent"))
+        return None
+    return ref
+
+
+async def _declare_relation(run: _Run, path: str, item: object) -> int | None:
+    if not isinstance(item, Mapping):
+        run.dropped.append(Dropped(path, "must be an object with subject, predicate, object"))
+        return None
+    subject = await _endpoint(run, f"{path}.subject", item.get("subject"))
+    predicate = _text(item.get("predicate"))
+    if predicate is None:
+        run.dropped.append(Dropped(f"{path}.predicate", _text_reason(item.get("predicate"))))
+    obj = await _endpoint(run, f"{path}.object", item.get("object"))
+    if subject is None or predicate is None or obj is None:
+        return None
+    ends = [
+        end
+        if isinstance(end, graph.End)
+        else graph.End("entity", (await run.entity(end, False))[0])
+        for end in (subject, obj)
+    ]
+    triple = (ends[0], normalize(predicate), ends[1])
+    return await graph.upsert_relation(run.conn, run.tenant_id, run.scope, triple, run.anchor)
+
+
+async def _retract(run: _Run, retract: object) -> Retracted | None:
+    if retract is None or retract == {}:
+        return None
+    if not isinstance(retract, Mapping):
+        run.dropped.append(Dropped("retract", "must be an object"))
+        return None
+    ids: list[int] = []
+    for index, value in _bounded(retract.get("relations"), "retract.relations", run.dropped):
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ROW_ID:
+            ids.append(value)
+        elif not isinstance(value, int) or isinstance(value, bool):
+            run.dropped.append(Dropped(f"retract.relations[{index}]", "needs an integer id"))
+    relations = await graph.retract_relations(run.conn, run.tenant_id, run.scope.agent_id, ids)
+    mentions = 0
+    for index, value in _bounded(retract.get("mentions"), "retract.mentions", run.dropped):
+        pair = _mention_pair(value)
+        if pair is None:
+            run.dropped.append(Dropped(f"retract.mentions[{index}]", MENTION))
+            continue
+        mentions += await graph.retract_mention(
+            run.conn, run.tenant_id, run.scope.agent_id, pair[0], pair[1]
+        )
+    return Retracted(relations, mentions)
+
+
+def _mention_pair(value: object) -> tuple[int, graph.End] | None:
+    if not isinstance(value, Mapping):
+        return None
+    entity, ref = value.get("entity"), value.get("ref")
+    if not isinstance(entity, int) or isinstance(entity, bool) or not isinstance(ref, str):
+        return None
+    end = parse_ref(ref.strip())
+    if end is None or not 0 < entity <= _MAX_ROW_ID:
+        return None
+    return entity, end
+
+
+async def _anchor(run: _Run, anchor_ref: str) -> None:
+    """Set ``run.anchor`` when ``anchor_ref`` is a record of this agent; drop it otherwise."""
+    written = anchor_ref.strip()
+    if not written:
+        return
+    ref = parse_ref(written)
+    if ref is not None and await run.record(ref):
+        run.anchor = ref
+    else:
+        run.dropped.append(Dropped("anchor_ref", f"{written} is not a record of this agent"))
+
+
+async def _declare_in(run: _Run, decl: Declaration) -> Declared:
+    await _anchor(run, decl.anchor_ref)
+    retracted = await _retract(run, decl.retract)
+    assoc = decl.associations
+    if assoc is not None and not isinstance(assoc, Mapping):
+        run.dropped.append(Dropped("associations", "must be an object"))
+        assoc = None
+    entities: list[DeclaredEntity] = []
+    relations: list[int] = []
+    if assoc is not None:
+        for i, item in _bounded(assoc.get("entities"), "entities", run.dropped):
+            entity = await _declare_entity(run, f"entities[{i}]", item)
+            if entity is not None:
+                entities.append(entity)
+        for i, item in _bounded(assoc.get("relations"), "relations", run.dropped):
+            relation = await _declare_relation(run, f"relations[{i}]", item)
+            if relation is not None:
+                relations.append(relation)
+    return Declared(entities, run.mentions, relations, run.dropped, retracted)
+
+
+ATTEMPTS: Final = 2
+"""A declaration whose record is deleted under it (a foreign-key check fails) runs once
+more: the second run sees the record gone and drops the items that named it."""
+
+
+async def declare(
+    lib: Library,
+    tenant_id: TenantId,
+    decl: Declaration,
+    guard: pauses.PauseGuard | None = None,
+) -> Declared:
+    """Declare entities, aliases, mentions and relations, and retract relations and
+    mentions, for ``decl.agent_id`` in one transaction (under the agent's graph lock, so
+    the alias rule holds against concurrent declarations). Idempotent: a repeat returns
+    the same ids. With ``guard`` a persistence pause raises ``pauses.WritePaused`` before
+    anything is written."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return await _declare_once(lib, tenant_id, decl, guard)
+        except RecordGone:
+            if attempt + 1 == ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _declare_once(
+    lib: Library, tenant_id: TenantId, decl: Declaration, guard: pauses.PauseGuard | None
+) -> Declared:
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        await pauses.obey(conn, tenant_id, guard)
+        agent = await agents.ensure_agent(conn, tenant_id, decl.agent_id)
+        await graph.lock_agent_graph(conn, tenant_id, agent)
+        scope = graph.Scope(agent, decl.project_id, decl.channel)
+        return await _declare_in(run=_Run(conn, tenant_id, scope, None), decl=decl)
+
+
+async def declare_rider(
+    lib: Library,
+    tenant_id: TenantId,
+    agent_id: str,
+    anchor_ref: str,
+    associations: Mapping[str, object],
+    *,
+    scope: tuple[str, str],
+) -> Declared:
+    """store's ``associations`` rider: the declaration anchored on the stored (or echoed)
+    row, in the store's project and channel, in a transaction of its own. A failure is
+    reported as ``dropped: [{item: "associations", reason: "declaration failed: ..."}]``,
+    never raised: the memory is already stored."""
+    decl = Declaration(
+        agent_id=agent_id,
+        associations=associations,
+        anchor_ref=anchor_ref,
+        project_id=scope[0],
+        channel=scope[1],
+    )
+    try:
+        return await declare(lib, tenant_id, decl)
+    except ServiceError as error:
+        failed = Dropped("associations", f"declaration failed: {error}")
+        return Declared([], 0, [], [failed])
+
+
+# traverse ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TraverseRequest:
+    """A traverse: the start's name or alias, the read scope (recall's semantics: project
+    None = all, '' = the global pool, X = X plus it; channel '' = any; source_id a
+    substring of the memories' source.id, '' = any), and the bounds."""
+
+    agent_id: str
+    entity: str
+    max_hops: int = 1
+    limit: int = 20
+    project_id: str | None = None
+    channel: str = ""
+    source_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Entity:
+    """A reached entity: id, name as stored, hops from a start, aliases as written (sorted
+    by normalized form), readable mentioning refs (lowest id first, at most ``limit``) and
+    how many more there are."""
+
+    id: int
+    name: str
+    hops: int
+    aliases: list[str]
+    mentions: list[str]
+    mentions_omitted: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Relation:
+    """A relation between two kept entities (ids), its normalized predicate, who declared
+    it and when, and its anchor ref ('' when none)."""
+
+    id: int
+    subject: int
+    predicate: str
+    object: int
+    declared_by: str
+    declared_at: datetime
+    anchor_ref: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    """traverse's answer. ``found`` is False when no readable entity has the name; then
+    everything else is empty. ``omitted`` names the bounds that cut something
+    ("max_hops", "limit")."""
+
+    entity: str
+    max_hops: int
+    limit: int
+    found: bool
+    entities: list[Entity]
+    relations: list[Relation]
+    entities_omitted: int
+    omitted: list[str]
+
+
+MAX_RELATIONS: Final = 256
+"""traverse's most relations (the statement fetches one more to know it cut)."""
+
+
+def _like_substring(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+async def traverse(lib: Library, tenant_id: TenantId, req: TraverseRequest) -> Neighbourhood:
+    """The declared neighbourhood of ``req.entity``: one bounded statement (at most
+    ``MAX_HOPS`` hops, 256 entities walked, ``MAX_LIMIT`` entities and mentions each,
+    ``MAX_RELATIONS`` relations), refs only, never record text."""
+    max_hops = min(max(req.max_hops, 0), MAX_HOPS)
+    limit = min(max(req.limit, 1), MAX_LIMIT)
+    query = graph.TraverseRequest(
+        agent=req.agent_id,
+        normalized=normalize(req.entity),
+        project_id=req.project_id,
+        channel=req.channel,
+        source_pattern=_like_substring(req.source_id) if req.source_id else None,
+        max_hops=max_hops,
+        limit=limit,
+    )
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await graph.traverse(conn, tenant_id, query)
+    return _neighbourhood(req.entity, max_hops, limit, rows)
+
+
+def _neighbourhood(
+    entity: str, max_hops: int, limit: int, rows: graph.TraverseRows
+) -> Neighbourhood:
+    entities = [
+        Entity(
+            id=int(item["id"]),
+            name=str(item["name"]),
+            hops=int(item["hops"]),
+            aliases=list(item["aliases"] or []),
+            mentions=list(item["mentions"]),
+            mentions_omitted=int(item["mentions_total"]) - len(item["mentions"]),
+        )
+        for item in rows.entities
+    ]
+    relations = [_relation(item) for item in rows.relations[:MAX_RELATIONS]]
+    entities_omitted = rows.reached - len(entities)
+    cut = (
+        entities_omitted > 0
+        or any(e.mentions_omitted for e in entities)
+        or len(rows.relations) > MAX_RELATIONS
+    )
+    omitted = [name for name, on in (("max_hops", rows.beyond_hops), ("limit", cut)) if on]
+    return Neighbourhood(
+        entity, max_hops, limit, bool(entities), entities, relations, entities_omitted, omitted
+    )
+
+
+def _relation(item: Mapping[str, object]) -> Relation:
+    at = item["declared_at"]
+    assert isinstance(at, datetime)
+    return Relation(
+        id=int(str(item["id"])),
+        subject=int(str(item["subject"])),
+        predicate=str(item["predicate"]),
+        object=int(str(item["object"])),
+        declared_by=str(item["declared_by"]),
+        declared_at=at,
+        anchor_ref=str(item["anchor_ref"] or ""),
+    )
