@@ -354,3 +354,37 @@ async def test_traverse_schema_bounds(client: Agent) -> None:
     for arguments in ({"max_hops": 6}, {"limit": 101}, {"limit": 0}, {"max_hops": -1}):
         result = await client.raw("traverse", {"agent_id": "a", "entity": "x", **arguments})
         assert result.is_error, arguments
+
+
+async def test_delete_agent_data_removes_the_agents_graph(client: Agent) -> None:
+    memory = await _memory(client, "anchor")
+    await _declare(
+        client,
+        anchor_ref=f"mem:{memory}",
+        associations={
+            "entities": [{"name": "E", "aliases": ["e2"]}],
+            "relations": [{"subject": "E", "predicate": "r", "object": "F"}],
+        },
+    )
+    await _declare(client, agent="b", associations={"entities": [{"name": "E"}]})
+    await client.call("delete_agent_data", agent_id="a")
+    gone = await client.call("traverse", agent_id="a", entity="E")
+    assert gone["reason"] == "no_such_entity"
+    assert (await client.call("traverse", agent_id="b", entity="E"))["entities"]
+    fresh = await _declare(client, associations={"entities": [{"name": "E"}]})
+    assert fresh["entities"][0]["created"] is True
+
+
+async def test_a_merge_move_takes_the_moved_records_declarations_with_them(
+    client: Agent,
+) -> None:
+    memory = await _memory(client, "anchor", agent="src")
+    await _declare(
+        client,
+        agent="src",
+        anchor_ref=f"mem:{memory}",
+        associations={"relations": [{"subject": "E", "predicate": "r", "object": "F"}]},
+    )
+    await client.call("merge_memories", source_agent_id="src", target_agent_id="dst", mode="move")
+    walked = await client.call("traverse", agent_id="src", entity="E")
+    assert walked["relations"] == []  # its anchor left the source agent

@@ -1,0 +1,84 @@
+"""The declared graph in the library (docs/tools.md, "declare_associations"): a declaration
+racing the deletion of its anchor leaves nothing dangling, and deleting records by any
+path takes their mentions and relations with them (foreign keys, migration 0017)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from service.db.pool import Database
+from service.memory import associations, tenants
+from service.memory.library import Library
+from service.memory.memories import edits, store
+from service.models import TenantId
+
+DANGLING = """
+SELECT (SELECT count(*) FROM entity_mentions m
+        WHERE m.ref_kind = 'mem' AND NOT EXISTS (
+            SELECT 1 FROM memories x WHERE x.tenant_id = m.tenant_id AND x.id = m.ref_id))
+     + (SELECT count(*) FROM relations r
+        WHERE r.anchor_kind = 'mem' AND NOT EXISTS (
+            SELECT 1 FROM memories x WHERE x.tenant_id = r.tenant_id AND x.id = r.anchor_id))
+"""
+
+
+async def _tenant(lib: Library) -> TenantId:
+    return TenantId((await tenants.create_tenant(lib.db, "acme")).id)
+
+
+async def _memory(lib: Library, tenant: TenantId, content: str) -> int:
+    stored = await store.store(lib, tenant, store.StoreRequest("a", {"content": content}))
+    assert isinstance(stored, store.Stored)
+    return stored.memory_id
+
+
+def _anchored(memory: int) -> associations.Declaration:
+    return associations.Declaration(
+        agent_id="a",
+        anchor_ref=f"mem:{memory}",
+        associations={
+            "entities": [{"name": "E"}],
+            "relations": [{"subject": "E", "predicate": "r", "object": "F"}],
+        },
+    )
+
+
+async def _dangling(db: Database) -> int:
+    async with db.admin_tx() as conn:
+        return int(await conn.fetchval(DANGLING))
+
+
+async def test_a_declaration_racing_the_delete_of_its_anchor_leaves_nothing_dangling(
+    lib: Library,
+) -> None:
+    """The delete holds the anchor's row when the declaration checks it (still there) and
+    writes its mention: the foreign-key check waits, then fails once the delete commits;
+    the declaration runs again, finds the anchor gone, and drops it."""
+    tenant = await _tenant(lib)
+    memory = await _memory(lib, tenant, "anchor")
+    async with lib.db.tenant_tx(tenant) as conn:
+        await conn.execute("DELETE FROM memories WHERE tenant_id = $1 AND id = $2", tenant, memory)
+        racing = asyncio.create_task(associations.declare(lib, tenant, _anchored(memory)))
+        await asyncio.sleep(0.5)
+        assert not racing.done()  # waiting on the deleted row's lock
+    declared = await racing
+    assert declared.dropped == [
+        associations.Dropped("anchor_ref", f"mem:{memory} is not a record of this agent")
+    ]
+    assert declared.mentions == 0
+    assert len(declared.relations) == 1
+    assert await _dangling(lib.db) == 0
+
+
+async def test_many_declarations_racing_deletes_leave_nothing_dangling(lib: Library) -> None:
+    tenant = await _tenant(lib)
+    memories = [await _memory(lib, tenant, f"m{i}") for i in range(12)]
+
+    async def delete(memory: int) -> None:
+        await edits.delete_memory(lib, tenant, memory)
+
+    calls = [associations.declare(lib, tenant, _anchored(m)) for m in memories]
+    calls += [delete(m) for m in memories]
+    results = await asyncio.gather(*calls)
+    assert all(isinstance(r, associations.Declared) for r in results[: len(memories)])
+    assert await _dangling(lib.db) == 0
