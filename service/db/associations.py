@@ -206,3 +206,38 @@ async def traverse(conn: Connection, tenant_id: TenantId, req: TraverseRequest) 
         for item in row["relations"]
     ]
     return TraverseRows(row["entities"], relations, int(row["reached"]), bool(row["beyond_hops"]))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GraphCounts:
+    entities: int
+    mentions: int
+    relations: int
+
+
+async def graph_counts(conn: Connection, tenant_id: TenantId, agent_id: int | None) -> GraphCounts:
+    row = await conn.fetchrow(QUERIES["graph_counts"], tenant_id, agent_id)
+    assert row is not None  # an aggregate always answers
+    return GraphCounts(int(row["entities"]), int(row["mentions"]), int(row["relations"]))
+
+
+async def export_entities(
+    conn: Connection, tenant_id: TenantId, agent_id: int | None, after: int, limit: int
+) -> list[Any]:
+    return list(await conn.fetch(QUERIES["export_entities"], tenant_id, agent_id, after, limit))
+
+
+async def export_mentions(
+    conn: Connection,
+    tenant_id: TenantId,
+    agent_id: int | None,
+    after: tuple[int, str, int],
+    limit: int,
+) -> list[Any]:
+    return list(await conn.fetch(QUERIES["export_mentions"], tenant_id, agent_id, *after, limit))
+
+
+async def export_relations(
+    conn: Connection, tenant_id: TenantId, agent_id: int | None, after: int, limit: int
+) -> list[Any]:
+    return list(await conn.fetch(QUERIES["export_relations"], tenant_id, agent_id, after, limit))

@@ -5,11 +5,13 @@ path takes their mentions and relations with them (foreign keys, migration 0017)
 from __future__ import annotations
 
 import asyncio
+import json
 
 from service.db.pool import Database
 from service.memory import associations, tenants
 from service.memory.library import Library
 from service.memory.memories import edits, store
+from service.memory.portability import export
 from service.models import TenantId
 
 DANGLING = """
@@ -82,3 +84,57 @@ async def test_many_declarations_racing_deletes_leave_nothing_dangling(lib: Libr
     results = await asyncio.gather(*calls)
     assert all(isinstance(r, associations.Declared) for r in results[: len(memories)])
     assert await _dangling(lib.db) == 0
+
+
+async def _exported(lib: Library, tenant: TenantId, agent: str) -> list[dict[str, object]]:
+    chunks: list[bytes] = []
+
+    async def sink(chunk: bytes) -> None:
+        chunks.append(chunk)
+
+    await export.export_jsonl(lib, tenant, export.ExportRequest(agent_id=agent), sink)
+    return [json.loads(line) for line in b"".join(chunks).splitlines()]
+
+
+async def test_58_an_export_with_declarations_is_1_1_with_graph_lines(lib: Library) -> None:
+    tenant = await _tenant(lib)
+    memory = await _memory(lib, tenant, "anchor")
+    declared = await associations.declare(
+        lib,
+        tenant,
+        associations.Declaration(
+            agent_id="a",
+            anchor_ref=f"mem:{memory}",
+            associations={
+                "entities": [{"name": "Billing", "aliases": ["BillSvc"]}],
+                "relations": [
+                    {"subject": "Billing", "predicate": "Uses", "object": f"mem:{memory}"}
+                ],
+            },
+        ),
+    )
+    lines = await _exported(lib, tenant, "a")
+    header = lines[0]
+    assert header["version"] == "cpersona-export/1.1"
+    assert (header["entity_count"], header["mention_count"], header["relation_count"]) == (1, 1, 1)
+    assert [line["_type"] for line in lines] == [
+        "header",
+        "memory",
+        "entity",
+        "mention",
+        "relation",
+    ]
+    entity, mention, relation = lines[2:]
+    assert entity["aliases"] == ["BillSvc"]
+    assert (entity["name"], entity["agent_id"]) == ("Billing", "a")
+    assert mention["entity"] == declared.entities[0].id
+    assert mention["ref"] == f"mem:{memory}"
+    assert relation["id"] == declared.relations[0]
+    assert (relation["subject_kind"], relation["predicate"]) == ("entity", "uses")
+    assert (relation["object_kind"], relation["object_id"]) == ("mem", memory)
+    assert relation["anchor_ref"] == f"mem:{memory}"
+    # an agent without declarations still exports 1.0, byte for byte as before
+    await _memory(lib, tenant, "other")
+    plain = await _exported(lib, tenant, "nobody")
+    assert plain[0]["version"] == "cpersona-export/1.0"
+    assert "entity_count" not in plain[0]

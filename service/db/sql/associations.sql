@@ -245,3 +245,53 @@ SELECT
         ) beyond
         WHERE r.hops = $7
     ) AS beyond_hops
+
+-- graph_counts --
+-- The declarations an export writes: entities, mentions and relations of one agent (NULL =
+-- every agent of the tenant).
+-- $1 tenant_id uuid, $2 agent_id bigint
+SELECT
+    (SELECT count(*) FROM entities e
+     WHERE e.tenant_id = $1 AND ($2::bigint IS NULL OR e.agent_id = $2)) AS entities,
+    (SELECT count(*) FROM entity_mentions m JOIN entities e
+         ON e.tenant_id = m.tenant_id AND e.id = m.entity_id
+     WHERE m.tenant_id = $1 AND ($2::bigint IS NULL OR e.agent_id = $2)) AS mentions,
+    (SELECT count(*) FROM relations r
+     WHERE r.tenant_id = $1 AND ($2::bigint IS NULL OR r.agent_id = $2)) AS relations
+
+-- export_entities --
+-- A batch of entities after id $3, with their aliases as written (by normalized form).
+-- $1 tenant_id uuid, $2 agent_id bigint (NULL = all), $3 after id bigint, $4 limit int
+SELECT e.id, a.name AS agent_name, e.project_id, e.channel, e.name, e.declared_by,
+       e.created_at,
+       coalesce((SELECT array_agg(x.alias ORDER BY x.normalized) FROM entity_aliases x
+                 WHERE x.tenant_id = $1 AND x.entity_id = e.id), '{}') AS aliases
+FROM entities e
+JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
+WHERE e.tenant_id = $1 AND ($2::bigint IS NULL OR e.agent_id = $2) AND e.id > $3
+ORDER BY e.id
+LIMIT $4
+
+-- export_mentions --
+-- A batch of mentions after (entity $3, kind $4, id $5), by entity, kind and record id.
+-- $1 tenant_id uuid, $2 agent_id bigint (NULL = all), $3 after entity_id bigint, $4 after
+-- kind text, $5 after ref id bigint, $6 limit int
+SELECT m.entity_id, m.ref_kind, m.ref_id, m.declared_by, m.created_at
+FROM entity_mentions m
+JOIN entities e ON e.tenant_id = m.tenant_id AND e.id = m.entity_id
+WHERE m.tenant_id = $1 AND ($2::bigint IS NULL OR e.agent_id = $2)
+  AND (m.entity_id, m.ref_kind, m.ref_id) > ($3, $4, $5)
+ORDER BY m.entity_id, m.ref_kind, m.ref_id
+LIMIT $6
+
+-- export_relations --
+-- A batch of relations after id $3.
+-- $1 tenant_id uuid, $2 agent_id bigint (NULL = all), $3 after id bigint, $4 limit int
+SELECT r.id, a.name AS agent_name, r.project_id, r.channel, r.subject_kind, r.subject_id,
+       r.predicate, r.object_kind, r.object_id, r.anchor_kind, r.anchor_id, r.declared_by,
+       r.declared_at
+FROM relations r
+JOIN agents a ON a.tenant_id = r.tenant_id AND a.id = r.agent_id
+WHERE r.tenant_id = $1 AND ($2::bigint IS NULL OR r.agent_id = $2) AND r.id > $3
+ORDER BY r.id
+LIMIT $4
