@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import Agent
+from service.memory.library import Library
+from tests.support import Agent, Served, new_tenant
 
 
 async def _memory(client: Agent, content: str, agent: str = "a", **extra: Any) -> int:
@@ -245,6 +246,11 @@ async def test_34_a_paused_declaration_writes_nothing(client: Agent) -> None:
     assert paused["persisted"] is False
     assert paused["dry_run"] is True
     assert paused["entities"] == []
+    stored = await client.call(
+        "store", agent_id="a", message={"content": "c"}, associations={"entities": [{"name": "E"}]}
+    )
+    assert stored["persisted"] is False
+    assert "associations" not in stored  # the rider does not run for a paused store
     await client.call("resume_persistence")
     assert (await client.call("traverse", agent_id="a", entity="E"))["reason"] == "no_such_entity"
 
@@ -388,3 +394,16 @@ async def test_a_merge_move_takes_the_moved_records_declarations_with_them(
     await client.call("merge_memories", source_agent_id="src", target_agent_id="dst", mode="move")
     walked = await client.call("traverse", agent_id="src", entity="E")
     assert walked["relations"] == []  # its anchor left the source agent
+
+
+async def test_traverse_needs_read_and_declare_needs_read_write(
+    lib: Library, served: Served
+) -> None:
+    reader = Agent(served, await new_tenant(lib, "acme", grants={"a": "read", "*": "none"}))
+    denied = await reader.call("declare_associations", agent_id="a")
+    assert denied["error"] == "permission_denied"
+    assert denied["required"] == "read-write"
+    walked = await reader.call("traverse", agent_id="a", entity="E")
+    assert walked["reason"] == "no_such_entity"
+    other = await reader.call("traverse", agent_id="b", entity="E")
+    assert (other["error"], other["required"]) == ("permission_denied", "read")
