@@ -26,7 +26,7 @@ from service.config import Settings
 from service.db import migrate
 from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
-from service.memory import associations
+from service.memory import traverse
 from service.memory.library import Library
 from service.models import TenantId
 from tests.graph_corpus import load_tenants
@@ -42,9 +42,9 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, float]:
         timings = []
         for walk in range(args.walks + 20):
             entity = "E0" if walk % 10 == 0 else f"E{rng.randrange(args.entities)}"
-            request = associations.TraverseRequest("target", entity, args.hops, args.limit)
+            request = traverse.TraverseRequest("target", entity, args.hops, args.limit)
             started = time.perf_counter()
-            await associations.traverse(lib, tenant, request)
+            await traverse.traverse(lib, tenant, request)
             if walk >= 20:  # the first 20 warm the connection and the plan cache
                 timings.append((time.perf_counter() - started) * 1000)
     finally:

@@ -111,39 +111,27 @@ async def upsert_relation(
     triple: tuple[End, str, End],
     anchor: End | None,
 ) -> int:
+    """The relation's id; RecordGone when a record it names was deleted under it."""
+    subject, predicate, obj = triple
+    values = {
+        "tenant_id": tenant_id,
+        "agent_id": scope.agent_id,
+        "project_id": scope.project_id,
+        "channel": scope.channel,
+        "subject_kind": subject.kind,
+        "subject_id": subject.id,
+        "predicate": predicate,
+        "object_kind": obj.kind,
+        "object_id": obj.id,
+        "anchor_kind": "" if anchor is None else anchor.kind,
+        "anchor_id": 0 if anchor is None else anchor.id,
+    }
     try:
-        return await _upsert_relation(conn, tenant_id, scope, triple, anchor)
+        value = await conn.fetchval(
+            QUERIES["upsert_relation"], *arguments("upsert_relation", values)
+        )
     except asyncpg.ForeignKeyViolationError as error:
         raise RecordGone("a record the relation names was deleted") from error
-
-
-async def _upsert_relation(
-    conn: Connection,
-    tenant_id: TenantId,
-    scope: Scope,
-    triple: tuple[End, str, End],
-    anchor: End | None,
-) -> int:
-    subject, predicate, obj = triple
-    value = await conn.fetchval(
-        QUERIES["upsert_relation"],
-        *arguments(
-            "upsert_relation",
-            {
-                "tenant_id": tenant_id,
-                "agent_id": scope.agent_id,
-                "project_id": scope.project_id,
-                "channel": scope.channel,
-                "subject_kind": subject.kind,
-                "subject_id": subject.id,
-                "predicate": predicate,
-                "object_kind": obj.kind,
-                "object_id": obj.id,
-                "anchor_kind": "" if anchor is None else anchor.kind,
-                "anchor_id": 0 if anchor is None else anchor.id,
-            },
-        ),
-    )
     return int(value)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from service.db.pool import Database
 from service.db.sql import QUERIES
-from service.memory import associations
+from service.memory import traverse
 from service.memory.library import Library
 from service.models import TenantId
 from tests.graph_corpus import load_tenants
@@ -43,13 +43,13 @@ async def test_traverse_is_indexed_and_bounded_at_100k_relations(
         assert "relations_object_entity" in plan, plan
         assert "Seq Scan on entities" not in plan, plan
     started = time.perf_counter()
-    found = await associations.traverse(
-        lib, tenant, associations.TraverseRequest("target", "E0", max_hops=5, limit=100)
+    found = await traverse.traverse(
+        lib, tenant, traverse.TraverseRequest("target", "E0", max_hops=5, limit=100)
     )
     elapsed = time.perf_counter() - started
     assert len(found.entities) == 100
     assert found.entities_omitted == 256 - 100  # the walk stops at 256 entities
-    assert len(found.relations) <= associations.MAX_RELATIONS
+    assert len(found.relations) <= traverse.MAX_RELATIONS
     assert found.omitted == ["limit"]  # the walk's cap, not the hops, ended it
     assert all(len(e.mentions) <= 100 for e in found.entities)
     assert elapsed < 2.0, elapsed

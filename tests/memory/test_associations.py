@@ -79,9 +79,8 @@ async def test_many_declarations_racing_deletes_leave_nothing_dangling(lib: Libr
     async def delete(memory: int) -> None:
         await edits.delete_memory(lib, tenant, memory)
 
-    calls = [associations.declare(lib, tenant, _anchored(m)) for m in memories]
-    calls += [delete(m) for m in memories]
-    results = await asyncio.gather(*calls)
+    declaring = [associations.declare(lib, tenant, _anchored(m)) for m in memories]
+    results = await asyncio.gather(*declaring, *(delete(m) for m in memories))
     assert all(isinstance(r, associations.Declared) for r in results[: len(memories)])
     assert await _dangling(lib.db) == 0
 

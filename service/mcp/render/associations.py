@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC
 
-from service.memory.associations import Declared, Entity, Neighbourhood, Relation
+from service.memory.associations import Declared
+from service.memory.traverse import Entity, Neighbourhood, Relation
 from service.models import JsonObject
 
 EMPTY: JsonObject = {"entities": [], "mentions": 0, "relations": [], "dropped": []}

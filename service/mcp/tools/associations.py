@@ -7,7 +7,7 @@ import dataclasses
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.render import associations as render
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
-from service.memory import associations, bounds
+from service.memory import associations, bounds, traverse
 from service.models import JsonObject
 
 ITEMS_CAP = 256
@@ -108,7 +108,7 @@ class TraverseParams:
 
 
 async def _traverse(env: ToolEnv, params: TraverseParams) -> JsonObject:
-    request = associations.TraverseRequest(
+    request = traverse.TraverseRequest(
         agent_id=params.agent_id,
         entity=params.entity,
         max_hops=params.max_hops,
@@ -117,7 +117,7 @@ async def _traverse(env: ToolEnv, params: TraverseParams) -> JsonObject:
         channel=params.channel,
         source_id=params.source_id,
     )
-    return render.neighbourhood(await associations.traverse(env.lib, env.caller.tenant_id, request))
+    return render.neighbourhood(await traverse.traverse(env.lib, env.caller.tenant_id, request))
 
 
 TRAVERSE = ToolSpec(
