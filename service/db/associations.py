@@ -229,3 +229,22 @@ async def export_relations(
     conn: Connection, tenant_id: TenantId, agent_id: int | None, after: int, limit: int
 ) -> list[Any]:
     return list(await conn.fetch(QUERIES["export_relations"], tenant_id, agent_id, after, limit))
+
+
+async def record_by_key(
+    conn: Connection,
+    tenant_id: TenantId,
+    kind: str,
+    scope: Scope,
+    digest: bytes,
+) -> int | None:
+    value = await conn.fetchval(
+        QUERIES["record_by_key"],
+        tenant_id,
+        kind,
+        scope.agent_id,
+        scope.project_id,
+        scope.channel,
+        digest,
+    )
+    return None if value is None else int(value)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 from service.db.pool import Database
-from service.memory import associations, tenants
+from service.memory import associations, episodes, tenants, traverse
 from service.memory.library import Library
 from service.memory.memories import edits, store
-from service.memory.portability import export
+from service.memory.portability import export, import_
 from service.models import TenantId
 
 DANGLING = """
@@ -137,3 +138,52 @@ async def test_58_an_export_with_declarations_is_1_1_with_graph_lines(lib: Libra
     plain = await _exported(lib, tenant, "nobody")
     assert plain[0]["version"] == "cpersona-export/1.0"
     assert "entity_count" not in plain[0]
+
+
+async def test_an_import_of_a_1_1_file_recreates_its_declarations(lib: Library) -> None:
+    tenant = await _tenant(lib)
+    memory = await _memory(lib, tenant, "anchor")
+    episode = await episodes.archive_episode(
+        lib, tenant, episodes.ArchiveRequest(agent_id="a", summary="the session")
+    )
+    await associations.declare(
+        lib,
+        tenant,
+        associations.Declaration(
+            agent_id="a",
+            anchor_ref=f"mem:{memory}",
+            associations={
+                "entities": [{"name": "Billing", "aliases": ["BillSvc"]}],
+                "relations": [
+                    {"subject": "Billing", "predicate": "uses", "object": "Postgres"},
+                    {
+                        "subject": f"ep:{episode.episode_id}",
+                        "predicate": "cites",
+                        "object": "Billing",
+                    },
+                ],
+            },
+        ),
+    )
+    lines = await _exported(lib, tenant, "a")
+    body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield body
+
+    request = import_.ImportRequest(target_agent_id="copy")
+    result = await import_.import_jsonl(lib, tenant, chunks(), request)
+    assert result["imported_graph_records"] == {"entity": 2, "mention": 1, "relation": 2}
+    assert "skipped_graph_records" not in result
+    walked = await traverse.traverse(lib, tenant, traverse.TraverseRequest("copy", "billsvc"))
+    names = {entity.name: entity for entity in walked.entities}
+    assert set(names) == {"Billing", "Postgres"}
+    assert names["Billing"].aliases == ["BillSvc"]
+    (mention,) = names["Billing"].mentions
+    assert mention != f"mem:{memory}"  # the copy's own row
+    assert [r.predicate for r in walked.relations] == ["uses"]
+    assert walked.relations[0].anchor_ref == mention
+    again = await import_.import_jsonl(lib, tenant, chunks(), request)  # idempotent ids
+    assert again["imported_graph_records"] == {"entity": 2, "mention": 1, "relation": 2}
+    twice = await traverse.traverse(lib, tenant, traverse.TraverseRequest("copy", "billsvc"))
+    assert [r.id for r in twice.relations] == [r.id for r in walked.relations]

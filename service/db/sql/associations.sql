@@ -295,3 +295,19 @@ JOIN agents a ON a.tenant_id = r.tenant_id AND a.id = r.agent_id
 WHERE r.tenant_id = $1 AND ($2::bigint IS NULL OR r.agent_id = $2) AND r.id > $3
 ORDER BY r.id
 LIMIT $4
+
+-- record_by_key --
+-- The id of an agent's memory (by content hash) or episode (by summary hash) in an exact
+-- bucket: where an import finds the row a file's record became (inserted, or the
+-- duplicate that was already there). NULL when there is none.
+-- $1 tenant_id uuid, $2 kind text ('mem' or 'ep'), $3 agent_id bigint, $4 project_id text,
+-- $5 channel text, $6 md5 bytea
+SELECT coalesce(
+    (SELECT m.id FROM memories m
+     WHERE $2::text = 'mem' AND m.tenant_id = $1 AND m.agent_id = $3 AND m.project_id = $4
+       AND m.channel = $5 AND m.content_hash = $6
+     ORDER BY m.id LIMIT 1),
+    (SELECT e.id FROM episodes e
+     WHERE $2::text = 'ep' AND e.tenant_id = $1 AND e.agent_id = $3 AND e.project_id = $4
+       AND e.channel = $5 AND decode(md5(e.summary), 'hex') = $6
+     ORDER BY e.id LIMIT 1))

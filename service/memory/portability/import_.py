@@ -32,7 +32,7 @@ from service.db import agents, portability as portability_queries
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
-from service.memory.portability import batches, jsonl, records
+from service.memory.portability import batches, graph, jsonl, records
 from service.memory.portability.access import AgentDenied
 from service.models import JsonObject, TenantId
 
@@ -78,6 +78,9 @@ class Tally:
     profile_updated: bool = False
     header: JsonObject | None = None
     present: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    graph_imported: collections.Counter[str] = dataclasses.field(
+        default_factory=collections.Counter
+    )
     errors: list[str] = dataclasses.field(default_factory=list)
     unlisted_errors: int = 0
 
@@ -124,6 +127,7 @@ class _Run:
         self.agents: dict[str, int] = {}
         self.writer = batches.BatchWriter(conn, tenant_id, queue_embeddings(lib))
         self.scan = True
+        self.graph = graph.GraphImport(conn, tenant_id, imported=self.tally.graph_imported)
         provider = lib.embedder
         self.model = None if provider is None else (provider.name, provider.dimension)
 
@@ -158,11 +162,24 @@ class _Run:
             self.tally.present[kind] += 1
             if kind in COUNTED:
                 await self.item(kind, record, number, size)
+            else:
+                await self.declaration(kind, record)
         else:
             self.tally.note(f"Line {number}: unknown type {kind!r}")
 
+    async def declaration(self, kind: str, record: JsonObject) -> None:
+        """A graph record, after every row it may name is written; a skip is counted."""
+        self.check_readable(record)
+        await self.writer.flush()
+        await self.writer.settle()
+        name = self.request.target_agent_id or record.get("agent_id")
+        if kind == "mention" or (isinstance(name, str) and name):
+            agent = await self.agent(name) if isinstance(name, str) and name else None
+            await self.graph.add(kind, record, agent)
+
     def header(self, record: JsonObject, number: int) -> None:
         self.tally.header = record
+        self.graph.active = any(_declared(record, key) for key in GRAPH_COUNTED.values())
         version = record.get("version")
         if version not in jsonl.READABLE_VERSIONS:
             self.tally.note(f"Line {number}: unknown version {version!r}; read as 1.0")
@@ -212,6 +229,7 @@ class _Run:
         agent = await self.agent(name)
         model = self.model_of(prepared.row.embedding)
         row = dataclasses.replace(prepared.row, agent_id=agent, embedding_model=model)
+        self.graph.remember("mem", record.get("id"), row, row.content)
         await self.writer.add_memory(row, size)
 
     async def episode(self, name: str, record: JsonObject, number: int, size: int) -> None:
@@ -223,6 +241,7 @@ class _Run:
         agent = await self.agent(name)
         model = self.model_of(prepared.row.embedding)
         row = dataclasses.replace(prepared.row, agent_id=agent, embedding_model=model)
+        self.graph.remember("ep", record.get("id"), row, row.summary)
         await self.writer.add_episode(row, size)
 
     async def profile(self, name: str, record: JsonObject, number: int) -> None:
@@ -284,9 +303,12 @@ def _body(tally: Tally) -> JsonObject:
         "skipped_episodes": tally.skipped_episodes,
         "profile_updated": tally.profile_updated,
     }
-    graph = {kind: tally.present[kind] for kind in GRAPH_COUNTED}
-    if any(graph.values()):
-        body["skipped_graph_records"] = graph
+    imported = {kind: tally.graph_imported[kind] for kind in GRAPH_COUNTED}
+    graph_skipped = {kind: tally.present[kind] - imported[kind] for kind in GRAPH_COUNTED}
+    if any(imported.values()):
+        body["imported_graph_records"] = imported
+    if any(graph_skipped.values()):
+        body["skipped_graph_records"] = graph_skipped
     if tally.errors:
         body["errors"] = tally.error_list()
     return body
