@@ -248,3 +248,11 @@ async def record_by_key(
         digest,
     )
     return None if value is None else int(value)
+
+
+async def named_record_keys(conn: Connection, tenant_id: TenantId, agent_id: int) -> list[Any]:
+    return list(await conn.fetch(QUERIES["named_record_keys"], tenant_id, agent_id))
+
+
+async def delete_agent_graph(conn: Connection, tenant_id: TenantId, agent_id: int) -> None:
+    await conn.execute(QUERIES["delete_agent_graph"], tenant_id, agent_id)

@@ -311,3 +311,35 @@ SELECT coalesce(
      WHERE $2::text = 'ep' AND e.tenant_id = $1 AND e.agent_id = $3 AND e.project_id = $4
        AND e.channel = $5 AND decode(md5(e.summary), 'hex') = $6
      ORDER BY e.id LIMIT 1))
+
+-- named_record_keys --
+-- The bucket and text MD5 of every record of an agent that its declarations name (a
+-- mention, or a relation's subject, object or anchor): what a merge needs to find the
+-- copies of those records in the target agent.
+-- $1 tenant_id uuid, $2 agent_id bigint
+WITH named AS (
+    SELECT m.ref_kind AS kind, m.ref_id AS id
+    FROM entity_mentions m
+    JOIN entities e ON e.tenant_id = m.tenant_id AND e.id = m.entity_id
+    WHERE m.tenant_id = $1 AND e.agent_id = $2
+    UNION
+    SELECT x.kind, x.id
+    FROM relations r,
+         LATERAL (VALUES (r.subject_kind, r.subject_id), (r.object_kind, r.object_id),
+                         (r.anchor_kind, r.anchor_id)) x(kind, id)
+    WHERE r.tenant_id = $1 AND r.agent_id = $2 AND x.kind IN ('mem', 'ep')
+)
+SELECT 'mem' AS kind, mm.id, mm.project_id, mm.channel, mm.content_hash AS digest
+FROM named n JOIN memories mm ON mm.tenant_id = $1 AND mm.id = n.id
+WHERE n.kind = 'mem' AND mm.agent_id = $2
+UNION ALL
+SELECT 'ep', ee.id, ee.project_id, ee.channel, decode(md5(ee.summary), 'hex')
+FROM named n JOIN episodes ee ON ee.tenant_id = $1 AND ee.id = n.id
+WHERE n.kind = 'ep' AND ee.agent_id = $2
+
+-- delete_agent_graph --
+-- Every entity and relation of one agent (aliases and mentions go with their entity): a
+-- merge move leaves the source agent without declarations.
+-- $1 tenant_id uuid, $2 agent_id bigint
+WITH rel AS (DELETE FROM relations WHERE tenant_id = $1 AND agent_id = $2)
+DELETE FROM entities WHERE tenant_id = $1 AND agent_id = $2

@@ -126,6 +126,10 @@ class GraphImport:
             scope = graph.Scope(row.agent_id, row.project_id, row.channel)
             self.keys[f"{kind}:{number}"] = (scope, hashlib.md5(text.encode()).digest())
 
+    def place(self, ref: str, scope: graph.Scope, digest: bytes) -> None:
+        """Where the record ``ref`` lands, given its bucket and text MD5 directly (a merge)."""
+        self.keys[ref] = (scope, digest)
+
     async def _record(self, ref: str) -> graph.End | None:
         end = parse_ref(ref)
         key = None if end is None else self.keys.get(format_ref(end))
@@ -194,3 +198,24 @@ class GraphImport:
         )
         self.imported["relation"] += 1
         return None
+
+
+async def carry(
+    conn: Connection, tenant_id: TenantId, source: int, target: int
+) -> tuple[list[JsonObject], GraphImport]:
+    """Before a merge: ``source``'s declarations as records, and an importer that will
+    re-create them for ``target`` once the records they name have been copied (found in
+    the target's same bucket by their text's MD5). Read first, because a move deletes the
+    source records, and with them their declarations."""
+    records = [r async for batch in graph_batches(conn, tenant_id, source, 500) for r in batch]
+    importer = GraphImport(conn, tenant_id, active=True)
+    for key in await graph.named_record_keys(conn, tenant_id, source):
+        scope = graph.Scope(target, key["project_id"], key["channel"])
+        importer.place(f"{key['kind']}:{key['id']}", scope, bytes(key["digest"]))
+    return records, importer
+
+
+async def carried(importer: GraphImport, records: list[JsonObject], target: int) -> None:
+    """After a merge: re-create the records :func:`carry` read, in ``target``."""
+    for record in records:
+        await importer.add(str(record["_type"]), record, target)

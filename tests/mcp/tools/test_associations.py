@@ -381,7 +381,7 @@ async def test_delete_agent_data_removes_the_agents_graph(client: Agent) -> None
     assert fresh["entities"][0]["created"] is True
 
 
-async def test_a_merge_move_takes_the_moved_records_declarations_with_them(
+async def test_a_merge_carries_declarations_and_a_move_leaves_none_behind(
     client: Agent,
 ) -> None:
     memory = await _memory(client, "anchor", agent="src")
@@ -389,11 +389,28 @@ async def test_a_merge_move_takes_the_moved_records_declarations_with_them(
         client,
         agent="src",
         anchor_ref=f"mem:{memory}",
-        associations={"relations": [{"subject": "E", "predicate": "r", "object": "F"}]},
+        associations={
+            "entities": [{"name": "E", "aliases": ["ee"]}],
+            "relations": [{"subject": "E", "predicate": "r", "object": "F"}],
+        },
     )
+    await client.call("merge_memories", source_agent_id="src", target_agent_id="copy")
+    copied = await client.call("traverse", agent_id="copy", entity="ee")
+    (row,) = (await client.call("list_memories", agent_id="copy"))["memories"]
+    assert [(e["name"], e.get("mentions")) for e in copied["entities"]] == [
+        ("E", [f"mem:{row['id']}"]),
+        ("F", None),
+    ]
+    assert copied["relations"][0]["anchor_ref"] == f"mem:{row['id']}"
+    source = await client.call("traverse", agent_id="src", entity="E")
+    assert len(source["relations"]) == 1  # a copy leaves the source as it was
     await client.call("merge_memories", source_agent_id="src", target_agent_id="dst", mode="move")
-    walked = await client.call("traverse", agent_id="src", entity="E")
-    assert walked["relations"] == []  # its anchor left the source agent
+    moved = await client.call("traverse", agent_id="dst", entity="E")
+    (row,) = (await client.call("list_memories", agent_id="dst"))["memories"]
+    assert moved["entities"][0]["mentions"] == [f"mem:{row['id']}"]
+    assert moved["relations"][0]["anchor_ref"] == f"mem:{row['id']}"
+    gone = await client.call("traverse", agent_id="src", entity="E")
+    assert gone["reason"] == "no_such_entity"
 
 
 async def test_traverse_needs_read_and_declare_needs_read_write(
