@@ -9,11 +9,12 @@ import json
 from collections.abc import AsyncIterator
 
 from service.db.pool import Database
-from service.memory import associations, episodes, tenants, traverse
+from service.memory import associations, episodes, health, tenants, traverse
 from service.memory.library import Library
 from service.memory.memories import edits, store
 from service.memory.portability import export, import_
 from service.models import TenantId
+from tests.seeds import new_seed
 
 DANGLING = """
 SELECT (SELECT count(*) FROM entity_mentions m
@@ -187,3 +188,31 @@ async def test_an_import_of_a_1_1_file_recreates_its_declarations(lib: Library) 
     assert again["imported_graph_records"] == {"entity": 2, "mention": 1, "relation": 2}
     twice = await traverse.traverse(lib, tenant, traverse.TraverseRequest("copy", "billsvc"))
     assert [r.id for r in twice.relations] == [r.id for r in walked.relations]
+
+
+async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Library) -> None:
+    seed = await new_seed(lib)
+    surplus = await seed.memory("same", channel="c1")
+    keeper = await seed.memory("same", channel="")
+    await associations.declare(
+        lib,
+        seed.tenant_id,
+        associations.Declaration(
+            agent_id="a",
+            anchor_ref=f"mem:{surplus}",
+            associations={
+                "entities": [{"name": "E"}],
+                "relations": [{"subject": f"mem:{surplus}", "predicate": "about", "object": "E"}],
+            },
+        ),
+    )
+    await health.check_health(lib, seed.tenant_id, fix=True, checks=["duplicate_content"])
+    assert await seed.memory_row(surplus) is None
+    walked = await traverse.traverse(lib, seed.tenant_id, traverse.TraverseRequest("a", "E"))
+    assert walked.entities[0].mentions == [f"mem:{keeper}"]
+    async with lib.db.admin_tx() as conn:
+        relation = await conn.fetchrow(
+            "SELECT subject_kind, subject_id, anchor_kind, anchor_id FROM relations"
+        )
+    assert tuple(relation) == ("mem", keeper, "mem", keeper)
+    assert await _dangling(lib.db) == 0
