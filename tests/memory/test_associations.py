@@ -214,5 +214,6 @@ async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Li
         relation = await conn.fetchrow(
             "SELECT subject_kind, subject_id, anchor_kind, anchor_id FROM relations"
         )
+    assert relation is not None
     assert tuple(relation) == ("mem", keeper, "mem", keeper)
     assert await _dangling(lib.db) == 0
