@@ -104,7 +104,9 @@ async def traverse(lib: Library, tenant_id: TenantId, req: TraverseRequest) -> N
         max_hops=max_hops,
         limit=limit,
     )
-    async with lib.db.tenant_tx(tenant_id) as conn:
+    # its plan does not depend on the values (keyed index ranges; the scope filters are
+    # row filters): the generic plan saves the planning (tests/db/test_traverse_plan.py)
+    async with lib.db.tenant_tx(tenant_id, generic_plans=True) as conn:
         rows = await graph.traverse(conn, tenant_id, query)
     return _neighbourhood(req.entity, max_hops, limit, rows)
 
