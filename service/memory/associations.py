@@ -115,12 +115,6 @@ def _text(value: object) -> str | None:
     return trimmed if trimmed and len(trimmed) <= MAX_CHARS else None
 
 
-def _text_reason(value: object) -> str:
-    if isinstance(value, str) and len(value.strip()) > MAX_CHARS:
-        return f"longer than {MAX_CHARS} characters"
-    return "must be a non-empty string"
-
-
 def _bounded(
     items: object, path: str, dropped: list[Dropped], cap: int = MAX_ITEMS, what: str = "item"
 ) -> Iterator[tuple[int, object]]:
@@ -164,33 +158,33 @@ class _Run:
         )
 
 
+NAME: Final = "name must be a nonempty string"
+TEXT: Final = "must be a nonempty string"
+PREDICATE: Final = "predicate must be a nonempty string"
+
+
 async def _declare_entity(run: _Run, path: str, item: object) -> DeclaredEntity | None:
-    if not isinstance(item, Mapping):
-        run.dropped.append(Dropped(path, "must be an object with a name"))
+    name = _text(item.get("name")) if isinstance(item, Mapping) else None
+    if name is None or not isinstance(item, Mapping):
+        run.dropped.append(Dropped(path, NAME))
         return None
-    name = _text(item.get("name"))
-    if name is None:
-        run.dropped.append(Dropped(f"{path}.name", _text_reason(item.get("name"))))
-        return None
-    aliases = [
-        (f"{path}.aliases[{j}]", alias)
-        for j, alias in _bounded(
-            item.get("aliases"), f"{path}.aliases", run.dropped, MAX_ALIASES, "alias"
-        )
-    ]
-    entity_id, created = await run.entity(name, exact_only=bool(aliases))
-    for alias_path, alias in aliases:
-        await _declare_alias(run, alias_path, alias, entity_id)
+    aliases = list(
+        _bounded(item.get("aliases"), f"{path}.aliases", run.dropped, MAX_ALIASES, "alias")
+    )
+    carries = any(_text(alias) is not None for _, alias in aliases)
+    entity_id, created = await run.entity(name, exact_only=carries)
+    for j, alias in aliases:
+        await _declare_alias(run, f"{path}.aliases[{j}]", alias, entity_id)
     if run.anchor is not None:
         await graph.insert_mention(run.conn, run.tenant_id, entity_id, run.anchor)
         run.mentions += 1
-    return DeclaredEntity(entity_id, str(item["name"]), created)
+    return DeclaredEntity(entity_id, name, created)
 
 
 async def _declare_alias(run: _Run, path: str, alias: object, entity_id: int) -> None:
     written = _text(alias)
     if written is None:
-        run.dropped.append(Dropped(path, _text_reason(alias)))
+        run.dropped.append(Dropped(path, TEXT))
         return
     normalized = normalize(written)
     if await graph.alias_clash(run.conn, run.tenant_id, run.scope, normalized, entity_id):
@@ -199,56 +193,55 @@ async def _declare_alias(run: _Run, path: str, alias: object, entity_id: int) ->
     await graph.insert_alias(run.conn, run.tenant_id, entity_id, written, normalized)
 
 
-async def _endpoint(run: _Run, path: str, value: object) -> graph.End | str | None:
-    """A record end (checked to be this agent's), an entity name to resolve later, or None
-    (dropped)."""
-    written = _text(value)
-    if written is None:
-        too_long = isinstance(value, str) and len(value.strip()) > MAX_CHARS
-        run.dropped.append(Dropped(path, _text_reason(value) if too_long else ENDPOINT))
-        return None
-    if _REF.fullmatch(written) is None:
-        return written
-    ref = parse_ref(written)
-    if ref is None or not await run.record(ref):
-        run.dropped.append(Dropped(path, f"{written} is not a record of this agent"))
-        return None
-    return ref
+async def _endpoint(run: _Run, value: object) -> graph.End | str:
+    """A relation end: this agent's record, or an entity (registered if new); or why not."""
+    if isinstance(value, str) and _REF.fullmatch(value.strip()):
+        ref = parse_ref(value.strip())
+        if ref is None or not await run.record(ref):
+            return f"{value.strip()} is not a record of this agent"
+        return ref
+    name = _text(value)
+    if name is None:
+        return ENDPOINT
+    return graph.End("entity", (await run.entity(name, exact_only=False))[0])
 
 
 async def _declare_relation(run: _Run, path: str, item: object) -> int | None:
+    """Checked in CPersona's order: the item, its predicate, its subject, its object."""
     if not isinstance(item, Mapping):
-        run.dropped.append(Dropped(path, "must be an object with subject, predicate, object"))
+        run.dropped.append(Dropped(path, "must be an object"))
         return None
-    subject = await _endpoint(run, f"{path}.subject", item.get("subject"))
     predicate = _text(item.get("predicate"))
-    if predicate is None:
-        run.dropped.append(Dropped(f"{path}.predicate", _text_reason(item.get("predicate"))))
-    obj = await _endpoint(run, f"{path}.object", item.get("object"))
-    if subject is None or predicate is None or obj is None:
+    if predicate is None or not normalize(predicate):
+        run.dropped.append(Dropped(path, PREDICATE))
         return None
-    ends = [
-        end
-        if isinstance(end, graph.End)
-        else graph.End("entity", (await run.entity(end, False))[0])
-        for end in (subject, obj)
-    ]
+    ends: list[graph.End] = []
+    for side in ("subject", "object"):
+        end = await _endpoint(run, item.get(side))
+        if isinstance(end, str):
+            run.dropped.append(Dropped(f"{path}.{side}", end))
+            return None
+        ends.append(end)
     triple = (ends[0], normalize(predicate), ends[1])
     return await graph.upsert_relation(run.conn, run.tenant_id, run.scope, triple, run.anchor)
 
 
+def _is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ROW_ID
+
+
 async def _retract(run: _Run, retract: object) -> Retracted | None:
-    if retract is None or retract == {}:
+    if not retract:
         return None
     if not isinstance(retract, Mapping):
         run.dropped.append(Dropped("retract", "must be an object"))
         return None
     ids: list[int] = []
     for index, value in _bounded(retract.get("relations"), "retract.relations", run.dropped):
-        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_ROW_ID:
-            ids.append(value)
-        elif not isinstance(value, int) or isinstance(value, bool):
-            run.dropped.append(Dropped(f"retract.relations[{index}]", "needs an integer id"))
+        if _is_id(value):
+            ids.append(int(str(value)))
+        else:
+            run.dropped.append(Dropped(f"retract.relations[{index}]", "must be an integer id"))
     relations = await graph.retract_relations(run.conn, run.tenant_id, run.scope.agent_id, ids)
     mentions = 0
     for index, value in _bounded(retract.get("mentions"), "retract.mentions", run.dropped):
@@ -266,12 +259,10 @@ def _mention_pair(value: object) -> tuple[int, graph.End] | None:
     if not isinstance(value, Mapping):
         return None
     entity, ref = value.get("entity"), value.get("ref")
-    if not isinstance(entity, int) or isinstance(entity, bool) or not isinstance(ref, str):
+    end = parse_ref(ref.strip()) if isinstance(ref, str) else None
+    if end is None or not _is_id(entity):
         return None
-    end = parse_ref(ref.strip())
-    if end is None or not 0 < entity <= _MAX_ROW_ID:
-        return None
-    return entity, end
+    return int(str(entity)), end
 
 
 async def _anchor(run: _Run, anchor_ref: str) -> None:
@@ -288,7 +279,6 @@ async def _anchor(run: _Run, anchor_ref: str) -> None:
 
 async def _declare_in(run: _Run, decl: Declaration) -> Declared:
     await _anchor(run, decl.anchor_ref)
-    retracted = await _retract(run, decl.retract)
     assoc = decl.associations
     if assoc is not None and not isinstance(assoc, Mapping):
         run.dropped.append(Dropped("associations", "must be an object"))
@@ -304,6 +294,7 @@ async def _declare_in(run: _Run, decl: Declaration) -> Declared:
             relation = await _declare_relation(run, f"relations[{i}]", item)
             if relation is not None:
                 relations.append(relation)
+    retracted = await _retract(run, decl.retract)  # after the declarations, as CPersona
     return Declared(entities, run.mentions, relations, run.dropped, retracted)
 
 

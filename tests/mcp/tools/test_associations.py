@@ -341,19 +341,21 @@ async def test_malformed_items_are_dropped_never_a_failed_call(client: Agent) ->
         },
     )
     assert done["ok"] is True
-    assert [d["item"] for d in done["dropped"]] == [
-        "entities[0].name",
-        "entities[1].name",
-        "entities[2].name",
-        "entities[3].aliases",
-        "entities[4]",
-        "relations[0].subject",
-        "relations[1].predicate",
-        "relations[3]",
+    name = "name must be a nonempty string"
+    assert done["dropped"] == [  # CPersona 2.6's items and reasons, in its order
+        {"item": "entities[0]", "reason": name},
+        {"item": "entities[1]", "reason": name},
+        {"item": "entities[2]", "reason": name},
+        {"item": "entities[3].aliases", "reason": "must be a list"},
+        {"item": "entities[4]", "reason": name},
+        {"item": "relations[0].subject", "reason": "mem:99999 is not a record of this agent"},
+        {"item": "relations[1]", "reason": "predicate must be a nonempty string"},
+        {"item": "relations[3]", "reason": "must be an object"},
     ]
-    assert done["dropped"][5]["reason"] == "mem:99999 is not a record of this agent"
     assert len(done["relations"]) == 1
     assert [e["name"] for e in done["entities"]] == ["ok"]
+    spaced = await _declare(client, associations={"entities": [{"name": "  Padded  "}]})
+    assert spaced["entities"][0]["name"] == "Padded"  # as written, trimmed
 
 
 async def test_traverse_schema_bounds(client: Agent) -> None:
