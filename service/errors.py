@@ -50,6 +50,11 @@ class Conflict(ServiceError):
     """The change conflicts with existing data."""
 
 
+class RecordGone(Conflict):
+    """A record a write names was deleted by a concurrent transaction (its foreign-key
+    check failed); the write rolled back and may be run again."""
+
+
 class DatabaseNotOpen(ServiceError):
     """The database pool is not open yet (or already closed)."""
 

@@ -45,6 +45,11 @@ def _nested(depth: int) -> dict[str, Any]:
 
 BASE_ARGS: dict[str, dict[str, Any]] = {
     "store": {"agent_id": "a", "message": {"content": "ok"}},
+    "declare_associations": {
+        "agent_id": "a",
+        "associations": {"entities": [{"name": "E"}], "relations": []},
+    },
+    "traverse": {"agent_id": "a", "entity": "E"},
     "list_memories": {},
     "list_episodes": {},
     "get_contents": {"agent_id": "a", "refs": ["mem:1", "ep:2"]},

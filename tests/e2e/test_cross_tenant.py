@@ -36,7 +36,28 @@ async def seed(a: Agent) -> dict[str, int]:
         "archive_episode", agent_id=AGENT, summary=SECRET, project_id=PROJECT, channel=CHANNEL
     )
     await a.call("update_profile", agent_id=AGENT, profile=SECRET)
-    return {"mem": memory["id"], "locked": locked["id"], "ep": episode["episode_id"]}
+    graph = await a.call(
+        "declare_associations",
+        agent_id=AGENT,
+        anchor_ref=f"mem:{memory['id']}",
+        associations={
+            "entities": [{"name": "Vault", "aliases": ["strongroom"]}],
+            "relations": [
+                {"subject": f"mem:{memory['id']}", "predicate": "guards", "object": "Vault"}
+            ],
+        },
+    )
+    return {
+        "mem": memory["id"],
+        "locked": locked["id"],
+        "ep": episode["episode_id"],
+        "entity": graph["entities"][0]["id"],
+        "relation": graph["relations"][0],
+    }
+
+
+RECORDS = ("mem", "locked", "ep")
+"""The keys of ``seed``'s ids that are record ids (the others are A's graph ids)."""
 
 
 async def snapshot(a: Agent) -> str:
@@ -44,6 +65,7 @@ async def snapshot(a: Agent) -> str:
         await a.call("list_memories", limit=500),
         await a.call("list_episodes", limit=200),
         await a.call("get_profile", agent_id=AGENT),
+        await a.call("traverse", agent_id=AGENT, entity="strongroom", max_hops=5),
     ]
     return json.dumps(parts, sort_keys=True)
 
@@ -76,6 +98,22 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
                 "project_id": PROJECT,
                 "channel": CHANNEL,
                 "message": {"id": "msg-1", "content": SECRET},
+            },
+        ),
+        ("traverse", {"agent_id": AGENT, "entity": "Vault", "max_hops": 5}),
+        (
+            "declare_associations",
+            {
+                "agent_id": AGENT,
+                "anchor_ref": f"mem:{mem}",
+                "associations": {
+                    "entities": [{"name": "Vault", "aliases": ["strongroom"]}],
+                    "relations": [{"subject": f"ep:{ep}", "predicate": "p", "object": "Vault"}],
+                },
+                "retract": {
+                    "relations": [ids["relation"]],
+                    "mentions": [{"entity": ids["entity"], "ref": f"mem:{mem}"}],
+                },
             },
         ),
         ("get_contents", {"agent_id": AGENT, "refs": _contents_refs(ids)}),
@@ -145,9 +183,10 @@ SECRET_BLIND = {
 
 def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
     """What B may see: its own rows only, and nothing that proves A's rows exist."""
-    if tool not in ID_KEYED and tool != "get_contents":  # get_contents echoes refs it was given
+    echoing = {"get_contents", "declare_associations"}  # they echo refs they were given
+    if tool not in ID_KEYED and tool not in echoing:
         refs = {int(n) for n in re.findall(r"(?:mem|ep):(\d+)", json.dumps(answer))}
-        assert not (_row_ids(answer) | refs) & set(ids.values()), (tool, answer)
+        assert not (_row_ids(answer) | refs) & {ids[k] for k in RECORDS}, (tool, answer)
     if tool in SECRET_BLIND:
         assert SECRET not in json.dumps(answer), (tool, answer)
     if tool == "get_profile":
@@ -156,6 +195,7 @@ def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
         assert answer == {"items": [], "missing": _contents_refs(ids), "count": 0}
     if tool == "store":
         assert answer["result"] == "stored"
+    _check_graph(tool, answer, ids)
     if tool == "export_memories":  # B's own rows under the shared agent name, nothing of A
         assert (answer["memories"], answer["episodes"], answer["profiles"]) == (1, 1, 1)
     if tool == "import_memories":  # A's file is not found; B's own file adds nothing
@@ -166,6 +206,24 @@ def _check(tool: str, answer: Any, ids: dict[str, int]) -> None:
     if tool == "delete_agent_data":  # only what B itself wrote under the shared names
         assert (answer["deleted_memories"], answer["deleted_episodes"]) == (1, 1)
         assert answer["deleted_profiles"] == 1
+
+
+def _check_graph(tool: str, answer: Any, ids: dict[str, int]) -> None:
+    """A's graph is not B's: B finds no such entity; A's records are not B's to anchor or
+    relate, and A's relation and mention ids retract nothing."""
+    if tool == "traverse":
+        assert answer["entities"] == []
+        assert answer["reason"] == "no_such_entity"
+    if tool != "declare_associations":
+        return
+    assert answer["retracted"] == {"relations": 0, "mentions": 0}
+    assert answer["mentions"] == 0
+    assert answer["relations"] == []
+    assert answer["entities"][0]["created"] is True
+    assert answer["dropped"] == [
+        {"item": "anchor_ref", "reason": f"mem:{ids['mem']} is not a record of this agent"},
+        {"item": "relations[0].subject", "reason": f"ep:{ids['ep']} is not a record of this agent"},
+    ]
 
 
 def _check_calibration(tool: str, answer: Any) -> None:
@@ -182,7 +240,7 @@ def _bearer(key: str) -> dict[str, str]:
 
 def _without_ids(body: Any, ids: dict[str, int]) -> str:
     text = json.dumps(body, sort_keys=True)
-    for value in ids.values():
+    for value in (ids[key] for key in RECORDS):
         text = re.sub(rf"\b{value}\b", "N", text)
     return text
 
@@ -196,7 +254,13 @@ async def test_tenant_b_cannot_read_change_or_detect_tenant_a(lib: Library, serv
     registered = set(await b.tool_names())
     table = probes(ids)
     assert registered == {tool for tool, _ in table}, "every tool needs a probe in PROBES"
-    unknown = {"mem": 10**12, "locked": 10**12 + 1, "ep": 10**12 + 2}
+    unknown = {
+        "mem": 10**12,
+        "locked": 10**12 + 1,
+        "ep": 10**12 + 2,
+        "entity": 10**12 + 3,
+        "relation": 10**12 + 4,
+    }
     for (tool, args), (_, twin) in zip(table, probes(unknown), strict=True):
         answer = await b.call(tool, **args)
         _check(tool, answer, ids)

@@ -4,7 +4,7 @@ endpoint and the ``import`` command answer with :func:`imported` too."""
 
 from __future__ import annotations
 
-from service.memory.portability.outcomes import Exported, Imported, Merged
+from service.memory.portability.outcomes import Exported, GraphRecords, Imported, Merged
 from service.models import JsonObject
 
 
@@ -22,8 +22,8 @@ def exported(done: Exported) -> JsonObject:
 
 
 def imported(done: Imported) -> JsonObject:
-    """The import's counts; ``skipped_graph_records`` and ``errors`` only when there are
-    any."""
+    """The import's counts; ``imported_graph_records``, ``skipped_graph_records`` and
+    ``errors`` only when there are any."""
     body: JsonObject = {
         "ok": True,
         "dry_run": done.dry_run,
@@ -33,13 +33,10 @@ def imported(done: Imported) -> JsonObject:
         "skipped_episodes": done.skipped_episodes,
         "profile_updated": done.profile_updated,
     }
-    graph = done.graph
-    if graph is not None:
-        body["skipped_graph_records"] = {
-            "entity": graph.entity,
-            "mention": graph.mention,
-            "relation": graph.relation,
-        }
+    if done.imported_graph is not None:
+        body["imported_graph_records"] = _graph(done.imported_graph)
+    if done.graph is not None:
+        body["skipped_graph_records"] = _graph(done.graph)
     if done.errors:
         body["errors"] = list(done.errors)
     return body
@@ -79,3 +76,7 @@ def merged(done: Merged) -> JsonObject:
             "profiles": left.profiles,
         }
     return body
+
+
+def _graph(counts: GraphRecords) -> JsonObject:
+    return {"entity": counts.entity, "mention": counts.mention, "relation": counts.relation}

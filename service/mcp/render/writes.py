@@ -9,6 +9,7 @@ something, as CPersona answers.
 
 from __future__ import annotations
 
+from service.mcp.render import associations
 from service.memory.agents import AgentDataDeleted
 from service.memory.episodes import Archived, EpisodeDeleted
 from service.memory.memories.edits import Deleted, LockSet, Updated
@@ -42,10 +43,11 @@ def _truncated(body: JsonObject, truncated: bool) -> JsonObject:
 
 def store_outcome(outcome: StoreOutcome) -> JsonObject:
     """``{ok, result: stored, id, embedded, truncated?}`` or ``{ok, result: skipped, reason,
-    id?}``."""
-    if isinstance(outcome, Skipped):
-        return _skipped(outcome)
-    return _stored(outcome)
+    id?}``, then ``associations`` when the store carried a rider."""
+    body = _skipped(outcome) if isinstance(outcome, Skipped) else _stored(outcome)
+    if outcome.associations is not None:
+        body["associations"] = associations.rider(outcome.associations)
+    return body
 
 
 def _stored(outcome: Stored) -> JsonObject:

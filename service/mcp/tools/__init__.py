@@ -1,4 +1,4 @@
-"""The 29 tools, one module per feature; each module exports ``TOOLS: list[ToolSpec]``.
+"""The 31 tools, one module per feature; each module exports ``TOOLS: list[ToolSpec]``.
 
 A feature keeps its name in every layer: ``tools/recall.py`` calls
 ``service.memory.recall``, which reads through ``service.db.recall``. This package
@@ -13,6 +13,7 @@ from typing import Any
 from service.mcp.registry import ToolSpec
 from service.mcp.tools import (
     agents,
+    associations,
     calibration,
     contents,
     episodes,
@@ -33,6 +34,8 @@ TOOL_ORDER = (
     "persistence_status",
     "get_operating_context",
     "store",
+    "declare_associations",
+    "traverse",
     "recall",
     "recall_with_context",
     "get_contents",
@@ -61,6 +64,7 @@ TOOL_ORDER = (
 EVERYDAY = frozenset(
     {
         "archive_episode",
+        "declare_associations",
         "delete_episode",
         "delete_memory",
         "get_contents",
@@ -72,15 +76,17 @@ EVERYDAY = frozenset(
         "recall",
         "recall_with_context",
         "store",
+        "traverse",
         "unlock_memory",
         "update_memory",
         "update_profile",
     }
 )
 """The ``everyday`` tool set: what an agent uses in a session (read the house rules,
-remember, recall, expand previews, keep its profile, archive the session, correct or
-forget one row). The pause controls, calibration, the queue, export/import/merge,
-the health checks and ``delete_agent_data`` are the operator's (docs/tools.md)."""
+remember, declare and walk its graph of entities, recall, expand previews, keep its
+profile, archive the session, correct or forget one row). The pause controls,
+calibration, the queue, export/import/merge, the health checks and
+``delete_agent_data`` are the operator's (docs/tools.md)."""
 
 
 def in_tool_set(tool_set: ToolSet, name: str) -> bool:
@@ -92,6 +98,7 @@ FEATURES = (
     pauses,
     operating_context,
     memories,
+    associations,
     recall,
     contents,
     profiles,

@@ -36,6 +36,7 @@ class StoreParams:
     message: JsonObject  # the library reads and normalises its fields (docs/tools.md, "Writes")
     channel: str
     project_id: str
+    associations: JsonObject | None = None
 
 
 async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
@@ -44,6 +45,7 @@ async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
         message=params.message,
         channel=params.channel,
         project_id=params.project_id,
+        associations=params.associations,
     )
     outcome = await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
     return writes.store_outcome(outcome)
@@ -69,6 +71,7 @@ STORE = ToolSpec(
             ),
             "channel": CHANNEL,
             "project_id": WRITE_PROJECT_ID,
+            "associations": {"type": "object"},
         },
         ["agent_id", "message"],
     ),

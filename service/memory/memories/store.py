@@ -14,7 +14,8 @@ from typing import Any, Literal
 from service.db import memories
 from service.db.pool import Connection
 from service.errors import Refused
-from service.memory import bounds, pauses, text
+from service.memory import associations, bounds, pauses, text
+from service.memory.associations import Declared
 from service.memory.library import Library
 from service.memory.queue.inline import (
     InlineEmbedding,
@@ -31,6 +32,9 @@ class StoreRequest:
     message: Mapping[str, Any]
     channel: str = ""
     project_id: str = ""
+    associations: Mapping[str, Any] | None = None
+    """The ``associations`` rider (docs/tools.md, "store"): declared after the memory
+    commits, anchored on it; None or empty declares nothing and costs nothing."""
 
 
 SkipReason = Literal["duplicate msg_id", "duplicate content", "duplicate (unique index)"]
@@ -44,6 +48,8 @@ class Stored:
     memory_id: int
     embedded: bool
     truncated: bool = False
+    associations: Declared | None = None
+    """What the rider declared (None without one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,6 +59,8 @@ class Skipped:
 
     reason: SkipReason
     existing_id: int | None
+    associations: Declared | None = None
+    """What the rider declared on the existing row (None without one, or without an id)."""
 
 
 StoreOutcome = Stored | Skipped
@@ -169,6 +177,30 @@ async def _probe(
 
 
 async def store(
+    lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None = None
+) -> StoreOutcome:
+    """Store one memory (:func:`store_row`), then run the ``associations`` rider, if any,
+    in a transaction of its own, anchored on the stored row or on the existing row a
+    dedup skip names: the memory stays stored whatever the rider does (a failure is
+    reported in its ``dropped``). Without a rider this is :func:`store_row` alone."""
+    outcome = await store_row(lib, tenant_id, req, guard)
+    if not req.associations:
+        return outcome
+    memory_id = outcome.memory_id if isinstance(outcome, Stored) else outcome.existing_id
+    if memory_id is None:
+        return outcome
+    declared = await associations.declare_rider(
+        lib,
+        tenant_id,
+        req.agent_id,
+        f"mem:{memory_id}",
+        req.associations,
+        scope=(req.project_id, req.channel),
+    )
+    return dataclasses.replace(outcome, associations=declared)
+
+
+async def store_row(
     lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None = None
 ) -> StoreOutcome:
     """Store one memory: refusals, dedup probes, embedding, insert.

@@ -1,4 +1,5 @@
-"""export: stream an agent's (or the whole tenant's) memory as ``cpersona-export/1.0``.
+"""export: stream an agent's (or the whole tenant's) memory as ``cpersona-export/1.0``,
+or ``cpersona-export/1.1`` when it has declarations (the graph's records follow the rows).
 
 One read-only REPEATABLE READ transaction gives the header counts and every
 row after them the same snapshot, so the header always matches the body even
@@ -14,9 +15,9 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from service.db import agents, portability as portability_queries
+from service.db import agents, associations as graph_queries, portability as portability_queries
 from service.memory.library import Library
-from service.memory.portability import jsonl
+from service.memory.portability import graph, jsonl
 from service.models import JsonObject, TenantId
 
 BATCH_ROWS = 500
@@ -41,7 +42,7 @@ class _Writer:
     written: int = 0
 
     async def lines(self, records: list[JsonObject]) -> None:
-        self.agents.update(record["agent_id"] for record in records)
+        self.agents.update(record["agent_id"] for record in records if "agent_id" in record)
         await self.sink(b"".join(jsonl.dump_line(record) for record in records))
         self.written += len(records)
         if self.progress is not None:
@@ -70,13 +71,17 @@ async def export_jsonl(
         agent: int | None = None
         if request.agent_id:
             agent = await agents.agent_id_by_name(conn, tenant_id, request.agent_id)
+        graph_counts = graph_queries.GraphCounts(0, 0, 0)
         if request.agent_id and agent is None:
             counts = portability_queries.ItemCounts(0, 0, 0)
         else:
             counts = await portability_queries.item_counts(conn, tenant_id, agent)
+            graph_counts = await graph_queries.graph_counts(conn, tenant_id, agent)
         now = datetime.now(UTC)
-        await sink(jsonl.dump_line(jsonl.header_record(request.agent_id, counts, now)))
-        out = _Writer(sink, _total(counts), progress, set() if seen is None else seen)
+        header = jsonl.header_record(request.agent_id, counts, now)
+        await sink(jsonl.dump_line(jsonl.with_graph(header, graph_counts)))
+        total = _total(counts) + sum(dataclasses.astuple(graph_counts))
+        out = _Writer(sink, total, progress, set() if seen is None else seen)
         if request.agent_id and agent is None:
             return counts
         async for memories in portability_queries.export_batches(
@@ -91,4 +96,7 @@ async def export_jsonl(
             conn, portability_queries.ExportProfile, tenant_id, agent, embeddings, BATCH_ROWS
         ):
             await out.lines([jsonl.profile_record(row) for row in profiles])
+        if any(dataclasses.astuple(graph_counts)):
+            async for records in graph.graph_batches(conn, tenant_id, agent, BATCH_ROWS):
+                await out.lines(records)
     return counts

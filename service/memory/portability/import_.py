@@ -32,7 +32,7 @@ from service.db import agents, portability as portability_queries
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
-from service.memory.portability import batches, jsonl, records
+from service.memory.portability import batches, graph, jsonl, records
 from service.memory.portability.access import AgentDenied
 from service.memory.portability.outcomes import GraphRecords, Imported
 from service.models import JsonObject, TenantId
@@ -79,6 +79,9 @@ class Tally:
     skipped_episodes: int = 0
     header: JsonObject | None = None
     present: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    graph_imported: collections.Counter[str] = dataclasses.field(
+        default_factory=collections.Counter
+    )
     errors: list[str] = dataclasses.field(default_factory=list)
     unlisted_errors: int = 0
 
@@ -125,6 +128,7 @@ class _Run:
         self.agents: dict[str, int] = {}
         self.writer = batches.BatchWriter(conn, tenant_id, queue_embeddings(lib))
         self.scan = True
+        self.graph = graph.GraphImport(conn, tenant_id, imported=self.tally.graph_imported)
         provider = lib.embedder
         self.model = None if provider is None else (provider.name, provider.dimension)
 
@@ -159,11 +163,24 @@ class _Run:
             self.tally.present[kind] += 1
             if kind in COUNTED:
                 await self.item(kind, record, number, size)
+            else:
+                await self.declaration(kind, record)
         else:
             self.tally.note(f"Line {number}: unknown type {kind!r}")
 
+    async def declaration(self, kind: str, record: JsonObject) -> None:
+        """A graph record, after every row it may name is written; a skip is counted."""
+        self.check_readable(record)
+        await self.writer.flush()
+        await self.writer.settle()
+        name = self.request.target_agent_id or record.get("agent_id")
+        if kind == "mention" or (isinstance(name, str) and name):
+            agent = await self.agent(name) if isinstance(name, str) and name else None
+            await self.graph.add(kind, record, agent)
+
     def header(self, record: JsonObject, number: int) -> None:
         self.tally.header = record
+        self.graph.active = any(_declared(record, key) for key in GRAPH_COUNTED.values())
         version = record.get("version")
         if version not in jsonl.READABLE_VERSIONS:
             self.tally.note(f"Line {number}: unknown version {version!r}; read as 1.0")
@@ -213,6 +230,7 @@ class _Run:
         agent = await self.agent(name)
         model = self.model_of(prepared.row.embedding)
         row = dataclasses.replace(prepared.row, agent_id=agent, embedding_model=model)
+        self.graph.remember("mem", record.get("id"), row, row.content)
         await self.writer.add_memory(row, size)
 
     async def episode(self, name: str, record: JsonObject, number: int, size: int) -> None:
@@ -224,6 +242,7 @@ class _Run:
         agent = await self.agent(name)
         model = self.model_of(prepared.row.embedding)
         row = dataclasses.replace(prepared.row, agent_id=agent, embedding_model=model)
+        self.graph.remember("ep", record.get("id"), row, row.summary)
         await self.writer.add_episode(row, size)
 
     async def profile(self, name: str, record: JsonObject, number: int) -> None:
@@ -276,10 +295,8 @@ def check_header(tally: Tally) -> None:
 
 
 def _outcome(tally: Tally) -> Imported:
-    present = tally.present
-    graph = GraphRecords(
-        entity=present["entity"], mention=present["mention"], relation=present["relation"]
-    )
+    imported = {kind: tally.graph_imported[kind] for kind in GRAPH_COUNTED}
+    skipped = {kind: tally.present[kind] - imported[kind] for kind in GRAPH_COUNTED}
     return Imported(
         dry_run=tally.dry_run,
         imported_memories=tally.imported_memories,
@@ -287,7 +304,8 @@ def _outcome(tally: Tally) -> Imported:
         imported_episodes=tally.imported_episodes,
         skipped_episodes=tally.skipped_episodes,
         profile_updated=tally.profile_updated,
-        graph=graph if any(present[kind] for kind in GRAPH_COUNTED) else None,
+        imported_graph=GraphRecords.of(imported),
+        graph=GraphRecords.of(skipped),
         errors=tuple(tally.error_list()) if tally.errors else (),
     )
 

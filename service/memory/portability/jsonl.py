@@ -19,7 +19,7 @@ import struct
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from service.db import portability as portability_queries
+from service.db import associations, portability as portability_queries
 from service.memory import text
 from service.models import JsonObject
 
@@ -101,6 +101,24 @@ def header_record(
         "episode_count": counts.episodes,
         "has_profile": counts.profiles > 0,
         "profile_count": counts.profiles,
+    }
+
+
+GRAPH_VERSION = "cpersona-export/1.1"
+"""Written when the export holds declarations (CPersona 2.6's graph); 1.0 otherwise, so an
+export without them stays byte-identical to 2.5's."""
+
+
+def with_graph(header: JsonObject, counts: associations.GraphCounts) -> JsonObject:
+    """The header of an export with declarations: version 1.1 and the three graph counts."""
+    if not any((counts.entities, counts.mentions, counts.relations)):
+        return header
+    return {
+        **header,
+        "version": GRAPH_VERSION,
+        "entity_count": counts.entities,
+        "mention_count": counts.mentions,
+        "relation_count": counts.relations,
     }
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from service.db import agents, portability as portability_queries
+from service.db import agents, associations as graph_queries, portability as portability_queries
 from service.db.pool import Connection
 from service.errors import Refused
 from service.memory.library import Library
+from service.memory.portability import graph
 from service.memory.portability.import_ import queue_embeddings
 from service.memory.portability.outcomes import Merged, SourceDeleted
 from service.models import TenantId
@@ -113,8 +114,12 @@ async def _merge(
     target = await agents.ensure_agent(conn, tenant_id, req.target_agent_id)
     move = req.mode == "move"
     step = portability_queries.MergeStep(source, target, 0, CHUNK_ROWS, move, queue_embeddings(lib))
+    declarations, importer = await graph.carry(conn, tenant_id, source, target)
     outcome.memories = await _chunks(conn, tenant_id, step, "memories")
     outcome.episodes = await _chunks(conn, tenant_id, step, "episodes")
+    await graph.carried(importer, declarations, target)
+    if move:
+        await graph_queries.delete_agent_graph(conn, tenant_id, source)
     outcome.profiles = await portability_queries.merge_profiles(
         conn, tenant_id, source, target, move
     )

@@ -9,6 +9,7 @@ of a file (``jsonl``) are a file format, not these.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from service.db.portability import ItemCounts
 
@@ -26,18 +27,25 @@ class Exported:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class GraphRecords:
-    """Knowledge-graph records a file held, which the hosted service does not store."""
+    """Declared-graph records of a file (format 1.1), by kind."""
 
     entity: int
     mention: int
     relation: int
 
+    @classmethod
+    def of(cls, counts: Mapping[str, int]) -> GraphRecords | None:
+        """The counts by kind; None when there are none."""
+        if not any(counts.values()):
+            return None
+        return cls(entity=counts["entity"], mention=counts["mention"], relation=counts["relation"])
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Imported:
-    """An import's (or dry run's) counts; ``graph`` is None when the file held no graph
-    records, ``errors`` the notes on records read but not taken (capped, with a final
-    "... and N more")."""
+    """An import's (or dry run's) counts; ``imported_graph`` the declared-graph records it
+    re-created and ``graph`` those it could not (None when there are none), ``errors`` the
+    notes on records read but not taken (capped, with a final "... and N more")."""
 
     dry_run: bool
     imported_memories: int = 0
@@ -45,6 +53,7 @@ class Imported:
     imported_episodes: int = 0
     skipped_episodes: int = 0
     profile_updated: bool = False
+    imported_graph: GraphRecords | None = None
     graph: GraphRecords | None = None
     errors: tuple[str, ...] = ()
 

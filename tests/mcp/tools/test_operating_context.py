@@ -211,6 +211,14 @@ async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: 
 def test_every_gated_tool_refuses_in_its_reserved_shape() -> None:
     extras: dict[str, JsonObject] = {
         "store": {"result": "rejected", "reason": "@auto"},
+        "declare_associations": {
+            "result": "rejected",
+            "entities": [],
+            "mentions": 0,
+            "relations": [],
+            "dropped": [],
+        },
+        "traverse": {"entities": [], "relations": []},
         "archive_episode": {"episode_id": None},
         "recall": {"messages": []},
         "recall_with_context": {"messages": []},

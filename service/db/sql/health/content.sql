@@ -76,11 +76,41 @@ FROM content_duplicates($1, $2) d
 -- health_delete_duplicates --
 -- Repair of duplicate_content: delete the unlocked surplus rows of each group (the
 -- grouping and keepers of health_duplicate_content); a trigger drops their queue jobs.
+-- Their declarations are carried to the keeper first (docs/tools.md,
+-- "declare_associations"): each mention, and each relation naming a surplus row as
+-- subject, object or anchor, is declared again on the keeper (a repeat of one it already
+-- has is absorbed); the originals go with the deleted rows.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
-WITH removed AS (
+WITH surplus AS MATERIALIZED (
+    SELECT d.id, d.keeper
+    FROM content_duplicates($1, $2) d
+    JOIN memories m ON m.tenant_id = $1 AND m.id = d.id
+    WHERE d.id <> d.keeper AND NOT m.locked
+), carried_mentions AS (
+    INSERT INTO entity_mentions (tenant_id, entity_id, ref_kind, ref_id, declared_by, created_at)
+    SELECT $1, x.entity_id, 'mem', s.keeper, x.declared_by, x.created_at
+    FROM entity_mentions x JOIN surplus s ON x.memory_id = s.id
+    WHERE x.tenant_id = $1
+    ON CONFLICT DO NOTHING
+), carried_relations AS (
+    INSERT INTO relations (tenant_id, agent_id, project_id, channel, subject_kind, subject_id,
+                           predicate, object_kind, object_id, anchor_kind, anchor_id,
+                           declared_by, declared_at)
+    SELECT $1, r.agent_id, r.project_id, r.channel,
+           r.subject_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.subject_memory), r.subject_id),
+           r.predicate,
+           r.object_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.object_memory), r.object_id),
+           r.anchor_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.anchor_memory), r.anchor_id),
+           r.declared_by, r.declared_at
+    FROM relations r
+    WHERE r.tenant_id = $1
+      AND (r.subject_memory IN (SELECT id FROM surplus) OR r.object_memory IN (SELECT id FROM surplus)
+           OR r.anchor_memory IN (SELECT id FROM surplus))
+    ON CONFLICT DO NOTHING
+), removed AS (
     DELETE FROM memories m
-    USING content_duplicates($1, $2) d
-    WHERE m.tenant_id = $1 AND m.id = d.id AND d.id <> d.keeper AND NOT m.locked
+    USING surplus s
+    WHERE m.tenant_id = $1 AND m.id = s.id
     RETURNING m.id
 )
 SELECT count(*) FROM removed
