@@ -139,6 +139,41 @@ CREATE INDEX relations_anchor_memory ON relations (tenant_id, anchor_memory)
 CREATE INDEX relations_anchor_episode ON relations (tenant_id, anchor_episode)
     WHERE anchor_episode IS NOT NULL;
 
+COMMENT ON COLUMN entities.agent_id IS 'The agent (agents.id) that declared the entity.';
+COMMENT ON COLUMN entities.project_id IS 'Project scope of the declaration ('''' = the shared pool), as for memories.';
+COMMENT ON COLUMN entities.channel IS 'Channel scope of the declaration ('''' = none), as for memories.';
+COMMENT ON COLUMN entities.normalized IS 'The name normalized (NFKC, case-folded, inner whitespace collapsed): what lookups and the alias clash rule compare.';
+COMMENT ON COLUMN entities.declared_by IS 'Who declared it: an agent through a tool, or an operator.';
+COMMENT ON COLUMN entity_aliases.entity_id IS 'The entity (entities.id) this is another name of.';
+COMMENT ON COLUMN entity_aliases.alias IS 'The other name as written.';
+COMMENT ON COLUMN entity_aliases.normalized IS 'The alias normalized like entities.normalized; unique per entity.';
+COMMENT ON COLUMN entity_mentions.entity_id IS 'The entity (entities.id) the record mentions.';
+COMMENT ON COLUMN entity_mentions.ref_kind IS 'The record''s kind: mem (a memory) or ep (an episode).';
+COMMENT ON COLUMN entity_mentions.ref_id IS 'The record''s id (memories.id or episodes.id, by ref_kind).';
+COMMENT ON COLUMN entity_mentions.memory_id IS 'ref_id when ref_kind is mem (generated): the key that deletes the mention with its memory.';
+COMMENT ON COLUMN entity_mentions.episode_id IS 'ref_id when ref_kind is ep (generated): the key that deletes the mention with its episode.';
+COMMENT ON COLUMN entity_mentions.declared_by IS 'Who declared it: an agent through a tool, or an operator.';
+COMMENT ON COLUMN relations.agent_id IS 'The agent (agents.id) that declared the relation.';
+COMMENT ON COLUMN relations.project_id IS 'Project scope of the declaration ('''' = the shared pool).';
+COMMENT ON COLUMN relations.channel IS 'Channel scope of the declaration ('''' = none).';
+COMMENT ON COLUMN relations.subject_kind IS 'The subject''s kind: entity, mem or ep.';
+COMMENT ON COLUMN relations.subject_id IS 'The subject''s id (entities.id, memories.id or episodes.id, by subject_kind).';
+COMMENT ON COLUMN relations.predicate IS 'The relation word, normalized (lower case, spaces as underscores).';
+COMMENT ON COLUMN relations.object_kind IS 'The object''s kind: entity, mem or ep.';
+COMMENT ON COLUMN relations.object_id IS 'The object''s id (by object_kind).';
+COMMENT ON COLUMN relations.anchor_kind IS 'The kind of the record the relation was declared from ('''' = none, mem, ep).';
+COMMENT ON COLUMN relations.anchor_id IS 'The anchor record''s id (0 = none).';
+COMMENT ON COLUMN relations.declared_by IS 'Who declared it: an agent through a tool, or an operator.';
+COMMENT ON COLUMN relations.declared_at IS 'When it was declared (the walk''s recency order).';
+COMMENT ON COLUMN relations.subject_entity IS 'subject_id when subject_kind is entity (generated): the walk''s key and the cascade from the entity.';
+COMMENT ON COLUMN relations.subject_memory IS 'subject_id when subject_kind is mem (generated): deletes the relation with its memory.';
+COMMENT ON COLUMN relations.subject_episode IS 'subject_id when subject_kind is ep (generated): deletes the relation with its episode.';
+COMMENT ON COLUMN relations.object_entity IS 'object_id when object_kind is entity (generated): the walk''s key and the cascade from the entity.';
+COMMENT ON COLUMN relations.object_memory IS 'object_id when object_kind is mem (generated): deletes the relation with its memory.';
+COMMENT ON COLUMN relations.object_episode IS 'object_id when object_kind is ep (generated): deletes the relation with its episode.';
+COMMENT ON COLUMN relations.anchor_memory IS 'anchor_id when anchor_kind is mem (generated): deletes the relation with its anchor memory.';
+COMMENT ON COLUMN relations.anchor_episode IS 'anchor_id when anchor_kind is ep (generated): deletes the relation with its anchor episode.';
+
 DO $$
 DECLARE
     t text;
