@@ -107,7 +107,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         with _version(codes["this"], "this") as this, _version(codes["compare"], "cmp") as other:
             calls, rounds = asyncio.run(_alternate({"this": this, "compare": other}, args))
-    return {"settings": {**vars(args), "compare": str(args.compare)}, **_summary(calls, rounds)}
+    settings = {
+        key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()
+    }
+    return {"settings": settings, **_summary(calls, rounds)}
 
 
 def _table(results: dict[str, Any]) -> str:
