@@ -10,11 +10,8 @@ by a real browser in ``test_browser.py``.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import secrets
 import time
-from typing import Any
 
 import httpx
 
@@ -22,31 +19,18 @@ from service.config import Settings
 from service.mcp.tools import EVERYDAY
 from service.memory import tenants
 from service.memory.library import Library
-from tests.app.oauth.flows import CALLBACK, FormConsent, OAuthSession, hidden_fields
+from tests.app.oauth.flows import (
+    CALLBACK,
+    FormConsent,
+    OAuthSession,
+    hidden_fields,
+    pkce,
+    register,
+)
 from tests.support import Agent, Served, new_tenant, serve
 
 JSON_HEADERS = {"accept": "application/json, text/event-stream"}
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-
-
-def _pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    return verifier, base64.urlsafe_b64encode(digest).decode().rstrip("=")
-
-
-async def _register(http: httpx.AsyncClient, served: Served, **extra: Any) -> dict[str, Any]:
-    metadata = {
-        "client_name": "test client",
-        "redirect_uris": [CALLBACK],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "token_endpoint_auth_method": "none",
-        **extra,
-    }
-    answer = await http.post(f"{served.base_url}/register", json=metadata)
-    assert answer.status_code == 201, answer.text
-    registered: dict[str, Any] = answer.json()
-    return registered
 
 
 async def _code(
@@ -282,7 +266,7 @@ async def test_without_a_public_url_oauth_is_off_and_api_keys_still_work(
     async with serve(settings, database_url) as served, httpx.AsyncClient() as http:
         resource = await http.get(f"{served.base_url}/.well-known/oauth-protected-resource/mcp")
         server = await http.get(f"{served.base_url}/.well-known/oauth-authorization-server")
-        register = await http.post(f"{served.base_url}/register", json={})
+        registration = await http.post(f"{served.base_url}/register", json={})
         token = await http.post(
             served.mcp_url, json=PING, headers={**JSON_HEADERS, "authorization": "Bearer cpo_x"}
         )
@@ -295,7 +279,7 @@ async def test_without_a_public_url_oauth_is_off_and_api_keys_still_work(
         "resource_name": "CPersona memory",
     }
     assert server.status_code == 404
-    assert register.status_code == 404
+    assert registration.status_code == 404
     assert token.status_code == 401
     assert 'error="invalid_token"' in token.headers["www-authenticate"]
     assert keyed.status_code == 200
@@ -306,9 +290,9 @@ async def test_a_code_is_single_use_and_bound_to_its_verifier_client_and_redirec
 ) -> None:
     key = await new_tenant(lib, "codes")
     async with serve(settings, database_url, public=True) as served, httpx.AsyncClient() as http:
-        client = await _register(http, served)
-        other = await _register(http, served)
-        verifier, challenge = _pkce()
+        client = await register(http, served)
+        other = await register(http, served)
+        verifier, challenge = pkce()
         base = {"grant_type": "authorization_code", "client_id": client["client_id"],
                 "redirect_uri": CALLBACK}  # fmt: skip
         code = await _code(http, served, client["client_id"], key, challenge)
@@ -361,8 +345,8 @@ async def test_authorize_refuses_unregistered_redirects_plain_pkce_and_forged_po
 ) -> None:
     key = await new_tenant(lib, "strict")
     async with serve(settings, database_url, public=True) as served, httpx.AsyncClient() as http:
-        client = await _register(http, served)
-        _, challenge = _pkce()
+        client = await register(http, served)
+        _, challenge = pkce()
         query = {"response_type": "code", "client_id": client["client_id"],
                  "redirect_uri": CALLBACK, "code_challenge": challenge,
                  "code_challenge_method": "S256", "state": "s"}  # fmt: skip
@@ -415,10 +399,8 @@ async def test_registration_checks_redirect_uris_and_hashes_confidential_secrets
         garbage = await http.post(url, content=b"{not json")
         huge = await http.post(url, content=b"x" * 100_000)
         huge_token = await http.post(f"{served.base_url}/token", content=b"a=" + b"x" * 100_000)
-        confidential = await _register(
-            http, served, token_endpoint_auth_method="client_secret_post"
-        )
-        native = await _register(http, served, redirect_uris=["cursor://anysphere/oauth"])
+        confidential = await register(http, served, token_endpoint_auth_method="client_secret_post")
+        native = await register(http, served, redirect_uris=["cursor://anysphere/oauth"])
     assert [r.status_code for r in (remote_http, script, garbage)] == [400, 400, 400]
     assert remote_http.json()["error"] == "invalid_client_metadata"
     assert (huge.status_code, huge_token.status_code) == (413, 413)
@@ -437,8 +419,8 @@ async def test_a_confidential_client_must_present_its_secret_at_the_token_endpoi
 ) -> None:
     key = await new_tenant(lib, "secret")
     async with serve(settings, database_url, public=True) as served, httpx.AsyncClient() as http:
-        client = await _register(http, served, token_endpoint_auth_method="client_secret_basic")
-        verifier, challenge = _pkce()
+        client = await register(http, served, token_endpoint_auth_method="client_secret_basic")
+        verifier, challenge = pkce()
         form = {"grant_type": "authorization_code", "redirect_uri": CALLBACK,
                 "code_verifier": verifier}  # fmt: skip
         code = await _code(http, served, client["client_id"], key, challenge)
