@@ -40,11 +40,6 @@ def declared(done: Declared) -> JsonObject:
     return body
 
 
-def rider_failed(message: str) -> JsonObject:
-    """The rider's answer when the declaration raised: the memory stays stored."""
-    return {**EMPTY, "dropped": [{"item": "associations", "reason": message}]}
-
-
 def neighbourhood(found: Neighbourhood) -> JsonObject:
     """``{entity, max_hops, limit, entities, relations, entities_omitted?, bounds?}``, or
     ``reason: no_such_entity`` with nothing found."""
