@@ -23,26 +23,61 @@ ORDER BY m.id
 -- Rewrite the content of unlocked memories (a repair). A row whose new content is empty,
 -- or already exists in its exact bucket (agent, project, channel), or equals another
 -- rewritten row's new content, is deleted instead: it has become a duplicate, and the
--- unique index must hold. Rewritten rows lose their stale embedding and are queued for a
--- new one when $4; deleted rows lose their queue job. Locked rows are never touched.
+-- unique index must hold. A row deleted as a duplicate has its declarations carried to
+-- the row that stays (the bucket's existing copy, else the lowest rewritten id) as
+-- health_delete_duplicates does; an emptied row has no such row and its declarations go
+-- with it. Rewritten rows lose their stale embedding and are queued for a new one when
+-- $4; deleted rows lose their queue job. Locked rows are never touched.
 -- $1 tenant_id uuid, $2 ids bigint[], $3 new contents text[], $4 queue re-embedding boolean
-WITH target AS (
+WITH target AS MATERIALIZED (
     SELECT m.id, m.agent_id, m.project_id, m.channel, t.content AS new_content
     FROM unnest($2::bigint[], $3::text[]) AS t (id, content)
     JOIN memories m ON m.tenant_id = $1 AND m.id = t.id
     WHERE NOT m.locked
-), ranked AS (
+), ranked AS MATERIALIZED (
     SELECT t.id, t.new_content,
            t.new_content = ''
-           OR row_number() OVER (PARTITION BY t.agent_id, t.project_id, t.channel, t.new_content
-                                 ORDER BY t.id) > 1
-           OR EXISTS (
-               SELECT 1 FROM memories o
-               WHERE o.tenant_id = $1 AND o.agent_id = t.agent_id
-                 AND o.project_id = t.project_id AND o.channel = t.channel
-                 AND o.content_hash = decode(md5(t.new_content), 'hex') AND o.id <> t.id
-           ) AS drop_row
+           OR first_value(t.id) OVER same_text <> t.id
+           OR existing.id IS NOT NULL AS drop_row,
+           CASE WHEN t.new_content <> '' THEN coalesce(existing.id, first_value(t.id) OVER same_text)
+           END AS keeper
     FROM target t
+    LEFT JOIN LATERAL (
+        SELECT min(o.id) AS id
+        FROM memories o
+        WHERE o.tenant_id = $1 AND o.agent_id = t.agent_id
+          AND o.project_id = t.project_id AND o.channel = t.channel
+          AND o.content_hash = decode(md5(t.new_content), 'hex') AND o.id <> t.id
+    ) existing ON existing.id IS NOT NULL
+    WINDOW same_text AS (PARTITION BY t.agent_id, t.project_id, t.channel, t.new_content
+                         ORDER BY t.id)
+), surplus AS MATERIALIZED (
+    -- duplicates whose keeper stays (a keeper that is itself deleted takes nothing)
+    SELECT r.id, r.keeper
+    FROM ranked r
+    WHERE r.drop_row AND r.keeper IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM ranked k WHERE k.id = r.keeper AND k.drop_row)
+), carried_mentions AS (
+    INSERT INTO entity_mentions (tenant_id, entity_id, ref_kind, ref_id, declared_by, created_at)
+    SELECT $1, x.entity_id, 'mem', s.keeper, x.declared_by, x.created_at
+    FROM entity_mentions x JOIN surplus s ON x.memory_id = s.id
+    WHERE x.tenant_id = $1
+    ON CONFLICT DO NOTHING
+), carried_relations AS (
+    INSERT INTO relations (tenant_id, agent_id, project_id, channel, subject_kind, subject_id,
+                           predicate, object_kind, object_id, anchor_kind, anchor_id,
+                           declared_by, declared_at)
+    SELECT $1, r.agent_id, r.project_id, r.channel,
+           r.subject_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.subject_memory), r.subject_id),
+           r.predicate,
+           r.object_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.object_memory), r.object_id),
+           r.anchor_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.anchor_memory), r.anchor_id),
+           r.declared_by, r.declared_at
+    FROM relations r
+    WHERE r.tenant_id = $1
+      AND (r.subject_memory IN (SELECT id FROM surplus) OR r.object_memory IN (SELECT id FROM surplus)
+           OR r.anchor_memory IN (SELECT id FROM surplus))
+    ON CONFLICT DO NOTHING
 ), removed AS (
     DELETE FROM memories m
     USING ranked r
