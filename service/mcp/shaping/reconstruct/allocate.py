@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 from service.mcp.shaping.reconstruct import divide
@@ -209,6 +209,55 @@ def cut(steps: Sequence[Step], budget: int, held: Sequence[bool]) -> Allocation:
     return Allocation(
         items,
         breakpoints[taken - 1] if taken else 0,
+        window_cut=any(not held[i] for i in dropped),
+        reserved_omitted=sum(1 for i in dropped if held[i]),
+        breakpoints=tuple(breakpoints),
+    )
+
+
+def cut_items_lazily(
+    head_costs: Sequence[int],
+    excerpt_counts: Sequence[int],
+    excerpt_cost: Callable[[int, int], int],
+    budget: int,
+    held: Sequence[bool],
+) -> Allocation:
+    """``cut(items_sequence(...), budget, held)`` that asks ``excerpt_cost(item, r)`` (the
+    length of item ``item``'s ``r``-th excerpt) only for the excerpts the prefix reaches:
+    the step that does not fit ends the walk, so a call divides at most a budget's worth
+    of long records for its excerpts, whatever ``max_evidence`` retained. The result is
+    the same, except that ``breakpoints`` stop at the first step outside the prefix."""
+    _check_held_last(held)
+    used, breakpoints, stopped = 0, [], False
+    heads = 0
+    for item, cost in enumerate(head_costs):
+        if item and used + cost > budget:
+            breakpoints.append(used + cost)
+            stopped = True
+            break
+        used += cost
+        breakpoints.append(used)
+        heads += 1
+    taken = [0] * heads
+    rounds = max(excerpt_counts[:heads], default=0)
+    for r in range(rounds):
+        for item in range(heads):
+            if stopped or r >= excerpt_counts[item]:
+                continue
+            cost = excerpt_cost(item, r)
+            breakpoints.append(used + cost)
+            if used + cost > budget:
+                stopped = True
+                continue
+            used += cost
+            taken[item] += 1
+    items = tuple(
+        Taken(item, (0,), taken[item], excerpt_counts[item] - taken[item]) for item in range(heads)
+    )
+    dropped = range(heads, len(head_costs))
+    return Allocation(
+        items,
+        used,
         window_cut=any(not held[i] for i in dropped),
         reserved_omitted=sum(1 for i in dropped if held[i]),
         breakpoints=tuple(breakpoints),

@@ -69,6 +69,7 @@ _PAIRS: Final = {
     "《": "》",
     "〈": "〉",
 }
+_BRACKET: Final = re.compile("[" + re.escape("".join(_PAIRS) + "".join(_PAIRS.values())) + "]")
 _TERMINATORS: Final = ("。", "\uff01", "\uff1f", "\uff0e", ".", "!", "?", "…")
 QUALIFIERS: Final = (
     "ただし", "但し", "ただ、", "しかし", "しかしながら", "だが", "ですが", "でも、",
@@ -112,12 +113,13 @@ def _bracketed(text: str) -> list[Span]:
     pending: list[tuple[str, int]] = []
     by_closer: dict[str, list[int]] = {closer: [] for closer in _PAIRS.values()}
     pairs: list[Span] = []
-    for at, char in enumerate(text):
+    for found in _BRACKET.finditer(text):
+        at, char = found.start(), found.group()
         if char in _PAIRS:
             by_closer[_PAIRS[char]].append(len(pending))
             pending.append((_PAIRS[char], at))
             continue
-        waiting = by_closer.get(char)
+        waiting = by_closer[char]
         if not waiting:
             continue
         depth = waiting.pop()
@@ -214,6 +216,16 @@ def trigrams(text: str) -> frozenset[str]:
     return frozenset(folded[i : i + 3] for i in range(len(folded) - 2))
 
 
+def shared_trigrams(text: str, query_grams: frozenset[str]) -> int:
+    """``len(query_grams & trigrams(text))``: by substring search when the query has fewer
+    trigrams than the text has characters (the usual case), else by building the set."""
+    if len(query_grams) < len(text):
+        folded = text.lower()
+        if len(folded) >= 3:
+            return sum(1 for gram in query_grams if len(gram) == 3 and gram in folded)
+    return len(query_grams & trigrams(text))
+
+
 def shared_ranks(values: Sequence[float]) -> list[int]:
     """Rank by value, highest first, 0 best; equal values share a rank."""
     position = {value: rank for rank, value in enumerate(sorted(set(values), reverse=True))}
@@ -229,7 +241,7 @@ def rank_blocks(
     """Block indices best first: trigram overlap with the query, fused by reciprocal rank
     (k = :data:`RRF_K`) with ``closeness`` (one value per block, higher nearer: a cosine
     to the query vector) when given; ties to the earlier block."""
-    lexical = [float(len(query_grams & trigrams(text[s:e]))) for s, e in spans]
+    lexical = [float(shared_trigrams(text[s:e], query_grams)) for s, e in spans]
     rankings = [shared_ranks(lexical)]
     if closeness is not None:
         if len(closeness) != len(spans):

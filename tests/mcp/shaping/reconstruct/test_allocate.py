@@ -180,3 +180,29 @@ def test_a_larger_budget_never_removes_an_item_or_excerpt_whole_sequence(
         shown = quote.passage_quote(records[taken.item], taken.passages)
         cost = sum(s.cost for s in steps[: len(large.breakpoints)] if s.item == taken.item)
         assert len(shown.content) <= cost
+
+
+@PROPERTY
+@given(costs=COSTS, held=st.integers(0, 3), budget_chars=st.integers(1, 8000))
+def test_the_lazy_items_cut_is_the_items_cut_and_asks_only_for_reached_excerpts(
+    costs: list[tuple[int, list[int]]], held: int, budget_chars: int
+) -> None:
+    flags = [i >= len(costs) - held for i in range(len(costs))]
+    heads, excerpts = [h for h, _ in costs], [e for _, e in costs]
+    eager = allocate.cut(allocate.items_sequence(heads, excerpts), budget_chars, flags)
+    asked: list[tuple[int, int]] = []
+
+    def cost(item: int, r: int) -> int:
+        asked.append((item, r))
+        return excerpts[item][r]
+
+    lazy = allocate.cut_items_lazily(heads, [len(e) for e in excerpts], cost, budget_chars, flags)
+    assert (lazy.items, lazy.used, lazy.window_cut, lazy.reserved_omitted) == (
+        eager.items,
+        eager.used,
+        eager.window_cut,
+        eager.reserved_omitted,
+    )
+    assert lazy.breakpoints == eager.breakpoints[: len(lazy.breakpoints)]
+    reached = sum(t.excerpts for t in lazy.items)
+    assert len(asked) <= reached + 1

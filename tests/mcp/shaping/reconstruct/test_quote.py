@@ -229,3 +229,13 @@ def test_pathological_records_of_the_longest_length_divide_in_linear_time() -> N
         quote.head_quote(Record("mem:1", text), "a x", 800)
         quote.passages(Record("mem:1", text), "a x")
         assert time.perf_counter() - began < 2.0, text[:20]
+
+
+@PROPERTY
+@given(
+    text=st.text(alphabet="abcAB İß. 雨", max_size=40),
+    query=st.text(alphabet="abcAB İß. 雨", max_size=12),
+)
+def test_shared_trigrams_by_search_equal_the_set_intersection(text: str, query: str) -> None:
+    grams = divide.trigrams(query)
+    assert divide.shared_trigrams(text, grams) == len(grams & divide.trigrams(text))
