@@ -34,6 +34,16 @@ def test_acceptance_21_budget_900_over_two_long_records_returns_one_item() -> No
     assert budget.shows_usage(reason == "budget_exhausted", cut.reserved_omitted, 0)
 
 
+def test_acceptance_7_budget_10_still_returns_the_first_item() -> None:
+    text, _, _ = long_record()
+    spent = budget.resolve(10, 10, QuoteSettings())
+    assert spent.effective == 800
+    head = budget.head_quote(Record("mem:1", text), "greyhound", 0, QuoteSettings())
+    cut = allocate.cut(allocate.items_sequence([len(head.content)], [[]]), spent.effective, [False])
+    assert [t.item for t in cut.items] == [0]
+    assert cut.used <= 800
+
+
 def test_the_items_sequence_is_heads_then_excerpt_rounds() -> None:
     steps = allocate.items_sequence([10, 20], [[1, 2], [3]])
     assert [(s.item, s.passage, s.excerpt) for s in steps] == [

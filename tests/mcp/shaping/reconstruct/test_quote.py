@@ -165,6 +165,17 @@ def test_an_excerpt_is_the_best_range_not_the_start() -> None:
     assert short.basis == "whole"
 
 
+def test_an_excerpt_whose_range_was_stopped_by_the_limit_says_so() -> None:
+    text = "x\n" * 1000 + "end."  # one sentence of 1,000 lines: longer than any range
+    found = quote.excerpt_quote(Record("mem:2", text), "x", 1900)  # a large preview cap
+    assert found.context_incomplete
+    assert len(found.content) <= divide.GOVERNING_CHARS
+    assert found.expand is not None
+    ((start, end),) = found.ranges
+    assert found.expand.span[0] <= start
+    assert found.expand.span[1] > end
+
+
 def test_passages_are_best_first_cut_to_800_and_never_overlap() -> None:
     text, first, _ = long_record()
     divided = quote.passages(Record("mem:1", text), "greyhound Pixel derby Wimbledon")
