@@ -135,8 +135,13 @@ class ToolSpec(Generic[P]):
     handler: Handler[P]
     demands: Demands
     read_only: bool = False
-    destructive: bool = False
+    destructive: bool | None = None
     idempotent: bool | None = None
+    """The hints of a tool that writes, each sent only when set (None: left out), as
+    CPersona 2.6 sends them (docs/tools.md, "The catalogue an agent sees")."""
+    always_load: bool = False
+    """Ask clients to load this tool's definition at session start instead of deferring
+    it (``_meta["anthropic/alwaysLoad"]``): the tools a session needs from its first turn."""
     refusal: Callable[[str], JsonObject] = refuse
     project_gate: bool = False
     pause: PausePolicy[P] | None = None  # None: the pause never matters to this tool

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import Refused, ServiceError, Unavailable
 from service.logs import get_logger
-from service.mcp import checks, pausing, refusals, request, tools
+from service.mcp import checks, instructions, pausing, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting, tokens
 from service.memory import reads
@@ -40,12 +40,20 @@ CATALOGUE_TTL_MS = 300_000
 INSTRUCTED_METHODS = frozenset({"initialize", "server/discover"})
 
 
+ALWAYS_LOAD_META: JsonObject = {"anthropic/alwaysLoad": True}
+"""The ``_meta`` of a tool declared ``always_load``: Claude Code then loads its definition at
+session start instead of deferring it; other clients ignore the key."""
+
+
 def _annotations(spec: ToolSpec[Any]) -> types.ToolAnnotations:
-    """The hints, each sent only where it differs from the MCP default (read-only false,
-    destructive true, idempotent false): a read-only tool needs no destructive hint."""
+    """CPersona 2.6's hints exactly (docs/tools.md, "The catalogue an agent sees"): a read-only
+    tool sends ``readOnlyHint`` alone; a tool that writes sends ``readOnlyHint: false`` and
+    the destructive and idempotent hints it declares (None: not sent)."""
     if spec.read_only:
         return types.ToolAnnotations(read_only_hint=True)
-    return types.ToolAnnotations(destructive_hint=spec.destructive, idempotent_hint=spec.idempotent)
+    return types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=spec.destructive, idempotent_hint=spec.idempotent
+    )
 
 
 def tool_definition(spec: ToolSpec[Any]) -> types.Tool:
@@ -56,6 +64,7 @@ def tool_definition(spec: ToolSpec[Any]) -> types.Tool:
         description=" ".join(spec.description.split()),
         input_schema=spec.input_schema,
         annotations=_annotations(spec),
+        meta=dict(ALWAYS_LOAD_META) if spec.always_load else None,
     )
 
 
@@ -213,12 +222,14 @@ def build_mcp_server(
 
 
 class TenantInstructions:
-    """Serve the caller's tenant operating-context summary as ``instructions``.
+    """Serve the service's paragraph and the caller's tenant operating-context summary as
+    ``instructions`` (:func:`service.mcp.instructions.compose`).
 
     One server serves every tenant, so the instructions cannot be fixed at
     construction: this middleware fills them into each ``initialize`` answer
     (the handshake era) and each ``server/discover`` answer (the 2026-07-28
-    revision) from the tenant of the request's credential (nothing when none is set).
+    revision) from the tenant of the request's credential (the paragraph alone when
+    the tenant set no summary).
     """
 
     def __init__(self, lib: Library, resolve_caller: Callable[[], Caller]) -> None:
@@ -230,11 +241,10 @@ class TenantInstructions:
         if ctx.method not in INSTRUCTED_METHODS:
             return result
         summary = await storage.instructions_for(self._lib, self._resolve_caller().tenant_id)
-        if not summary:
-            return result
+        text = instructions.compose(summary)
         if isinstance(result, BaseModel):
-            return result.model_copy(update={"instructions": summary})
-        return {**result, "instructions": summary}
+            return result.model_copy(update={"instructions": text})
+        return {**result, "instructions": text}
 
 
 def dispatcher_schema(specs: Sequence[ToolSpec[Any]], name: str) -> JsonObject | None:

@@ -41,8 +41,9 @@ DELETE_EPISODE = ToolSpec(
     params=DeleteEpisodeParams,
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
     pause=skip_with(writes.DELETE_PAUSED),
+    destructive=True,
+    idempotent=True,
 )
 
 
@@ -99,9 +100,11 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
     handler=_archive_episode,
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
-    idempotent=False,
     refusal=writes.episode_refused,
     pause=skip_with(writes.ARCHIVE_PAUSED, in_write=True),
+    destructive=False,
+    idempotent=False,
+    always_load=True,
 )
 
 

@@ -82,6 +82,9 @@ STORE = ToolSpec(
     demands=on_agent("agent_id", "read-write"),
     refusal=writes.store_rejected,
     pause=skip_with(writes.STORE_PAUSED, in_write=True),
+    destructive=False,
+    idempotent=True,
+    always_load=True,
 )
 
 
@@ -154,6 +157,8 @@ updated_id}.""",
     handler=_update_memory,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.UPDATE_PAUSED, in_write=True),
+    destructive=False,
+    idempotent=True,
 )
 
 
@@ -197,6 +202,8 @@ locked_id}.""",
     handler=_lock,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.LOCK_PAUSED),
+    destructive=False,
+    idempotent=True,
 )
 
 
@@ -208,6 +215,8 @@ UNLOCK_MEMORY = ToolSpec(
     handler=_unlock,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.UNLOCK_PAUSED),
+    destructive=False,
+    idempotent=True,
 )
 
 
@@ -225,8 +234,9 @@ DELETE_MEMORY = ToolSpec(
     params=MemoryIdParams,
     handler=_delete_memory,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
     pause=skip_with(writes.DELETE_PAUSED),
+    destructive=True,
+    idempotent=True,
 )
 
 TOOLS = [STORE, LIST_MEMORIES, DELETE_MEMORY, UPDATE_MEMORY, LOCK_MEMORY, UNLOCK_MEMORY]
