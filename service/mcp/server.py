@@ -64,7 +64,7 @@ def tool_definition(spec: ToolSpec[Any]) -> types.Tool:
         description=" ".join(spec.description.split()),
         input_schema=spec.input_schema,
         annotations=_annotations(spec),
-        meta=dict(ALWAYS_LOAD_META) if spec.always_load else None,
+        _meta=dict(ALWAYS_LOAD_META) if spec.always_load else None,
     )
 
 

@@ -11,7 +11,7 @@ from service.db import agents, episodes, queue
 from service.errors import Refused
 from service.memory import pauses, text
 from service.memory.library import Library
-from service.memory.memories.listing import clamp
+from service.memory.memories.listing import Listing, capped, page_of
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
 from service.models import TenantId
 
@@ -127,13 +127,15 @@ history had no timestamps); the boundary renders it."""
 
 async def list_episodes(
     lib: Library, tenant_id: TenantId, *, agent_id: str | None, project_id: str | None, limit: int
-) -> list[ListedEpisode]:
-    """Newest-first episodes of the tenant; empty agent = all agents; limit clamped 0..200."""
-    limit = clamp(limit, 0, LIST_EPISODES_MAX)
-    if limit == 0:
-        return []
+) -> Listing[ListedEpisode]:
+    """Newest-first episodes of the tenant; empty agent = all agents; limit clamped 0..200
+    (``capped_at`` says when that withheld rows)."""
+    wanted, read = capped(limit, LIST_EPISODES_MAX)
+    if wanted == 0:
+        return Listing([])
     async with lib.db.tenant_tx(tenant_id) as conn:
-        return await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, limit)
+        rows = await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, read)
+    return page_of(rows, wanted, LIST_EPISODES_MAX)
 
 
 async def delete_episode(

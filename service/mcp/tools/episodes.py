@@ -109,12 +109,12 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
 
 
 async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listed(env, params, episodes.list_episodes)
+    found = await listed(env, params, episodes.list_episodes)
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_episodes(rows, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_episodes(found.rows, preview_chars)
     sent = [render_listing.episode(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS, found.capped_at
     )
 
 

@@ -93,12 +93,12 @@ LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); l
 
 
 async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listed(env, params, listing.list_memories)
+    found = await listed(env, params, listing.list_memories)
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_memories(rows, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_memories(found.rows, preview_chars)
     sent = [render_listing.memory(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "memories", sent, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
+        "memories", sent, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS, found.capped_at
     )
 
 
