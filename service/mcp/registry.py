@@ -148,6 +148,14 @@ class ToolSpec(Generic[P]):
     library_checks_text: bool = False
     """The library checks this tool's strings and axis names itself (store): the dispatcher's
     ``SafeText`` check leaves them to it, so they run once (``service.mcp.checks``)."""
+    agent_from_key: bool = False
+    """An omitted ``agent_id`` is the one agent the key can write, when there is exactly one
+    (``acl.key_agent``; the answer then adds ``resolved_agent_id``); otherwise the call is
+    refused before it runs (store, as CPersona 2.6)."""
+    refusal_fields: Callable[[Mapping[str, Any]], JsonObject] | None = None
+    """Fields every refusal of this tool carries, from its arguments, where the refusal did
+    not set them itself: a grant denial or gate refusal of ``store`` says ``result:
+    rejected`` (and ``locked: false`` under ``lock: true``) like its own refusals."""
     primary_when: Callable[[Settings], bool] = never
     """For a read-only tool: the settings under which it writes or must see its own
     writes, so it runs on the primary instead of a read replica (recall with confidence

@@ -107,6 +107,7 @@ class Dispatcher:
             return _text_result(answer.answer, is_error=answer.is_error)
         body = answer.answer if isinstance(answer, checks.Refusal) else answer
         assert isinstance(body, dict)  # only schema refusals are plain text, with an outcome
+        body = _with_refusal_fields(spec, call.args, body)
         request.note_tool(name, _outcome(body))
         result = _text_result(body)
         self._account(body, result)
@@ -178,8 +179,22 @@ class Dispatcher:
         return {**body, **call.notes} if call.notes else body
 
 
+def _failed(body: JsonObject) -> bool:
+    return "error" in body or body.get("ok") is False
+
+
+def _with_refusal_fields(spec: ToolSpec[Any], args: JsonObject, body: JsonObject) -> JsonObject:
+    """A refusal with the fields the tool's refusals always carry
+    (``ToolSpec.refusal_fields``), each after the refusal's own and only where it did not
+    set it: a denial, a gate refusal and the tool's own refusal then share one shape."""
+    if spec.refusal_fields is None or not _failed(body):
+        return body
+    extra = {key: value for key, value in spec.refusal_fields(args).items() if key not in body}
+    return {**body, **extra} if extra else body
+
+
 def _outcome(body: JsonObject) -> str:
-    if "error" in body or body.get("ok") is False:
+    if _failed(body):
         return "failed"
     if body.get("persisted") is False:  # a write skipped under a persistence pause
         return "paused"

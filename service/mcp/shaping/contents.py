@@ -34,10 +34,10 @@ def budget_contents(
     ``found`` lists every requested ref in request order, each with its resolved item or
     ``None`` when it was malformed, foreign or absent. Refs are processed in that order:
     ``None`` goes to ``missing``. The first found item is always admitted whole. When a later
-    item would push the sum of the items' ``cost`` (:func:`item_cost`) over ``budget_chars``, that ref
-    and every remaining ref go to ``deferred`` in request order, including unresolvable
-    ones (the answer then names ``budget_chars``). Items are never cut: this is the only
-    way back to full text. Duplicated refs are handled independently.
+    item would push the sum of the items' ``cost`` (:func:`item_cost`) over
+    ``budget_chars``, that ref and every remaining ref go to ``deferred`` in request order,
+    including unresolvable ones (the answer then names ``budget_chars``). Items are never
+    cut: this is the only way back to full text. Duplicated refs are handled independently.
     """
     items: list[ContentItem] = []
     missing: list[str] = []

@@ -182,7 +182,8 @@ async def test_the_batch_budget_charges_the_whole_item_not_only_its_content(
     assert answer["deferred"] == refs[len(sent) :]
     assert answer["budget_chars"] == 40_000
     assert sum(_item_cost(item) for item in answer["items"]) <= 40_000
-    assert sent == refs[: len(sent)] and 1 <= len(sent) < 6
+    assert sent == refs[: len(sent)]
+    assert 1 <= len(sent) < 6
 
 
 async def test_a_single_row_over_the_budget_comes_whole(
