@@ -29,7 +29,7 @@ from service.logs import get_logger
 from service.mcp import checks, instructions, pausing, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting, tokens
-from service.memory import reads
+from service.memory import pauses, reads
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import Caller, JsonObject
@@ -95,7 +95,8 @@ class Dispatcher:
         if spec is None:
             request.note_tool(name[:100], "unknown_tool")
             return _text_result({"error": f"Unknown tool: {name}"}, is_error=True)
-        env = ToolEnv(self._lib, self._resolve_caller(), request.current_session_key())
+        session_key = session_key_of(spec, arguments) or request.current_session_key()
+        env = ToolEnv(self._lib, self._resolve_caller(), session_key)
         call = checks.Call(spec, env, dict(arguments or {}))
         try:
             answer = await self._run(call)
@@ -177,6 +178,19 @@ class Dispatcher:
     async def _handled(call: checks.Call) -> JsonObject:
         body = await pausing.run(call.spec, call.env, call.params)
         return {**body, **call.notes} if call.notes else body
+
+
+def session_key_of(spec: ToolSpec[Any], arguments: dict[str, Any] | None) -> str:
+    """The session a call names in a ``session_key`` argument its schema does not declare
+    (CPersona 2.6 clients send one on every tool), or ``""``: it counts as the
+    ``X-CPersona-Session`` header does, picking the session's pause and ledger, never the
+    data (docs/tools.md, "Differences from CPersona"). The pause tools declare it as the
+    scope they act on, so it is theirs alone. A key no pause could have been set with
+    (``pauses.valid_session_key``) names no session."""
+    value = (arguments or {}).get("session_key")
+    if "session_key" in spec.input_schema.get("properties", {}) or not isinstance(value, str):
+        return ""
+    return value if pauses.valid_session_key(value) else ""
 
 
 def _failed(body: JsonObject) -> bool:

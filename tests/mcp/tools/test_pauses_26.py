@@ -48,3 +48,24 @@ async def test_a_257th_live_session_pause_is_refused_and_nothing_is_revoked(
     await client.call("resume_persistence", session_key="s2")
     freed = await client.call("pause_persistence", session_key="one-more")
     assert freed["paused"] is True
+
+
+async def test_a_session_key_argument_picks_the_session_pause_like_the_header(
+    client: Agent,
+) -> None:
+    """Acceptance 49: a CPersona 2.6 client names its session in ``session_key`` on every
+    tool; here the argument counts as the ``X-CPersona-Session`` header does, so a store of
+    the paused key is skipped, another key's and a keyless store are written, and keyless
+    ``persistence_status`` says ``paused: false``."""
+    paused = await client.call("pause_persistence", session_key="s1", ttl_seconds=60)
+    assert paused["scope"] == "session"
+    skipped = await client.call("store", agent_id="a", content="one", session_key="s1")
+    assert (skipped["result"], skipped["persisted"]) == ("skipped", False)
+    other = await client.call("store", agent_id="a", content="two", session_key="s2")
+    keyless = await client.call("store", agent_id="a", content="three")
+    assert (other["result"], keyless["result"]) == ("stored", "stored")
+    assert (await client.call("persistence_status"))["paused"] is False
+    episode = await client.call("archive_episode", agent_id="a", summary="s", session_key="s1")
+    assert episode["persisted"] is False
+    odd = await client.call("store", agent_id="a", content="four", session_key="ü" * 300)
+    assert odd["result"] == "stored"  # no pause can have such a key: it names no session
