@@ -94,7 +94,11 @@ def memory_deleted(deleted: Deleted) -> JsonObject:
 
 
 def episode_archived(archived: Archived) -> JsonObject:
-    return _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    """``{ok, episode_id, truncated?, timestamp_ahead_of_clock?}``."""
+    body = _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    if archived.ahead_of_clock is not None:
+        body["timestamp_ahead_of_clock"] = dataclasses.asdict(archived.ahead_of_clock)
+    return body
 
 
 def episode_refused(message: str) -> JsonObject:

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from service.db import memories
 from service.db.pool import Connection
 from service.errors import Refused
-from service.logs import get_logger
-from service.memory import associations, bounds, pauses, text
+from service.memory import associations, bounds, future, pauses, text
 from service.memory.associations import Declared
 from service.memory.library import Library
 from service.memory.memories import edits
@@ -27,8 +25,6 @@ from service.memory.queue.inline import (
     waits_for_vector,
 )
 from service.models import TenantId
-
-log = get_logger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -49,17 +45,6 @@ SkipReason = Literal["duplicate msg_id", "duplicate content", "duplicate (unique
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class AheadOfClock:
-    """A store timestamp further ahead of the server's clock than the allowance
-    (``CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS``): the stamp as sent, by how much, and the
-    allowance. A row dated in the future never ages and outranks every real one."""
-
-    timestamp: str
-    ahead_by_seconds: float
-    allowance_seconds: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class Stored:
     """A new row: its id, whether its vector came with it (an inline embedding in time), and
     whether its content was cut to the content limit."""
@@ -71,7 +56,7 @@ class Stored:
     """What the rider declared (None without one)."""
     locked: bool | None = None
     """Whether ``lock`` locked the row (None: no lock asked)."""
-    ahead_of_clock: AheadOfClock | None = None
+    ahead_of_clock: future.AheadOfClock | None = None
     """The caller's timestamp lay past the allowance ahead of the server's clock (mode
     ``warn``); None otherwise."""
 
@@ -129,28 +114,7 @@ def _axis_refusal(lib: Library, req: StoreRequest, msg_id: str) -> str | None:
 class _Prepared:
     row: memories.NewMemory
     truncated: bool
-    ahead_of_clock: AheadOfClock | None = None
-
-
-def ahead_of_clock(lib: Library, stamp: object, parsed: datetime | None) -> AheadOfClock | None:
-    """The verdict on a caller's ``timestamp`` (docs/tools.md, "store"): past the allowance
-    ahead of this clock, the boundary itself accepted; None for an omitted or unparseable
-    stamp (``check_health``'s ``invalid_timestamp`` owns those). Mode ``reject`` refuses
-    the write here, before the dedup probes, so a refused write is refused whether or not a
-    copy exists; mode ``off`` says nothing."""
-    mode = lib.settings.future_timestamp_mode
-    if mode == "off" or parsed is None or not isinstance(stamp, str):
-        return None
-    allowance = lib.settings.future_timestamp_skew_seconds
-    ahead = (parsed - datetime.now(UTC)).total_seconds()
-    if ahead <= allowance:
-        return None
-    log.warning("store_timestamp_ahead_of_clock", ahead_by_seconds=round(ahead), mode=mode)
-    if mode == "reject":
-        raise Refused(
-            f"timestamp {stamp!r} is {ahead:.0f}s ahead of this clock (allowance {allowance}s)"
-        )
-    return AheadOfClock(stamp, round(ahead, 3), allowance)
+    ahead_of_clock: future.AheadOfClock | None = None
 
 
 def _refusal(lib: Library, req: StoreRequest, source: object, metadata: object) -> str | None:
@@ -184,7 +148,7 @@ def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
     given = isinstance(stamp, str) and bool(stamp)
     stamp = stamp if isinstance(stamp, str) and stamp else text.now_timestamp()
     parsed = text.parse_timestamp(stamp)
-    ahead = ahead_of_clock(lib, stamp, parsed) if given else None
+    ahead = future.ahead_of_clock(lib, stamp, parsed, "timestamp") if given else None
     row = memories.NewMemory(
         agent_name=req.agent_id,
         project_id=req.project_id,

@@ -197,3 +197,23 @@ async def test_future_timestamp_modes_reject_and_off(
         agent = Agent(served, await new_tenant(lib, "quiet"))
         body = await agent.call("store", agent_id="a", content="later", timestamp=FUTURE)
         assert body == {"ok": True, "result": "stored", "id": body["id"], "embedded": False}
+
+
+async def test_an_episode_history_ahead_of_the_clock_warns_or_is_refused(
+    lib: Library, settings: Settings, database_url: str, client: Agent
+) -> None:
+    """archive_episode judges its history's latest, then earliest, stamp the same way."""
+    history = [{"timestamp": "2026-01-01T00:00:00+00:00"}, {"timestamp": FUTURE}]
+    body = await client.call("archive_episode", agent_id="a", summary="s", history=history)
+    assert body["ok"] is True
+    assert body["timestamp_ahead_of_clock"]["timestamp"] == FUTURE
+    past = await client.call("archive_episode", agent_id="a", summary="s", history=history[:1])
+    assert "timestamp_ahead_of_clock" not in past
+    strict = dataclasses.replace(settings, future_timestamp_mode="reject")
+    async with serve(strict, database_url) as served:
+        agent = Agent(served, await new_tenant(lib, "strict-ep"))
+        refused = await agent.call("archive_episode", agent_id="a", summary="s", history=history)
+        assert refused["ok"] is False
+        assert refused["episode_id"] is None
+        assert refused["error"].startswith(f"history timestamp {FUTURE!r} is ")
+        assert (await agent.call("list_episodes", agent_id="a"))["count"] == 0
