@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 from service.errors import InvalidInput
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
@@ -30,7 +29,7 @@ class ReconstructParams:
     source_id: str
     trace: bool
     budget: int | None = None
-    mode: Literal["lite", "pro"] | None = None
+    mode: str | None = None  # the schema's enum: "lite" or "pro"
     lite: bool
 
 
@@ -48,12 +47,19 @@ async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
         channel=params.channel,
         project_id=params.project_id,
         source_id=params.source_id,
-        mode="lite" if params.lite else params.mode,
+        mode=_mode(params),
         trace=params.trace,
         paused=env.paused,
     )
     result = await pipeline.reconstruct(env.lib, env.caller.tenant_id, req)
     return render.answer(result, params.budget, params.trace)
+
+
+def _mode(params: ReconstructParams) -> request.Mode | None:
+    """``lite: true`` is ``mode: lite``; the schema admits no other mode."""
+    if params.lite or params.mode == "lite":
+        return "lite"
+    return "pro" if params.mode == "pro" else None
 
 
 def _credits_statistics(env: ToolEnv, params: ReconstructParams) -> bool:
@@ -63,9 +69,8 @@ def _credits_statistics(env: ToolEnv, params: ReconstructParams) -> bool:
 
 RECONSTRUCT = ToolSpec(
     name="reconstruct",
-    description="""Answer from memory: items best first, each a quote (content, head_ref)
-with its claims (ref, as_of, why, roles) newest first, within budget characters. Sets
-shortfall_reason when fewer than count.""",
+    description="""Answer from memory: items best first, each quoting a record (content,
+head_ref) with its claims newest first (ref, as_of, why, roles).""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,
@@ -80,7 +85,7 @@ shortfall_reason when fewer than count.""",
             "source_id": identifier(default=""),
             "trace": {"type": "boolean", "default": False},
             "budget": {"type": "integer", "minimum": 1},
-            "mode": {"enum": ["lite", "pro"]},
+            "mode": {"type": "string", "enum": ["lite", "pro"]},
             "lite": {"type": "boolean", "default": False},
         },
         ["agent_id", "query"],
