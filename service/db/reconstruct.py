@@ -1,6 +1,7 @@
 """Storage side of reconstruct (queries in ``sql/reconstruct.sql``): the entities a query
-names, the fields bundling reads of the candidate rows, and the graph the relation walk
-may follow. Each is one statement, whatever the number of rows."""
+names, the fields bundling reads of the candidate rows, and the records a relation walk
+reaches (the walk's statement shares traverse's CTEs, so it lives in ``associations``).
+Each is one statement, whatever the number of rows."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ async def cues(
             str(r["term"]),
             str(r["name"]),
             str(r["normalized"]),
-            tuple((str(a), str(n)) for a, n in _json(r["aliases"])),
+            tuple((str(a), str(n)) for a, n in as_json(r["aliases"])),
         )
         for r in rows
     ]
@@ -106,80 +107,15 @@ async def rows(
         "episodes": list(episodes),
     }
     found = await conn.fetch(QUERIES["reconstruct_rows"], *arguments("reconstruct_rows", values))
-    stored = [_stored(dict(r)) for r in found if r["kind"] != "link"]
+    records = [stored(dict(r)) for r in found if r["kind"] != "link"]
     links = sorted(
         {Link(r["subject"], r["predicate"], r["object"]) for r in found if r["kind"] == "link"},
         key=lambda link: (link.subject, link.predicate, link.object),
     )
-    return stored, links
+    return records, links
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class WalkRequest:
-    """Where a walk starts (the chosen clusters' records), what it leaves out (the
-    candidate pool), and its bounds."""
-
-    start_memories: Sequence[int]
-    start_episodes: Sequence[int]
-    pool_memories: Sequence[int]
-    pool_episodes: Sequence[int]
-    max_hops: int
-    per_entity: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class WalkGraph:
-    """What ``reconstruct_walk`` loaded: each start ref's mentioned entities, the entities
-    reached within the hops (and the 256-entity bound), the readable relations touching
-    them ``(id, subject, object, predicate)``, most recently declared first, each reached
-    entity's readable mentioning refs (lowest id first, at most ``per_entity``) and those
-    records' fields by ref."""
-
-    mentions: dict[str, list[int]]
-    reached: frozenset[int]
-    edges: list[tuple[int, int, int, str]]
-    records: dict[int, list[str]]
-    stored: dict[str, Stored]
-
-
-async def walk_graph(
-    conn: Connection, tenant_id: TenantId, scope: Scope, req: WalkRequest
-) -> WalkGraph:
-    values = {
-        "tenant_id": tenant_id,
-        "agent": scope.agent,
-        "project_id": scope.project_id,
-        "channel": scope.channel,
-        "source_pattern": scope.source_pattern,
-        "start_memories": list(req.start_memories),
-        "start_episodes": list(req.start_episodes),
-        "pool_memories": list(req.pool_memories),
-        "pool_episodes": list(req.pool_episodes),
-        "max_hops": req.max_hops,
-        "per_entity": req.per_entity,
-    }
-    row = await conn.fetchrow(QUERIES["reconstruct_walk"], *arguments("reconstruct_walk", values))
-    assert row is not None  # the statement always returns one row
-    mentions: dict[str, list[int]] = {}
-    for ref, entity in _json(row["mentions"]):
-        mentions.setdefault(str(ref), []).append(int(entity))
-    records: dict[int, list[str]] = {}
-    for entity, ref in _json(row["mentioning"]):
-        records.setdefault(int(entity), []).append(str(ref))
-    stored = {
-        f"{item['kind']}:{item['id']}": _stored(item)
-        for item in [*_json(row["memories"]), *_json(row["episodes"])]
-    }
-    return WalkGraph(
-        mentions=mentions,
-        reached=frozenset(int(e) for e in _json(row["reached"])),
-        edges=[(int(i), int(s), int(o), str(p)) for i, s, o, p in _json(row["edges"])],
-        records=records,
-        stored=stored,
-    )
-
-
-def _stored(item: dict[str, Any]) -> Stored:
+def stored(item: dict[str, Any]) -> Stored:
     source = item.get("source")
     return Stored(
         kind=str(item["kind"]),
@@ -187,7 +123,7 @@ def _stored(item: dict[str, Any]) -> Stored:
         project_id=str(item.get("project_id") or ""),
         channel=str(item.get("channel") or ""),
         msg_id=str(item.get("msg_id") or ""),
-        source=_json(source) if isinstance(source, str) else source,
+        source=as_json(source) if isinstance(source, str) else source,
         stamp=str(item.get("stamp") or ""),
         start_time=item.get("start_time"),
         end_time=item.get("end_time"),
@@ -195,6 +131,6 @@ def _stored(item: dict[str, Any]) -> Stored:
     )
 
 
-def _json(value: Any) -> Any:
+def as_json(value: Any) -> Any:
     """A jsonb value: decoded when the connection hands it over as text."""
     return json.loads(value) if isinstance(value, str) else value

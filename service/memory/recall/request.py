@@ -45,10 +45,16 @@ def check_request(req: RecallRequest) -> None:
     bounds.check_list("extra_lexical_terms", req.extra_lexical_terms, MAX_EXTRA_TERMS)
     for index, term in enumerate(req.extra_lexical_terms):
         bounds.check_text(f"extra_lexical_terms/{index}", term, bounds.NAME_CHARS)
+    check_names(req.agent_id, req.project_id, req.channel, req.source_id)
+
+
+def check_names(agent_id: str, project_id: str | None, channel: str, source_id: str) -> None:
+    """Refuse (InvalidInput) a read's agent or scope name over ``bounds.IDENTIFIER_CHARS``
+    (recall's and reconstruct's)."""
     for field, value in (
-        ("agent_id", req.agent_id),
-        ("project_id", req.project_id),
-        ("channel", req.channel),
-        ("source_id", req.source_id),
+        ("agent_id", agent_id),
+        ("project_id", project_id),
+        ("channel", channel),
+        ("source_id", source_id),
     ):
         bounds.check_text(field, value, bounds.IDENTIFIER_CHARS)

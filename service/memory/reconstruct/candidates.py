@@ -15,8 +15,6 @@ from service.memory.reconstruct.records import Row
 from service.memory.reconstruct.request import ReconstructRequest
 from service.models import TenantId
 
-EPISODE_LABEL = "[Episode] "
-
 
 def recall_request(
     req: ReconstructRequest, top_k: int, terms: Sequence[str]
@@ -76,20 +74,19 @@ async def candidate_pool(
     async with lib.db.tenant_tx(tenant_id) as conn:
         stored, links = await queries.rows(conn, tenant_id, scope, memories, episodes)
     by_ref = {f"{s.kind}:{s.id}": s for s in stored}
-    rows = [candidate_row(r, rank, by_ref) for rank, r in enumerate(with_ref)]
+    read = [candidate_row(r, rank, by_ref) for rank, r in enumerate(with_ref)]
+    rows = [row for row in read if row is not None]
     return Pool(rows, excluded, within, links, result)
 
 
-def candidate_row(recalled: Recalled, rank: int, stored: Mapping[str, queries.Stored]) -> Row:
-    """A candidate as the stages read it; a row deleted under the call keeps what recall
-    showed and no scope (so no key joins it)."""
-    ref = recalled.ref or ""
-    found = stored.get(ref)
+def candidate_row(
+    recalled: Recalled, rank: int, stored: Mapping[str, queries.Stored]
+) -> Row | None:
+    """A candidate as the stages read it, from its stored fields; None for a row deleted
+    between the recall and this read: the answer never cites a record that is gone."""
+    found = stored.get(recalled.ref or "")
     if found is None:
-        text = recalled.content
-        if recalled.kind == "ep":
-            text = text.removeprefix(EPISODE_LABEL)
-        return row_of(ref, text, recalled.timestamp, recalled.msg_id, recalled.source, None, rank)
+        return None
     return dataclasses.replace(stored_row(found, rank), reserved=reserved(recalled))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from service.db import reconstruct as queries
+from service.db import associations, reconstruct as queries
 from service.memory.library import Library
 from service.memory.recall import query_terms
 from service.memory.reconstruct import candidates, cues, walk
@@ -56,6 +56,20 @@ def _breadth(req: ReconstructRequest) -> _Breadth:
     return _Breadth(top_k, min(hops, MAX_HOPS), min(evidence, MAX_EVIDENCE), lowered)
 
 
+def choose(
+    clusters: Sequence[list[int]], rows: Sequence[Row], effective: int
+) -> tuple[list[list[int]], list[list[int]]]:
+    """The window and the held clusters, from clusters in item order: the window is the
+    first ``effective`` clusters holding a row the gate admitted; held are the clusters
+    outside it holding a reserved row (never competing for the window, after it; none
+    when the window is 0)."""
+    window = [c for c in clusters if any(not rows[i].reserved for i in c)][:effective]
+    if effective <= 0:
+        return window, []
+    held = [c for c in clusters if c not in window and any(rows[i].reserved for i in c)]
+    return window, held
+
+
 def scope_of(req: ReconstructRequest) -> queries.Scope:
     pattern = query_terms.like_pattern(req.source_id)[1:] if req.source_id else None
     return queries.Scope(req.agent_id, req.project_id, req.channel, pattern)
@@ -75,9 +89,8 @@ async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest
     rows = pool.rows
     uf = bundle(rows, pool.links, ADJACENCY_SECONDS)
     clusters = sorted(uf.clusters(), key=lambda members: min(rows[i].rank for i in members))
-    window = [c for c in clusters if any(not rows[i].reserved for i in c)][: count.effective]
-    held = [c for c in clusters if c not in window and any(rows[i].reserved for i in c)]
-    chosen = window + (held if count.effective > 0 else [])
+    window, held = choose(clusters, rows, count.effective)
+    chosen = window + held
     why = {rows[i].ref: key for i, key in uf.why.items()}
     items = await _items(lib, tenant_id, req, scope, breadth, rows, chosen, len(window), why, pool)
     reached = ("top_k",) if pool.within_limit >= breadth.top_k else ()
@@ -170,10 +183,10 @@ async def _graph(
     breadth: _Breadth,
     rows: Sequence[Row],
     members: Sequence[Sequence[Row]],
-) -> queries.WalkGraph:
+) -> associations.WalkGraph:
     """The graph the walk may follow, in one statement (``reconstruct_walk``)."""
     starts = [row for group in members for row in group]
-    request = queries.WalkRequest(
+    request = associations.WalkRequest(
         start_memories=sorted({r.id for r in starts if r.kind == "mem"}),
         start_episodes=sorted({r.id for r in starts if r.kind == "ep"}),
         pool_memories=sorted({r.id for r in rows if r.kind == "mem"}),
@@ -182,4 +195,4 @@ async def _graph(
         per_entity=breadth.max_evidence + 1,
     )
     async with lib.db.tenant_tx(tenant_id) as conn:
-        return await queries.walk_graph(conn, tenant_id, scope, request)
+        return await associations.walk_graph(conn, tenant_id, scope, request)

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Final, Literal, TypeAlias
 
 from service.memory import bounds
+from service.memory.recall.request import check_names
 
 Mode: TypeAlias = Literal["lite", "pro"]
 
@@ -37,6 +38,7 @@ class ReconstructRequest:
 
     agent_id: str
     query: str
+    mode: Mode | None = None
     count: int | None = None
     top_k: int | None = None
     max_hops: int | None = None
@@ -45,7 +47,6 @@ class ReconstructRequest:
     channel: str = ""
     project_id: str | None = None
     source_id: str = ""
-    mode: Mode | None = None
     trace: bool = False
     paused: bool = False
 
@@ -56,10 +57,4 @@ def check_request(req: ReconstructRequest) -> None:
     checks them again). Numbers out of range are not refused but brought into range and
     reported (``bounds`` of the answer), as CPersona does."""
     bounds.check_text("query", req.query, bounds.QUERY_CHARS)
-    for field, value in (
-        ("agent_id", req.agent_id),
-        ("project_id", req.project_id),
-        ("channel", req.channel),
-        ("source_id", req.source_id),
-    ):
-        bounds.check_text(field, value, bounds.IDENTIFIER_CHARS)
+    check_names(req.agent_id, req.project_id, req.channel, req.source_id)
