@@ -5,7 +5,9 @@ A fresh data directory gets one tenant; the synthetic corpus of :mod:`bench.late
 (clustered vectors of the local model's width, so nothing is re-embedded) is bulk-loaded
 into one agent; a real ``serve`` runs with ``CPERSONA_EMBEDDING_MODE=local`` so every query
 is embedded by the model; unique query texts go through the official MCP client, one
-``reconstruct`` at a time (defaults: count 10, top_k 20, the walk on; nothing declared).
+``reconstruct`` at a time (defaults: count 10, top_k 20, the walk on; nothing declared),
+then as many ``recall`` calls (limit 10) on the same service, for scale: on a shared
+machine the two are comparable where absolute times are not.
 
     .venv/bin/python -m bench.latency.reconstruct [--size 10k] [--queries 300]
 """
@@ -23,7 +25,7 @@ from typing import Any
 
 from bench.harness import serving as harness
 from bench.latency import loader as corpus
-from bench.latency.probe import LOCAL, Target, measure
+from bench.latency.probe import LOCAL, Target, measure, recall_request
 from bench.latency.queries import query_texts
 from bench.latency.scenarios import TIERS, embedded_postgres
 
@@ -47,20 +49,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         service = stack.enter_context(
             harness.serve_on(code, data_dir, key, LOCAL, stop_postgres=False)
         )
-        texts = query_texts(args.queries + args.warmup, args.seed)
-        result = asyncio.run(
-            measure(
-                service,
-                [Target(key, agent)],
-                texts,
-                1,
-                args.warmup,
-                args.max_seconds,
-                reconstruct_request,
+        per = args.queries + args.warmup
+        texts = query_texts(2 * per, args.seed)
+        target = [Target(key, agent)]
+        runs = {}
+        for n, (name, request) in enumerate(
+            (("reconstruct", reconstruct_request), ("recall", recall_request))
+        ):
+            chunk = texts[n * per : (n + 1) * per]
+            runs[name] = asyncio.run(
+                measure(service, target, chunk, 1, args.warmup, args.max_seconds, request)
             )
-        )
-    result.pop("samples_s", None)
-    return {"size": args.size, "rows": rows, **result}
+            runs[name].pop("samples_s", None)
+    return {"size": args.size, "rows": rows, **runs}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -73,8 +74,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument("--max-seconds", type=float, default=600.0)
     result = run(parser.parse_args(argv))
-    print(json.dumps(result["latency"], indent=1))
-    print(json.dumps({k: v for k, v in result.items() if k != "latency"}, default=str))
+    for tool in ("reconstruct", "recall"):
+        print(tool, json.dumps(result[tool]["latency"]))
+        print(tool, "cpu", json.dumps(result[tool]["cpu"]))
 
 
 if __name__ == "__main__":
