@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from service.db import associations, reconstruct
+from service.db import reconstruct, walks
 from service.db.pool import Database
 from service.db.sql import QUERIES
 from service.models import TenantId
@@ -47,10 +47,10 @@ async def test_the_walk_is_indexed_and_bounded_at_100k_relations(db: Database) -
     assert "Seq Scan on entity_mentions" not in plan, plan
     assert "relations_subject_entity" in plan, plan
     scope = reconstruct.Scope("target", None, "", None)
-    request = associations.WalkRequest(starts, [], starts, [], 5, 41)
+    request = walks.WalkRequest(starts, [], starts, [], 5, 41)
     started = time.perf_counter()
     async with db.tenant_tx(tenant) as conn:
-        graph = await associations.walk_graph(conn, tenant, scope, request)
+        graph = await walks.walk_graph(conn, tenant, scope, request)
     elapsed = time.perf_counter() - started
     assert len(graph.reached) == 256  # the walk stops at 256 entities
     assert len(graph.edges) <= 256 * 2 * 256

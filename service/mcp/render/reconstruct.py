@@ -2,163 +2,175 @@
 within the budget, in the key order of the compact answer.
 
 The library (``service.memory.reconstruct``) decides items, heads, claims and their
-order and hands over full texts; this module decides what of them an answer shows:
-the quotes (a head at its position's cap, other claims as excerpts), the budget and its
-policy, the longest prefix of the payload sequence that fits it, and which fields a
-compact answer keeps. Items come best first, the opposite of recall's wire order.
+order and hands over full texts; the boundary decides what of them an answer shows
+(``service.mcp.shaping.reconstruct``: quotes, the budget and its policy, the payload
+sequences and their cut, a mode's token cap). This module puts them together and spells
+the wire keys. Items come best first, the opposite of recall's wire order.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Final
 
+from service.config import Settings
+from service.mcp.render import quotes
+from service.mcp.shaping.reconstruct import allocate, budget as budgets, modes, quote
+from service.mcp.shaping.reconstruct.budget import Budget, QuoteSettings
+from service.mcp.shaping.reconstruct.counter import cl100k_tokens
+from service.mcp.shaping.reconstruct.records import Record
 from service.memory.reconstruct.records import Claim, Item, Reconstruction
 from service.models import JsonObject
 
-HEAD_CHARS: Final = 800
-"""A head quote's cap for the first ``FULL_QUOTES`` items."""
-FULL_QUOTES: Final = 5
-TAIL_HEAD_CHARS: Final = 400
-"""A head quote's cap after the first ``FULL_QUOTES`` items."""
-EXCERPT_CHARS: Final = 500
-"""An excerpt's cap (the other claims of an item)."""
-DEFAULT_BUDGET: Final = 4000
-MAX_BUDGET: Final = 20_000
-LITE_BUDGET: Final = 2800
-MODE_CAPS: Final = {"lite": 3000, "pro": 5000}
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Quote:
-    """What an answer shows of one record: ``content``, and ``content_len`` when it is
-    shorter than the stored text (None: whole)."""
-
-    ref: str
-    content: str
-    content_len: int | None
-
-
-def quote(claim: Claim, cap: int) -> Quote:
-    """The record's stored text when it fits ``cap``, else its first ``cap`` characters
-    with the full length."""
-    text = claim.row.text
-    if len(text) <= cap:
-        return Quote(claim.ref, text, None)
-    return Quote(claim.ref, text[:cap], len(text))
-
-
-def head_cap(position: int) -> int:
-    return HEAD_CHARS if position < FULL_QUOTES else TAIL_HEAD_CHARS
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Budget:
-    """The resolved budget: the caller's value (None: omitted), the effective characters
-    and the policy (``source``, ``clamped``, ``reason``)."""
-
-    requested: int | None
-    effective: int
-    source: str
-    clamped: bool
-    reason: str
-
-    @property
-    def shows_policy(self) -> bool:
-        return self.clamped or self.source == "operator_forced"
-
-
-def resolve_budget(requested: int | None, items: int, mode: str | None) -> Budget:
-    """Caller's budget, else lite's own, else the default raised to the sum of the head
-    caps of ``items`` positions; at most ``MAX_BUDGET``, at least one head quote."""
-    if requested is not None:
-        base, source, reason = requested, "caller", "budget_requested"
-    elif mode == "lite":
-        base, source, reason = LITE_BUDGET, "server_default", "budget_omitted"
-    else:
-        base, source, reason = DEFAULT_BUDGET, "server_default", "budget_omitted"
-        heads = sum(head_cap(position) for position in range(items))
-        if heads > base:
-            base, reason = heads, "default_fits_the_window"
-    effective = min(base, MAX_BUDGET)
-    if effective < HEAD_CHARS:
-        effective, reason = HEAD_CHARS, "raised_to_one_excerpt"
-    return Budget(requested, effective, source, effective != base, reason)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Quoted:
-    """One item with its quotes: the head and the other claims' excerpts (relevance
-    order)."""
+class _Shown:
+    """One returned item: its head quote, the excerpts the prefix kept, how many it cut,
+    and (under a mode's fitting) how many claims the first item keeps (None: all)."""
 
     item: Item
-    head: Quote
-    excerpts: tuple[Quote, ...]
+    head: quote.Quote
+    excerpts: tuple[quote.Quote, ...]
+    excerpts_omitted: int
+    claims: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Allocated:
-    """The prefix that fits: per returned item, how many excerpts it keeps; the
-    characters used; whether a window item or held items were cut."""
+class _Cut:
+    """What a budget's prefix returns, and what the envelope reports of it."""
 
-    kept: tuple[tuple[Quoted, int], ...]
+    shown: tuple[_Shown, ...]
     used: int
     window_cut: bool
     reserved_omitted: int
+    breakpoints: tuple[int, ...]
 
 
-def allocate(quoted: Sequence[Quoted], budget: int) -> Allocated:
-    """The "items" sequence (every head in item order, then every item's first
-    excerpt, then every second one...) cut to its longest prefix within ``budget``; the
-    first head always fits."""
-    steps = [(i, -1, len(q.head.content)) for i, q in enumerate(quoted)]
-    rounds = max((len(q.excerpts) for q in quoted), default=0)
-    steps += [
-        (i, r, len(q.excerpts[r].content))
-        for r in range(rounds)
-        for i, q in enumerate(quoted)
-        if r < len(q.excerpts)
+def _others(item: Item) -> list[Claim]:
+    """The item's claims other than the head, in relevance order (excerpts' order)."""
+    return [claim for claim in item.relevance if claim is not item.head]
+
+
+def _record(claim: Claim) -> Record:
+    return Record(claim.ref, claim.row.text)
+
+
+def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> _Cut:
+    """The "items" sequence (heads, then excerpt rounds) cut to ``budget``; excerpts are
+    quoted only as far as the prefix reaches (``allocate.cut_items_lazily``)."""
+    query, items = result.query, result.items
+    heads = [
+        budgets.head_quote(_record(item.head), query, position, qs)
+        for position, item in enumerate(items)
     ]
-    used, taken = 0, 0
-    while taken < len(steps) and (taken == 0 or used + steps[taken][2] <= budget):
-        used += steps[taken][2]
-        taken += 1
-    heads = {i for i, r, _ in steps[:taken] if r < 0}
-    excerpts = [0] * len(quoted)
-    for i, r, _ in steps[:taken]:
-        if r >= 0 and i in heads:
-            excerpts[i] += 1
-    kept = tuple((q, excerpts[i]) for i, q in enumerate(quoted) if i in heads)
-    dropped = [q for i, q in enumerate(quoted) if i not in heads]
-    return Allocated(
-        kept,
-        used,
-        any(not q.item.held for q in dropped),
-        sum(1 for q in dropped if q.item.held),
+    others = [_others(item) for item in items]
+    quoted: dict[tuple[int, int], quote.Quote] = {}
+
+    def excerpt(item: int, r: int) -> quote.Quote:
+        if (item, r) not in quoted:
+            record = _record(others[item][r])
+            quoted[item, r] = quote.excerpt_quote(record, query, qs.excerpt_chars)
+        return quoted[item, r]
+
+    cut = allocate.cut_items_lazily(
+        [len(head.content) for head in heads],
+        [len(claims) for claims in others],
+        lambda item, r: len(excerpt(item, r).content),
+        budget,
+        [item.held for item in items],
     )
-
-
-def quoted_items(result: Reconstruction) -> list[Quoted]:
-    return [
-        Quoted(
-            item,
-            quote(item.head, head_cap(position)),
-            tuple(quote(c, EXCERPT_CHARS) for c in item.relevance if c is not item.head),
+    shown = tuple(
+        _Shown(
+            items[t.item],
+            heads[t.item],
+            tuple(excerpt(t.item, r) for r in range(t.excerpts)),
+            t.excerpts_omitted,
         )
-        for position, item in enumerate(result.items)
+        for t in cut.items
+    )
+    return _Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Whole:
+    """The "whole" sequence of a mode's answer: the head records divided into passages,
+    every excerpt quoted, the steps."""
+
+    passages: list[quote.Passages]
+    excerpts: list[list[quote.Quote]]
+    steps: list[allocate.Step]
+
+    @property
+    def chars(self) -> int:
+        return sum(step.cost for step in self.steps)
+
+
+def _whole(result: Reconstruction, qs: QuoteSettings) -> _Whole:
+    query = result.query
+    passages = [quote.passages(_record(item.head), query) for item in result.items]
+    excerpts = [
+        [quote.excerpt_quote(_record(c), query, qs.excerpt_chars) for c in _others(item)]
+        for item in result.items
     ]
+    steps = allocate.whole_sequence(
+        passages,
+        [[len(e.content) for e in row] for row in excerpts],
+        [item.held for item in result.items],
+        pro=result.mode == "pro",
+    )
+    return _Whole(passages, excerpts, steps)
 
 
-def answer(result: Reconstruction, requested_budget: int | None, trace: bool) -> JsonObject:
-    """The answer of one reconstruct in the compact form (every field with ``trace``)."""
+def _whole_cut(result: Reconstruction, whole: _Whole, budget: int, claims: int | None) -> _Cut:
+    cut = allocate.cut(whole.steps, budget, [item.held for item in result.items])
+    shown = tuple(
+        _Shown(
+            result.items[t.item],
+            quote.passage_quote(whole.passages[t.item], t.passages),
+            tuple(whole.excerpts[t.item][: t.excerpts]),
+            t.excerpts_omitted,
+            claims if position == 0 else None,
+        )
+        for position, t in enumerate(cut.items)
+    )
+    return _Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints)
+
+
+def answer(
+    result: Reconstruction, requested_budget: int | None, trace: bool, settings: Settings
+) -> JsonObject:
+    """The answer of one reconstruct: compact (every field with ``trace``); under a mode
+    the longest prefix whose whole rendering fits the mode's token cap, ``mode``, ``cap``
+    and ``used_tokens`` last (with ``trace``: every field, and ``used_tokens`` of the
+    untraced answer). Raises ``modes.CapBelowMinimum`` when not even one item fits."""
+    qs = QuoteSettings.of(settings)
     held = result.reserved_count
-    budget = resolve_budget(requested_budget, result.count.effective + held, result.mode)
-    done = allocate(quoted_items(result), budget.effective)
-    lite = result.mode is not None
-    items = [_item(q, n, lite, trace) for q, n in done.kept]
-    omitted = sum(len(q.excerpts) - n for q, n in done.kept)
-    window = sum(1 for q, _ in done.kept if not q.item.held)
+    budget = budgets.resolve(requested_budget, result.count.effective + held, qs, result.mode)
+    if result.mode is None:
+        assert budget.effective is not None  # only pro without a budget is uncapped
+        return _body(result, budget, _items_cut(result, qs, budget.effective), trace)
+    whole = _whole(result, qs)
+    budget = budgets.uncapped(budget, whole.chars)
+    effective = budget.effective
+    assert effective is not None  # made the whole sequence just above
+
+    def build(chars: int, claims: int | None, traced: bool = False) -> JsonObject:
+        return _body(result, budget, _whole_cut(result, whole, chars, claims), traced)
+
+    spec = modes.MODES[result.mode]
+    breakpoints = _whole_cut(result, whole, effective, None).breakpoints
+    first = len(result.items[0].relevance) if result.items else 1
+    fitted = modes.fit(build, spec, effective, breakpoints, first, cl100k_tokens)
+    if not trace:
+        return fitted.answer
+    traced = build(fitted.budget, fitted.claims, True)
+    return {**traced, "mode": spec.name, "cap": spec.cap, "used_tokens": fitted.used_tokens}
+
+
+def _body(result: Reconstruction, budget: Budget, cut: _Cut, trace: bool) -> JsonObject:
+    """The answer's keys in wire order, up to (not including) ``mode``."""
+    mode = result.mode is not None
+    items = [_item(shown, mode, trace) for shown in cut.shown]
+    excerpts_cut = sum(shown.excerpts_omitted for shown in cut.shown)
     body: JsonObject = {"items": items}
     count = result.count
     if count.reported or trace:
@@ -171,47 +183,31 @@ def answer(result: Reconstruction, requested_budget: int | None, trace: bool) ->
             "clamped": count.clamped,
             "reason": count.reason,
         }
-    if budget.shows_policy or trace:
-        body["requested_budget"] = budget.requested
-    cut = done.window_cut or done.reserved_omitted > 0 or omitted > 0
-    if (cut or trace) and not lite:
-        body["effective_budget"] = budget.effective
-        body["used_budget"] = done.used
-    if budget.shows_policy or trace:
-        body["budget_policy"] = {
-            "source": budget.source,
-            "clamped": budget.clamped,
-            "reason": budget.reason,
-        }
+    wasted = budgets.shows_usage(cut.window_cut, cut.reserved_omitted, excerpts_cut)
+    body.update(quotes.budget_fields(budget, cut.used, cut=wasted, trace=trace, mode=mode))
     _envelope(body, result, len(items), trace)
-    if held or trace:
-        body["reserved_count"] = sum(1 for q, _ in done.kept if q.item.held)
-    if done.reserved_omitted and not lite:
-        body["reserved_omitted"] = done.reserved_omitted
-    shortfall = _shortfall(result, window, done.window_cut)
+    returned_held = sum(1 for shown in cut.shown if shown.item.held)
+    if result.reserved_count or trace:
+        body["reserved_count"] = returned_held
+    if cut.reserved_omitted and (trace or not mode):
+        body["reserved_omitted"] = cut.reserved_omitted
+    shortfall = allocate.shortfall_reason(
+        count.effective,
+        len(items) - returned_held,
+        candidates=result.candidate_count > 0,
+        gate_fallback=result.gate_fallback,
+        window_cut=cut.window_cut,
+    )
     if shortfall is not None:
         body["shortfall_reason"] = shortfall
-    if result.mode is not None:
-        body["mode"] = result.mode
-        body["cap"] = MODE_CAPS[result.mode]
     return body
-
-
-def _shortfall(result: Reconstruction, window: int, window_cut: bool) -> str | None:
-    if result.shortfall in ("count_zero", "no_relevant_evidence"):
-        return result.shortfall
-    if window >= result.count.effective:
-        return None
-    if window_cut:
-        return "budget_exhausted"
-    return result.shortfall or "exhausted_candidates"
 
 
 def _envelope(body: JsonObject, result: Reconstruction, returned: int, trace: bool) -> None:
     """``bounds``, ``reconstruction``, the recall's notices and ``trace``."""
     bounds = result.bounds_for(returned)
-    lite = result.mode is not None
-    if trace or (not lite and (bounds.omitted or bounds.reached or bounds.lowered)):
+    mode = result.mode is not None
+    if trace or (not mode and (bounds.omitted or bounds.reached or bounds.lowered)):
         shown: JsonObject = {
             "top_k": bounds.top_k,
             "max_hops": bounds.max_hops,
@@ -261,13 +257,27 @@ def _trace(result: Reconstruction) -> JsonObject:
     return facts
 
 
-def _item(quoted: Quoted, excerpts: int, lite: bool, trace: bool) -> JsonObject:
+def _kept(shown: _Shown) -> frozenset[str] | None:
+    """The refs of the claims the item shows: None for all, or (a mode's fitting) its
+    first ``claims`` by relevance."""
+    if shown.claims is None:
+        return None
+    return frozenset(claim.ref for claim in shown.item.relevance[: shown.claims])
+
+
+def _shows(kept: frozenset[str] | None, ref: str) -> bool:
+    return kept is None or ref in kept
+
+
+def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
     """One item: ``content``, ``head_ref``, ``claims`` (newest first), why it stands
-    alone, conflicts, the quote's descriptors, excerpts (relevance order)."""
-    item, head = quoted.item, quoted.head
+    alone, conflicts, the head quote's descriptors, excerpts (relevance order)."""
+    item, head = shown.item, shown.head
+    kept = _kept(shown)
+    claims = [_claim(claim, kept, trace) for claim in item.claims if _shows(kept, claim.ref)]
+    omitted = item.claims_omitted + len(item.claims) - len(claims)
     body: JsonObject = {"content": head.content, "head_ref": item.head.ref}
-    claims = [_claim(claim, trace) for claim in item.claims]
-    if lite and not trace and len(claims) == 1 and set(claims[0]) == {"ref", "as_of"}:
+    if mode and not trace and len(claims) == 1 and set(claims[0]) == {"ref", "as_of"}:
         body["as_of"] = claims[0]["as_of"]
     else:
         body["claims"] = claims
@@ -278,44 +288,28 @@ def _item(quoted: Quoted, excerpts: int, lite: bool, trace: bool) -> JsonObject:
             {"refs": list(c.refs), "reason": "same_msg_id_same_timestamp", "msg_id": c.msg_id}
             for c in item.conflicts
         ]
-    if item.claims_omitted:
-        body["claims_omitted"] = item.claims_omitted
+    if omitted:
+        body["claims_omitted"] = omitted
     if item.held:
         body["admission"] = "reservation"
-    _descriptors(body, head, lite, trace)
-    shown = [_excerpt(q, lite, trace) for q in quoted.excerpts[:excerpts]]
-    if shown:
-        body["excerpts"] = shown
-    if len(quoted.excerpts) > excerpts:
-        body["excerpts_omitted"] = len(quoted.excerpts) - excerpts
+    body.update(quotes.descriptors(head, trace=trace, mode=mode))
+    excerpts = [
+        quotes.excerpt(q, trace=trace, mode=mode) for q in shown.excerpts if _shows(kept, q.ref)
+    ]
+    if excerpts:
+        body["excerpts"] = excerpts
+    if shown.excerpts_omitted:
+        body["excerpts_omitted"] = shown.excerpts_omitted
     return body
 
 
-def _descriptors(body: JsonObject, quoted: Quote, lite: bool, trace: bool) -> None:
-    if quoted.content_len is not None:
-        body["content_len"] = quoted.content_len
-    if trace:
-        body["quote_basis"] = "whole" if quoted.content_len is None else "start"
-        body["content_truncated"] = quoted.content_len is not None
-    if not lite:
-        body["ranges"] = [[0, len(quoted.content)]]
-
-
-def _excerpt(quoted: Quote, lite: bool, trace: bool) -> JsonObject:
-    body: JsonObject = {"ref": quoted.ref, "content": quoted.content}
-    if quoted.content_len is not None:
-        body["content_len"] = quoted.content_len
-    if trace:
-        body["content_truncated"] = quoted.content_len is not None
-    return body
-
-
-def _claim(claim: Claim, trace: bool) -> JsonObject:
+def _claim(claim: Claim, kept: frozenset[str] | None, trace: bool) -> JsonObject:
     body: JsonObject = {"ref": claim.ref, "as_of": claim.row.as_of}
     if claim.why != "seed" or trace:
         body["why"] = claim.why
     if claim.hops is not None:
         body["hops"] = claim.hops
-    if claim.roles:
-        body["roles"] = [{"ref": role.ref, "role": role.role} for role in claim.roles]
+    roles = [role for role in claim.roles if _shows(kept, role.ref)]
+    if roles:
+        body["roles"] = [{"ref": role.ref, "role": role.role} for role in roles]
     return body

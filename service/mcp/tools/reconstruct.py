@@ -52,7 +52,7 @@ async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
         paused=env.paused,
     )
     result = await pipeline.reconstruct(env.lib, env.caller.tenant_id, req)
-    return render.answer(result, params.budget, params.trace)
+    return render.answer(result, params.budget, params.trace, env.lib.settings)
 
 
 def _mode(params: ReconstructParams) -> request.Mode | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from service.db import associations, reconstruct as queries
+from service.db import reconstruct as queries, walks
 from service.memory.library import Library
 from service.memory.recall import query_terms
 from service.memory.reconstruct import candidates, cues, walk
@@ -183,10 +183,10 @@ async def _graph(
     breadth: _Breadth,
     rows: Sequence[Row],
     members: Sequence[Sequence[Row]],
-) -> associations.WalkGraph:
+) -> walks.WalkGraph:
     """The graph the walk may follow, in one statement (``reconstruct_walk``)."""
     starts = [row for group in members for row in group]
-    request = associations.WalkRequest(
+    request = walks.WalkRequest(
         start_memories=sorted({r.id for r in starts if r.kind == "mem"}),
         start_episodes=sorted({r.id for r in starts if r.kind == "ep"}),
         pool_memories=sorted({r.id for r in rows if r.kind == "mem"}),
@@ -195,4 +195,4 @@ async def _graph(
         per_entity=breadth.max_evidence + 1,
     )
     async with lib.db.tenant_tx(tenant_id) as conn:
-        return await associations.walk_graph(conn, tenant_id, scope, request)
+        return await walks.walk_graph(conn, tenant_id, scope, request)

@@ -17,6 +17,7 @@ from typing import Literal, TypeAlias
 
 from service.memory.recall.records import Advisory
 from service.memory.reconstruct.count import CountPolicy
+from service.memory.reconstruct.request import Mode
 
 Kind: TypeAlias = Literal["mem", "ep"]
 
@@ -177,7 +178,7 @@ class Reconstruction:
     shortfall: Shortfall | None
     trace: Trace
     query: str
-    mode: str | None = None
+    mode: Mode | None = None
     advisory: Advisory | None = None
     gate_fallback: bool = False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from service.db.associations import WalkGraph
+from service.db.walks import WalkGraph
 from service.memory.reconstruct.bundle import WHY_RELATION
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from service.mcp.shaping.reconstruct.counter import cl100k_tokens
 from tests.support import Agent, text
 
 
@@ -334,3 +335,44 @@ async def test_query_expansion_reaches_a_memory_through_a_declared_alias(client:
     assert answer["trace"]["cues"] == {"entities": ["Billing Service"], "terms": ["BillSvc"]}
     recall = await client.call("recall", agent_id="a", query="billing service")
     assert recall["messages"] == []
+
+
+async def test_09_lite_ends_with_its_cap_and_counts_its_own_tokens(client: Agent) -> None:
+    await _memory(client, "billing runs on postgres " * 80)
+    await _memory(client, "billing runs nightly")
+    result = await client.raw("reconstruct", {"agent_id": "a", "query": "billing", "mode": "lite"})
+    answer = json.loads(text(result))
+    assert list(answer)[-3:] == ["mode", "cap", "used_tokens"]
+    assert (answer["mode"], answer["cap"]) == ("lite", 3000)
+    assert answer["used_tokens"] == cl100k_tokens(text(result))
+    assert all("ranges" not in item for item in answer["items"])
+    assert "bounds" not in answer
+    legacy = json.loads(
+        text(await client.raw("reconstruct", {"agent_id": "a", "query": "billing", "lite": True}))
+    )
+    assert (legacy["mode"], legacy["items"]) == ("lite", answer["items"])
+
+
+async def test_20_a_long_records_matching_passages_past_its_start_are_quoted(
+    client: Agent,
+) -> None:
+    filler = "The weather was mild and the team met for coffee in the morning. "
+    text_ = (
+        filler * 14
+        + "The zanzibar ledger migration moved every invoice to the new cluster. "
+        + filler * 6
+        + "Afterwards the zanzibar ledger was frozen for audit. "
+        + filler * 6
+    ).strip()
+    assert text_.index("zanzibar") > 800
+    mem = await _memory(client, text_)
+    answer = await _reconstruct(client, "zanzibar ledger")
+    (item,) = answer["items"]
+    assert item["head_ref"] == f"mem:{mem}"
+    assert item["content_len"] == len(text_)
+    assert "The zanzibar ledger migration moved every invoice" in item["content"]
+    assert len(item["ranges"]) > 1
+    assert " \u2026 " in item["content"]
+    assert len(item["content"]) <= 800
+    shown = " \u2026 ".join(text_[start:end] for start, end in item["ranges"])
+    assert item["content"] == shown
