@@ -8,7 +8,11 @@ import asyncio
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from service.config import load_settings
 from service.db.reconstruct import Cue, Link
+from service.errors import ConfigError
 from service.memory import associations, tenants
 from service.memory.library import Library
 from service.memory.memories import edits, store
@@ -176,3 +180,38 @@ async def test_a_declaration_racing_a_delete_leaves_nothing_dangling_in_the_answ
         answer = await pipeline.reconstruct(lib, tenant, ReconstructRequest("a", "jsonb"))
         (item,) = answer.items
         assert [claim.ref for claim in item.claims] == [f"mem:{hit}"]
+
+
+def test_the_window_and_breadth_settings_are_read_and_checked() -> None:
+    settings = load_settings(
+        {
+            "CPERSONA_RECONSTRUCT_FORCED_COUNT": "3",
+            "CPERSONA_RECONSTRUCT_TOP_K": "7",
+            "CPERSONA_RECONSTRUCT_MAX_HOPS": "1",
+            "CPERSONA_RECONSTRUCT_MAX_EVIDENCE": "5",
+            "CPERSONA_RECONSTRUCT_ADJACENCY_SECONDS": "0",
+        }
+    )
+    assert (settings.reconstruct_forced_count, settings.reconstruct_top_k) == (3, 7)
+    for name, value in (
+        ("CPERSONA_RECONSTRUCT_DEFAULT_COUNT", "11"),
+        ("CPERSONA_RECONSTRUCT_FORCED_COUNT", "11"),
+    ):
+        with pytest.raises(ConfigError, match=name):
+            load_settings({name: value})
+    with pytest.raises(ConfigError, match="CPERSONA_RECONSTRUCT_MAX_HOPS"):
+        load_settings({"CPERSONA_RECONSTRUCT_MAX_HOPS": "6"})
+
+
+async def test_operator_settings_set_the_window_and_the_breadth(lib: Library) -> None:
+    tenant = await _tenant(lib)
+    for n in range(4):
+        await _memory(lib, tenant, f"billing note {n}")
+    configured = dataclasses.replace(
+        lib.settings, reconstruct_forced_count=2, reconstruct_top_k=3, reconstruct_max_hops=1
+    )
+    operated = Library(lib.db, configured, lib.embedder)
+    answer = await pipeline.reconstruct(operated, tenant, ReconstructRequest("a", "billing"))
+    assert (answer.count.effective, answer.count.source) == (2, "operator_forced")
+    assert (answer.bounds.top_k, answer.bounds.max_hops) == (3, 1)
+    assert answer.candidate_count == 3

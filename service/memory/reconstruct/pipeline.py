@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from service.config import Settings
 from service.db import reconstruct as queries, walks
 from service.memory.library import Library
 from service.memory.recall import query_terms
@@ -24,10 +25,6 @@ from service.memory.reconstruct.records import (
     Trace,
 )
 from service.memory.reconstruct.request import (
-    ADJACENCY_SECONDS,
-    DEFAULT_MAX_EVIDENCE,
-    DEFAULT_MAX_HOPS,
-    DEFAULT_TOP_K,
     MAX_EVIDENCE,
     MAX_HOPS,
     MAX_TOP_K,
@@ -46,12 +43,14 @@ class _Breadth:
     lowered: bool
 
 
-def _breadth(req: ReconstructRequest) -> _Breadth:
-    """The breadth bounds: defaults for omitted values, ``top_k`` in [1, 100]; a
-    ``max_hops`` above 5 or ``max_evidence`` above 100 is lowered, and says so."""
-    top_k = min(max(DEFAULT_TOP_K if req.top_k is None else req.top_k, 1), MAX_TOP_K)
-    hops = max(0, DEFAULT_MAX_HOPS if req.max_hops is None else req.max_hops)
-    evidence = max(1, DEFAULT_MAX_EVIDENCE if req.max_evidence is None else req.max_evidence)
+def _breadth(req: ReconstructRequest, settings: Settings) -> _Breadth:
+    """The breadth bounds: the operator's defaults for omitted values
+    (``CPERSONA_RECONSTRUCT_TOP_K``, ``_MAX_HOPS``, ``_MAX_EVIDENCE``), ``top_k`` in
+    [1, 100]; a ``max_hops`` above 5 or ``max_evidence`` above 100 is lowered, and says so."""
+    top_k = min(max(settings.reconstruct_top_k if req.top_k is None else req.top_k, 1), MAX_TOP_K)
+    hops = max(0, settings.reconstruct_max_hops if req.max_hops is None else req.max_hops)
+    evidence = req.max_evidence
+    evidence = max(1, settings.reconstruct_max_evidence if evidence is None else evidence)
     lowered = hops > MAX_HOPS or evidence > MAX_EVIDENCE
     return _Breadth(top_k, min(hops, MAX_HOPS), min(evidence, MAX_EVIDENCE), lowered)
 
@@ -78,8 +77,15 @@ def scope_of(req: ReconstructRequest) -> queries.Scope:
 async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest) -> Reconstruction:
     """Items best first for ``req``; InvalidInput for a request over its bounds."""
     check_request(req)
-    count = resolve_count(req.count, req.mode)
-    breadth = _breadth(req)
+    settings = lib.settings
+    count = resolve_count(
+        req.count,
+        req.mode,
+        default=settings.reconstruct_default_count,
+        maximum=settings.reconstruct_max_count,
+        forced=settings.reconstruct_forced_count,
+    )
+    breadth = _breadth(req, settings)
     scope = scope_of(req)
     found = Cues()
     if req.query.strip():
@@ -87,7 +93,7 @@ async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest
             found = await cues.expand(conn, tenant_id, scope, req.query)
     pool = await candidates.candidate_pool(lib, tenant_id, req, scope, breadth.top_k, found.terms)
     rows = pool.rows
-    uf = bundle(rows, pool.links, ADJACENCY_SECONDS)
+    uf = bundle(rows, pool.links, settings.reconstruct_adjacency_seconds)
     clusters = sorted(uf.clusters(), key=lambda members: min(rows[i].rank for i in members))
     window, held = choose(clusters, rows, count.effective)
     chosen = window + held

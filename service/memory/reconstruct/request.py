@@ -11,22 +11,18 @@ from service.memory.recall.request import check_names
 Mode: TypeAlias = Literal["lite", "pro"]
 
 DEFAULT_COUNT: Final = 10
-"""Items a reconstruct returns when the caller names no ``count``."""
+"""Items a reconstruct returns when the caller names no ``count``
+(``CPERSONA_RECONSTRUCT_DEFAULT_COUNT``'s default; the operator's values come from the
+settings, these are ``resolve_count``'s defaults)."""
 MAX_COUNT: Final = 10
 """Most window items: a larger ``count`` is clamped and the clamp reported."""
 PRO_COUNT: Final = 15
 """``mode: pro``'s default and maximum window."""
-DEFAULT_TOP_K: Final = 20
-"""Candidate depth: the candidate recall's ``limit``, never derived from ``count``."""
 MAX_TOP_K: Final = 100
-DEFAULT_MAX_HOPS: Final = 2
 MAX_HOPS: Final = 5
 """The walk's deepest reach, as traverse's (the library lowers a larger request)."""
-DEFAULT_MAX_EVIDENCE: Final = 40
 MAX_EVIDENCE: Final = 100
 """Most claims an item keeps, and the walk's per-entity read bound less one."""
-ADJACENCY_SECONDS: Final = 60
-"""``cluster:adjacent``: rows of one source within this many seconds of the burst's first."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
