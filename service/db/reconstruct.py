@@ -90,14 +90,24 @@ class Link:
     object: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rows:
+    """The candidates' stored fields, the record links among them, and whether any of
+    them is declared to mention an entity."""
+
+    stored: list[Stored]
+    links: list[Link]
+    mentioned: bool
+
+
 async def rows(
     conn: Connection,
     tenant_id: TenantId,
     scope: Scope,
     memories: Sequence[int],
     episodes: Sequence[int],
-) -> tuple[list[Stored], list[Link]]:
-    """The candidates' stored fields and the record links among them (``reconstruct_rows``)."""
+) -> Rows:
+    """One read of what bundling needs (``reconstruct_rows``)."""
     values = {
         "tenant_id": tenant_id,
         "agent": scope.agent,
@@ -107,12 +117,13 @@ async def rows(
         "episodes": list(episodes),
     }
     found = await conn.fetch(QUERIES["reconstruct_rows"], *arguments("reconstruct_rows", values))
-    records = [stored(dict(r)) for r in found if r["kind"] != "link"]
+    records = [stored(dict(r)) for r in found if r["kind"] in ("mem", "ep")]
     links = sorted(
         {Link(r["subject"], r["predicate"], r["object"]) for r in found if r["kind"] == "link"},
         key=lambda link: (link.subject, link.predicate, link.object),
     )
-    return records, links
+    mentioned = any(r["kind"] == "mentioned" and r["id"] for r in found)
+    return Rows(records, links, mentioned)
 
 
 def stored(item: dict[str, Any]) -> Stored:

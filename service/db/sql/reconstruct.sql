@@ -38,7 +38,9 @@ ORDER BY length(k.term) DESC, k.term, k.id
 -- What bundling reads of the candidate rows, in one round trip: the memories' and
 -- episodes' scope (project, channel), message id, source, stored timestamp and, for an
 -- episode, its [start_time, end_time]; plus the declared record-to-record relations whose
--- two ends are both candidates (readable in the call's scope). Rows of another agent are
+-- two ends are both candidates (readable in the call's scope), and one 'mentioned' row whose
+-- id is 1 when a candidate is declared to mention an entity (else 0: the relation walk,
+-- which starts from such mentions, has nothing to do). Rows of another agent are
 -- not read (a candidate is this agent's by construction; the predicate is the guard).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :memories bigint[],
 -- :episodes bigint[]
@@ -69,3 +71,10 @@ WHERE r.tenant_id = :tenant_id AND r.agent_id = (SELECT id FROM agent)
   AND (:channel::text = '' OR r.channel = :channel OR r.channel = '')
   AND (r.subject_memory = ANY(:memories::bigint[]) OR r.subject_episode = ANY(:episodes::bigint[]))
   AND (r.object_memory = ANY(:memories::bigint[]) OR r.object_episode = ANY(:episodes::bigint[]))
+UNION ALL
+SELECT 'mentioned', (SELECT count(*) FROM (
+           SELECT 1 FROM entity_mentions mm
+           WHERE mm.tenant_id = :tenant_id
+             AND (mm.memory_id = ANY(:memories::bigint[]) OR mm.episode_id = ANY(:episodes::bigint[]))
+           LIMIT 1) x),
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL

@@ -38,14 +38,16 @@ def recall_request(
 @dataclasses.dataclass(frozen=True, slots=True)
 class Pool:
     """The candidates best first (rank = position), how many recall rows had no ref,
-    how many rows recall returned inside its limit, the record links, and the recall's
-    answer (for its notices)."""
+    how many rows recall returned inside its limit, the record links, the recall's
+    answer (for its notices), and whether a candidate mentions a declared entity (else
+    the relation walk has no start)."""
 
     rows: list[Row]
     excluded: int
     within_limit: int
     links: list[queries.Link]
     recalled: RecallResult
+    mentioned: bool = False
 
 
 def reserved(row: Recalled) -> bool:
@@ -72,11 +74,11 @@ async def candidate_pool(
     memories = [r.id for r in with_ref if r.kind == "mem"]
     episodes = [r.id for r in with_ref if r.kind == "ep"]
     async with lib.db.tenant_tx(tenant_id) as conn:
-        stored, links = await queries.rows(conn, tenant_id, scope, memories, episodes)
-    by_ref = {f"{s.kind}:{s.id}": s for s in stored}
+        found = await queries.rows(conn, tenant_id, scope, memories, episodes)
+    by_ref = {f"{s.kind}:{s.id}": s for s in found.stored}
     read = [candidate_row(r, rank, by_ref) for rank, r in enumerate(with_ref)]
     rows = [row for row in read if row is not None]
-    return Pool(rows, excluded, within, links, result)
+    return Pool(rows, excluded, within, found.links, result, found.mentioned)
 
 
 def candidate_row(

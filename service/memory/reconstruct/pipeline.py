@@ -149,11 +149,12 @@ async def _items(
     why: dict[str, str],
     pool: candidates.Pool,
 ) -> list[Item]:
-    """Walk (skipped under a mode) and structure the chosen clusters, in item order."""
+    """Walk (skipped under a mode, and when no candidate mentions an entity: no start) and
+    structure the chosen clusters, in item order."""
     members = [[rows[i] for i in c] for c in chosen]
     walks = [walk.ItemWalk((), False, False) for _ in chosen]
     stored: dict[str, queries.Stored] = {}
-    if req.mode is None and chosen:
+    if req.mode is None and chosen and pool.mentioned:
         graph = await _graph(lib, tenant_id, scope, breadth, rows, members)
         refs = [[row.ref for row in group] for group in members]
         pool_refs = frozenset(row.ref for row in rows)
