@@ -136,25 +136,40 @@ def _whole_cut(result: Reconstruction, whole: _Whole, budget: int, claims: int |
 
 
 def answer(
-    result: Reconstruction, requested_budget: int | None, trace: bool, settings: Settings
+    result: Reconstruction,
+    requested_budget: int | None,
+    trace: bool,
+    settings: Settings,
+    notes: JsonObject | None = None,
 ) -> JsonObject:
-    """The answer of one reconstruct: compact (every field with ``trace``); under a mode
-    the longest prefix whose whole rendering fits the mode's token cap, ``mode``, ``cap``
-    and ``used_tokens`` last (with ``trace``: every field, and ``used_tokens`` of the
+    """The answer of one reconstruct: compact (every field with ``trace``), the project
+    gate's ``notes`` after its own keys; under a mode the longest prefix whose whole
+    rendering, notes included, fits the mode's token cap, ``mode``, ``cap`` and
+    ``used_tokens`` last (with ``trace``: every field, and ``used_tokens`` of the
     untraced answer). Raises ``modes.CapBelowMinimum`` when not even one item fits."""
+    return _answer(result, requested_budget, trace, settings, notes or {})
+
+
+def _answer(
+    result: Reconstruction,
+    requested_budget: int | None,
+    trace: bool,
+    settings: Settings,
+    notes: JsonObject,
+) -> JsonObject:
     qs = QuoteSettings.of(settings)
     held = result.reserved_count
     budget = budgets.resolve(requested_budget, result.count.effective + held, qs, result.mode)
     if result.mode is None:
         assert budget.effective is not None  # only pro without a budget is uncapped
-        return _body(result, budget, _items_cut(result, qs, budget.effective), trace)
+        return {**_body(result, budget, _items_cut(result, qs, budget.effective), trace), **notes}
     whole = _whole(result, qs)
     budget = budgets.uncapped(budget, whole.chars)
     effective = budget.effective
     assert effective is not None  # made the whole sequence just above
 
     def build(chars: int, claims: int | None, traced: bool = False) -> JsonObject:
-        return _body(result, budget, _whole_cut(result, whole, chars, claims), traced)
+        return {**_body(result, budget, _whole_cut(result, whole, chars, claims), traced), **notes}
 
     spec = modes.MODES[result.mode]
     breakpoints = _whole_cut(result, whole, effective, None).breakpoints

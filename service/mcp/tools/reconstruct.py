@@ -52,7 +52,7 @@ async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
         paused=env.paused,
     )
     result = await pipeline.reconstruct(env.lib, env.caller.tenant_id, req)
-    return render.answer(result, params.budget, params.trace, env.lib.settings)
+    return render.answer(result, params.budget, params.trace, env.lib.settings, env.notes)
 
 
 def _mode(params: ReconstructParams) -> request.Mode | None:
@@ -96,6 +96,7 @@ head_ref) with its claims newest first (ref, as_of, why, roles).""",
     read_only=True,
     project_gate=True,
     refusal=refuse_with(items=[], returned_count=0),
+    places_notes=True,
     pause=informing(_credits_statistics),
     primary_when=lambda settings: settings.confidence_enabled,
 )

@@ -376,3 +376,15 @@ async def test_20_a_long_records_matching_passages_past_its_start_are_quoted(
     assert len(item["content"]) <= 800
     shown = " \u2026 ".join(text_[start:end] for start, end in item["ranges"])
     assert item["content"] == shown
+
+
+async def test_a_modes_token_count_includes_the_boundarys_notes(client: Agent) -> None:
+    await _memory(client, "billing runs on postgres")
+    result = await client.raw(
+        "reconstruct",
+        {"agent_id": "a", "query": "billing", "mode": "lite", "project_id": "@auto"},
+    )
+    answer = json.loads(text(result))
+    assert answer["resolved_project_id"] == "@auto"  # no operating context: passed through
+    assert list(answer)[-3:] == ["mode", "cap", "used_tokens"]
+    assert answer["used_tokens"] == cl100k_tokens(text(result))
