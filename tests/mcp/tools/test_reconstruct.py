@@ -388,3 +388,33 @@ async def test_a_modes_token_count_includes_the_boundarys_notes(client: Agent) -
     assert answer["resolved_project_id"] == "@auto"  # no operating context: passed through
     assert list(answer)[-3:] == ["mode", "cap", "used_tokens"]
     assert answer["used_tokens"] == cl100k_tokens(text(result))
+
+
+async def test_the_walk_reads_only_records_in_the_calls_scope(client: Agent) -> None:
+    stored = [
+        await client.call("store", agent_id="a", channel=channel, message={"content": content})
+        for channel, content in (
+            ("c1", "the ledger uses jsonb columns"),
+            ("c2", "Aurora is the managed cluster"),
+        )
+    ]
+    hit, other = (int(s["id"]) for s in stored)
+    for anchor, name in ((hit, "Ledger"), (other, "Aurora")):
+        await client.call(
+            "declare_associations",
+            agent_id="a",
+            anchor_ref=f"mem:{anchor}",
+            associations={"entities": [{"name": name}]},
+        )
+    await client.call(
+        "declare_associations",
+        agent_id="a",
+        associations={"relations": [{"subject": "Aurora", "predicate": "r", "object": "Ledger"}]},
+    )
+    everywhere = await _reconstruct(client, "jsonb")
+    assert f"mem:{other}" in [c["ref"] for c in everywhere["items"][0]["claims"]]
+    scoped = await _reconstruct(client, "jsonb", channel="c1")
+    assert [item["head_ref"] for item in scoped["items"]] == [f"mem:{hit}"]
+    assert f"mem:{other}" not in str(scoped)
+    foreign = await _reconstruct(client, "jsonb", agent="b")
+    assert foreign["items"] == []
