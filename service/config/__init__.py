@@ -3,7 +3,7 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``quoting``,
+(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``quoting``, ``reconstruct``,
 ``portability``, ``oauth``).
 ``load_settings(environ)`` is the only function that reads environment variables. A bad
 value raises :class:`ConfigError` whose message names the variable, so the CLI stops
@@ -32,6 +32,7 @@ from service.config.limits import LimitSettings
 from service.config.oauth import OAuthMode as OAuthMode, OAuthSettings, check_oauth
 from service.config.quoting import QuotingSettings, check_quoting
 from service.config.recall import RecallSettings
+from service.config.reconstruct import ReconstructSettings, check_reconstruct
 from service.config.server import ServerSettings
 from service.errors import ConfigError
 from service.extras import (
@@ -45,6 +46,7 @@ class Settings(
     OAuthSettings,  # and PortabilitySettings, which it extends
     EconomySettings,
     QuotingSettings,
+    ReconstructSettings,
     RecallSettings,
     EmbeddingSettings,
     LimitSettings,
@@ -119,4 +121,5 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
     _check_consistency(settings)
     check_oauth(settings)
     check_quoting(settings, settings.recall_preview_chars)
+    check_reconstruct(settings)
     return settings

@@ -31,6 +31,7 @@ class ToolEnv:
     session_key: str = ""  # the request's X-CPersona-Session ('' = none); picks pauses only
     paused: bool = False  # set by the pause step for tools whose policy informs (no body)
     pause_guard: PauseGuard | None = None  # set by the pause step for ``in_write`` policies
+    notes: JsonObject | None = None  # the project gate's notes, for a tool that places them
 
 
 P = TypeVar("P")
@@ -156,6 +157,11 @@ class ToolSpec(Generic[P]):
     """Fields every refusal of this tool carries, from its arguments, where the refusal did
     not set them itself: a grant denial or gate refusal of ``store`` says ``result:
     rejected`` (and ``locked: false`` under ``lock: true``) like its own refusals."""
+
+    places_notes: bool = False
+    """The handler places the project gate's notes (``ToolEnv.notes``) in its answer
+    itself, instead of the dispatcher appending them: reconstruct's modes count every key
+    of the answer in ``used_tokens``, which must stay last."""
     primary_when: Callable[[Settings], bool] = never
     """For a read-only tool: the settings under which it writes or must see its own
     writes, so it runs on the primary instead of a read replica (recall with confidence

@@ -176,6 +176,9 @@ class Dispatcher:
 
     @staticmethod
     async def _handled(call: checks.Call) -> JsonObject:
+        if call.spec.places_notes:
+            call.env = dataclasses.replace(call.env, notes=call.notes)
+            return await pausing.run(call.spec, call.env, call.params)
         body = await pausing.run(call.spec, call.env, call.params)
         return {**body, **call.notes} if call.notes else body
 

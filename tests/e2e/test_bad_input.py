@@ -50,6 +50,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
         "associations": {"entities": [{"name": "E"}], "relations": []},
     },
     "traverse": {"agent_id": "a", "entity": "E"},
+    "reconstruct": {"agent_id": "a", "query": "q"},
     "list_memories": {},
     "list_episodes": {},
     "get_contents": {"agent_id": "a", "refs": ["mem:1", "ep:2"]},

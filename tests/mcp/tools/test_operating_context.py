@@ -223,6 +223,7 @@ def test_every_gated_tool_refuses_in_its_reserved_shape() -> None:
         "archive_episode": {"episode_id": None},
         "recall": {"messages": []},
         "recall_with_context": {"messages": []},
+        "reconstruct": {"items": [], "returned_count": 0},
         "list_memories": {"memories": [], "count": 0},
         "list_episodes": {"episodes": [], "count": 0},
     }
