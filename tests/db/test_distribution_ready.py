@@ -35,6 +35,9 @@ CROSS_TENANT_QUERIES = {
     "revoke_oauth_token": "a presented token is resolved by its hash and its client, like a key",
     "access_token_for_auth": "a presented access token is resolved by its hash, like an API key",
     "delete_expired_oauth": "expired codes and tokens of every tenant are dropped (owner role)",
+    "console_session_for_auth": "a presented console session is resolved by its hash, like a key",
+    "delete_console_session": "sign-out names the session by its hash, like a token revocation",
+    "delete_ended_console_sessions": "ended console sessions of every tenant are dropped",
 }
 """Named queries that touch tenant tables without a tenant parameter, and why."""
 

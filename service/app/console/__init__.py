@@ -1,0 +1,50 @@
+"""The web console at ``/console`` (docs/console.md): see, search and curate what a
+tenant's agents remember, in a browser, with the same walls as the API.
+
+Server-rendered HTML (:mod:`service.app.console.render`, Jinja2 autoescaped
+everywhere), forms that work without JavaScript, the headers, cookies and CSRF of
+:mod:`service.app.console.security`, sessions of :mod:`service.app.console.auth`. It
+calls the library as the MCP tools do and never storage itself (the import-linter
+contract "The console reaches data only through the library"). Every route checks the
+Host header, and a database that is down or busy answers 503 with ``Retry-After``.
+``CPERSONA_CONSOLE=false`` mounts none of it.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from service.app.console import render, security
+from service.app.console.auth import Gate
+from service.app.console.pages import Pages
+from service.app.hosts import HostGuard
+from service.app.oauth import degraded_as_503
+from service.memory.library import Library
+
+
+def routes(lib: Library, hosts: HostGuard) -> list[Route]:
+    """The console's routes (none when CPERSONA_CONSOLE is false), behind ``hosts``."""
+    if not lib.settings.console:
+        return []
+    gate = Gate(lib)
+    pages = Pages(lib)
+    css = render.stylesheet()
+
+    async def stylesheet(request: Request) -> Response:
+        headers = {**security.HEADERS, "cache-control": "max-age=300"}
+        return Response(css, 200, headers, media_type="text/css")
+
+    found = [
+        ("", gate.home, ["GET"]),
+        ("/", gate.home, ["GET"]),
+        ("/sign-in", gate.sign_in, ["GET", "POST"]),
+        ("/sign-out", gate.signed_in(gate.sign_out), ["POST"]),
+        ("/agents", gate.signed_in(pages.agents), ["GET"]),
+        ("/static/console.css", stylesheet, ["GET"]),
+    ]
+    return [
+        Route(security.PREFIX + path, hosts.guarded(degraded_as_503(endpoint)), methods=methods)
+        for path, endpoint, methods in found
+    ]

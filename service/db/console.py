@@ -1,0 +1,66 @@
+"""Storage of web console sessions: one function per query of ``sql/console.sql``.
+
+Control plane (admin connections, like API keys and OAuth tokens): a presented session
+id is looked up by its hash before the tenant is known, and the lookup checks the key it
+was opened from (``cpersona_app`` cannot read ``api_keys``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+from service.db.pool import Connection
+from service.db.sql import QUERIES
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionKeyRow:
+    """The key behind a live session: what the caller is made of."""
+
+    prefix: str
+    label: str
+    grants: dict[str, str]
+    tool_set: str
+    tenant_id: uuid.UUID
+    tenant_slug: str
+
+
+async def insert_console_session(
+    conn: Connection,
+    tenant_id: uuid.UUID,
+    session_hash: bytes,
+    key_prefix: str,
+    idle_seconds: int,
+    lifetime_seconds: float,
+) -> None:
+    await conn.execute(
+        QUERIES["insert_console_session"],
+        tenant_id,
+        session_hash,
+        key_prefix,
+        idle_seconds,
+        lifetime_seconds,
+    )
+
+
+async def console_session_for_auth(conn: Connection, session_hash: bytes) -> SessionKeyRow | None:
+    record = await conn.fetchrow(QUERIES["console_session_for_auth"], session_hash)
+    if record is None:
+        return None
+    return SessionKeyRow(
+        prefix=record["prefix"],
+        label=record["label"],
+        grants=dict(record["grants"]),
+        tool_set=record["tool_set"],
+        tenant_id=record["tenant_id"],
+        tenant_slug=record["tenant_slug"],
+    )
+
+
+async def delete_console_session(conn: Connection, session_hash: bytes) -> None:
+    await conn.execute(QUERIES["delete_console_session"], session_hash)
+
+
+async def delete_ended_console_sessions(conn: Connection) -> None:
+    await conn.execute(QUERIES["delete_ended_console_sessions"])

@@ -1,0 +1,73 @@
+"""Web console sessions (docs/console.md, "Security model"): opened from an API key,
+resolved to that key's caller on every request, ended by sign-out, idleness, age or the
+key's revocation.
+
+The browser holds a random session id (256 bits); only its SHA-256 is stored, so a copy
+of the table opens no session. A session carries nothing of its own: every request
+re-reads the key it was opened from, so its grants and tool set are the key's as they are
+now, and a revoked or expired key ends it on every replica at the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import cast
+
+from service.db import console as console_queries
+from service.db.pool import Database
+from service.memory import tenants
+from service.models import Caller, Permission, TenantId
+
+SESSION_ID_BYTES = 32
+CREDENTIAL_PREFIX = "console:"
+"""A console caller's credential (``console:<KEY_ID>``): its session ledger is its own."""
+
+
+def session_hash(session_id: str) -> bytes:
+    return hashlib.sha256(session_id.encode("utf-8", "replace")).digest()
+
+
+async def open_session(
+    db: Database, caller: Caller, *, idle_seconds: int, lifetime_seconds: float
+) -> str:
+    """A new session for ``caller`` (resolved from a pasted key); returns its id, which
+    only the browser keeps. Sessions of every tenant that have ended are dropped first."""
+    session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
+    async with db.admin_tx() as conn:
+        await console_queries.delete_ended_console_sessions(conn)
+        await console_queries.insert_console_session(
+            conn,
+            caller.tenant_id,
+            session_hash(session_id),
+            caller.key_id,
+            idle_seconds,
+            lifetime_seconds,
+        )
+    return session_id
+
+
+async def session_caller(db: Database, session_id: str) -> Caller | None:
+    """The caller of a live session (its use recorded); None when the id is unknown or
+    the session ended (signed out, idle, too old, its key revoked or expired)."""
+    if not session_id or len(session_id) > 2 * SESSION_ID_BYTES:
+        return None
+    async with db.admin_conn() as conn:  # one statement, no BEGIN/COMMIT
+        row = await console_queries.console_session_for_auth(conn, session_hash(session_id))
+    if row is None:
+        return None
+    return Caller(
+        tenant_id=TenantId(row.tenant_id),
+        tenant_slug=row.tenant_slug,
+        key_id=row.prefix,
+        label=row.label,
+        grants={agent: cast(Permission, level) for agent, level in row.grants.items()},
+        tool_set=tenants.parse_tool_set(row.tool_set),
+        credential=CREDENTIAL_PREFIX + row.prefix,
+    )
+
+
+async def close_session(db: Database, session_id: str) -> None:
+    """Sign-out: the session authenticates nothing any more (unknown ids are ignored)."""
+    async with db.admin_conn() as conn:
+        await console_queries.delete_console_session(conn, session_hash(session_id))
