@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from datetime import datetime
 
 from service.db.pool import Connection
 from service.db.sql import QUERIES
@@ -64,3 +65,37 @@ async def delete_console_session(conn: Connection, session_hash: bytes) -> None:
 
 async def delete_ended_console_sessions(conn: Connection) -> None:
     await conn.execute(QUERIES["delete_ended_console_sessions"])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AgentRow:
+    """One agent of the console's agents page, with its counts."""
+
+    name: str
+    memories: int
+    episodes: int
+    locked: int
+    pending_embeddings: int
+    last_write: datetime | None
+    last_recall: datetime | None
+
+
+async def console_agents(
+    conn: Connection,
+    tenant_id: uuid.UUID,
+    after: str,
+    readable_by_default: bool,
+    hidden: list[str],
+    granted: list[str],
+    page_size: int,
+) -> list[AgentRow]:
+    records = await conn.fetch(
+        QUERIES["console_agents"],
+        tenant_id,
+        after,
+        readable_by_default,
+        hidden,
+        granted,
+        page_size,
+    )
+    return [AgentRow(**dict(record)) for record in records]

@@ -10,13 +10,16 @@ now, and a revoked or expired key ends it on every replica at the next request.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 from typing import cast
 
 from service.db import console as console_queries
 from service.db.pool import Database
+from service.errors import InvalidInput
 from service.memory import tenants
+from service.memory.library import Library
 from service.models import Caller, Permission, TenantId
 
 SESSION_ID_BYTES = 32
@@ -71,3 +74,53 @@ async def close_session(db: Database, session_id: str) -> None:
     """Sign-out: the session authenticates nothing any more (unknown ids are ignored)."""
     async with db.admin_conn() as conn:
         await console_queries.delete_console_session(conn, session_hash(session_id))
+
+
+AGENTS_PAGE = 50
+"""Agents per page of the console's agents list (keyset-paged by name)."""
+MAX_CURSOR_CHARS = 1000
+"""A page cursor is an agent name; a longer one is refused (InvalidInput)."""
+
+AgentSummary = console_queries.AgentRow
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Readable:
+    """Which agents a key may read: every agent but ``hidden`` when its default grant
+    reads (``by_default``), and the ``granted`` ones whatever the default."""
+
+    by_default: bool
+    hidden: tuple[str, ...]
+    granted: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AgentsPage:
+    """One page of agents, by name; ``next_after``: the cursor of the next page, None at
+    the end."""
+
+    agents: list[AgentSummary]
+    next_after: str | None
+
+
+async def list_agents(
+    lib: Library, tenant_id: TenantId, readable: Readable, after: str = "", limit: int = AGENTS_PAGE
+) -> AgentsPage:
+    """The agents of ``tenant_id`` that ``readable`` admits, named after ``after``, with
+    their counts (memories, episodes, locked, pending embeddings, last write and recall).
+    An agent the key may not read is never returned, not even counted."""
+    if len(after) > MAX_CURSOR_CHARS:
+        raise InvalidInput(f"page cursor longer than {MAX_CURSOR_CHARS} characters")
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await console_queries.console_agents(
+            conn,
+            tenant_id,
+            after,
+            readable.by_default,
+            list(readable.hidden),
+            list(readable.granted),
+            limit + 1,
+        )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return AgentsPage(rows, rows[-1].name if more else None)

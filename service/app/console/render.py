@@ -10,6 +10,7 @@ headers (:data:`service.app.console.security.HEADERS`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, Final
 
@@ -26,6 +27,14 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamp as the console shows it (UTC, to the minute); an em dash for none."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if moment else "\u2014"
+
+
+_ENV.filters["when"] = when
 
 
 def page(

@@ -30,3 +30,39 @@ DELETE FROM console_sessions WHERE session_hash = $1
 -- Drop sessions of every tenant that ended (idle, expired) before now (run at sign-in).
 DELETE FROM console_sessions
 WHERE expires_at <= now() OR seen_at + make_interval(secs => idle_seconds) <= now()
+
+-- console_agents --
+-- One page of a tenant's agents a key may read, by name after a cursor, with their
+-- counts: memories, episodes, locked memories, embedding jobs pending for their rows,
+-- the latest write and the latest recall. Readable: every agent when the key's default
+-- allows reading, except those it names with "none"; otherwise only those it names.
+-- $1 tenant_id uuid, $2 after text, $3 readable_by_default bool, $4 hidden text[],
+-- $5 granted text[], $6 page_size int4
+SELECT a.name, coalesce(m.memories, 0)::int AS memories, coalesce(e.episodes, 0)::int AS episodes,
+       coalesce(m.locked, 0)::int AS locked,
+       (coalesce(jm.pending, 0) + coalesce(je.pending, 0))::int AS pending_embeddings,
+       greatest(m.last_write, e.last_write) AS last_write, m.last_recall
+FROM agents a
+LEFT JOIN LATERAL (
+    SELECT count(*) AS memories, count(*) FILTER (WHERE x.locked) AS locked,
+           max(x.updated_at) AS last_write, max(x.last_recalled_at) AS last_recall
+    FROM memories x WHERE x.tenant_id = $1 AND x.agent_id = a.id
+) m ON true
+LEFT JOIN LATERAL (
+    SELECT count(*) AS episodes, max(y.created_at) AS last_write
+    FROM episodes y WHERE y.tenant_id = $1 AND y.agent_id = a.id
+) e ON true
+LEFT JOIN LATERAL (
+    SELECT count(*) AS pending FROM embedding_jobs j
+    JOIN memories x ON x.tenant_id = j.tenant_id AND x.id = j.item_id
+    WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND x.agent_id = a.id
+) jm ON true
+LEFT JOIN LATERAL (
+    SELECT count(*) AS pending FROM embedding_jobs j
+    JOIN episodes y ON y.tenant_id = j.tenant_id AND y.id = j.item_id
+    WHERE j.tenant_id = $1 AND j.item_kind = 'ep' AND y.agent_id = a.id
+) je ON true
+WHERE a.tenant_id = $1 AND a.name > $2
+  AND (($3 AND NOT a.name = ANY ($4)) OR a.name = ANY ($5))
+ORDER BY a.name
+LIMIT $6
