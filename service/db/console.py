@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from datetime import datetime
+from typing import Any
 
 from service.db.pool import Connection
 from service.db.sql import QUERIES
@@ -99,3 +100,45 @@ async def console_agents(
         page_size,
     )
     return [AgentRow(**dict(record)) for record in records]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordRow:
+    """One memory or episode of a console list: the start of its text and its facts."""
+
+    id: int
+    preview: str
+    chars: int
+    project_id: str
+    channel: str
+    source: dict[str, object]
+    timestamp_text: str
+    created_at: datetime
+    locked: bool
+    embedded: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordsQuery:
+    """The arguments of console_memories and console_episodes, in their ``$n`` order."""
+
+    tenant_id: uuid.UUID
+    agent: str
+    before_at: datetime
+    before_id: int
+    preview_chars: int
+    page_size: int
+
+
+def _record_rows(records: list[Any]) -> list[RecordRow]:
+    return [RecordRow(**{**dict(record), "source": dict(record["source"])}) for record in records]
+
+
+async def console_memories(conn: Connection, query: RecordsQuery) -> list[RecordRow]:
+    records = await conn.fetch(QUERIES["console_memories"], *dataclasses.astuple(query))
+    return _record_rows(records)
+
+
+async def console_episodes(conn: Connection, query: RecordsQuery) -> list[RecordRow]:
+    records = await conn.fetch(QUERIES["console_episodes"], *dataclasses.astuple(query))
+    return _record_rows(records)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import secrets
-from typing import cast
+from datetime import UTC, datetime
+from typing import Final, Literal, cast
 
 from service.db import console as console_queries
 from service.db.pool import Database
 from service.errors import InvalidInput
-from service.memory import tenants
+from service.memory import bounds, tenants
 from service.memory.library import Library
 from service.models import Caller, Permission, TenantId
 
@@ -124,3 +125,68 @@ async def list_agents(
     more = len(rows) > limit
     rows = rows[:limit]
     return AgentsPage(rows, rows[-1].name if more else None)
+
+
+RECORDS_PAGE = 50
+"""Memories or episodes per page of an agent's list (keyset-paged, newest first)."""
+PREVIEW_CHARS = 500
+"""Characters of each text a list shows (the record page shows it whole)."""
+MAX_RECORD_CURSOR_CHARS = 100
+RecordSummary = console_queries.RecordRow
+RecordKind = Literal["mem", "ep"]
+_FIRST: Final = (datetime.max.replace(tzinfo=UTC), 2**63 - 1)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordsPage:
+    """One page of an agent's memories or episodes, newest first; ``next_before``: the
+    cursor of the next (older) page, None at the end."""
+
+    kind: RecordKind
+    records: list[RecordSummary]
+    next_before: str | None
+
+
+def record_cursor(row: RecordSummary) -> str:
+    """The cursor of the page after ``row``: its creation time and id."""
+    return f"{row.created_at.isoformat()}~{row.id}"
+
+
+def parse_record_cursor(raw: str) -> tuple[datetime, int]:
+    """A cursor of :func:`record_cursor` ('' is the first page); InvalidInput otherwise."""
+    if not raw:
+        return _FIRST
+    moment, sep, number = raw.partition("~")
+    try:
+        if len(raw) > MAX_RECORD_CURSOR_CHARS or not sep:
+            raise ValueError(raw)
+        at, row_id = datetime.fromisoformat(moment), int(number)
+    except ValueError:
+        raise InvalidInput("not a page cursor of this list; start from the first page") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at, row_id
+
+
+async def list_records(
+    lib: Library,
+    tenant_id: TenantId,
+    agent: str,
+    kind: RecordKind,
+    before: str = "",
+    limit: int = RECORDS_PAGE,
+) -> RecordsPage:
+    """One page of ``agent``'s memories (``mem``) or episodes (``ep``), newest first,
+    before the cursor ``before``; each text cut to :data:`PREVIEW_CHARS`. The caller has
+    checked that its key may read ``agent``."""
+    bounds.check_text("agent_id", agent, bounds.IDENTIFIER_CHARS)
+    cursor = parse_record_cursor(before)
+    read = console_queries.console_memories if kind == "mem" else console_queries.console_episodes
+    query = console_queries.RecordsQuery(
+        tenant_id, agent, cursor[0], cursor[1], PREVIEW_CHARS, limit + 1
+    )
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await read(conn, query)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return RecordsPage(kind, rows, record_cursor(rows[-1]) if more else None)

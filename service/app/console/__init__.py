@@ -42,6 +42,8 @@ def routes(lib: Library, hosts: HostGuard) -> list[Route]:
         ("/sign-in", gate.sign_in, ["GET", "POST"]),
         ("/sign-out", gate.signed_in(gate.sign_out), ["POST"]),
         ("/agents", gate.signed_in(pages.agents), ["GET"]),
+        ("/agent", gate.signed_in(pages.records), ["GET"]),
+        ("/search", gate.signed_in(pages.search), ["GET"]),
         ("/static/console.css", stylesheet, ["GET"]),
     ]
     return [

@@ -16,7 +16,9 @@ from tests.support import Agent, new_tenant, serve
 def _row(html: str, agent: str) -> list[str]:
     """The cells of the table row of ``agent`` (its name escaped as the page shows it)."""
     match = re.search(
-        rf'<th scope="row" class="text">{re.escape(agent)}</th>(.*?)</tr>', html, re.DOTALL
+        rf'<th scope="row" class="text"><a href="[^"]*">{re.escape(agent)}</a></th>(.*?)</tr>',
+        html,
+        re.DOTALL,
     )
     assert match is not None, html
     return re.findall(r"<td[^>]*>([^<]*)</td>", match.group(1))
