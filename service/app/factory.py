@@ -140,7 +140,7 @@ def create_app(
             *(Route(path, mcp_edge, methods=MCP_METHODS) for path in MCP_PATHS),
             *portability.routes(deps),
             *oauth.routes(lib, HostGuard(transport_security(settings))),
-            *console.routes(lib, HostGuard(transport_security(settings))),
+            *console.routes(lib, HostGuard(transport_security(settings)), usage),
         ],
         middleware=[Middleware(Cors, allowed_origins=settings.allowed_origins)],
         lifespan=lifespan,

@@ -142,3 +142,46 @@ async def console_memories(conn: Connection, query: RecordsQuery) -> list[Record
 async def console_episodes(conn: Connection, query: RecordsQuery) -> list[RecordRow]:
     records = await conn.fetch(QUERIES["console_episodes"], *dataclasses.astuple(query))
     return _record_rows(records)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordDetail:
+    """One memory or episode, whole, for the record page."""
+
+    id: int
+    text: str
+    project_id: str
+    channel: str
+    msg_id: str
+    source: dict[str, Any]
+    metadata: dict[str, Any]
+    timestamp_text: str
+    created_at: datetime
+    updated_at: datetime
+    locked: bool
+    recall_count: int
+    last_recalled_at: datetime | None
+    embedded: bool
+    embedding_model: str | None
+    queued: bool
+
+
+def _detail(record: Any) -> RecordDetail | None:
+    if record is None:
+        return None
+    values = dict(record)
+    return RecordDetail(
+        **{**values, "source": dict(values["source"]), "metadata": dict(values["metadata"])}
+    )
+
+
+async def console_memory(
+    conn: Connection, tenant_id: uuid.UUID, agent: str, memory_id: int
+) -> RecordDetail | None:
+    return _detail(await conn.fetchrow(QUERIES["console_memory"], tenant_id, agent, memory_id))
+
+
+async def console_episode(
+    conn: Connection, tenant_id: uuid.UUID, agent: str, episode_id: int
+) -> RecordDetail | None:
+    return _detail(await conn.fetchrow(QUERIES["console_episode"], tenant_id, agent, episode_id))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import secrets
 from datetime import UTC, datetime
 from typing import Final, Literal, cast
@@ -190,3 +191,29 @@ async def list_records(
     more = len(rows) > limit
     rows = rows[:limit]
     return RecordsPage(kind, rows, record_cursor(rows[-1]) if more else None)
+
+
+RecordDetail = console_queries.RecordDetail
+MAX_RECORD_ID = 2**63 - 1
+_REF = re.compile(r"(mem|ep):([0-9]{1,19})")
+
+
+def parse_ref(ref: str) -> tuple[RecordKind, int] | None:
+    """``mem:N`` or ``ep:N`` as (kind, id); None for anything else."""
+    match = _REF.fullmatch(ref)
+    if match is None or int(match.group(2)) > MAX_RECORD_ID:
+        return None
+    kind: RecordKind = "mem" if match.group(1) == "mem" else "ep"
+    return kind, int(match.group(2))
+
+
+async def get_record(
+    lib: Library, tenant_id: TenantId, agent: str, kind: RecordKind, record_id: int
+) -> RecordDetail | None:
+    """One memory or episode of ``agent``, whole; None when ``agent`` has no such row
+    (another agent's or another tenant's row answers the same). The caller has checked
+    that its key may read ``agent``."""
+    bounds.check_text("agent_id", agent, bounds.IDENTIFIER_CHARS)
+    read = console_queries.console_memory if kind == "mem" else console_queries.console_episode
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        return await read(conn, tenant_id, agent, record_id)

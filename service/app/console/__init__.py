@@ -18,18 +18,23 @@ from starlette.routing import Route
 
 from service.app.console import render, security
 from service.app.console.auth import Gate
+from service.app.console.calls import ToolCalls
+from service.app.console.curation import Curation
 from service.app.console.pages import Pages
 from service.app.hosts import HostGuard
 from service.app.oauth import degraded_as_503
 from service.memory.library import Library
+from service.memory.usage import UsageCounter
 
 
-def routes(lib: Library, hosts: HostGuard) -> list[Route]:
-    """The console's routes (none when CPERSONA_CONSOLE is false), behind ``hosts``."""
+def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) -> list[Route]:
+    """The console's routes (none when CPERSONA_CONSOLE is false), behind ``hosts``;
+    its tool calls count in ``usage`` (the process's meter)."""
     if not lib.settings.console:
         return []
     gate = Gate(lib)
     pages = Pages(lib)
+    curation = Curation(lib, ToolCalls(lib, usage))
     css = render.stylesheet()
 
     async def stylesheet(request: Request) -> Response:
@@ -44,6 +49,9 @@ def routes(lib: Library, hosts: HostGuard) -> list[Route]:
         ("/agents", gate.signed_in(pages.agents), ["GET"]),
         ("/agent", gate.signed_in(pages.records), ["GET"]),
         ("/search", gate.signed_in(pages.search), ["GET"]),
+        ("/record", gate.signed_in(curation.record), ["GET"]),
+        ("/record/edit", gate.signed_in(curation.edit_form), ["GET"]),
+        ("/record/{action}", gate.signed_in(curation.act), ["POST"]),
         ("/static/console.css", stylesheet, ["GET"]),
     ]
     return [

@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from service.app.console import render
 from service.app.console.auth import Session
+from service.app.console.curation import NOTICES
 from service.errors import InvalidInput, Refused
 from service.mcp import acl, tools
 from service.mcp.shaping import excerpt
@@ -65,7 +66,10 @@ class Pages:
         except InvalidInput as bad:
             return render.error_page("Bad request", bad.message, 400, session)
         context = {"session": session, "page": "agents", "agent": agent, "tab": tab}
-        return render.page("records.html", {**context, "found": found, "filters": {}})
+        notice = NOTICES.get(params.get("done", ""), "")
+        return render.page(
+            "records.html", {**context, "found": found, "filters": {}, "notice": notice}
+        )
 
     async def search(self, request: Request, session: Session) -> Response:
         """Recall over an agent's rows with recall's filters: each row with why it

@@ -97,3 +97,33 @@ WHERE e.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2
   AND (e.created_at, e.id) < ($3, $4)
 ORDER BY e.created_at DESC, e.id DESC
 LIMIT $6
+
+-- console_memory --
+-- One memory of an agent, whole, for the console's record page: its text, axes, source,
+-- metadata, times, lock, recall statistics and embedding state. No row: no such memory of
+-- that agent in this tenant.
+-- $1 tenant_id uuid, $2 agent text, $3 id int8
+SELECT m.id, m.content AS text, m.project_id, m.channel, m.msg_id, m.source, m.metadata,
+       m.timestamp_text, m.created_at, m.updated_at, m.locked, m.recall_count,
+       m.last_recalled_at, m.embedding IS NOT NULL AS embedded, m.embedding_model,
+       EXISTS (SELECT 1 FROM embedding_jobs j
+               WHERE j.tenant_id = $1 AND j.item_kind = 'mem' AND j.item_id = m.id) AS queued
+FROM memories m
+JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id
+WHERE m.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2 AND m.id = $3
+
+-- console_episode --
+-- One episode of an agent, whole, like console_memory (its text is the summary and the
+-- keywords; episodes have no lock, source, metadata or recall statistics).
+-- $1 tenant_id uuid, $2 agent text, $3 id int8
+SELECT e.id, e.summary || CASE WHEN e.keywords <> '' THEN E'\n\nKeywords: ' || e.keywords
+                               ELSE '' END AS text,
+       e.project_id, e.channel, '' AS msg_id, '{}'::jsonb AS source, '{}'::jsonb AS metadata,
+       coalesce(e.start_time, '') AS timestamp_text, e.created_at, e.created_at AS updated_at,
+       false AS locked, 0 AS recall_count, NULL::timestamptz AS last_recalled_at,
+       e.embedding IS NOT NULL AS embedded, e.embedding_model,
+       EXISTS (SELECT 1 FROM embedding_jobs j
+               WHERE j.tenant_id = $1 AND j.item_kind = 'ep' AND j.item_id = e.id) AS queued
+FROM episodes e
+JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
+WHERE e.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2 AND e.id = $3
