@@ -20,6 +20,7 @@ from service.app.console import render, security
 from service.app.console.auth import Gate
 from service.app.console.calls import ToolCalls
 from service.app.console.curation import Curation
+from service.app.console.overview import Overview
 from service.app.console.pages import Pages
 from service.app.hosts import HostGuard
 from service.app.oauth import degraded_as_503
@@ -35,6 +36,7 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
     gate = Gate(lib)
     pages = Pages(lib)
     curation = Curation(lib, ToolCalls(lib, usage))
+    overview = Overview(lib)
     css = render.stylesheet()
 
     async def stylesheet(request: Request) -> Response:
@@ -52,6 +54,8 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
         ("/record", gate.signed_in(curation.record), ["GET"]),
         ("/record/edit", gate.signed_in(curation.edit_form), ["GET"]),
         ("/record/{action}", gate.signed_in(curation.act), ["POST"]),
+        ("/usage", gate.signed_in(overview.usage), ["GET"]),
+        ("/export", gate.signed_in(overview.export), ["GET"]),
         ("/static/console.css", stylesheet, ["GET"]),
     ]
     return [
