@@ -27,6 +27,9 @@ from service.app.oauth import degraded_as_503
 from service.memory.library import Library
 from service.memory.usage import UsageCounter
 
+STATIC = {"console.css": "text/css", "favicon.svg": "image/svg+xml"}
+"""The console's own files (the CSP allows styles and images from this origin only)."""
+
 
 def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) -> list[Route]:
     """The console's routes (none when CPERSONA_CONSOLE is false), behind ``hosts``;
@@ -37,11 +40,14 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
     pages = Pages(lib)
     curation = Curation(lib, ToolCalls(lib, usage))
     overview = Overview(lib)
-    css = render.stylesheet()
+    files = {name: render.static(name) for name in STATIC}
 
-    async def stylesheet(request: Request) -> Response:
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in files:
+            return Response(status_code=404, headers=security.HEADERS)
         headers = {**security.HEADERS, "cache-control": "max-age=300"}
-        return Response(css, 200, headers, media_type="text/css")
+        return Response(files[name], 200, headers, media_type=STATIC[name])
 
     found = [
         ("", gate.home, ["GET"]),
@@ -56,7 +62,7 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
         ("/record/{action}", gate.signed_in(curation.act), ["POST"]),
         ("/usage", gate.signed_in(overview.usage), ["GET"]),
         ("/export", gate.signed_in(overview.export), ["GET"]),
-        ("/static/console.css", stylesheet, ["GET"]),
+        ("/static/{name}", static, ["GET"]),
     ]
     return [
         Route(security.PREFIX + path, hosts.guarded(degraded_as_503(endpoint)), methods=methods)

@@ -63,5 +63,6 @@ def redirect(path: str) -> Response:
     return RedirectResponse(PREFIX + path, 303, headers=HEADERS)
 
 
-def stylesheet() -> bytes:
-    return (PACKAGE / "static" / "console.css").read_bytes()
+def static(name: str) -> bytes:
+    """A file of ``static/`` (read once, when the routes are built)."""
+    return (PACKAGE / "static" / name).read_bytes()

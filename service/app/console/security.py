@@ -2,8 +2,10 @@
 
 - **Headers** of every console answer: a CSP that allows only this origin's stylesheet
   and nothing else (no script, no inline style, no frames, forms post only here),
-  ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY``, ``nosniff``, no referrer,
-  and ``no-store`` (pages hold memory content).
+  ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY``, ``nosniff``, a referrer only
+  to this origin (``same-origin``: with ``no-referrer`` Chromium sends ``Origin: null`` on
+  the console's own form posts, which the Origin check must then refuse), and
+  ``no-store`` (pages hold memory content).
 - **The session cookie** holds a random id (:mod:`service.memory.console`); it is
   ``HttpOnly`` and ``SameSite=Strict``, and over https (a ``CPERSONA_PUBLIC_URL`` of
   https or a TLS request) ``__Host-`` prefixed, ``Secure``, ``Path=/``, so no sibling
@@ -41,7 +43,7 @@ HEADERS: Final = {
     ),
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
     "cross-origin-opener-policy": "same-origin",
 }
