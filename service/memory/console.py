@@ -29,6 +29,10 @@ CREDENTIAL_PREFIX = "console:"
 """A console caller's credential (``console:<KEY_ID>``): its session ledger is its own."""
 
 
+def new_session_id() -> str:
+    return secrets.token_urlsafe(SESSION_ID_BYTES)
+
+
 def session_hash(session_id: str) -> bytes:
     return hashlib.sha256(session_id.encode("utf-8", "replace")).digest()
 
@@ -38,7 +42,7 @@ async def open_session(
 ) -> str:
     """A new session for ``caller`` (resolved from a pasted key); returns its id, which
     only the browser keeps. Sessions of every tenant that have ended are dropped first."""
-    session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
+    session_id = new_session_id()
     async with db.admin_tx() as conn:
         await console_queries.delete_ended_console_sessions(conn)
         await console_queries.insert_console_session(

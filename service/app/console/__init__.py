@@ -20,6 +20,7 @@ from service.app.console import render, security
 from service.app.console.auth import Gate
 from service.app.console.calls import ToolCalls
 from service.app.console.curation import Curation
+from service.app.console.operations import Operations
 from service.app.console.overview import Overview
 from service.app.console.pages import Pages
 from service.app.hosts import HostGuard
@@ -40,6 +41,7 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
     pages = Pages(lib)
     curation = Curation(lib, ToolCalls(lib, usage))
     overview = Overview(lib)
+    operations = Operations(lib)
     files = {name: render.static(name) for name in STATIC}
 
     async def static(request: Request) -> Response:
@@ -53,7 +55,8 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
         ("", gate.home, ["GET"]),
         ("/", gate.home, ["GET"]),
         ("/sign-in", gate.sign_in, ["GET", "POST"]),
-        ("/sign-out", gate.signed_in(gate.sign_out), ["POST"]),
+        ("/sign-out", gate.any_signed_in(gate.sign_out), ["POST"]),
+        ("/tenants", gate.operator_in(operations.tenants), ["GET"]),
         ("/agents", gate.signed_in(pages.agents), ["GET"]),
         ("/agent", gate.signed_in(pages.records), ["GET"]),
         ("/search", gate.signed_in(pages.search), ["GET"]),

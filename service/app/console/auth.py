@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
+from typing import ClassVar, Final
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,11 +23,13 @@ from service.app.console import forms, render, security
 from service.app.oauth import audit
 from service.app.oauth.attempts import KeyAttempts
 from service.logs import get_logger, throttled
-from service.memory import console, tenants
+from service.memory import console, operators, tenants
 from service.memory.library import Library
 from service.models import Caller
 
 log = get_logger("service.console")
+OPERATOR_MARK: Final = "o~"
+"""The cookie of an operator's session starts with this (ids are url-safe base64: no ~)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,13 +39,27 @@ class Session:
     caller: Caller
     csrf: str
     secure: bool
+    kind: ClassVar[str] = "tenant"
 
     @property
     def read_only(self) -> bool:
         return all(level != "read-write" for level in self.caller.grants.values())
 
 
+@dataclasses.dataclass(frozen=True)
+class OperatorSession:
+    """A signed-in operator (no tenant): sees tenants' aggregates only."""
+
+    operator: operators.Operator
+    csrf: str
+    secure: bool
+    kind: ClassVar[str] = "operator"
+
+
+AnySession = Session | OperatorSession
 Page = Callable[[Request, Session], Awaitable[Response]]
+OperatorPage = Callable[[Request, OperatorSession], Awaitable[Response]]
+AnyPage = Callable[[Request, AnySession], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -60,21 +77,44 @@ class Gate:
     def secure(self, request: Request) -> bool:
         return security.is_secure(request, self._public_url)
 
-    async def session(self, request: Request) -> Session | None:
-        """The live session of the request's cookie, or None."""
+    def _cookie(self, request: Request) -> str:
+        name = security.cookie_name(security.SESSION_COOKIE, self.secure(request))
+        return request.cookies.get(name, "")
+
+    async def session(self, request: Request) -> AnySession | None:
+        """The live session of the request's cookie (a tenant's or an operator's), or None."""
         secure = self.secure(request)
-        session_id = request.cookies.get(security.cookie_name(security.SESSION_COOKIE, secure))
-        if not session_id:
-            return None
-        caller = await console.session_caller(self._lib.db, session_id)
-        if caller is None:
-            return None
-        return Session(caller, security.session_token(session_id), secure)
+        cookie = self._cookie(request)
+        csrf = security.session_token(cookie)
+        if cookie.startswith(OPERATOR_MARK):
+            found = await operators.session_operator(self._lib.db, cookie[len(OPERATOR_MARK) :])
+            return None if found is None else OperatorSession(found, csrf, secure)
+        caller = await console.session_caller(self._lib.db, cookie) if cookie else None
+        return None if caller is None else Session(caller, csrf, secure)
 
     def signed_in(self, handler: Page) -> Endpoint:
-        """``handler`` for signed-in requests only; a post must also be same-site and
-        carry the session's CSRF token (403 otherwise, before the handler runs)."""
+        """``handler`` for a tenant's signed-in requests only (an operator is sent to the
+        operator view); a post must also be same-site and carry the session's CSRF token
+        (403 otherwise, before the handler runs)."""
 
+        async def tenant_only(request: Request, session: AnySession) -> Response:
+            if isinstance(session, OperatorSession):
+                return render.redirect("/tenants")
+            return await handler(request, session)
+
+        return self.any_signed_in(tenant_only)
+
+    def operator_in(self, handler: OperatorPage) -> Endpoint:
+        """``handler`` for operators only: a tenant's session finds nothing here (404)."""
+
+        async def operator_only(request: Request, session: AnySession) -> Response:
+            if not isinstance(session, OperatorSession):
+                return render.error_page("Not found", "Nothing here for this key.", 404, session)
+            return await handler(request, session)
+
+        return self.any_signed_in(operator_only)
+
+    def any_signed_in(self, handler: AnyPage) -> Endpoint:
         async def handle(request: Request) -> Response:
             session = await self.session(request)
             if session is None:
@@ -87,7 +127,7 @@ class Gate:
 
         return handle
 
-    async def _refused_post(self, request: Request, session: Session) -> Response | None:
+    async def _refused_post(self, request: Request, session: AnySession) -> Response | None:
         if security.cross_site(request, self._public_url):
             return render.error_page("Refused", "This form was not sent by this console.", 403)
         try:
@@ -109,7 +149,9 @@ class Gate:
 
     async def home(self, request: Request) -> Response:
         session = await self.session(request)
-        return render.redirect("/agents" if session is not None else "/sign-in")
+        if session is None:
+            return render.redirect("/sign-in")
+        return render.redirect("/tenants" if isinstance(session, OperatorSession) else "/agents")
 
     async def sign_in(self, request: Request) -> Response:
         """GET: the form; POST: check the key and open a session."""
@@ -130,23 +172,32 @@ class Gate:
         if wait:
             return self._throttled(request, pasted, wait)
         caller = await tenants.authenticate(self._lib.db, pasted)
-        if caller is None:
-            log.info("console_sign_in_refused", key_id=audit.key_id(pasted), **_where(request))
-            message = "That API key is not valid (unknown, revoked or expired)."
-            return self._form(request, message, 401)
-        return await self._open(request, caller, secure)
+        if caller is not None:
+            return await self._open(request, caller, secure)
+        operator = await operators.authenticate_operator(self._lib.db, pasted)
+        if operator is not None:
+            return await self._open(request, operator, secure)
+        log.info("console_sign_in_refused", key_id=audit.key_id(pasted), **_where(request))
+        message = "That API key is not valid (unknown, revoked or expired)."
+        return self._form(request, message, 401)
 
-    async def _open(self, request: Request, caller: Caller, secure: bool) -> Response:
-        session_id = await console.open_session(
-            self._lib.db,
-            caller,
-            idle_seconds=self._idle_seconds,
-            lifetime_seconds=self._lifetime_seconds,
-        )
-        log.info(
-            "console_signed_in", tenant=caller.tenant_slug, key_id=caller.key_id, **_where(request)
-        )
-        response = render.redirect("/agents")
+    async def _open(
+        self, request: Request, who: Caller | operators.Operator, secure: bool
+    ) -> Response:
+        idle, lifetime = self._idle_seconds, self._lifetime_seconds
+        db = self._lib.db
+        if isinstance(who, operators.Operator):
+            opened = await operators.open_session(
+                db, who, idle_seconds=idle, lifetime_seconds=lifetime
+            )
+            session_id, home, tenant = OPERATOR_MARK + opened, "/tenants", "(operator)"
+        else:
+            session_id = await console.open_session(
+                db, who, idle_seconds=idle, lifetime_seconds=lifetime
+            )
+            home, tenant = "/agents", who.tenant_slug
+        log.info("console_signed_in", tenant=tenant, key_id=who.key_id, **_where(request))
+        response = render.redirect(home)
         security.set_cookie(
             response,
             security.SESSION_COOKIE,
@@ -157,16 +208,16 @@ class Gate:
         security.clear_cookie(response, security.CSRF_COOKIE, secure=secure)
         return response
 
-    async def sign_out(self, request: Request, session: Session) -> Response:
+    async def sign_out(self, request: Request, session: AnySession) -> Response:
         secure = session.secure
-        session_id = request.cookies.get(security.cookie_name(security.SESSION_COOKIE, secure), "")
-        await console.close_session(self._lib.db, session_id)
-        log.info(
-            "console_signed_out",
-            tenant=session.caller.tenant_slug,
-            key_id=session.caller.key_id,
-            **_where(request),
-        )
+        cookie = self._cookie(request)
+        if isinstance(session, OperatorSession):
+            await operators.close_session(self._lib.db, cookie[len(OPERATOR_MARK) :])
+            tenant, key_id = "(operator)", session.operator.key_id
+        else:
+            await console.close_session(self._lib.db, cookie)
+            tenant, key_id = session.caller.tenant_slug, session.caller.key_id
+        log.info("console_signed_out", tenant=tenant, key_id=key_id, **_where(request))
         response = render.redirect("/sign-in")
         security.clear_cookie(response, security.SESSION_COOKIE, secure=secure)
         return response
