@@ -39,8 +39,9 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
         return []
     gate = Gate(lib)
     pages = Pages(lib)
-    curation = Curation(lib, ToolCalls(lib, usage))
-    overview = Overview(lib)
+    calls = ToolCalls(lib, usage)
+    curation = Curation(lib, calls)
+    overview = Overview(lib, calls)
     operations = Operations(lib)
     files = {name: render.static(name) for name in STATIC}
 
@@ -64,6 +65,7 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
         ("/record/edit", gate.signed_in(curation.edit_form), ["GET"]),
         ("/record/{action}", gate.signed_in(curation.act), ["POST"]),
         ("/usage", gate.signed_in(overview.usage), ["GET"]),
+        ("/health", gate.signed_in(overview.health), ["POST"]),
         ("/export", gate.signed_in(overview.export), ["GET"]),
         ("/static/{name}", static, ["GET"]),
     ]

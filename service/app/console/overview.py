@@ -7,6 +7,10 @@
   library call). Usage and the queue are the whole tenant's, so the page needs what the
   tools need for a tenant-wide view: ``get_queue_status`` in the key's tool set and read
   on every agent (the ``*`` sweep); otherwise it does not exist (404).
+- **Health check** (a button of the usage page, ``POST /console/health``): runs
+  ``check_health`` over every agent, without repairs, as the tool itself (through the
+  dispatcher: tool set, grants, usage) and shows its status, its severity counts and each
+  issue's type, severity and check — never the findings' details, which may quote rows.
 - **Export** (``/console/export?agent=NAME``): the agent's CPersona JSONL, streamed as it
   is read (``service.memory.portability.export``), with ``/v1/export``'s grant: read-write
   on the agent.
@@ -27,6 +31,7 @@ from starlette.responses import Response, StreamingResponse
 
 from service.app.console import render
 from service.app.console.auth import Session
+from service.app.console.calls import ToolCalls
 from service.app.console.security import HEADERS
 from service.mcp import acl, tools
 from service.memory import usage
@@ -83,10 +88,31 @@ def tenant_wide(session: Session, tool: str) -> bool:
 
 
 class Overview:
-    """The usage page and the export download of one application."""
+    """The usage page, the health check and the export download of one application."""
 
-    def __init__(self, lib: Library) -> None:
+    def __init__(self, lib: Library, calls: ToolCalls) -> None:
         self._lib = lib
+        self._calls = calls
+
+    async def health(self, request: Request, session: Session) -> Response:
+        """Run check_health (every agent, no repairs) as the tool and show its summary."""
+        answer = await self._calls.call(session.caller, "check_health", {"fix": False})
+        if answer.failed:
+            message = f"The health check was refused: {answer.message}"
+            return render.error_page("Not done", message, 403, session)
+        body = answer.body
+        issues = [
+            {name: str(issue.get(name, "")) for name in ("type", "severity", "check")}
+            for issue in body.get("issues", [])
+            if isinstance(issue, dict)
+        ]
+        context = {"session": session, "page": "usage", "issues": issues}
+        context |= {"status": str(body.get("status", "")), "ran_at": datetime.now(UTC)}
+        context |= {
+            "summary": body.get("severity_summary", {}),
+            "checks": body.get("checks_run", []),
+        }
+        return render.page("health.html", context)
 
     async def usage(self, request: Request, session: Session) -> Response:
         if not tenant_wide(session, "get_queue_status"):

@@ -9,7 +9,7 @@ import re
 from service.config import Settings
 from service.memory import tenants
 from service.memory.library import Library
-from tests.app.console.client import Person
+from tests.app.console.client import Person, csrf_of
 from tests.support import Agent, new_tenant, serve
 
 
@@ -75,3 +75,31 @@ async def test_export_streams_the_agents_jsonl_with_export_grants(
     assert answers[0].status_code == 404  # read-only: /v1/export needs read-write too
     assert answers[1].status_code == 200  # its own tenant's agent "a": empty
     assert "export me" not in answers[1].text
+
+
+async def test_a_health_check_runs_check_health_as_the_tool_and_shows_no_content(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-health")
+    everyday = await tenants.create_key(lib.db, "console-health", tool_set="everyday")
+    async with serve(settings, database_url) as served:
+        await Agent(served, key).call(
+            "store", agent_id="a", message={"content": "private words", "timestamp": "soon"}
+        )
+        async with Person(served) as person:
+            await person.signed_in(key)
+            token = csrf_of((await person.page("/usage")).text)
+            report = await person.post("/health", {"csrf": token})
+            forged = await person.post("/health", {})
+        async with Person(served) as person:
+            await person.signed_in(everyday)
+            token = csrf_of((await person.page("/agents")).text)
+            refused = await person.post("/health", {"csrf": token})
+    async with lib.db.admin_tx() as conn:
+        calls = await conn.fetchval("SELECT calls FROM usage_daily WHERE tool = 'check_health'")
+    assert report.status_code == 200
+    assert re.search(r"<h1>Health check: \w+</h1>", report.text)
+    assert "private words" not in report.text
+    assert forged.status_code == 403
+    assert refused.status_code == 403
+    assert calls == 2  # the refused call counts as a failed one, like on /mcp
