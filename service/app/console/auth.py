@@ -23,7 +23,7 @@ from service.app.console import forms, render, security
 from service.app.oauth import audit
 from service.app.oauth.attempts import KeyAttempts
 from service.logs import get_logger, throttled
-from service.memory import console, operators, tenants
+from service.memory import console, operators, tenants, text
 from service.memory.library import Library
 from service.models import Caller
 
@@ -115,6 +115,10 @@ class Gate:
         return self.any_signed_in(operator_only)
 
     def any_signed_in(self, handler: AnyPage) -> Endpoint:
+        """``handler`` for any signed-in request whose fields can be stored: a query or
+        form value Postgres cannot hold (U+0000, a lone surrogate) is a 400 here, as the
+        tools refuse it before the library, never an error from the database."""
+
         async def handle(request: Request) -> Response:
             session = await self.session(request)
             if session is None:
@@ -123,6 +127,10 @@ class Gate:
                 refused = await self._refused_post(request, session)
                 if refused is not None:
                     return refused
+            fields = [*request.query_params.values(), *getattr(request.state, "form", {}).values()]
+            problem = next(filter(None, map(text.text_problem, fields)), None)
+            if problem is not None:
+                return render.error_page("Bad request", problem, 400, session)
             return await handler(request, session)
 
         return handle
