@@ -4,7 +4,7 @@ A setting is one field of :class:`Settings`: its default, the environment variab
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
 (``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``quoting``, ``reconstruct``,
-``portability``, ``oauth``).
+``portability``, ``oauth``, ``console``).
 ``load_settings(environ)`` is the only function that reads environment variables. A bad
 value raises :class:`ConfigError` whose message names the variable, so the CLI stops
 with one clear line instead of failing later in the middle of a request. The README's
@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from service.config.console import ConsoleSettings
 from service.config.economy import EconomySettings
 from service.config.embeddings import EmbeddingSettings
 from service.config.fields import (
@@ -43,6 +44,7 @@ from service.extras import (
 
 @dataclasses.dataclass(frozen=True)
 class Settings(
+    ConsoleSettings,
     OAuthSettings,  # and PortabilitySettings, which it extends
     EconomySettings,
     QuotingSettings,
