@@ -9,7 +9,7 @@ from typing import TypeAlias
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
-from service.memory import pauses, text
+from service.memory import pauses, superseding, text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
@@ -33,14 +33,18 @@ class ArchiveRequest:
     resolved: bool | None = None
     project_id: str = ""
     channel: str = ""
+    supersedes: object = None
+    """The records the episode replaces (docs/tools.md, "Facts that change"); None: none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Archived:
-    """The new episode, and whether its summary or keywords were cut."""
+    """The new episode, whether its summary or keywords were cut, and what its
+    ``supersedes`` list declared (None without one)."""
 
     episode_id: int
     truncated: bool = False
+    supersedes: superseding.Superseding | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,7 +109,19 @@ async def archive_episode(
             await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
     if inline.vector is None:
         embed_soon(lib, tenant_id, "ep", episode_id)
-    return Archived(episode_id, summary.truncated or keywords.truncated)
+    archived = Archived(episode_id, summary.truncated or keywords.truncated)
+    if req.supersedes is None:
+        return archived
+    rider = superseding.Rider(
+        agent_id=req.agent_id,
+        newer=("ep", episode_id),
+        refs=req.supersedes,
+        project_id=req.project_id,
+        channel=req.channel,
+    )
+    return dataclasses.replace(
+        archived, supersedes=await superseding.declare(lib, tenant_id, rider)
+    )
 
 
 def _texts(lib: Library, req: ArchiveRequest) -> tuple[text.Sanitised, text.Sanitised]:

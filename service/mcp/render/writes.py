@@ -15,6 +15,7 @@ from service.memory.episodes import Archived, EpisodeDeleted
 from service.memory.memories.edits import Deleted, LockSet, Updated
 from service.memory.memories.store import Skipped, Stored, StoreOutcome
 from service.memory.profiles import Profile, ProfileUnchanged, ProfileUpdate
+from service.memory.superseding import Superseding
 from service.models import JsonObject
 
 # Skipped bodies (registry ``PausePolicy.body``): each tool's success shape with nothing
@@ -47,7 +48,17 @@ def store_outcome(outcome: StoreOutcome) -> JsonObject:
     body = _skipped(outcome) if isinstance(outcome, Skipped) else _stored(outcome)
     if outcome.associations is not None:
         body["associations"] = associations.rider(outcome.associations)
+    if outcome.supersedes is not None:
+        body["supersedes"] = superseded(outcome.supersedes)
     return body
+
+
+def superseded(done: Superseding) -> JsonObject:
+    """A ``supersedes`` list's answer: ``{relations: [ids], dropped: [{item, reason}]}``."""
+    return {
+        "relations": list(done.relations),
+        "dropped": [{"item": d.item, "reason": d.reason} for d in done.dropped],
+    }
 
 
 def _stored(outcome: Stored) -> JsonObject:
@@ -86,7 +97,10 @@ def memory_deleted(deleted: Deleted) -> JsonObject:
 
 
 def episode_archived(archived: Archived) -> JsonObject:
-    return _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    body = _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    if archived.supersedes is not None:
+        body["supersedes"] = superseded(archived.supersedes)
+    return body
 
 
 def episode_refused(message: str) -> JsonObject:

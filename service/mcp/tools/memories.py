@@ -16,6 +16,7 @@ from service.mcp.schemas import (
     MEMORY_ID,
     OWNER_AGENT_ID,
     PROJECT_ID,
+    SUPERSEDES,
     WRITE_PROJECT_ID,
     name,
     string,
@@ -37,6 +38,7 @@ class StoreParams:
     channel: str
     project_id: str
     associations: JsonObject | None = None
+    supersedes: tuple[str, ...] | None = None
 
 
 async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
@@ -46,6 +48,7 @@ async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
         channel=params.channel,
         project_id=params.project_id,
         associations=params.associations,
+        supersedes=None if params.supersedes is None else list(params.supersedes),
     )
     outcome = await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
     return writes.store_outcome(outcome)
@@ -72,6 +75,7 @@ STORE = ToolSpec(
             "channel": CHANNEL,
             "project_id": WRITE_PROJECT_ID,
             "associations": {"type": "object"},
+            "supersedes": SUPERSEDES,
         },
         ["agent_id", "message"],
     ),

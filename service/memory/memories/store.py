@@ -14,7 +14,7 @@ from typing import Any, Literal
 from service.db import memories
 from service.db.pool import Connection
 from service.errors import Refused
-from service.memory import associations, bounds, pauses, text
+from service.memory import associations, bounds, pauses, superseding, text
 from service.memory.associations import Declared
 from service.memory.library import Library
 from service.memory.queue.inline import (
@@ -35,6 +35,9 @@ class StoreRequest:
     associations: Mapping[str, Any] | None = None
     """The ``associations`` rider (docs/tools.md, "store"): declared after the memory
     commits, anchored on it; None or empty declares nothing and costs nothing."""
+    supersedes: object = None
+    """The ``supersedes`` list (docs/tools.md, "Facts that change"): the records the new
+    one replaces, declared after it commits; None declares nothing and costs nothing."""
 
 
 SkipReason = Literal["duplicate msg_id", "duplicate content", "duplicate (unique index)"]
@@ -50,6 +53,8 @@ class Stored:
     truncated: bool = False
     associations: Declared | None = None
     """What the rider declared (None without one)."""
+    supersedes: superseding.Superseding | None = None
+    """What the ``supersedes`` list declared (None without one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,6 +66,8 @@ class Skipped:
     existing_id: int | None
     associations: Declared | None = None
     """What the rider declared on the existing row (None without one, or without an id)."""
+    supersedes: superseding.Superseding | None = None
+    """What the ``supersedes`` list declared for the existing row (as ``associations``)."""
 
 
 StoreOutcome = Stored | Skipped
@@ -184,20 +191,32 @@ async def store(
     dedup skip names: the memory stays stored whatever the rider does (a failure is
     reported in its ``dropped``). Without a rider this is :func:`store_row` alone."""
     outcome = await store_row(lib, tenant_id, req, guard)
-    if not req.associations:
+    if not req.associations and req.supersedes is None:
         return outcome
     memory_id = outcome.memory_id if isinstance(outcome, Stored) else outcome.existing_id
     if memory_id is None:
         return outcome
-    declared = await associations.declare_rider(
-        lib,
-        tenant_id,
-        req.agent_id,
-        f"mem:{memory_id}",
-        req.associations,
-        scope=(req.project_id, req.channel),
-    )
-    return dataclasses.replace(outcome, associations=declared)
+    if req.associations:
+        declared = await associations.declare_rider(
+            lib,
+            tenant_id,
+            req.agent_id,
+            f"mem:{memory_id}",
+            req.associations,
+            scope=(req.project_id, req.channel),
+        )
+        outcome = dataclasses.replace(outcome, associations=declared)
+    if req.supersedes is not None:
+        rider = superseding.Rider(
+            agent_id=req.agent_id,
+            newer=("mem", memory_id),
+            refs=req.supersedes,
+            project_id=req.project_id,
+            channel=req.channel,
+        )
+        replaced = await superseding.declare(lib, tenant_id, rider)
+        outcome = dataclasses.replace(outcome, supersedes=replaced)
+    return outcome
 
 
 async def store_row(

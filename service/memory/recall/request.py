@@ -25,6 +25,9 @@ class RecallRequest:
     project_id: str | None = None
     source_id: str = ""
     paused: bool = False
+    as_of: str = ""
+    """docs/tools.md, "Facts that change": '' = now; else an ISO 8601 date or time."""
+    current_only: bool = False
 
 
 def check_request(req: RecallRequest) -> None:
