@@ -147,3 +147,25 @@ async def supersession_neighbours(
         Neighbour(_link(row), int(row["agent_id"]), str(row["project_id"]), str(row["channel"]))
         for row in rows
     ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HistoryBase:
+    """The memory update_memory(keep_history) replaces: its agent, scope, source, metadata."""
+
+    agent_id: int
+    project_id: str
+    channel: str
+    source: object
+    metadata: object
+
+
+async def memory_for_history(
+    conn: Connection, tenant_id: TenantId, memory_id: int
+) -> HistoryBase | None:
+    row = await conn.fetchrow(QUERIES["memory_for_history"], tenant_id, memory_id)
+    if row is None:
+        return None
+    return HistoryBase(
+        int(row["agent_id"]), row["project_id"], row["channel"], row["source"], row["metadata"]
+    )

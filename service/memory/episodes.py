@@ -9,7 +9,7 @@ from typing import TypeAlias
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
-from service.memory import pauses, superseding, text
+from service.memory import pauses, superseding, supersession, text
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
@@ -49,9 +49,10 @@ class Archived:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EpisodeDeleted:
-    """The episode deleted."""
+    """The episode deleted, and the supersessions made to keep its chain whole."""
 
     episode_id: int
+    relinked: tuple[supersession.Relinked, ...] = ()
 
 
 def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
@@ -155,11 +156,17 @@ async def list_episodes(
 async def delete_episode(
     lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
 ) -> EpisodeDeleted:
-    """Delete one episode (its queue job goes with it, by trigger); episodes have no lock."""
+    """Delete one episode (its queue job goes with it, by trigger); episodes have no lock.
+    In the middle of a supersession chain, its successor then supersedes what it
+    superseded (``relinked``)."""
     deleted = False
+    relinked: list[supersession.Relinked] = []
     if 0 < episode_id <= MAX_EPISODE_ID:
         async with lib.db.tenant_tx(tenant_id) as conn:
+            found = await supersession.neighbours(conn, tenant_id, ("ep", episode_id))
             deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
+            if deleted:
+                relinked = await supersession.relink(conn, tenant_id, ("ep", episode_id), found)
     if not deleted:
         raise Refused(f"Episode {episode_id} not found or not owned by agent")
-    return EpisodeDeleted(episode_id)
+    return EpisodeDeleted(episode_id, tuple(relinked))

@@ -108,3 +108,11 @@ WHERE r.tenant_id = $1 AND r.predicate = 'supersedes'
        OR ($2::text = 'mem' AND r.subject_memory = $3)
        OR ($2::text = 'ep' AND r.subject_episode = $3))
 ORDER BY r.id
+
+-- memory_for_history --
+-- What update_memory(keep_history) copies to the new record: the memory's agent (whose
+-- graph lock it takes before locking the row), scope, source and metadata. Unlocked.
+-- $1 tenant_id uuid, $2 id bigint
+SELECT m.agent_id, m.project_id, m.channel, m.source, m.metadata
+FROM memories m
+WHERE m.tenant_id = $1 AND m.id = $2

@@ -119,6 +119,8 @@ def memory_item(item: MemoryItem) -> JsonObject:
         body["timestamp"] = item.timestamp
     if item.msg_id:
         body["id"] = item.msg_id
+    if item.fact is not None:
+        body.update(fact(item.fact))
     return body
 
 

@@ -127,6 +127,7 @@ class UpdateMemoryParams:
     memory_id: int
     content: str
     agent_id: str
+    keep_history: bool = False
 
 
 async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject:
@@ -138,6 +139,7 @@ async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject
         params.agent_id,
         env.pause_guard,
         acl.sees(env.caller),
+        keep_history=params.keep_history,
     )
     return writes.memory_updated(updated)
 
@@ -151,6 +153,11 @@ updated_id}.""",
             "memory_id": MEMORY_ID,
             "content": {"type": "string"},
             "agent_id": OWNER_AGENT_ID,
+            "keep_history": {
+                "type": "boolean",
+                "default": False,
+                "description": "new record superseding the old",
+            },
         },
         ["memory_id", "content"],
     ),

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import Agent
+from tests.support import Agent, text
+
+
+async def _refused(client: Agent, tool: str, arguments: dict[str, Any], words: str) -> None:
+    """The call changed nothing and said why (a tool error or ``ok: false``)."""
+    result = await client.raw(tool, arguments)
+    said = text(result)
+    assert result.is_error or '"ok":false' in said, said
+    assert words in said, said
 
 
 async def _memory(client: Agent, content: str, agent: str = "a", **message: Any) -> int:
-    stored = await client.call(
-        "store", agent_id=agent, message={"content": content, **message}
-    )
+    stored = await client.call("store", agent_id=agent, message={"content": content, **message})
     assert stored["result"] == "stored", stored
     return int(stored["id"])
 
@@ -22,7 +28,9 @@ async def _supersede(client: Agent, newer: str, older: str, agent: str = "a") ->
     return await client.call(
         "declare_associations",
         agent_id=agent,
-        associations={"relations": [{"subject": newer, "predicate": "supersedes", "object": older}]},
+        associations={
+            "relations": [{"subject": newer, "predicate": "supersedes", "object": older}]
+        },
     )
 
 
@@ -35,7 +43,9 @@ async def test_declaring_the_same_supersession_again_gives_the_same_id(client: A
         agent_id="a",
         anchor_ref=f"mem:{new}",
         associations={
-            "relations": [{"subject": f"mem:{new}", "predicate": "Supersedes", "object": f"mem:{old}"}]
+            "relations": [
+                {"subject": f"mem:{new}", "predicate": "Supersedes", "object": f"mem:{old}"}
+            ]
         },
     )
     assert first["dropped"] == []
@@ -100,7 +110,10 @@ async def test_store_and_archive_episode_take_a_supersedes_list(client: Agent) -
     assert archived["supersedes"] == {
         "relations": [],
         "dropped": [
-            {"item": "supersedes[0]", "reason": f"mem:{old} is already superseded by mem:{stored['id']}"}
+            {
+                "item": "supersedes[0]",
+                "reason": f"mem:{old} is already superseded by mem:{stored['id']}",
+            }
         ],
     }
     plain = await client.call("store", agent_id="a", message={"content": "no list"})
@@ -122,3 +135,110 @@ async def test_a_100_ref_supersedes_list_declares_64_and_drops_the_rest(client: 
         "store", {"agent_id": "a", "message": {"content": "x"}, "supersedes": ["mem:1"] * 257}
     )
     assert too_many.is_error
+
+
+async def test_update_with_keep_history_writes_a_new_record_that_supersedes(
+    client: Agent,
+) -> None:
+    old = await _memory(client, "lives in Lisbon", timestamp="2026-01-01T00:00:00Z")
+    updated = await client.call(
+        "update_memory", memory_id=old, content="lives in Porto", agent_id="a", keep_history=True
+    )
+    assert updated["ok"] is True
+    assert updated["updated_id"] == old
+    new = updated["new_id"]
+    fetched = await client.call("get_contents", agent_id="a", refs=[f"mem:{old}", f"mem:{new}"])
+    older, newer = fetched["items"]
+    assert older["content"] == "lives in Lisbon"
+    assert older["superseded_by"] == f"mem:{new}"
+    assert older["valid_from"] == "2026-01-01T00:00:00+00:00"
+    assert older["valid_to"] == newer["valid_from"]
+    assert newer["supersedes"] == [f"mem:{old}"]
+    assert "superseded_by" not in newer
+    await _refused(
+        client,
+        "update_memory",
+        {"memory_id": old, "content": "lives in Faro", "agent_id": "a", "keep_history": True},
+        f"already superseded by mem:{new}",
+    )
+    plain = await client.call("update_memory", memory_id=new, content="lives in Braga")
+    assert plain == {"ok": True, "updated_id": new}
+
+
+async def test_keep_history_is_refused_for_a_locked_memory_and_writes_nothing(
+    client: Agent,
+) -> None:
+    old = await _memory(client, "locked fact")
+    await client.call("lock_memory", memory_id=old)
+    await _refused(
+        client,
+        "update_memory",
+        {"memory_id": old, "content": "new", "keep_history": True},
+        "locked",
+    )
+    listed = await client.call("list_memories", agent_id="a")
+    assert [row["content"] for row in listed["memories"]] == ["locked fact"]
+
+
+async def test_deleting_the_middle_of_a_chain_links_its_neighbours(client: Agent) -> None:
+    a, b = await _memory(client, "v1"), await _memory(client, "v2")
+    c = await _memory(client, "v3")
+    await _supersede(client, f"mem:{b}", f"mem:{a}")
+    await _supersede(client, f"mem:{c}", f"mem:{b}")
+    deleted = await client.call("delete_memory", memory_id=b)
+    assert deleted["deleted_id"] == b
+    assert [(r["subject"], r["object"]) for r in deleted["relinked"]] == [(f"mem:{c}", f"mem:{a}")]
+    fetched = await client.call("get_contents", agent_id="a", refs=[f"mem:{a}"])
+    assert fetched["items"][0]["superseded_by"] == f"mem:{c}"
+    episode = await client.call(
+        "archive_episode", agent_id="a", summary="v4", supersedes=[f"mem:{c}"]
+    )
+    assert episode["supersedes"]["dropped"] == []
+    end = await client.call("delete_memory", memory_id=c)
+    assert [(r["subject"], r["object"]) for r in end["relinked"]] == [
+        (f"ep:{episode['episode_id']}", f"mem:{a}")
+    ]
+    head = await client.call("delete_episode", episode_id=episode["episode_id"])
+    assert "relinked" not in head
+    fetched = await client.call("get_contents", agent_id="a", refs=[f"mem:{a}"])
+    assert "superseded_by" not in fetched["items"][0]
+
+
+async def test_as_of_reads_the_memory_as_it_stood_then(client: Agent) -> None:
+    lisbon = await _memory(client, "I live in Lisbon", timestamp="2025-01-10T00:00:00Z")
+    porto = await _memory(client, "I live in Porto", timestamp="2025-06-01T12:00:00+02:00")
+    await client.call(
+        "store", agent_id="a", message={"content": "I live in Porto now"}, supersedes=[]
+    )
+    await _supersede(client, f"mem:{porto}", f"mem:{lisbon}")
+
+    async def refs(**reading: Any) -> list[str]:
+        found = await client.call("recall", agent_id="a", query="live", limit=10, **reading)
+        return [
+            row["ref"]
+            for row in found["messages"]
+            if row["ref"] in (f"mem:{lisbon}", f"mem:{porto}")
+        ]
+
+    assert await refs(as_of="2025-03-01") == [f"mem:{lisbon}"]
+    assert await refs(as_of="2025-06-01T10:00:00") == [f"mem:{porto}"]  # no zone = UTC
+    assert await refs(as_of="2025-06-01T09:59:59") == [f"mem:{lisbon}"]
+    assert await refs(as_of="2024-12-31") == []  # before the first memory
+    assert await refs(as_of="2999-01-01") == [f"mem:{porto}"]  # the future: as known now
+    assert await refs(current_only=True) == [f"mem:{porto}"]
+    both = await refs()
+    assert both.index(f"mem:{porto}") > both.index(f"mem:{lisbon}")  # best last
+    for bad in ("yesterday", "2025-13-01", "2025-01-01T25:00"):
+        await _refused(client, "recall", {"agent_id": "a", "query": "live", "as_of": bad}, "as_of")
+
+
+async def test_a_superseded_record_never_ranks_above_its_successor(client: Agent) -> None:
+    old = await _memory(client, "favourite colour: blue blue blue blue")
+    new = await _memory(client, "favourite colour is now green")
+    await _supersede(client, f"mem:{new}", f"mem:{old}")
+    found = await client.call("recall", agent_id="a", query="favourite colour blue")
+    refs = [row["ref"] for row in found["messages"]]
+    assert refs.index(f"mem:{new}") > refs.index(f"mem:{old}")  # the last is the best
+    rows = {row["ref"]: row for row in found["messages"]}
+    assert rows[f"mem:{old}"]["superseded_by"] == f"mem:{new}"
+    assert rows[f"mem:{new}"]["supersedes"] == [f"mem:{old}"]
