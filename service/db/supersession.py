@@ -92,12 +92,8 @@ async def links_of(
     return [_link(row) for row in rows]
 
 
-async def agent_links(
-    conn: Connection, tenant_id: TenantId, agent_id: int, limit: int
-) -> list[Link]:
-    return [
-        _link(row) for row in await conn.fetch(QUERIES["agent_links"], tenant_id, agent_id, limit)
-    ]
+async def agent_links(conn: Connection, tenant_id: TenantId, agent: str, limit: int) -> list[Link]:
+    return [_link(row) for row in await conn.fetch(QUERIES["agent_links"], tenant_id, agent, limit)]
 
 
 async def linked_agents(conn: Connection, tenant_id: TenantId) -> list[tuple[int, str]]:
@@ -115,11 +111,10 @@ async def record_times(
 
 
 async def agent_records(
-    conn: Connection, tenant_id: TenantId, agent_id: int, limit: int
+    conn: Connection, tenant_id: TenantId, agent: str, limit: int
 ) -> list[Times]:
     return [
-        _times(row)
-        for row in await conn.fetch(QUERIES["agent_records"], tenant_id, agent_id, limit)
+        _times(row) for row in await conn.fetch(QUERIES["agent_records"], tenant_id, agent, limit)
     ]
 
 

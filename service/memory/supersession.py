@@ -147,6 +147,15 @@ async def read_facts(
     return facts_of(links, times)
 
 
+MAX_LINKS: Final = 100_000
+"""Supersessions of one agent the health check reads at most (docs/reliability.md)."""
+
+
+async def all_links(conn: Connection, tenant_id: TenantId, agent: str) -> list[Link]:
+    """Every supersession of the agent named ``agent``, by id (at most MAX_LINKS)."""
+    return await store.agent_links(conn, tenant_id, agent, MAX_LINKS)
+
+
 async def check(conn: Connection, tenant_id: TenantId, newer: Ref, older: Ref) -> int | str | None:
     """Whether ``newer`` may supersede ``older`` (both records of the agent, under its graph
     lock): the id of the same supersession already declared, a reason to drop it, or None

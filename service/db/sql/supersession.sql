@@ -42,10 +42,11 @@ WHERE r.tenant_id = $1 AND r.predicate = 'supersedes'
 
 -- agent_links --
 -- Every supersession relation (record to record) of one agent, by id, at most $3.
--- $1 tenant_id uuid, $2 agent_id bigint, $3 limit int
+-- $1 tenant_id uuid, $2 agent name text, $3 limit int
 SELECT r.id, r.subject_kind, r.subject_id, r.object_kind, r.object_id, r.declared_at
 FROM relations r
-WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.predicate = 'supersedes'
+WHERE r.tenant_id = $1 AND r.predicate = 'supersedes'
+  AND r.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
   AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity'
 ORDER BY r.id
 LIMIT $3
@@ -76,12 +77,18 @@ WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent) AND e.id = ANY($4
 -- agent_records --
 -- The times of every record of one agent (the replay of the as_of model in tests and the
 -- health check's order check), by id, at most $3.
--- $1 tenant_id uuid, $2 agent_id bigint, $3 limit int
+-- $1 tenant_id uuid, $2 agent name text, $3 limit int
 (SELECT 'mem' AS kind, m.id, m.timestamp_at AS at, NULL::text AS start_time, m.created_at
- FROM memories m WHERE m.tenant_id = $1 AND m.agent_id = $2 ORDER BY m.id LIMIT $3)
+ FROM memories m
+ WHERE m.tenant_id = $1
+   AND m.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+ ORDER BY m.id LIMIT $3)
 UNION ALL
 (SELECT 'ep', e.id, NULL::timestamptz, e.start_time, e.created_at
- FROM episodes e WHERE e.tenant_id = $1 AND e.agent_id = $2 ORDER BY e.id LIMIT $3)
+ FROM episodes e
+ WHERE e.tenant_id = $1
+   AND e.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+ ORDER BY e.id LIMIT $3)
 
 -- insert_supersession --
 -- Declare that record ($4, $5) supersedes record ($6, $7), in a scope, without an anchor:
