@@ -15,12 +15,14 @@ WHERE r.tenant_id = $1 AND r.object_kind = $2 AND r.object_id = $3
 WITH RECURSIVE up (kind, id, step) AS (
     SELECT $2::text, $3::bigint, 0
     UNION ALL
-    SELECT r.subject_kind, r.subject_id, u.step + 1
-    FROM up u
-    JOIN relations r
-      ON r.tenant_id = $1 AND r.object_kind = u.kind AND r.object_id = u.id
-     AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity'
-     AND r.object_kind <> 'entity'
+    SELECT n.subject_kind, n.subject_id, u.step + 1
+    FROM up u, LATERAL (
+        SELECT r.subject_kind, r.subject_id FROM relations r
+        WHERE r.tenant_id = $1 AND r.object_kind = u.kind AND r.object_id = u.id
+          AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity'
+          AND r.object_kind <> 'entity'
+        LIMIT 1
+    ) n
     WHERE u.step < $6 AND NOT (u.kind = $4::text AND u.id = $5::bigint AND u.step > 0)
 )
 SELECT EXISTS (SELECT 1 FROM up WHERE kind = $4::text AND id = $5::bigint AND step > 0)
