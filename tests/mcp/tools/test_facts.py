@@ -242,3 +242,34 @@ async def test_a_superseded_record_never_ranks_above_its_successor(client: Agent
     rows = {row["ref"]: row for row in found["messages"]}
     assert rows[f"mem:{old}"]["superseded_by"] == f"mem:{new}"
     assert rows[f"mem:{new}"]["supersedes"] == [f"mem:{old}"]
+
+
+async def _successor(client: Agent, agent: str, content: str) -> str | None:
+    listed = await client.call("list_memories", agent_id=agent)
+    ref = next(f"mem:{r['id']}" for r in listed["memories"] if r["content"] == content)
+    fetched = await client.call("get_contents", agent_id=agent, refs=[ref])
+    successor = fetched["items"][0].get("superseded_by")
+    if successor is None:
+        return None
+    item = await client.call("get_contents", agent_id=agent, refs=[successor])
+    return str(item["items"][0]["content"])
+
+
+async def test_merge_carries_a_supersession_and_skips_one_the_target_refuses(
+    client: Agent,
+) -> None:
+    old = await _memory(client, "lives in Lisbon", agent="src")
+    await client.call(
+        "store", agent_id="src", message={"content": "lives in Porto"}, supersedes=[f"mem:{old}"]
+    )
+    copy = await _memory(client, "lives in Lisbon", agent="dst")
+    await client.call(
+        "store", agent_id="dst", message={"content": "lives in Faro"}, supersedes=[f"mem:{copy}"]
+    )
+    merged = await client.call("merge_memories", source_agent_id="src", target_agent_id="dst")
+    assert merged["ok"] is True, merged
+    assert await _successor(client, "dst", "lives in Lisbon") == "lives in Faro"
+    assert await _successor(client, "src", "lives in Lisbon") == "lives in Porto"
+    other = await client.call("merge_memories", source_agent_id="src", target_agent_id="new")
+    assert other["ok"] is True, other
+    assert await _successor(client, "new", "lives in Lisbon") == "lives in Porto"
