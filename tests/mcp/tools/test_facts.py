@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.memory import tenants
+from service.memory.library import Library
+from service.models import TenantId
 from tests.support import Agent, text
 
 
@@ -273,3 +276,39 @@ async def test_merge_carries_a_supersession_and_skips_one_the_target_refuses(
     other = await client.call("merge_memories", source_agent_id="src", target_agent_id="new")
     assert other["ok"] is True, other
     assert await _successor(client, "new", "lives in Lisbon") == "lives in Porto"
+
+
+async def test_the_supersession_health_check_finds_and_repairs_broken_chains(
+    client: Agent, lib: Library
+) -> None:
+    a, b = await _memory(client, "v1"), await _memory(client, "v2")
+    late = await _memory(client, "v0", timestamp="2000-01-01T00:00:00Z")
+    await _supersede(client, f"mem:{b}", f"mem:{a}")
+    await _supersede(client, f"mem:{late}", f"mem:{b}")  # a successor dated before it
+    clean = await client.call("check_health", checks=["supersession"])
+    found = [i for i in clean["issues"] if i["check"] == "supersession"]
+    assert found[0]["cycles"] == 0
+    assert found[0]["out_of_order"] == 1
+    # a cycle written past the declaration rules (as a hand edit or a repair could)
+    tenant = TenantId(next(t.id for t in await tenants.list_tenants(lib.db) if t.slug == "acme"))
+    async with lib.db.tenant_tx(tenant) as conn:
+        await conn.execute(
+            "INSERT INTO relations (tenant_id, agent_id, subject_kind, subject_id, predicate,"
+            " object_kind, object_id) SELECT tenant_id, agent_id, 'mem', $2, 'supersedes',"
+            " 'mem', $3 FROM memories WHERE tenant_id = $1 AND id = $2",
+            tenant,
+            a,
+            late,
+        )
+    broken = await client.call("check_health", checks=["supersession"])
+    issue = next(i for i in broken["issues"] if i["check"] == "supersession")
+    assert issue["cycles"] == 1
+    assert sorted(issue["cycle_refs"][0]) == sorted([f"mem:{a}", f"mem:{b}", f"mem:{late}"])
+    assert issue["repairable"] == 1
+    fixed = await client.call("check_health", checks=["supersession"], fix=True)
+    repaired = next(i for i in fixed["issues"] if i["check"] == "supersession")
+    assert repaired["fixed"] == repaired["deleted"] == 1
+    after = await client.call("check_health", checks=["supersession"])
+    left = next(i for i in after["issues"] if i["check"] == "supersession")
+    assert left["cycles"] == 0
+    assert left["out_of_order"] == 1
