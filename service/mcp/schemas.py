@@ -50,12 +50,12 @@ SUPERSEDES: JsonObject = {
     "type": "array",
     "items": name(),
     "maxItems": 256,
-    "description": "refs this replaces",
+    "description": "refs it replaces",
 }
 """store's and archive_episode's ``supersedes`` (docs/tools.md, "Facts that change"): past
 64 refs each is dropped by the library; the schema refuses a list past 256, as
 declare_associations' lists."""
-AS_OF: JsonObject = string(64, description="ISO date/time; no zone = UTC: memory as it stood then")
+AS_OF: JsonObject = string(64, description="ISO date/time (UTC if no zone): memory then")
 CURRENT_ONLY: JsonObject = {
     "type": "boolean",
     "default": False,

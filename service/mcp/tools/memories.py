@@ -156,7 +156,7 @@ updated_id}.""",
             "keep_history": {
                 "type": "boolean",
                 "default": False,
-                "description": "new record superseding the old",
+                "description": "as a new record superseding it",
             },
         },
         ["memory_id", "content"],
