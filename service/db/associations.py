@@ -162,6 +162,7 @@ class TraverseRequest:
     source_pattern: str | None
     max_hops: int
     limit: int
+    as_of: datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -187,6 +188,7 @@ async def traverse(conn: Connection, tenant_id: TenantId, req: TraverseRequest) 
         req.source_pattern,
         req.max_hops,
         req.limit,
+        req.as_of,
     )
     assert row is not None  # the statement always returns one row
     relations = [

@@ -121,8 +121,11 @@ SELECT count(*) FROM gone
 -- recent first, at most 256). Project NULL = all, '' = the global pool, X = X plus the
 -- global pool; channel '' = no filter, C = C plus channel-less rows; a source pattern
 -- keeps the memories whose source.id matches, and episodes only when a channel is given.
+-- With $9 only relations declared at or before it are read (docs/tools.md, "Facts that
+-- change": the graph as it stood then); NULL reads them all.
 -- $1 tenant_id uuid, $2 agent name text, $3 normalized entity text, $4 project_id text,
--- $5 channel text, $6 source_pattern text, $7 max_hops int, $8 limit int
+-- $5 channel text, $6 source_pattern text, $7 max_hops int, $8 limit int, $9 as_of
+-- timestamptz
 WITH RECURSIVE agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), visible AS NOT MATERIALIZED (
@@ -135,6 +138,7 @@ WITH RECURSIVE agent AS (
     WHERE r.tenant_id = $1 AND r.agent_id = (SELECT id FROM agent)
       AND ($4::text IS NULL OR r.project_id = $4 OR r.project_id = '')
       AND ($5::text = '' OR r.channel = $5 OR r.channel = '')
+      AND ($9::timestamptz IS NULL OR r.declared_at <= $9)
 ), starts AS (
     SELECT v.id FROM visible v
     WHERE v.normalized = $3 OR EXISTS (

@@ -5,6 +5,7 @@ deletes that keep chains whole, and reading with ``valid_from``/``valid_to``,
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from service.memory import tenants
@@ -312,3 +313,19 @@ async def test_the_supersession_health_check_finds_and_repairs_broken_chains(
     left = next(i for i in after["issues"] if i["check"] == "supersession")
     assert left["cycles"] == 0
     assert left["out_of_order"] == 1
+
+
+async def test_traverse_as_of_leaves_out_relations_declared_after_it(client: Agent) -> None:
+    def relation(obj: str) -> dict[str, Any]:
+        return {"relations": [{"subject": "Ana", "predicate": "lives in", "object": obj}]}
+
+    await client.call("declare_associations", agent_id="a", associations=relation("Lisbon"))
+    between = datetime.now(UTC).isoformat()
+    await client.call("declare_associations", agent_id="a", associations=relation("Porto"))
+    then = await client.call("traverse", agent_id="a", entity="Ana", as_of=between)
+    now = await client.call("traverse", agent_id="a", entity="Ana")
+    assert sorted(e["name"] for e in then["entities"]) == ["Ana", "Lisbon"]
+    assert sorted(e["name"] for e in now["entities"]) == ["Ana", "Lisbon", "Porto"]
+    before = await client.call("traverse", agent_id="a", entity="Ana", as_of="2000-01-01")
+    assert [e["name"] for e in before["entities"]] == ["Ana"]
+    await _refused(client, "traverse", {"agent_id": "a", "entity": "Ana", "as_of": "x"}, "as_of")
