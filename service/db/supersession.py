@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from service.db import memories
 from service.db.pool import Connection
 from service.db.sql import QUERIES
 from service.models import TenantId
@@ -164,3 +165,18 @@ async def memory_for_history(
     return HistoryBase(
         int(row["agent_id"]), row["project_id"], row["channel"], row["source"], row["metadata"]
     )
+
+
+async def list_agent_memories_as_of(
+    conn: Connection,
+    tenant_id: TenantId,
+    agent: str,
+    project_id: str | None,
+    limit: int,
+    reading: tuple[datetime | None, bool],
+) -> list[memories.MemoryListRow]:
+    """``reading``: (as_of, current_only)."""
+    records = await conn.fetch(
+        QUERIES["list_agent_memories_as_of"], tenant_id, agent, project_id, limit, *reading
+    )
+    return memories.memory_rows(list(records))

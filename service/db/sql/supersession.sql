@@ -125,3 +125,28 @@ ORDER BY r.id
 SELECT m.agent_id, m.project_id, m.channel, m.source, m.metadata
 FROM memories m
 WHERE m.tenant_id = $1 AND m.id = $2
+
+-- list_agent_memories_as_of --
+-- list_agent_memories read as the model does (docs/tools.md, "Facts that change"): with
+-- $5 only memories whose valid_from (timestamp, else created_at) is at or before it and
+-- whose memory successor, if any, has a valid_from after it; with $6 only memories that
+-- have no successor. A memory superseded by an episode stays in (the caller parses the
+-- episode's start_time); the rows come newest first like the listing.
+-- $1 tenant_id uuid, $2 agent name text, $3 project_id text (NULL = all), $4 limit int,
+-- $5 as_of timestamptz (NULL = now), $6 current_only boolean
+SELECT m.id, $2::text AS agent_id, m.project_id, m.content, m.source, m.timestamp_text,
+       m.created_at, m.locked, m.channel
+FROM memories m
+WHERE m.tenant_id = $1
+  AND m.agent_id = (SELECT id FROM agents WHERE tenant_id = $1 AND name = $2)
+  AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
+  AND ($5::timestamptz IS NULL OR coalesce(m.timestamp_at, m.created_at) <= $5)
+  AND NOT EXISTS (
+      SELECT 1 FROM relations r
+      LEFT JOIN memories s ON s.tenant_id = r.tenant_id AND s.id = r.subject_memory
+      WHERE r.tenant_id = $1 AND r.object_kind = 'mem' AND r.object_id = m.id
+        AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity'
+        AND r.object_kind <> 'entity'
+        AND ($6 OR coalesce(s.timestamp_at, s.created_at) <= $5))
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT $4

@@ -11,7 +11,9 @@ from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, 
 from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
     AGENT_ID,
+    AS_OF,
     CHANNEL,
+    CURRENT_ONLY,
     LIST_AGENT_ID,
     MEMORY_ID,
     OWNER_AGENT_ID,
@@ -93,8 +95,28 @@ LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); l
 0..500. Returns {memories, count}."""
 
 
-async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listed(env, params, listing.list_memories)
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ListMemoriesParams(ListParams):
+    """list_memories also reads as of a time, or only current records (docs/tools.md,
+    "Facts that change")."""
+
+    as_of: str = ""
+    current_only: bool = False
+
+
+async def _list_memories(env: ToolEnv, params: ListMemoriesParams) -> JsonObject:
+    if params.as_of or params.current_only:
+        rows = await listing.list_memories(
+            env.lib,
+            env.caller.tenant_id,
+            agent_id=params.agent_id,
+            project_id=params.project_id,
+            limit=params.limit,
+            as_of=params.as_of,
+            current_only=params.current_only,
+        )
+    else:
+        rows = await listed(env, params, listing.list_memories)
     preview_chars = env.lib.settings.recall_preview_chars
     shaped, trimmed = listing_shaping.budget_list_memories(rows, preview_chars)
     sent = [render_listing.memory(item.row, item.cut) for item in shaped]
@@ -111,9 +133,11 @@ LIST_MEMORIES = ToolSpec(
             "agent_id": LIST_AGENT_ID,
             "limit": {"type": "integer", "default": 100},
             "project_id": PROJECT_ID,
+            "as_of": AS_OF,
+            "current_only": CURRENT_ONLY,
         }
     ),
-    params=ListParams,
+    params=ListMemoriesParams,
     handler=_list_memories,
     project_gate=True,
     refusal=refuse_with(memories=[], count=0),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from service.db import memories
+from service.db import memories, supersession as chains
+from service.errors import InvalidInput
+from service.memory import supersession
 from service.memory.library import Library
 from service.models import JsonObject, TenantId
 
@@ -52,16 +54,49 @@ async def list_memories(
     agent_id: str | None,
     project_id: str | None,
     limit: int,
+    as_of: str = "",
+    current_only: bool = False,
 ) -> list[ListedMemory]:
     """Newest-first memories of the tenant (docs/tools.md, "list_memories";
     docs/tools.md, "Isolation axes").
 
     ``agent_id`` None or empty lists every agent *of this tenant*; ``limit`` is
-    clamped to 0..500 as in CPersona.
+    clamped to 0..500 as in CPersona. ``as_of`` / ``current_only`` read one agent's
+    memories as the supersession model does (docs/tools.md, "Facts that change").
     """
     limit = clamp(limit, 0, LIST_MEMORIES_MAX)
+    if as_of or current_only:
+        return await _read_as_of(
+            lib, tenant_id, (agent_id or "", project_id, limit), as_of, current_only
+        )
     if limit == 0:
         return []
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await memories.list_memories(conn, tenant_id, agent_id or None, project_id, limit)
     return [_memory_row(row) for row in rows]
+
+
+async def _read_as_of(
+    lib: Library,
+    tenant_id: TenantId,
+    where: tuple[str, str | None, int],
+    as_of: str,
+    current_only: bool,
+) -> list[ListedMemory]:
+    """The listing read ``as_of`` / ``current_only``: the statement applies the model to
+    memories and their memory successors; a memory superseded by an episode is judged
+    here, on the episode's parsed start (one batched lookup)."""
+    agent, project_id, limit = where
+    if not agent:
+        raise InvalidInput("as_of and current_only need an agent_id (supersession is per agent)")
+    moment = supersession.parse_as_of(as_of) if as_of else None
+    if limit == 0:
+        return []
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        rows = await chains.list_agent_memories_as_of(
+            conn, tenant_id, agent, project_id, limit, (moment, current_only)
+        )
+        refs = [("mem", row.id) for row in rows]
+        facts = await supersession.read_facts(conn, tenant_id, agent, refs, always=False)
+    kept = [r for r in rows if supersession.kept(facts.get(("mem", r.id)), moment, current_only)]
+    return [_memory_row(row) for row in kept]

@@ -329,3 +329,30 @@ async def test_traverse_as_of_leaves_out_relations_declared_after_it(client: Age
     before = await client.call("traverse", agent_id="a", entity="Ana", as_of="2000-01-01")
     assert [e["name"] for e in before["entities"]] == ["Ana"]
     await _refused(client, "traverse", {"agent_id": "a", "entity": "Ana", "as_of": "x"}, "as_of")
+
+
+async def test_list_memories_reads_as_of_and_current_only(client: Agent) -> None:
+    lisbon = await _memory(client, "in Lisbon", timestamp="2025-01-10T00:00:00Z")
+    porto = await _memory(client, "in Porto", timestamp="2025-06-01T00:00:00Z")
+    await _memory(client, "likes tea", timestamp="2024-01-01T00:00:00Z")
+    await _supersede(client, f"mem:{porto}", f"mem:{lisbon}")
+    episode = await client.call(
+        "archive_episode",
+        agent_id="a",
+        summary="moved to Faro",
+        history=[{"role": "user", "content": "x", "timestamp": "2025-09-01T00:00:00Z"}],
+        supersedes=[f"mem:{porto}"],
+    )
+    assert episode["supersedes"]["dropped"] == []
+
+    async def listed(**reading: Any) -> list[str]:
+        found = await client.call("list_memories", agent_id="a", **reading)
+        return [row["content"] for row in found["memories"]]
+
+    assert await listed(as_of="2025-03-01") == ["likes tea", "in Lisbon"]  # newest stored first
+    assert await listed(as_of="2025-07-01") == ["likes tea", "in Porto"]
+    assert await listed(as_of="2025-10-01") == ["likes tea"]  # Porto superseded by the episode
+    assert await listed(as_of="2023-01-01") == []
+    assert await listed(current_only=True) == ["likes tea"]
+    assert len(await listed()) == 3
+    await _refused(client, "list_memories", {"agent_id": "", "as_of": "2025-01-01"}, "agent_id")
