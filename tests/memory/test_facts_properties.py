@@ -4,9 +4,10 @@ Random sequences of store (with a ``supersedes`` list), supersede, retract, dele
 update-with-history run through the real library on a real database, one fresh tenant per
 example. A plain model replays the documented rules (one successor per record, no self
 reference, no cycle, a delete links its neighbours, a retraction restores the older
-record); after each step ``recall`` read ``as_of`` every instant that matters (each
-record's valid_from, the instant before it, long before and long after) must hold exactly
-the records the model holds then, and ``current_only`` exactly the chain heads.
+record); after each step ``recall`` and ``list_memories`` read ``as_of`` every instant
+that matters (each record's valid_from, the instant before it, long before and long after)
+must hold exactly the records the model holds then, and ``current_only`` exactly the
+chain heads.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from service.errors import Refused
 from service.memory import associations, supersession, tenants
 from service.memory.library import Library
-from service.memory.memories import edits, store
+from service.memory.memories import edits, listing, store
 from service.memory.recall import pipeline
 from service.memory.recall.records import Recalled
 from service.models import TenantId
@@ -109,7 +110,24 @@ async def _check(lib: Library, tenant: TenantId, model: Model) -> None:
     for at in sorted(instants):
         got = await _recalled(lib, tenant, as_of=at.isoformat())
         assert got == model.holds(at), (at, model)
+        assert await _listed(lib, tenant, as_of=at.isoformat()) == model.holds(at), (at, model)
     assert await _recalled(lib, tenant, current_only=True) == model.heads(), model
+    assert await _listed(lib, tenant, current_only=True) == model.heads(), model
+
+
+async def _listed(
+    lib: Library, tenant: TenantId, as_of: str = "", current_only: bool = False
+) -> set[Ref]:
+    rows = await listing.list_memories(
+        lib,
+        tenant,
+        agent_id="a",
+        project_id=None,
+        limit=500,
+        as_of=as_of,
+        current_only=current_only,
+    )
+    return {("mem", row.id) for row in rows}
 
 
 async def _declare(lib: Library, tenant: TenantId, newer: Ref, older: Ref) -> list[int]:
