@@ -356,3 +356,30 @@ async def test_list_memories_reads_as_of_and_current_only(client: Agent) -> None
     assert await listed(current_only=True) == ["likes tea"]
     assert len(await listed()) == 3
     await _refused(client, "list_memories", {"agent_id": "", "as_of": "2025-01-01"}, "agent_id")
+
+
+async def test_export_import_keeps_a_chain_and_delete_agent_data_takes_it(client: Agent) -> None:
+    v1 = await _memory(client, "v1", timestamp="2025-01-01T00:00:00Z")
+    v2 = await client.call(
+        "store",
+        agent_id="a",
+        message={"content": "v2", "timestamp": "2025-02-01T00:00:00Z"},
+        supersedes=[f"mem:{v1}"],
+    )
+    await client.call("archive_episode", agent_id="a", summary="v3", supersedes=[f"mem:{v2['id']}"])
+    exported = await client.call("export_memories", agent_id="a", output_path="chain.jsonl")
+    assert exported["ok"] is True, exported
+    imported = await client.call("import_memories", input_path="chain.jsonl", target_agent_id="b")
+    assert imported["ok"] is True, imported
+    assert await _successor(client, "b", "v1") == "v2"
+    assert await _successor(client, "b", "v2") == "[Episode] v3"
+    again = await client.call("import_memories", input_path="chain.jsonl", target_agent_id="b")
+    assert again["ok"] is True, again  # the same supersessions again: repeats, not failures
+    assert await _successor(client, "b", "v1") == "v2"
+    deleted = await client.call("delete_agent_data", agent_id="b")
+    assert deleted["ok"] is True
+    assert await client.call("list_memories", agent_id="b", current_only=True) == {
+        "memories": [],
+        "count": 0,
+    }
+    assert await _successor(client, "a", "v1") == "v2"
