@@ -56,9 +56,10 @@ def parse_as_of(value: str) -> datetime:
         raise InvalidInput("as_of must be an ISO 8601 date or date and time")
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        # an instant past year 1 or 9999 once in UTC overflows: as malformed as a bad date
         raise InvalidInput(f"as_of {text!r} is not an ISO 8601 date or date and time") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -232,7 +232,7 @@ async def test_as_of_reads_the_memory_as_it_stood_then(client: Agent) -> None:
     assert await refs(current_only=True) == [f"mem:{porto}"]
     both = await refs()
     assert both.index(f"mem:{porto}") > both.index(f"mem:{lisbon}")  # best last
-    for bad in ("yesterday", "2025-13-01", "2025-01-01T25:00"):
+    for bad in ("yesterday", "2025-13-01", "2025-01-01T25:00", "0001-01-01T00:00+05:00"):
         await _refused(client, "recall", {"agent_id": "a", "query": "live", "as_of": bad}, "as_of")
 
 
