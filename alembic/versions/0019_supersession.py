@@ -13,10 +13,10 @@ is stored: a record's ``valid_from`` is its own time and ``valid_to`` its succes
 Online on a populated database: the index is built ``CONCURRENTLY`` (no write lock); an
 invalid leftover of an interrupted build is dropped and rebuilt. Relations declared before
 this revision may already give one record two successors: the earliest declaration (lowest
-id) is kept and the later ones are deleted first, which is what declaring them under this
-revision would have done (the later one is dropped, "already superseded"). Rerunning the
-migration is safe; a duplicate a previous release writes during the build makes it fail,
-and a rerun removes it and builds again.
+id) is kept and the later ones are deleted first, tenant by tenant, which is what declaring
+them under this revision would have done (the later one is dropped, "already superseded").
+Rerunning the migration is safe; a duplicate a previous release writes during the build
+makes it fail, and a rerun removes it and builds again.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ WHERE r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kin
       AND o.subject_kind <> 'entity' AND o.object_kind = r.object_kind
       AND o.object_id = r.object_id AND o.id < r.id)
 """
+
+AS_TENANT = "SELECT set_config('app.tenant_id', :tenant, false)"
 
 INVALID_INDEX = r"""
 SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
@@ -62,7 +64,12 @@ def upgrade() -> None:
         bind = op.get_bind()
         if bind.execute(text(INVALID_INDEX)).first() is not None:
             bind.execute(text("DROP INDEX CONCURRENTLY relations_one_successor"))
-        bind.execute(text(DEDUPLICATE))
+        for (tenant,) in bind.execute(text("SELECT id FROM tenants ORDER BY id")).all():
+            # relations FORCE row-level security: a migration role that is neither
+            # superuser nor BYPASSRLS sees a tenant's rows only as that tenant
+            bind.execute(text(AS_TENANT), {"tenant": str(tenant)})
+            bind.execute(text(DEDUPLICATE))
+        bind.execute(text(AS_TENANT), {"tenant": ""})
         bind.execute(text(INDEX))
         bind.execute(text(INDEX_COMMENT))
 
