@@ -32,15 +32,46 @@ FROM up
 
 -- links_of --
 -- The supersession relations (record to record) of one agent that name any of the given
--- memories or episodes as subject or object.
+-- memories or episodes as subject or object. Index probes per ref (the older end through
+-- relations_one_successor, the newer through the subject-record indexes; OFFSET 0 keeps
+-- each a parameterized probe instead of a join over the tenant's relations), so the cost
+-- follows the refs asked, not the tenant's supersessions.
 -- $1 tenant_id uuid, $2 agent name text, $3 memory ids bigint[], $4 episode ids bigint[]
-SELECT r.id, r.subject_kind, r.subject_id, r.object_kind, r.object_id, r.declared_at
-FROM relations r
-WHERE r.tenant_id = $1 AND r.predicate = 'supersedes'
-  AND r.agent_id = (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
-  AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity'
-  AND (r.subject_memory = ANY($3::bigint[]) OR r.subject_episode = ANY($4::bigint[])
-       OR r.object_memory = ANY($3::bigint[]) OR r.object_episode = ANY($4::bigint[]))
+WITH agent AS (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2),
+wanted (kind, id) AS (
+    SELECT 'mem'::text, m FROM unnest($3::bigint[]) m
+    UNION ALL
+    SELECT 'ep'::text, e FROM unnest($4::bigint[]) e
+),
+found AS (
+    SELECT o.* FROM wanted w, LATERAL (
+        SELECT r.id, r.agent_id, r.subject_kind, r.subject_id, r.object_kind, r.object_id,
+               r.declared_at
+        FROM relations r
+        WHERE r.tenant_id = $1 AND r.object_kind = w.kind AND r.object_id = w.id
+          AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity'
+          AND r.object_kind <> 'entity'
+        LIMIT 1) o
+    UNION
+    SELECT n.* FROM unnest($3::bigint[]) w(id), LATERAL (
+        SELECT r.id, r.agent_id, r.subject_kind, r.subject_id, r.object_kind, r.object_id,
+               r.declared_at
+        FROM relations r
+        WHERE r.tenant_id = $1 AND r.subject_memory = w.id
+          AND r.predicate = 'supersedes' AND r.object_kind <> 'entity'
+        OFFSET 0) n
+    UNION
+    SELECT n.* FROM unnest($4::bigint[]) w(id), LATERAL (
+        SELECT r.id, r.agent_id, r.subject_kind, r.subject_id, r.object_kind, r.object_id,
+               r.declared_at
+        FROM relations r
+        WHERE r.tenant_id = $1 AND r.subject_episode = w.id
+          AND r.predicate = 'supersedes' AND r.object_kind <> 'entity'
+        OFFSET 0) n
+)
+SELECT f.id, f.subject_kind, f.subject_id, f.object_kind, f.object_id, f.declared_at
+FROM found f
+WHERE f.agent_id = (SELECT id FROM agent)
 
 -- agent_links --
 -- Every supersession relation (record to record) of one agent, by id, at most $3.
@@ -134,19 +165,19 @@ WHERE m.tenant_id = $1 AND m.id = $2
 -- episode's start_time); the rows come newest first like the listing.
 -- $1 tenant_id uuid, $2 agent name text, $3 project_id text (NULL = all), $4 limit int,
 -- $5 as_of timestamptz (NULL = now), $6 current_only boolean
-SELECT m.id, $2::text AS agent_id, m.project_id, m.content, m.source, m.timestamp_text,
-       m.created_at, m.locked, m.channel
-FROM memories m
-WHERE m.tenant_id = $1
-  AND m.agent_id = (SELECT id FROM agents WHERE tenant_id = $1 AND name = $2)
-  AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
-  AND ($5::timestamptz IS NULL OR coalesce(m.timestamp_at, m.created_at) <= $5)
+WITH agent AS (SELECT a.id FROM agents a WHERE a.tenant_id = $1 AND a.name = $2)
+SELECT x.id, $2::text AS agent_id, x.project_id, x.content, x.source, x.timestamp_text,
+       x.created_at, x.locked, x.channel
+FROM memories x
+WHERE x.tenant_id = $1 AND x.agent_id = (SELECT id FROM agent)
+  AND ($3::text IS NULL OR x.project_id IN ($3, ''))
+  AND ($5::timestamptz IS NULL OR coalesce(x.timestamp_at, x.created_at) <= $5)
   AND NOT EXISTS (
       SELECT 1 FROM relations r
       LEFT JOIN memories s ON s.tenant_id = r.tenant_id AND s.id = r.subject_memory
-      WHERE r.tenant_id = $1 AND r.object_kind = 'mem' AND r.object_id = m.id
+      WHERE r.tenant_id = $1 AND r.object_kind = 'mem' AND r.object_id = x.id
         AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity'
         AND r.object_kind <> 'entity'
         AND ($6 OR coalesce(s.timestamp_at, s.created_at) <= $5))
-ORDER BY m.created_at DESC, m.id DESC
+ORDER BY x.created_at DESC, x.id DESC
 LIMIT $4
