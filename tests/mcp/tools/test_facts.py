@@ -11,7 +11,7 @@ from typing import Any
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import TenantId
-from tests.support import Agent, text
+from tests.support import Agent, Served, new_tenant, text
 
 
 async def _refused(client: Agent, tool: str, arguments: dict[str, Any], words: str) -> None:
@@ -383,3 +383,21 @@ async def test_export_import_keeps_a_chain_and_delete_agent_data_takes_it(client
         "count": 0,
     }
     assert await _successor(client, "a", "v1") == "v2"
+
+
+async def test_another_tenants_records_cannot_be_superseded_or_read_through_a_chain(
+    client: Agent, lib: Library, served: Served
+) -> None:
+    theirs = await _memory(client, "acme's fact")
+    other = Agent(served, await new_tenant(lib, "other"))
+    mine = await _memory(other, "other's fact")
+    stored = await other.call(
+        "store", agent_id="a", message={"content": "replacing"}, supersedes=[f"mem:{theirs}"]
+    )
+    assert stored["supersedes"]["dropped"] == [
+        {"item": "supersedes[0]", "reason": f"mem:{theirs} is not a record of this agent"}
+    ]
+    declared = await _supersede(other, f"mem:{mine}", f"mem:{theirs}")
+    assert declared["relations"] == []
+    fetched = await client.call("get_contents", agent_id="a", refs=[f"mem:{theirs}"])
+    assert "superseded_by" not in fetched["items"][0]
