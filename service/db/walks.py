@@ -26,6 +26,7 @@ class TraverseRequest:
     source_pattern: str | None
     max_hops: int
     limit: int
+    as_of: datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,6 +52,7 @@ async def traverse(conn: Connection, tenant_id: TenantId, req: TraverseRequest) 
         req.source_pattern,
         req.max_hops,
         req.limit,
+        req.as_of,
     )
     assert row is not None  # the statement always returns one row
     relations = [
@@ -101,9 +103,10 @@ async def walk_graph(
         scope.source_pattern,
         req.max_hops,
         req.per_entity,
-        list(req.start_episodes),
+        None,  # as_of: reconstruct reads the graph as it stands now
         list(req.pool_memories),
         list(req.pool_episodes),
+        list(req.start_episodes),
     )
     assert row is not None  # the statement always returns one row
     mentions: dict[str, list[int]] = {}

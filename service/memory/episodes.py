@@ -9,7 +9,7 @@ from typing import TypeAlias
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
-from service.memory import future, pauses, text
+from service.memory import future, pauses, superseding, supersession, text
 from service.memory.library import Library
 from service.memory.memories.listing import Listing, capped, page_of
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
@@ -33,23 +33,28 @@ class ArchiveRequest:
     resolved: bool | None = None
     project_id: str = ""
     channel: str = ""
+    supersedes: object = None
+    """The records the episode replaces (docs/tools.md, "Facts that change"); None: none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Archived:
-    """The new episode, and whether its summary or keywords were cut."""
+    """The new episode, whether its summary or keywords were cut, and what its
+    ``supersedes`` list declared (None without one)."""
 
     episode_id: int
     truncated: bool = False
     ahead_of_clock: future.AheadOfClock | None = None
     """The history's stamp past the allowance ahead of the server's clock (mode ``warn``)."""
+    supersedes: superseding.Superseding | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EpisodeDeleted:
-    """The episode deleted."""
+    """The episode deleted, and the supersessions made to keep its chain whole."""
 
     episode_id: int
+    relinked: tuple[supersession.Relinked, ...] = ()
 
 
 def history_span(history: Sequence[object]) -> tuple[str | None, str | None]:
@@ -108,7 +113,19 @@ async def archive_episode(
             await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
     if inline.vector is None:
         embed_soon(lib, tenant_id, "ep", episode_id)
-    return Archived(episode_id, summary.truncated or keywords.truncated, ahead)
+    archived = Archived(episode_id, summary.truncated or keywords.truncated, ahead)
+    if req.supersedes is None:
+        return archived
+    rider = superseding.Rider(
+        agent_id=req.agent_id,
+        newer=("ep", episode_id),
+        refs=req.supersedes,
+        project_id=req.project_id,
+        channel=req.channel,
+    )
+    return dataclasses.replace(
+        archived, supersedes=await superseding.declare(lib, tenant_id, rider)
+    )
 
 
 def _history_ahead(lib: Library, start: str | None, end: str | None) -> future.AheadOfClock | None:
@@ -157,11 +174,17 @@ async def list_episodes(
 async def delete_episode(
     lib: Library, tenant_id: TenantId, episode_id: int, agent_id: str = ""
 ) -> EpisodeDeleted:
-    """Delete one episode (its queue job goes with it, by trigger); episodes have no lock."""
+    """Delete one episode (its queue job goes with it, by trigger); episodes have no lock.
+    In the middle of a supersession chain, its successor then supersedes what it
+    superseded (``relinked``)."""
     deleted = False
+    relinked: list[supersession.Relinked] = []
     if 0 < episode_id <= MAX_EPISODE_ID:
         async with lib.db.tenant_tx(tenant_id) as conn:
+            found = await supersession.neighbours(conn, tenant_id, ("ep", episode_id))
             deleted = await episodes.delete_episode(conn, tenant_id, episode_id, agent_id or None)
+            if deleted:
+                relinked = await supersession.relink(conn, tenant_id, ("ep", episode_id), found)
     if not deleted:
         raise Refused(f"Episode {episode_id} not found or not owned by agent")
-    return EpisodeDeleted(episode_id)
+    return EpisodeDeleted(episode_id, tuple(relinked))

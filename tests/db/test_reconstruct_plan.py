@@ -17,7 +17,7 @@ from tests.recall_statements import sql_literals
 
 
 def _args(tenant: TenantId, starts: list[int]) -> list[Any]:
-    return [tenant, "target", starts, None, "", None, 5, 41, [], starts, []]
+    return [tenant, "target", starts, None, "", None, 5, 41, None, starts, [], []]
 
 
 async def _plan(db: Database, tenant: TenantId, starts: list[int]) -> str:

@@ -2,7 +2,10 @@
 -- The agent, and its entities and relations readable in a read scope (traverse and the
 -- reconstruct walk include it as {part:graph_scope}): project NULL = all, '' = the global
 -- pool, X = X plus the global pool; channel '' = no filter, C = C plus channel-less rows.
--- $1 tenant_id uuid, $2 agent name text, $4 project_id text, $5 channel text
+-- With $9 only relations declared at or before it are read (docs/tools.md, "Facts that
+-- change": the graph as it stood then); NULL reads them all.
+-- $1 tenant_id uuid, $2 agent name text, $4 project_id text, $5 channel text, $9 as_of
+-- timestamptz
 agent AS (
     SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
 ), visible AS NOT MATERIALIZED (
@@ -15,6 +18,7 @@ agent AS (
     WHERE r.tenant_id = $1 AND r.agent_id = (SELECT id FROM agent)
       AND ($4::text IS NULL OR r.project_id = $4 OR r.project_id = '')
       AND ($5::text = '' OR r.channel = $5 OR r.channel = '')
+      AND ($9::timestamptz IS NULL OR r.declared_at <= $9)
 )
 
 -- part: graph_walk --
@@ -69,7 +73,8 @@ walk (hops, frontier, stamps, seen) AS (
 -- global pool; channel '' = no filter, C = C plus channel-less rows; a source pattern
 -- keeps the memories whose source.id matches, and episodes only when a channel is given.
 -- $1 tenant_id uuid, $2 agent name text, $3 normalized entity text, $4 project_id text,
--- $5 channel text, $6 source_pattern text, $7 max_hops int, $8 limit int
+-- $5 channel text, $6 source_pattern text, $7 max_hops int, $8 limit int, $9 as_of
+-- timestamptz (NULL = now)
 WITH RECURSIVE {part:graph_scope}, starts AS (
     SELECT v.id FROM visible v
     WHERE v.normalized = $3 OR EXISTS (
@@ -162,13 +167,13 @@ SELECT
 -- an episode only when no source pattern is given or a channel is.
 -- $1 tenant_id uuid, $2 agent name text, $3 start memory ids bigint[], $4 project_id
 -- text, $5 channel text, $6 source_pattern text (NULL = none), $7 max_hops int, $8
--- per_entity int, $9 start episode ids bigint[], $10 pool memory ids bigint[], $11 pool
--- episode ids bigint[]
+-- per_entity int, $9 as_of timestamptz (NULL = now), $10 pool memory ids bigint[], $11
+-- pool episode ids bigint[], $12 start episode ids bigint[]
 WITH RECURSIVE {part:graph_scope}, start_mentions AS MATERIALIZED (
     SELECT mm.ref_kind || ':' || mm.ref_id AS ref, mm.entity_id
     FROM entity_mentions mm
     WHERE mm.tenant_id = $1
-      AND (mm.memory_id = ANY($3::bigint[]) OR mm.episode_id = ANY($9::bigint[]))
+      AND (mm.memory_id = ANY($3::bigint[]) OR mm.episode_id = ANY($12::bigint[]))
       AND mm.entity_id IN (SELECT id FROM visible)
 ), starts AS (
     SELECT DISTINCT entity_id AS id FROM start_mentions

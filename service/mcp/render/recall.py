@@ -23,6 +23,7 @@ from service.memory.recall.records import (
     RecallResult,
     Speaker,
 )
+from service.memory.supersession import Fact, ref_text
 from service.models import JsonObject
 
 Row: TypeAlias = Recalled | Echo | MemoryItem | EpisodeItem
@@ -65,6 +66,21 @@ def _recalled_fields(item: Recalled, content: str, source: object | None) -> Jso
         body["id"] = item.msg_id
     if item.confidence is not None:
         body["confidence"] = confidence(item.confidence)
+    if item.fact is not None:
+        body.update(fact(item.fact))
+    return body
+
+
+def fact(found: Fact) -> JsonObject:
+    """A chained row's ``valid_from``, ``valid_to`` (when superseded), ``supersedes``
+    (refs, when it replaces any) and ``superseded_by`` (docs/tools.md, "Facts that change")."""
+    body: JsonObject = {"valid_from": found.valid_from.isoformat()}
+    if found.valid_to is not None:
+        body["valid_to"] = found.valid_to.isoformat()
+    if found.supersedes:
+        body["supersedes"] = [ref_text(ref) for ref in found.supersedes]
+    if found.superseded_by is not None:
+        body["superseded_by"] = ref_text(found.superseded_by)
     return body
 
 
@@ -103,6 +119,8 @@ def memory_item(item: MemoryItem) -> JsonObject:
         body["timestamp"] = item.timestamp
     if item.msg_id:
         body["id"] = item.msg_id
+    if item.fact is not None:
+        body.update(fact(item.fact))
     return body
 
 

@@ -6,7 +6,7 @@ import dataclasses
 
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.render import associations as render
-from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.mcp.schemas import AGENT_ID, AS_OF, CHANNEL, PROJECT_ID, identifier, string
 from service.memory import associations, bounds, traverse
 from service.models import JsonObject
 
@@ -106,6 +106,7 @@ class TraverseParams:
     channel: str
     project_id: str | None = None
     source_id: str
+    as_of: str = ""
 
 
 async def _traverse(env: ToolEnv, params: TraverseParams) -> JsonObject:
@@ -117,6 +118,7 @@ async def _traverse(env: ToolEnv, params: TraverseParams) -> JsonObject:
         project_id=params.project_id,
         channel=params.channel,
         source_id=params.source_id,
+        as_of=params.as_of,
     )
     return render.neighbourhood(await traverse.traverse(env.lib, env.caller.tenant_id, request))
 
@@ -134,6 +136,7 @@ mentioning them, relations among them.""",
             "channel": CHANNEL,
             "project_id": PROJECT_ID,
             "source_id": identifier(default=""),
+            "as_of": AS_OF,
         },
         ["agent_id", "entity"],
     ),

@@ -14,6 +14,7 @@ from service.mcp.schemas import (
     LIST_AGENT_ID,
     OWNER_AGENT_ID,
     PROJECT_ID,
+    SUPERSEDES,
     WRITE_PROJECT_ID,
 )
 from service.mcp.shaping import listing as listing_shaping
@@ -56,6 +57,7 @@ class ArchiveEpisodeParams:
     resolved: bool
     project_id: str
     channel: str
+    supersedes: tuple[str, ...] | None = None
 
 
 async def _archive_episode(env: ToolEnv, params: ArchiveEpisodeParams) -> JsonObject:
@@ -67,6 +69,7 @@ async def _archive_episode(env: ToolEnv, params: ArchiveEpisodeParams) -> JsonOb
         resolved=params.resolved,
         project_id=params.project_id,
         channel=params.channel,
+        supersedes=None if params.supersedes is None else list(params.supersedes),
     )
     archived = await episodes.archive_episode(
         env.lib, env.caller.tenant_id, request, env.pause_guard
@@ -93,6 +96,7 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
             "resolved": {"type": "boolean", "default": False},
             "project_id": WRITE_PROJECT_ID,
             "channel": CHANNEL,
+            "supersedes": SUPERSEDES,
         },
         ["agent_id", "summary"],
     ),

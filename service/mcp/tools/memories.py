@@ -21,11 +21,14 @@ from service.mcp.registry import (
 )
 from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
+    AS_OF,
     CHANNEL,
+    CURRENT_ONLY,
     LIST_AGENT_ID,
     MEMORY_ID,
     OWNER_AGENT_ID,
     PROJECT_ID,
+    SUPERSEDES,
     WRITE_PROJECT_ID,
     identifier,
     name,
@@ -61,6 +64,7 @@ class StoreParams:
     channel: str
     project_id: str
     associations: JsonObject | None = None
+    supersedes: tuple[str, ...] | None = None
 
 
 def _given(value: object) -> bool:
@@ -104,6 +108,7 @@ async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
         project_id=params.project_id,
         associations=params.associations,
         lock=params.lock is True,
+        supersedes=None if params.supersedes is None else list(params.supersedes),
     )
     outcome = await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
     return writes.store_outcome(outcome)
@@ -147,6 +152,7 @@ STORE = ToolSpec(
             "channel": CHANNEL,
             "project_id": WRITE_PROJECT_ID,
             "associations": {"type": "object"},
+            "supersedes": SUPERSEDES,
         },
     ),
     params=StoreParams,
@@ -168,8 +174,28 @@ LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); l
 0..500. Returns {memories, count}."""
 
 
-async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
-    found = await listed(env, params, listing.list_memories)
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ListMemoriesParams(ListParams):
+    """list_memories also reads as of a time, or only current records (docs/tools.md,
+    "Facts that change")."""
+
+    as_of: str = ""
+    current_only: bool = False
+
+
+async def _list_memories(env: ToolEnv, params: ListMemoriesParams) -> JsonObject:
+    if params.as_of or params.current_only:
+        found = await listing.list_memories(
+            env.lib,
+            env.caller.tenant_id,
+            agent_id=params.agent_id,
+            project_id=params.project_id,
+            limit=params.limit,
+            as_of=params.as_of,
+            current_only=params.current_only,
+        )
+    else:
+        found = await listed(env, params, listing.list_memories)
     preview_chars = env.lib.settings.recall_preview_chars
     shaped, trimmed = listing_shaping.budget_list_memories(found.rows, preview_chars)
     sent = [render_listing.memory(item.row, item.cut) for item in shaped]
@@ -186,9 +212,11 @@ LIST_MEMORIES = ToolSpec(
             "agent_id": LIST_AGENT_ID,
             "limit": {"type": "integer", "default": 100},
             "project_id": PROJECT_ID,
+            "as_of": AS_OF,
+            "current_only": CURRENT_ONLY,
         }
     ),
-    params=ListParams,
+    params=ListMemoriesParams,
     handler=_list_memories,
     project_gate=True,
     refusal=refuse_with(memories=[], count=0),
@@ -202,6 +230,7 @@ class UpdateMemoryParams:
     memory_id: int
     content: str
     agent_id: str
+    keep_history: bool = False
 
 
 async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject:
@@ -213,6 +242,7 @@ async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject
         params.agent_id,
         env.pause_guard,
         acl.sees(env.caller),
+        keep_history=params.keep_history,
     )
     return writes.memory_updated(updated)
 
@@ -226,6 +256,11 @@ updated_id}.""",
             "memory_id": MEMORY_ID,
             "content": {"type": "string"},
             "agent_id": OWNER_AGENT_ID,
+            "keep_history": {
+                "type": "boolean",
+                "default": False,
+                "description": "as a new record superseding it",
+            },
         },
         ["memory_id", "content"],
     ),

@@ -8,7 +8,15 @@ from typing import TypeVar
 from service.config import Settings
 from service.mcp import delivery
 from service.mcp.registry import Handler, ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
-from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.mcp.schemas import (
+    AGENT_ID,
+    AS_OF,
+    CHANNEL,
+    CURRENT_ONLY,
+    PROJECT_ID,
+    identifier,
+    string,
+)
 from service.memory import bounds
 from service.memory.cursor import MAX_CURSOR_CHARS
 from service.memory.recall import pipeline, with_context
@@ -79,6 +87,8 @@ class RecallParams:
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class PlainRecallParams(RecallParams):
     exclude_contents: tuple[str, ...]
+    as_of: str = ""
+    current_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,7 +142,11 @@ async def _recall(env: ToolEnv, params: PlainRecallParams) -> JsonObject:
     opts = _options("recall", params)
     if params.cursor:
         return await delivery.resume(env, opts, params.cursor)
-    request = _request(env, params, params.exclude_contents)
+    request = dataclasses.replace(
+        _request(env, params, params.exclude_contents),
+        as_of=params.as_of,
+        current_only=params.current_only,
+    )
     body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
     return await delivery.deliver(env, opts, body)
 
@@ -174,6 +188,8 @@ RECALL = _recall_tool(
             "default": [],
             "description": "texts you hold (left out)",
         },
+        "as_of": AS_OF,
+        "current_only": CURRENT_ONLY,
     },
 )
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from service.db import memories
 from service.db.pool import Connection
 from service.errors import Refused
-from service.memory import associations, bounds, future, pauses, text
+from service.memory import associations, bounds, future, pauses, superseding, text
 from service.memory.associations import Declared
 from service.memory.library import Library
 from service.memory.memories import edits
@@ -39,6 +39,9 @@ class StoreRequest:
     lock: bool = False
     """Lock the row the store resolved to (new, or the existing row a dedup skip names), as
     lock_memory does, after it commits (CPersona 2.6's ``lock: true``)."""
+    supersedes: object = None
+    """The ``supersedes`` list (docs/tools.md, "Facts that change"): the records the new
+    one replaces, declared after it commits; None declares nothing and costs nothing."""
 
 
 SkipReason = Literal["duplicate msg_id", "duplicate content", "duplicate (unique index)"]
@@ -59,6 +62,8 @@ class Stored:
     ahead_of_clock: future.AheadOfClock | None = None
     """The caller's timestamp lay past the allowance ahead of the server's clock (mode
     ``warn``); None otherwise."""
+    supersedes: superseding.Superseding | None = None
+    """What the ``supersedes`` list declared (None without one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,6 +77,8 @@ class Skipped:
     """What the rider declared on the existing row (None without one, or without an id)."""
     locked: bool | None = None
     """Whether ``lock`` locked the existing row (None: no lock asked; False without an id)."""
+    supersedes: superseding.Superseding | None = None
+    """What the ``supersedes`` list declared for the existing row (as ``associations``)."""
 
 
 StoreOutcome = Stored | Skipped
@@ -200,7 +207,8 @@ async def store(
 ) -> StoreOutcome:
     """Store one memory (:func:`store_row`), then the riders, each in a transaction of its
     own, on the stored row or on the existing row a dedup skip names: the ``associations``
-    rider, if any (a failure is reported in its ``dropped``), then the ``lock``, if asked.
+    rider, if any (a failure is reported in its ``dropped``), the ``supersedes`` list, if
+    any (docs/tools.md, "Facts that change"), then the ``lock``, if asked.
     The memory stays stored whatever a rider does. Without riders this is
     :func:`store_row` alone."""
     outcome = await store_row(lib, tenant_id, req, guard)
@@ -215,6 +223,16 @@ async def store(
             scope=(req.project_id, req.channel),
         )
         outcome = dataclasses.replace(outcome, associations=declared)
+    if req.supersedes is not None and memory_id is not None:
+        rider = superseding.Rider(
+            agent_id=req.agent_id,
+            newer=("mem", memory_id),
+            refs=req.supersedes,
+            project_id=req.project_id,
+            channel=req.channel,
+        )
+        replaced = await superseding.declare(lib, tenant_id, rider)
+        outcome = dataclasses.replace(outcome, supersedes=replaced)
     if req.lock:
         locked = await _lock_row(lib, tenant_id, req.agent_id, memory_id)
         outcome = dataclasses.replace(outcome, locked=locked)

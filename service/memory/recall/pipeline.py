@@ -9,10 +9,11 @@ library returns full content: previews and budgets belong to the MCP boundary.
 from __future__ import annotations
 
 from service.db import recall as recall_queries
+from service.memory import supersession
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.recall import advisory, fusion, query_terms
-from service.memory.recall.records import Advisory, RecallResult, Severity
+from service.memory.recall import advisory, chains, fusion, query_terms
+from service.memory.recall.records import Advisory, Recalled, RecallResult, Severity
 from service.memory.recall.request import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
     RecallRequest as RecallRequest,
@@ -34,7 +35,13 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
     """Hybrid recall for one agent: rows best first, with the gate's rescue and the
     degraded advisory noted; InvalidInput for a request over its bounds (``check_request``)."""
     check_request(req)
-    limit = clamp(req.limit, 0, lib.settings.max_memories)
+    reading = chains.Reading(
+        supersession.parse_as_of(req.as_of) if req.as_of else None, req.current_only
+    )
+    wanted_rows = clamp(req.limit, 0, lib.settings.max_memories)
+    limit = wanted_rows
+    if reading.filters:
+        limit = min(wanted_rows * chains.OVERFETCH, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = scope_of(req)
@@ -47,10 +54,16 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         return RecallResult(rows=(), advisory=notice)
     unseen = vector_unseen(lib, hits, embedded.vector)
     ranked = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
-    if ranked.credited:
+    rows = await chains.arrange(lib, tenant_id, req.agent_id, ranked.rows, reading)
+    rows = rows[:wanted_rows]
+    credited = ranked.credited
+    if reading.filters:
+        kept = {row.id for row in rows if isinstance(row, Recalled) and row.kind == "mem"}
+        credited = [memory_id for memory_id in credited if memory_id in kept]
+    if credited:
         async with lib.db.tenant_tx(tenant_id) as conn:
-            await recall_queries.bump_recall_stats(conn, tenant_id, ranked.credited)
-    return RecallResult(ranked.rows, ranked.gate_fallback, notice)
+            await recall_queries.bump_recall_stats(conn, tenant_id, credited)
+    return RecallResult(tuple(rows), ranked.gate_fallback, notice)
 
 
 async def _advisory(

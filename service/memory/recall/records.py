@@ -13,6 +13,7 @@ from typing import Literal, TypeAlias
 
 from service.memory.recall.candidate import Kind, MatchReason
 from service.memory.recall.confidence import Confidence
+from service.memory.supersession import Fact
 from service.models import JsonObject
 
 Severity: TypeAlias = Literal["hint", "fault"]
@@ -25,7 +26,8 @@ class Recalled:
     ``ref`` is ``mem:<id>`` / ``ep:<id>`` (None for the profile row); ``source`` is the
     stored free-form document (``{}`` when none); ``timestamp`` and ``msg_id`` are ``""``
     when the row has none; ``confidence`` is set only with confidence scoring on, and
-    ``match_reason`` only for a scored row."""
+    ``match_reason`` only for a scored row; ``fact`` only for a row in a supersession
+    chain (docs/tools.md, "Facts that change")."""
 
     kind: Kind
     id: int
@@ -36,6 +38,7 @@ class Recalled:
     msg_id: str
     confidence: Confidence | None
     match_reason: MatchReason | None
+    fact: Fact | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

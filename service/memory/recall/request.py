@@ -26,6 +26,9 @@ class RecallRequest:
     source_id: str = ""
     paused: bool = False
     extra_lexical_terms: Sequence[str] = ()
+    as_of: str = ""
+    """docs/tools.md, "Facts that change": '' = now; else an ISO 8601 date or time."""
+    current_only: bool = False
 
 
 MAX_EXTRA_TERMS = 32
