@@ -11,11 +11,11 @@ import httpx2
 
 from tests.support import Agent, mcp_session
 
-CATALOGUE_BUDGET_CHARS = 17_000
-"""The whole tools/list answer, as served, in characters (about 4,250 tokens; 14,000
+CATALOGUE_BUDGET_CHARS = 17_300
+"""The whole tools/list answer, as served, in characters (about 4,325 tokens; 14,000
 until every string and list got its bound, issue 36: 13,912 -> 14,913; 15,000 until
 declare_associations, traverse and store's associations rider, issue 32: 14,915 ->
-16,692, +1,777)."""
+16,692, +1,777; 17,000 until recall's time_cue, issue 32: 16,692 -> 17,264, +572)."""
 DESCRIPTION_BUDGET_CHARS = 400
 
 SPEC_ORDER = [

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from service.memory import bounds
+from service.memory.recall.cue import TimeCue
 
 DEFAULT_LIMIT = 10
 """Rows a recall returns when the caller names no ``limit`` (docs/tools.md, "Tool reference")."""
@@ -14,7 +15,8 @@ DEFAULT_LIMIT = 10
 @dataclasses.dataclass(frozen=True, slots=True)
 class RecallRequest:
     """One recall's arguments as the tools pass them (defaults as in their schemas);
-    ``paused`` says a persistence pause holds, so no recall statistics are credited."""
+    ``paused`` says a persistence pause holds, so no recall statistics are credited;
+    ``time_cue`` is the read cue (``cue.parse``; docs/tools.md, "Time cues"), None for none."""
 
     agent_id: str
     query: str
@@ -25,6 +27,7 @@ class RecallRequest:
     project_id: str | None = None
     source_id: str = ""
     paused: bool = False
+    time_cue: TimeCue | None = None
 
 
 def check_request(req: RecallRequest) -> None:

@@ -102,7 +102,7 @@ def retrieval(
         limit=depth,
         episodes=not (req.source_id and not req.channel),
         recency=not req.query.strip(),
-        confidence=s.confidence_enabled,
+        confidence=s.confidence_enabled or req.time_cue is not None,
         vector_depth=min(depth, s.recall_vector_depth) if mode == "hybrid" else None,
         query=req.query,
         budget=s.recall_postings_budget,
