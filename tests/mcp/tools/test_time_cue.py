@@ -208,6 +208,24 @@ async def test_a_returned_row_the_cue_found_moves_up_and_carries_its_cue_rank(
     assert others_plain == others_cued
 
 
+async def test_a_seat_is_never_credited_to_recall_statistics(
+    lib: Library, database_url: str
+) -> None:
+    """Confidence scoring credits the returned window; a held seat earns nothing."""
+    async with serve(Settings(confidence_enabled=True), database_url) as served:
+        client = Agent(served, await new_tenant(lib, "conf"))
+        for i in range(5):
+            await _store(client, f"green tea tasting {i}", f"2026-06-0{i + 1}T10:00:00Z")
+        march = await _store(client, "tea in the garden", "2026-03-10T10:00:00Z")
+        body = await _recall(client, "green tea", limit=3, time_cue={**MARCH, "confidence": "sure"})
+        assert body["messages"][0]["ref"] == march
+        assert body["messages"][0]["match_reason"]["signal"] == "cue"
+        async with lib.db.admin_tx() as conn:
+            counts = dict(await conn.fetch("SELECT 'mem:' || id, recall_count FROM memories"))
+        assert counts[march] == 0
+        assert sum(counts.values()) == len(body["messages"]) - 1
+
+
 async def test_a_row_the_gate_refused_is_never_seated(rrf_client: Agent) -> None:
     """rrf's small-pool gate refuses a lone match; the cue arm finds it, but a refused
     row does not come back as a seat."""

@@ -9,8 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given, strategies as st
 
+from service.db import recall as recall_queries
 from service.errors import InvalidInput
-from service.memory.recall import cue
+from service.memory.recall import cue, cued
+from service.memory.recall.candidate import MatchReason
+from service.memory.recall.records import CueApplied, Recalled
 
 NOW = datetime(2026, 12, 4, 17, 38, tzinfo=UTC)
 EMPTY = cue.Span()
@@ -189,3 +192,32 @@ def test_no_row_moves_up_more_than_the_bound_and_none_is_lost(
     assert moved == sum(1 for new, row in enumerate(order) if new != row)
     unfound = [row for row in order if row not in ranks]
     assert unfound == sorted(unfound)
+
+
+def _hit(n: int) -> recall_queries.Hit:
+    return recall_queries.Hit(
+        "cue_text", "mem", n, 1.0, 1, f"row {n}", {}, "2026-03-10", "", NOW, None
+    )
+
+
+def _row(n: int) -> Recalled:
+    reason: MatchReason = {"signal": "hybrid", "score": 0.5}
+    return Recalled("mem", n, f"mem:{n}", f"row {n}", {}, "", "", None, reason)
+
+
+def test_seats_take_unreached_or_cut_rows_never_refused_ones_and_never_displace() -> None:
+    """Rows 1-4 are the answer (best first). The cue arm found 9 (refused by the gate:
+    reached, not admitted), 8 (admitted, cut by the limit), 7 and 6 (no arm reached them),
+    and 3 (in the answer)."""
+    found = cued.CueFound(
+        rows=tuple(_hit(n) for n in (9, 8, 3, 7, 6)),
+        report=CueApplied(None, "likely", False),
+    )
+    reached = {("mem", n) for n in (1, 2, 3, 4, 8, 9)}
+    admitted = {("mem", n) for n in (1, 2, 3, 4, 8)}
+    rows, report = cued.apply([_row(n) for n in (1, 2, 3, 4)], found, reached, admitted)
+    assert [row.id for row in rows] == [1, 3, 2, 4, 8, 7]
+    assert rows[1].match_reason == {"signal": "hybrid", "score": 0.5, "cue_rank": 2}
+    assert rows[4].match_reason == {"signal": "cue", "admission": "reservation", "cue_rank": 1}
+    assert rows[5].match_reason == {"signal": "cue", "admission": "reservation", "cue_rank": 3}
+    assert (report.moved, report.seated, report.confidence) == (2, 2, "likely")
