@@ -19,7 +19,7 @@ from service.db import recall as recall_queries
 from service.memory.library import Library
 from service.memory.recall import cue, exclusion, query_terms
 from service.memory.recall.candidate import HeldReason, Identity, Kind
-from service.memory.recall.records import CueApplied, CueIgnored, CueReport, Recalled
+from service.memory.recall.records import CueApplied, CueIgnored, Recalled
 from service.memory.recall.time import parse_timestamp
 from service.models import JsonObject, TenantId
 
@@ -154,7 +154,7 @@ def apply(
     found: CueFound,
     reached: Collection[Identity],
     admitted: Collection[Identity],
-) -> tuple[tuple[Recalled, ...], CueReport]:
+) -> tuple[tuple[Recalled, ...], CueApplied]:
     """The answer ``rows`` (best first, after the ``limit`` cut) with the cue applied:
     the rows the cue arm found moved up by at most ``LIFT`` places, then up to ``SEATS``
     held rows appended (the weak end of the wire order): the best cue-arm rows the answer

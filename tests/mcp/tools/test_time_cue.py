@@ -221,7 +221,8 @@ async def test_a_seat_is_never_credited_to_recall_statistics(
         assert body["messages"][0]["ref"] == march
         assert body["messages"][0]["match_reason"]["signal"] == "cue"
         async with lib.db.admin_tx() as conn:
-            counts = dict(await conn.fetch("SELECT 'mem:' || id, recall_count FROM memories"))
+            records = await conn.fetch("SELECT 'mem:' || id AS ref, recall_count FROM memories")
+        counts: dict[str, int] = {r["ref"]: r["recall_count"] for r in records}
         assert counts[march] == 0
         assert sum(counts.values()) == len(body["messages"]) - 1
 

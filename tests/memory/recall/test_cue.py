@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 from service.db import recall as recall_queries
 from service.errors import InvalidInput
 from service.memory.recall import cue, cued
-from service.memory.recall.candidate import MatchReason
+from service.memory.recall.candidate import Identity, MatchReason
 from service.memory.recall.records import CueApplied, Recalled
 
 NOW = datetime(2026, 12, 4, 17, 38, tzinfo=UTC)
@@ -213,8 +213,8 @@ def test_seats_take_unreached_or_cut_rows_never_refused_ones_and_never_displace(
         rows=tuple(_hit(n) for n in (9, 8, 3, 7, 6)),
         report=CueApplied(None, "likely", False),
     )
-    reached = {("mem", n) for n in (1, 2, 3, 4, 8, 9)}
-    admitted = {("mem", n) for n in (1, 2, 3, 4, 8)}
+    reached: set[Identity] = {("mem", n) for n in (1, 2, 3, 4, 8, 9)}
+    admitted: set[Identity] = {("mem", n) for n in (1, 2, 3, 4, 8)}
     rows, report = cued.apply([_row(n) for n in (1, 2, 3, 4)], found, reached, admitted)
     assert [row.id for row in rows] == [1, 3, 2, 4, 8, 7]
     assert rows[1].match_reason == {"signal": "hybrid", "score": 0.5, "cue_rank": 2}
