@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 from service.config import Settings
 from service.memory.library import Library
+from tests.e2e.test_embedder_faults import fault_settings
+from tests.servers.embedding import EmbeddingServer, running_server
 from tests.support import Agent, new_tenant, serve, text
 
 MARCH = {"after": "2026-03-01", "before": "2026-03-31"}
@@ -26,6 +28,21 @@ async def rrf_client(lib: Library, settings: Settings, database_url: str) -> Asy
     """A service in the spec's rrf mode, whose small-pool gate refuses a lone match."""
     async with serve(dataclasses.replace(settings, recall_mode="rrf"), database_url) as served:
         yield Agent(served, await new_tenant(lib, "acme-rrf"))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[EmbeddingServer]:
+    yield from running_server(dimension=384)
+
+
+@pytest.fixture
+async def vector_client(
+    lib: Library, settings: Settings, database_url: str, embedder: EmbeddingServer
+) -> AsyncIterator[Agent]:
+    """A service with a (deterministic, hashed) embedder of 384 dimensions."""
+    embedder.reset()
+    async with serve(fault_settings(settings, embedder), database_url) as served:
+        yield Agent(served, await new_tenant(lib, "acme-vectors"))
 
 
 async def _store(client: Agent, content: str, stamp: str, agent: str = "a") -> str:
@@ -225,6 +242,25 @@ async def test_a_seat_is_never_credited_to_recall_statistics(
         counts: dict[str, int] = {r["ref"]: r["recall_count"] for r in records}
         assert counts[march] == 0
         assert sum(counts.values()) == len(body["messages"]) - 1
+
+
+async def test_with_embeddings_the_cue_arm_reuses_the_query_vector(
+    vector_client: Agent, embedder: EmbeddingServer
+) -> None:
+    """The cue arm's vector list runs on the ordinary arm's query vector: the query is
+    embedded once, and the period's row nearest that vector (the same text: cosine 1)
+    ranks first on the cue arm."""
+    client = vector_client
+    for i in range(3):
+        await _store(client, f"june note {i}", f"2026-06-0{i + 1}T10:00:00Z")
+    march = await _store(client, "quartz lantern", "2026-03-10T10:00:00Z")
+    embedder.reset()
+    body = await _recall(client, "quartz lantern", time_cue={**MARCH, "confidence": "sure"})
+    assert embedder.received == ["quartz lantern"]
+    best = body["messages"][-1]
+    assert best["ref"] == march
+    assert best["match_reason"]["cue_rank"] == 0
+    assert body["time_cue"]["revised"] is False
 
 
 async def test_a_row_the_gate_refused_is_never_seated(rrf_client: Agent) -> None:
