@@ -373,3 +373,35 @@ async def test_a_cue_never_removes_a_row(
     assert window(cued) == window(plain)
     seats = len(cued["messages"]) - len(plain["messages"])
     assert seats == cued["time_cue"].get("seated", 0) <= 3
+
+
+@pytest.mark.parametrize(
+    "cue",
+    [
+        {"after": "0001-01-01", "before": "9999-12-31", "confidence": "vague"},
+        {"before": "0001-01-02", "confidence": "likely"},
+        {"ago": {"unit": "months", "value": 10**30}, "confidence": "vague"},
+        {"after": "2026-03-01T00:00:00.123456-09:30", "confidence": "likely"},
+    ],
+)
+async def test_periods_at_the_ends_of_time_are_answered_never_a_failure(
+    client: Agent, cue: dict[str, Any]
+) -> None:
+    await _store(client, "tea ceremony notes", "2026-03-10T10:00:00Z")
+    body = await _recall(client, "tea", time_cue=cue)
+    assert "error" not in body
+    assert body["time_cue"]["policy"] == "cued-v0.3"
+
+
+async def test_no_widening_past_the_time_limit(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    """``CPERSONA_RECALL_CUE_TIME_LIMIT_MS`` bounds the widening; 0 never widens."""
+    never = dataclasses.replace(settings, recall_cue_time_limit_ms=0)
+    async with serve(never, database_url) as served:
+        client = Agent(served, await new_tenant(lib, "no-widening"))
+        await _store(client, "tea ceremony notes", "2026-03-10T10:00:00Z")
+        january = {"after": "2025-01-01", "before": "2025-01-31", "confidence": "sure"}
+        body = await _recall(client, "tea", time_cue=january)
+    assert body["time_cue"]["period"] == ["2025-01-01T00:00:00+00:00", "2025-02-01T00:00:00+00:00"]
+    assert (body["time_cue"]["confidence"], body["time_cue"]["revised"]) == ("sure", False)
