@@ -420,45 +420,50 @@ WITH typing AS (
             FROM unnest(:lexemes::text[]) AS t(term)
             CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u)::tsquery
                AS query
-), period_vectors AS MATERIALIZED (
-    SELECT m.id, m.embedding FROM scoped_memories m
-    WHERE :vector::vector IS NOT NULL AND m.embedding_dim = {dim}
-      AND m.timestamp_at >= :start::timestamptz AND m.timestamp_at < :end::timestamptz
+), period_memories AS MATERIALIZED (
+    -- The period's memories in scope, read once (small columns only; content and
+    -- vectors are fetched by primary key for the rows a list keeps).
+    SELECT m.id, m.created_at, m.timestamp_at, m.content_tsv, m.content_tsv_en, m.embedding_dim
+    FROM scoped_memories m
+    WHERE m.timestamp_at >= :start::timestamptz AND m.timestamp_at < :end::timestamptz
       AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
-    ORDER BY m.created_at DESC, m.id DESC
+), period_vectors AS MATERIALIZED (
+    SELECT p.id FROM period_memories p
+    WHERE :vector::vector IS NOT NULL AND p.embedding_dim = {dim}
+    ORDER BY p.created_at DESC, p.id DESC
     LIMIT 10000
 ), vec_mem AS (
     SELECT v.id, v.score, row_number() OVER (ORDER BY v.score DESC, v.id DESC) AS position
-    FROM (SELECT p.id, -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
-          FROM period_vectors p) v
+    FROM (SELECT p.id, -(m.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+          FROM period_vectors p JOIN memories m ON m.tenant_id = :tenant_id AND m.id = p.id) v
     WHERE v.score >= :floor::float8
     ORDER BY v.score DESC, v.id DESC
     LIMIT :depth::int
 ), text_mem AS (
     SELECT x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id DESC) AS position
-    FROM (SELECT m.id,
-                 ts_rank_cd(m.content_tsv, to_tsquery('simple', coalesce(:tsquery, '')), 1)
-                 + coalesce(ts_rank_cd(m.content_tsv_en, (SELECT query FROM english), 1), 0)
-                 + (SELECT count(*) FROM unnest(:patterns::text[]) p WHERE m.content ILIKE p)::float8
+    FROM (SELECT p.id,
+                 ts_rank_cd(p.content_tsv, to_tsquery('simple', coalesce(:tsquery, '')), 1)
+                 + coalesce(ts_rank_cd(p.content_tsv_en, (SELECT query FROM english), 1), 0)
+                 + (SELECT count(*) FROM unnest(:patterns::text[]) q, memories x
+                    WHERE x.tenant_id = :tenant_id AND x.id = p.id AND x.content ILIKE q)::float8
                  AS score
-          FROM scoped_memories m
+          FROM period_memories p
           WHERE NOT :recency
-            AND m.timestamp_at >= :start::timestamptz AND m.timestamp_at < :end::timestamptz
-            AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
             AND ((:tsquery::text IS NOT NULL
-                  AND (m.content_tsv @@ to_tsquery('simple', :tsquery)
-                       OR m.content_tsv_en @@ (SELECT query FROM english)))
-                 OR (cardinality(:patterns::text[]) > 0 AND m.content ILIKE ANY (:patterns::text[])))) x
+                  AND (p.content_tsv @@ to_tsquery('simple', :tsquery)
+                       OR p.content_tsv_en @@ (SELECT query FROM english)))
+                 OR (cardinality(:patterns::text[]) > 0
+                     AND EXISTS (SELECT 1 FROM memories x
+                                 WHERE x.tenant_id = :tenant_id AND x.id = p.id
+                                   AND x.content ILIKE ANY (:patterns::text[]))))) x
     ORDER BY x.score DESC, x.id DESC
     LIMIT :depth::int
 ), recent_mem AS (
-    SELECT m.id, NULL::float8 AS score,
-           row_number() OVER (ORDER BY m.timestamp_at DESC, m.id DESC) AS position
-    FROM scoped_memories m
+    SELECT p.id, NULL::float8 AS score,
+           row_number() OVER (ORDER BY p.timestamp_at DESC, p.id DESC) AS position
+    FROM period_memories p
     WHERE :recency
-      AND m.timestamp_at >= :start::timestamptz AND m.timestamp_at < :end::timestamptz
-      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
-    ORDER BY m.timestamp_at DESC, m.id DESC
+    ORDER BY p.timestamp_at DESC, p.id DESC
     LIMIT :depth::int
 ), period_episodes AS MATERIALIZED (
     -- An episode's own time: start_time when it is an ISO-8601 date or timestamp (naive

@@ -171,6 +171,12 @@ def parse(raw: Mapping[str, object] | None) -> TimeCue | None:
     return TimeCue(confidence, after=after, before=before)
 
 
+def needs_span(cue: TimeCue) -> bool:
+    """Whether the cue's period depends on the scope's span (``before`` alone and
+    ``long_ago``): only then does the recall read MIN/MAX of its memory timestamps."""
+    return cue.long_ago or (cue.ago is None and cue.after is None)
+
+
 def _own_period(cue: TimeCue, now: datetime, span: Span) -> Period | None:
     """The period the cue names, before any margin; None when it needs the scope's span
     and the scope holds no timestamp."""

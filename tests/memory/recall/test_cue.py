@@ -221,3 +221,16 @@ def test_seats_take_unreached_or_cut_rows_never_refused_ones_and_never_displace(
     assert rows[4].match_reason == {"signal": "cue", "admission": "reservation", "cue_rank": 1}
     assert rows[5].match_reason == {"signal": "cue", "admission": "reservation", "cue_rank": 3}
     assert (report.moved, report.seated, report.confidence) == (2, 2, "likely")
+
+
+def test_only_a_before_alone_or_long_ago_reads_the_span() -> None:
+    def needs(raw: Mapping[str, object]) -> bool:
+        parsed = cue.parse(raw)
+        assert parsed is not None
+        return cue.needs_span(parsed)
+
+    assert needs({"before": "2026-03-01", "confidence": "sure"})
+    assert needs({"ago": "long_ago", "confidence": "sure"})
+    assert not needs({"after": "2026-03-01", "confidence": "sure"})
+    assert not needs({"after": "2026-03-01", "before": "2026-03-02", "confidence": "sure"})
+    assert not needs({"ago": {"unit": "days", "value": 3}, "confidence": "sure"})
