@@ -14,6 +14,7 @@ import dataclasses
 import time
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
+from typing import Final
 
 from service.db import recall as recall_queries
 from service.memory.library import Library
@@ -22,6 +23,11 @@ from service.memory.recall.candidate import HeldReason, Identity, Kind
 from service.memory.recall.records import CueApplied, CueIgnored, Recalled
 from service.memory.recall.time import parse_timestamp
 from service.models import JsonObject, TenantId
+
+CHANNELS: Final = ("cue_vector", "cue_text", "cue_recent", "cue_episode_vector", "cue_episode_text")
+"""The cue arm's lists in merge order (``recall_cue``'s channels): a tie of reciprocal-rank
+votes goes to the row a list earlier in this order found first, so equal data and calls
+give equal answers."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -68,13 +74,12 @@ def _merged(
 ) -> tuple[recall_queries.Hit, ...]:
     """The arm's lists (one per channel, in channel order) merged by reciprocal rank;
     an excluded row keeps its place in its list and gets no vote."""
-    lists: dict[str, list[recall_queries.Hit]] = {}
-    for hit in sorted(hits, key=lambda h: h.position):
-        lists.setdefault(hit.channel, []).append(hit)
+    ordered = sorted(hits, key=lambda h: h.position)
+    lists = [[h for h in ordered if h.channel == channel] for channel in CHANNELS]
     by_identity = {_identity(h): h for h in hits}
     keys = [
         [None if exclusion.excluded(h.content, exclusions) else _identity(h) for h in ranked]
-        for ranked in lists.values()
+        for ranked in lists
     ]
     return tuple(by_identity[key] for key in cue.reciprocal_rank(keys))
 
