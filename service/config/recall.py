@@ -107,6 +107,11 @@ class RecallSettings:
         1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)
     )
     rerank_depth: int = setting(50, "CPERSONA_RERANK_DEPTH", parse=parse_int(0, 1000))
+    recall_cue_time_limit_ms: int = setting(
+        1000, "CPERSONA_RECALL_CUE_TIME_LIMIT_MS", parse=parse_int(0, 60_000)
+    )
+    """A time cue's one widening runs only while the recall has taken less than this
+    (docs/tools.md, "Time cues"); 0 = never widen."""
 
     # -- calibration
     calibrate_sample_size: int = setting(

@@ -345,3 +345,68 @@ async def bump_recall_stats(conn: Connection, tenant_id: TenantId, ids: Sequence
 async def note_advisory(conn: Connection, tenant_id: TenantId, state: str, long_form: bool) -> bool:
     """Record the advisory state; True when the long runbook had been shown before."""
     return bool(await conn.fetchval(QUERIES["note_advisory"], tenant_id, state, long_form))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CueSearch:
+    """One stage of a recall's cue arm (``recall_cue``): the period ``[start, end)``, the
+    query vector the ordinary arm embedded (None: keyword and full text only) and its
+    cosine ``floor``, the ordinary arm's full-text query and patterns, whether the query
+    is empty (then the period's newest rows), whether episodes are eligible, and the
+    depth of each list."""
+
+    start: datetime
+    end: datetime
+    vector: Sequence[float] | None
+    floor: float
+    tsquery: str | None
+    lexemes: Sequence[str]
+    patterns: Sequence[str]
+    recency: bool
+    episodes: bool
+    depth: int
+
+
+def cue_statement(scope: Scope, search: CueSearch) -> str:
+    """``recall_cue`` of the query's width (384 when there is none), rendered for this
+    call's shape as ``lexical_statement`` is (no integer written in)."""
+    return _shape(QUERIES[f"recall_cue_{_width(search.vector)}"], _omitted(scope), ())
+
+
+async def cue_candidates(
+    conn: Connection, tenant_id: TenantId, scope: Scope, search: CueSearch
+) -> list[Hit]:
+    """The cue arm's lists for one period, as hits (channels ``cue_vector``, ``cue_text``,
+    ``cue_recent``, ``cue_episode_vector``, ``cue_episode_text``; positions from 1)."""
+    usable = search.vector is not None and len(search.vector) in VECTOR_DIMS
+    values = {
+        **_scope_values(tenant_id, scope),
+        "start": search.start,
+        "end": search.end,
+        "vector": list(search.vector) if usable and search.vector is not None else None,
+        "floor": search.floor,
+        "tsquery": search.tsquery,
+        "lexemes": list(search.lexemes),
+        "patterns": list(search.patterns),
+        "recency": search.recency,
+        "episodes": search.episodes,
+        "depth": search.depth,
+    }
+    name = f"recall_cue_{_width(search.vector)}"
+    records = await conn.fetch(cue_statement(scope, search), *arguments(name, values))
+    return [
+        Hit(
+            r["channel"],
+            r["kind"],
+            r["id"],
+            r["score"],
+            r["position"],
+            r["content"],
+            r["source"],
+            r["timestamp_text"],
+            r["msg_id"],
+            r["created_at"],
+            r["resolved"],
+        )
+        for r in records
+    ]

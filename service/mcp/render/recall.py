@@ -15,8 +15,11 @@ from service.mcp.shaping.compact import compact_reason, compact_source
 from service.mcp.shaping.rows import Shaped
 from service.memory.contents import EpisodeItem, MemoryItem
 from service.memory.recall.confidence import Confidence
+from service.memory.recall.cue import POLICY, iso
 from service.memory.recall.records import (
     Advisory,
+    CueIgnored,
+    CueReport,
     Echo,
     FilterOnly,
     Recalled,
@@ -219,14 +222,30 @@ def _filter_only(note: FilterOnly) -> JsonObject:
     return {"roles": list(note.roles), "note": note.note}
 
 
+def time_cue(report: CueReport) -> JsonObject:
+    """The ``time_cue`` object of a cued recall (docs/tools.md, "Time cues")."""
+    if isinstance(report, CueIgnored):
+        return {"policy": POLICY, "ignored": report.reason, "period": iso(report.period)}
+    return {
+        "policy": POLICY,
+        "period": None if report.period is None else iso(report.period),
+        "confidence": report.confidence,
+        "revised": report.revised,
+        "moved": report.moved,
+        "seated": report.seated,
+    }
+
+
 def envelope(result: RecallResult) -> JsonObject:
     """The keys after ``messages``, in wire order: ``context_filter_only``,
-    ``gate_fallback``, ``advisory`` (each only when it says something)."""
+    ``gate_fallback``, ``time_cue``, ``advisory`` (each only when it says something)."""
     body: JsonObject = {}
     if result.context_filter_only is not None:
         body["context_filter_only"] = _filter_only(result.context_filter_only)
     if result.gate_fallback:
         body["gate_fallback"] = True
+    if result.time_cue is not None:
+        body["time_cue"] = time_cue(result.time_cue)
     if result.advisory is not None:
         body["advisory"] = advisory(result.advisory)
     return body

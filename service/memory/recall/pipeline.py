@@ -8,12 +8,14 @@ library returns full content: previews and budgets belong to the MCP boundary.
 
 from __future__ import annotations
 
+import time
+
 from service.db import recall as recall_queries
 from service.memory import supersession
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.recall import advisory, chains, fusion, query_terms
-from service.memory.recall.records import Advisory, Recalled, RecallResult, Severity
+from service.memory.recall import advisory, chains, cued, exclusion, fusion, query_terms
+from service.memory.recall.records import Advisory, CueReport, Recalled, RecallResult, Severity
 from service.memory.recall.request import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
     RecallRequest as RecallRequest,
@@ -27,13 +29,14 @@ from service.memory.recall.retrieve import (
     retrieve,
     scope_of,
 )
-from service.memory.recall.scoring import ranked_body, vector_unseen
+from service.memory.recall.scoring import RankedRows, cue_floor, ranked_body, vector_unseen
 from service.models import JsonObject, TenantId
 
 
 async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> RecallResult:
     """Hybrid recall for one agent: rows best first, with the gate's rescue and the
     degraded advisory noted; InvalidInput for a request over its bounds (``check_request``)."""
+    started = time.perf_counter()
     check_request(req)
     reading = chains.Reading(
         supersession.parse_as_of(req.as_of) if req.as_of else None, req.current_only
@@ -45,7 +48,8 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = scope_of(req)
-    wanted = retrieval(lib, req, depth, query_terms.build(req.query), mode)
+    terms = query_terms.build(req.query)
+    wanted = retrieval(lib, req, depth, terms, mode)
     with RUNNING:
         embedded, found, fallback = await retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
     hits = found.hits + fallback
@@ -54,16 +58,48 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         return RecallResult(rows=(), advisory=notice)
     unseen = vector_unseen(lib, hits, embedded.vector)
     ranked = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
-    rows = await chains.arrange(lib, tenant_id, req.agent_id, ranked.rows, reading)
-    rows = rows[:wanted_rows]
+    arranged = await chains.arrange(lib, tenant_id, req.agent_id, ranked.rows, reading)
+    rows = tuple(row for row in arranged[:wanted_rows] if isinstance(row, Recalled))  # no echoes
     credited = ranked.credited
     if reading.filters:
-        kept = {row.id for row in rows if isinstance(row, Recalled) and row.kind == "mem"}
+        kept = {row.id for row in rows if row.kind == "mem"}
         credited = [memory_id for memory_id in credited if memory_id in kept]
+    cue_report: CueReport | None = None
+    if req.time_cue is not None:
+        arm = cued.CueArm(
+            scope=scope,
+            terms=terms,
+            query=req.query,
+            vector=embedded.vector,
+            floor=cue_floor(lib, found.meta),
+            episodes=wanted.episodes,
+            exclusions=exclusion.normalise_exclusions(req.exclude_contents),
+            started=started,
+        )
+        rows, cue_report = await _cued(lib, tenant_id, req, arm, found.meta, ranked, rows)
     if credited:
         async with lib.db.tenant_tx(tenant_id) as conn:
             await recall_queries.bump_recall_stats(conn, tenant_id, credited)
-    return RecallResult(tuple(rows), ranked.gate_fallback, notice)
+    return RecallResult(rows, ranked.gate_fallback, notice, time_cue=cue_report)
+
+
+async def _cued(
+    lib: Library,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    arm: cued.CueArm,
+    meta: JsonObject,
+    ranked: RankedRows,
+    rows: tuple[Recalled, ...],
+) -> tuple[tuple[Recalled, ...], CueReport]:
+    """The answer ``rows`` with the time cue applied (docs/tools.md, "Time cues"):
+    unchanged when the cue is ignored; recall statistics stay credited to ``ranked``'s
+    rows only."""
+    assert req.time_cue is not None
+    found = await cued.search(lib, tenant_id, req.time_cue, arm, cued.span_of(meta))
+    if isinstance(found, cued.CueFound):
+        return cued.apply(rows, found, ranked.reached, ranked.admitted)
+    return rows, found
 
 
 async def _advisory(

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from service.memory import bounds
+from service.memory.recall.cue import TimeCue
 
 DEFAULT_LIMIT = 10
 """Rows a recall returns when the caller names no ``limit`` (docs/tools.md, "Tool reference")."""
@@ -14,7 +15,8 @@ DEFAULT_LIMIT = 10
 @dataclasses.dataclass(frozen=True, slots=True)
 class RecallRequest:
     """One recall's arguments as the tools pass them (defaults as in their schemas);
-    ``paused`` says a persistence pause holds, so no recall statistics are credited."""
+    ``paused`` says a persistence pause holds, so no recall statistics are credited;
+    ``time_cue`` is the read cue (``cue.parse``; docs/tools.md, "Time cues"), None for none."""
 
     agent_id: str
     query: str
@@ -29,6 +31,7 @@ class RecallRequest:
     as_of: str = ""
     """docs/tools.md, "Facts that change": '' = now; else an ISO 8601 date or time."""
     current_only: bool = False
+    time_cue: TimeCue | None = None
 
 
 MAX_EXTRA_TERMS = 32

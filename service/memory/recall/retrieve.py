@@ -20,6 +20,7 @@ from service.embeddings.batcher import EmbeddingBatcher
 from service.embeddings.cache import embed_query
 from service.memory.library import Library
 from service.memory.recall import candidate, query_terms
+from service.memory.recall.cue import needs_span
 from service.memory.recall.request import RecallRequest
 from service.models import TenantId
 
@@ -107,7 +108,7 @@ def retrieval(
         limit=depth,
         episodes=not (req.source_id and not req.channel),
         recency=not req.query.strip(),
-        confidence=s.confidence_enabled,
+        confidence=s.confidence_enabled or (req.time_cue is not None and needs_span(req.time_cue)),
         vector_depth=min(depth, s.recall_vector_depth) if mode == "hybrid" else None,
         query=req.query,
         budget=s.recall_postings_budget,
