@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.config import Settings
-from service.mcp.render import quotes
+from service.mcp.render import quotes, recall as recall_render
 from service.mcp.shaping.reconstruct import allocate, budget as budgets, modes, quote
 from service.mcp.shaping.reconstruct.budget import Budget, QuoteSettings
 from service.mcp.shaping.reconstruct.counter import cl100k_tokens
@@ -251,6 +251,8 @@ def _envelope(body: JsonObject, result: Reconstruction, returned: int, trace: bo
             "evidence": advisory.evidence,
             "runbook": advisory.runbook,
         }
+    if result.time_cue is not None:
+        body["time_cue"] = recall_render.time_cue(result.time_cue)
     if result.gate_fallback:
         body["gate_fallback"] = True
     if trace:

@@ -8,7 +8,9 @@ from service.errors import InvalidInput
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.render import reconstruct as render
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.mcp.tools.recall import TIME_CUE
 from service.memory import bounds
+from service.memory.recall import cue
 from service.memory.reconstruct import pipeline, request
 from service.models import JsonObject
 
@@ -31,6 +33,7 @@ class ReconstructParams:
     budget: int | None = None
     mode: str | None = None  # the schema's enum: "lite" or "pro"
     lite: bool
+    time_cue: JsonObject | None = None
 
 
 async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
@@ -50,6 +53,7 @@ async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
         mode=_mode(params),
         trace=params.trace,
         paused=env.paused,
+        time_cue=None if params.time_cue is None else cue.parse(params.time_cue),
     )
     result = await pipeline.reconstruct(env.lib, env.caller.tenant_id, req)
     return render.answer(result, params.budget, params.trace, env.lib.settings, env.notes)
@@ -87,6 +91,7 @@ head_ref) with its claims newest first (ref, as_of, why, roles).""",
             "budget": {"type": "integer", "minimum": 1},
             "mode": {"type": "string", "enum": ["lite", "pro"]},
             "lite": {"type": "boolean", "default": False},
+            "time_cue": TIME_CUE,
         },
         ["agent_id", "query"],
     ),

@@ -20,8 +20,7 @@ def recall_request(
     req: ReconstructRequest, top_k: int, terms: Sequence[str]
 ) -> recall.RecallRequest:
     """The candidate recall: ``limit = top_k`` (never derived from ``count``), the same
-    scope and ``deep``, and the expansion's terms for the lexical arms. A recall field
-    reconstruct forwards later (a time cue, a session key) is one more line here."""
+    scope, ``deep`` and time cue, and the expansion's terms for the lexical arms."""
     return recall.RecallRequest(
         agent_id=req.agent_id,
         query=req.query,
@@ -32,6 +31,7 @@ def recall_request(
         source_id=req.source_id,
         paused=req.paused,
         extra_lexical_terms=tuple(terms),
+        time_cue=req.time_cue,
     )
 
 

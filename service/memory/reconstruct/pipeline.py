@@ -120,6 +120,7 @@ async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest
         mode=req.mode,
         advisory=pool.recalled.advisory,
         gate_fallback=pool.recalled.gate_fallback,
+        time_cue=pool.recalled.time_cue,
     )
     return dataclasses.replace(
         result, bounds=result.bounds_for(len(items)), shortfall=_shortfall(result)

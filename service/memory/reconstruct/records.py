@@ -15,7 +15,7 @@ import dataclasses
 from datetime import datetime
 from typing import Literal, TypeAlias
 
-from service.memory.recall.records import Advisory
+from service.memory.recall.records import Advisory, CueReport
 from service.memory.reconstruct.count import CountPolicy
 from service.memory.reconstruct.request import Mode
 
@@ -181,6 +181,8 @@ class Reconstruction:
     mode: Mode | None = None
     advisory: Advisory | None = None
     gate_fallback: bool = False
+    time_cue: CueReport | None = None
+    """The candidate recall's time-cue report, copied (docs/tools.md, "Time cues")."""
 
     def bounds_for(self, returned: int) -> Bounds:
         """``bounds`` counting only the first ``returned`` items (those an answer

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Final, Literal, TypeAlias
 
 from service.memory import bounds
+from service.memory.recall.cue import TimeCue
 from service.memory.recall.request import check_names
 
 Mode: TypeAlias = Literal["lite", "pro"]
@@ -45,6 +46,8 @@ class ReconstructRequest:
     source_id: str = ""
     trace: bool = False
     paused: bool = False
+    time_cue: TimeCue | None = None
+    """Applied to the candidate recall (docs/tools.md, "Time cues")."""
 
 
 def check_request(req: ReconstructRequest) -> None:

@@ -405,3 +405,23 @@ async def test_no_widening_past_the_time_limit(
         body = await _recall(client, "tea", time_cue=january)
     assert body["time_cue"]["period"] == ["2025-01-01T00:00:00+00:00", "2025-02-01T00:00:00+00:00"]
     assert (body["time_cue"]["confidence"], body["time_cue"]["revised"]) == ("sure", False)
+
+
+async def test_reconstruct_applies_the_cue_to_its_candidate_recall_and_copies_the_report(
+    client: Agent,
+) -> None:
+    """reconstruct forwards ``time_cue`` to its candidate recall and copies the recall's
+    ``time_cue`` object; an unreadable cue is its tool failure with no items."""
+    march = await _store(client, "tea ceremony notes", "2026-03-10T10:00:00Z")
+    body = await client.call(
+        "reconstruct", agent_id="a", query="tea", time_cue={**MARCH, "confidence": "sure"}
+    )
+    assert body["time_cue"]["period"] == ["2026-03-01T00:00:00+00:00", "2026-04-01T00:00:00+00:00"]
+    assert [item["head_ref"] for item in body["items"]] == [march]
+    plain = await client.call("reconstruct", agent_id="a", query="tea")
+    assert "time_cue" not in plain
+    failed = await client.call(
+        "reconstruct", agent_id="a", query="tea", time_cue={"confidence": "sure"}
+    )
+    assert failed["ok"] is False and failed["items"] == [] and failed["returned_count"] == 0
+    assert "either after/before or ago" in failed["error"]
