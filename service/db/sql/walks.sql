@@ -2,32 +2,32 @@
 -- The agent, and its entities and relations readable in a read scope (traverse and the
 -- reconstruct walk include it as {part:graph_scope}): project NULL = all, '' = the global
 -- pool, X = X plus the global pool; channel '' = no filter, C = C plus channel-less rows.
--- With $9 only relations declared at or before it are read (docs/tools.md, "Facts that
+-- With :as_of only relations declared at or before it are read (docs/tools.md, "Facts that
 -- change": the graph as it stood then); NULL reads them all.
--- $1 tenant_id uuid, $2 agent name text, $4 project_id text, $5 channel text, $9 as_of
+-- :tenant_id uuid, :agent (name) text, :project_id text, :channel text, :as_of
 -- timestamptz
 agent AS (
-    SELECT id FROM agents WHERE tenant_id = $1 AND name = $2
+    SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
 ), visible AS NOT MATERIALIZED (
     SELECT e.id, e.name, e.normalized FROM entities e
-    WHERE e.tenant_id = $1 AND e.agent_id = (SELECT id FROM agent)
-      AND ($4::text IS NULL OR e.project_id = $4 OR e.project_id = '')
-      AND ($5::text = '' OR e.channel = $5 OR e.channel = '')
+    WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
+      AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '')
+      AND (:channel::text = '' OR e.channel = :channel OR e.channel = '')
 ), readable_relations AS NOT MATERIALIZED (
     SELECT r.* FROM relations r
-    WHERE r.tenant_id = $1 AND r.agent_id = (SELECT id FROM agent)
-      AND ($4::text IS NULL OR r.project_id = $4 OR r.project_id = '')
-      AND ($5::text = '' OR r.channel = $5 OR r.channel = '')
-      AND ($9::timestamptz IS NULL OR r.declared_at <= $9)
+    WHERE r.tenant_id = :tenant_id AND r.agent_id = (SELECT id FROM agent)
+      AND (:project_id::text IS NULL OR r.project_id = :project_id OR r.project_id = '')
+      AND (:channel::text = '' OR r.channel = :channel OR r.channel = '')
+      AND (:as_of::timestamptz IS NULL OR r.declared_at <= :as_of)
 )
 
 -- part: graph_walk --
 -- Breadth first from the including query's ``starts`` (column ``id``) over readable
--- entity-to-entity relations in both directions up to $7 hops and 256 entities, each
+-- entity-to-entity relations in both directions up to :max_hops hops and 256 entities, each
 -- frontier entity's most recent 256 links per direction (a hub of 100k relations costs an
 -- index range, not its degree); the entities reached by the most recent relations are
 -- kept where the entity bound binds (included as {part:graph_walk}).
--- $7 max_hops int
+-- :max_hops int
 walk (hops, frontier, stamps, seen) AS (
     SELECT 0, array_agg(id ORDER BY id), array_agg(NULL::timestamptz), array_agg(id ORDER BY id)
     FROM starts HAVING count(*) > 0
@@ -58,28 +58,28 @@ walk (hops, frontier, stamps, seen) AS (
             LIMIT greatest(256 - cardinality(w.seen), 0)
         ) t
     ) n
-    WHERE w.hops < $7 AND n.next IS NOT NULL
+    WHERE w.hops < :max_hops AND n.next IS NOT NULL
 )
 
 -- traverse --
 -- The declared neighbourhood of an entity (docs/tools.md, "traverse"), in one statement:
--- the starts (readable entities whose name or alias is the normalized $3), a
--- breadth-first walk over readable entity-to-entity relations in both directions up to
--- $7 hops and 256 entities (each frontier entity's most recent 256 links at most, so a
--- hub of 100k relations costs an index range, not its degree), then the first $8
+-- the starts (readable entities whose name or alias is the normalized :normalized), a
+-- breadth-first walk over readable entity-to-entity relations in both directions
+-- up to :max_hops hops and 256 entities (each frontier entity's most recent 256 links at most, so a
+-- hub of 100k relations costs an index range, not its degree), then the first :limit
 -- entities by hops, recency of the reaching relation and id, with their aliases, their
--- readable mentions (lowest id first, at most $8) and the relations among them (most
+-- readable mentions (lowest id first, at most :limit) and the relations among them (most
 -- recent first, at most 256). Project NULL = all, '' = the global pool, X = X plus the
 -- global pool; channel '' = no filter, C = C plus channel-less rows; a source pattern
 -- keeps the memories whose source.id matches, and episodes only when a channel is given.
--- $1 tenant_id uuid, $2 agent name text, $3 normalized entity text, $4 project_id text,
--- $5 channel text, $6 source_pattern text, $7 max_hops int, $8 limit int, $9 as_of
--- timestamptz (NULL = now)
+-- :tenant_id uuid, :agent (name) text, :normalized (entity) text, :project_id text,
+-- :channel text, :source_pattern text, :max_hops int, :limit int, :as_of timestamptz
+-- (NULL = now)
 WITH RECURSIVE {part:graph_scope}, starts AS (
     SELECT v.id FROM visible v
-    WHERE v.normalized = $3 OR EXISTS (
+    WHERE v.normalized = :normalized OR EXISTS (
         SELECT 1 FROM entity_aliases x
-        WHERE x.tenant_id = $1 AND x.entity_id = v.id AND x.normalized = $3)
+        WHERE x.tenant_id = :tenant_id AND x.entity_id = v.id AND x.normalized = :normalized)
 ), {part:graph_walk}, reached AS (
     SELECT x.id, w.hops, x.at
     FROM walk w, unnest(w.frontier, w.stamps) x(id, at)
@@ -89,31 +89,31 @@ WITH RECURSIVE {part:graph_scope}, starts AS (
     SELECT r.id, r.hops, row_number() OVER (ORDER BY r.hops, r.at DESC NULLS FIRST, r.id) AS position
     FROM reached r
     ORDER BY position
-    LIMIT $8
+    LIMIT :limit
 ), mentioned AS (
     SELECT k.id, m.ref, m.total
     FROM kept k, LATERAL (
         SELECT array_agg(x.ref_kind || ':' || x.ref_id ORDER BY x.ref_id)
-                   FILTER (WHERE x.n <= $8) AS ref,
+                   FILTER (WHERE x.n <= :limit) AS ref,
                count(*) AS total
         FROM (
             SELECT mm.ref_kind, mm.ref_id, row_number() OVER (ORDER BY mm.ref_id) AS n
             FROM entity_mentions mm
-            WHERE mm.tenant_id = $1 AND mm.entity_id = k.id
+            WHERE mm.tenant_id = :tenant_id AND mm.entity_id = k.id
               AND (EXISTS (
                     SELECT 1 FROM memories m
-                    WHERE m.tenant_id = $1 AND m.id = mm.memory_id
+                    WHERE m.tenant_id = :tenant_id AND m.id = mm.memory_id
                       AND m.agent_id = (SELECT id FROM agent)
-                      AND ($4::text IS NULL OR m.project_id = $4 OR m.project_id = '')
-                      AND ($5::text = '' OR m.channel = $5 OR m.channel = '')
-                      AND ($6::text IS NULL OR m.source ->> 'id' LIKE $6))
+                      AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '')
+                      AND (:channel::text = '' OR m.channel = :channel OR m.channel = '')
+                      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern))
                 OR EXISTS (
                     SELECT 1 FROM episodes e
-                    WHERE e.tenant_id = $1 AND e.id = mm.episode_id
+                    WHERE e.tenant_id = :tenant_id AND e.id = mm.episode_id
                       AND e.agent_id = (SELECT id FROM agent)
-                      AND ($4::text IS NULL OR e.project_id = $4 OR e.project_id = '')
-                      AND ($5::text = '' OR e.channel = $5 OR e.channel = '')
-                      AND ($6::text IS NULL OR $5::text <> '')))
+                      AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '')
+                      AND (:channel::text = '' OR e.channel = :channel OR e.channel = '')
+                      AND (:source_pattern::text IS NULL OR :channel::text <> '')))
         ) x
     ) m
 ), linked AS (
@@ -128,7 +128,7 @@ SELECT
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
          'id', k.id, 'name', v.name, 'hops', k.hops,
          'aliases', (SELECT jsonb_agg(x.alias ORDER BY x.normalized) FROM entity_aliases x
-                     WHERE x.tenant_id = $1 AND x.entity_id = k.id),
+                     WHERE x.tenant_id = :tenant_id AND x.entity_id = k.id),
          'mentions', coalesce(to_jsonb(mm.ref), '[]'::jsonb),
          'mentions_total', coalesce(mm.total, 0)) ORDER BY k.position), '[]'::jsonb)
      FROM kept k JOIN visible v ON v.id = k.id LEFT JOIN mentioned mm ON mm.id = k.id)
@@ -152,28 +152,28 @@ SELECT
               AND x.subject_entity <> ALL(e.ids) AND x.subject_entity IN (SELECT id FROM visible)
             LIMIT 1
         ) beyond
-        WHERE r.hops = $7
+        WHERE r.hops = :max_hops
     ) AS beyond_hops
 
 -- reconstruct_walk --
 -- The part of the declared graph a reconstruct's relation walk may follow
 -- (docs/tools.md, "reconstruct"), in one statement: the entities the start records
--- mention; the graph_walk from all of them (up to $7 hops and 256 entities); every readable
+-- mention; the graph_walk from all of them (up to :max_hops hops and 256 entities); every readable
 -- relation touching a reached entity (most recent 256 per direction and entity, so the
 -- caller can tell a relation was left unfollowed), most recent first; and for every
 -- reached entity with a relation, the readable records that mention it, lowest id first,
--- at most $8, leaving out the candidate pool, with the fields a claim needs. Readable:
+-- at most :per_entity, leaving out the candidate pool, with the fields a claim needs. Readable:
 -- this agent's, in the project and channel scope, a memory matching the source pattern,
 -- an episode only when no source pattern is given or a channel is.
--- $1 tenant_id uuid, $2 agent name text, $3 start memory ids bigint[], $4 project_id
--- text, $5 channel text, $6 source_pattern text (NULL = none), $7 max_hops int, $8
--- per_entity int, $9 as_of timestamptz (NULL = now), $10 pool memory ids bigint[], $11
--- pool episode ids bigint[], $12 start episode ids bigint[]
+-- :tenant_id uuid, :agent (name) text, :start_memories (ids) bigint[], :project_id text,
+-- :channel text, :source_pattern text (NULL = none), :max_hops int, :per_entity int,
+-- :as_of timestamptz (NULL = now), :pool_memories (ids) bigint[], :pool_episodes (ids)
+-- bigint[], :start_episodes (ids) bigint[]
 WITH RECURSIVE {part:graph_scope}, start_mentions AS MATERIALIZED (
     SELECT mm.ref_kind || ':' || mm.ref_id AS ref, mm.entity_id
     FROM entity_mentions mm
-    WHERE mm.tenant_id = $1
-      AND (mm.memory_id = ANY($3::bigint[]) OR mm.episode_id = ANY($12::bigint[]))
+    WHERE mm.tenant_id = :tenant_id
+      AND (mm.memory_id = ANY(:start_memories::bigint[]) OR mm.episode_id = ANY(:start_episodes::bigint[]))
       AND mm.entity_id IN (SELECT id FROM visible)
 ), starts AS (
     SELECT DISTINCT entity_id AS id FROM start_mentions
@@ -198,28 +198,28 @@ WITH RECURSIVE {part:graph_scope}, start_mentions AS MATERIALIZED (
         SELECT y.kind, y.id FROM (
             (SELECT 'mem' AS kind, mm.ref_id AS id
              FROM entity_mentions mm
-             JOIN memories m ON m.tenant_id = $1 AND m.id = mm.memory_id
-             WHERE mm.tenant_id = $1 AND mm.entity_id = e.id AND mm.ref_kind = 'mem'
+             JOIN memories m ON m.tenant_id = :tenant_id AND m.id = mm.memory_id
+             WHERE mm.tenant_id = :tenant_id AND mm.entity_id = e.id AND mm.ref_kind = 'mem'
                AND m.agent_id = (SELECT id FROM agent)
-               AND ($4::text IS NULL OR m.project_id = $4 OR m.project_id = '')
-               AND ($5::text = '' OR m.channel = $5 OR m.channel = '')
-               AND ($6::text IS NULL OR m.source ->> 'id' LIKE $6)
-               AND mm.ref_id <> ALL($10::bigint[])
-             ORDER BY mm.ref_id LIMIT $8)
+               AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '')
+               AND (:channel::text = '' OR m.channel = :channel OR m.channel = '')
+               AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern)
+               AND mm.ref_id <> ALL(:pool_memories::bigint[])
+             ORDER BY mm.ref_id LIMIT :per_entity)
             UNION ALL
             (SELECT 'ep', mm.ref_id
              FROM entity_mentions mm
-             JOIN episodes p ON p.tenant_id = $1 AND p.id = mm.episode_id
-             WHERE mm.tenant_id = $1 AND mm.entity_id = e.id AND mm.ref_kind = 'ep'
+             JOIN episodes p ON p.tenant_id = :tenant_id AND p.id = mm.episode_id
+             WHERE mm.tenant_id = :tenant_id AND mm.entity_id = e.id AND mm.ref_kind = 'ep'
                AND p.agent_id = (SELECT id FROM agent)
-               AND ($4::text IS NULL OR p.project_id = $4 OR p.project_id = '')
-               AND ($5::text = '' OR p.channel = $5 OR p.channel = '')
-               AND ($6::text IS NULL OR $5::text <> '')
-               AND mm.ref_id <> ALL($11::bigint[])
-             ORDER BY mm.ref_id LIMIT $8)
+               AND (:project_id::text IS NULL OR p.project_id = :project_id OR p.project_id = '')
+               AND (:channel::text = '' OR p.channel = :channel OR p.channel = '')
+               AND (:source_pattern::text IS NULL OR :channel::text <> '')
+               AND mm.ref_id <> ALL(:pool_episodes::bigint[])
+             ORDER BY mm.ref_id LIMIT :per_entity)
         ) y
         ORDER BY y.id, y.kind
-        LIMIT $8
+        LIMIT :per_entity
     ) x
     WHERE EXISTS (SELECT 1 FROM edges d WHERE d.subject_entity = e.id OR d.object_entity = e.id)
 ), records AS (
@@ -240,7 +240,7 @@ SELECT
          'kind', 'mem', 'id', m.id, 'project_id', m.project_id, 'channel', m.channel,
          'msg_id', m.msg_id, 'source', m.source, 'stamp', m.timestamp_text, 'text', m.content)
          ORDER BY m.id), '[]'::jsonb)
-     FROM records c JOIN memories m ON m.tenant_id = $1 AND m.id = c.id
+     FROM records c JOIN memories m ON m.tenant_id = :tenant_id AND m.id = c.id
      WHERE c.kind = 'mem') AS memories,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
          'kind', 'ep', 'id', p.id, 'project_id', p.project_id, 'channel', p.channel,
@@ -248,5 +248,5 @@ SELECT
                                                  'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
          'start_time', p.start_time, 'end_time', p.end_time, 'text', p.summary)
          ORDER BY p.id), '[]'::jsonb)
-     FROM records c JOIN episodes p ON p.tenant_id = $1 AND p.id = c.id
+     FROM records c JOIN episodes p ON p.tenant_id = :tenant_id AND p.id = c.id
      WHERE c.kind = 'ep') AS episodes
