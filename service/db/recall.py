@@ -134,7 +134,7 @@ class Lexical:
         return Candidates(hits=self.hits(), meta=self.meta)
 
 
-def _width(vector: Sequence[float] | None) -> int:
+def width(vector: Sequence[float] | None) -> int:
     """The query's width when an index exists for it; 384 when no vector is used."""
     if vector is None:
         return VECTOR_DIMS[0]
@@ -153,7 +153,7 @@ def plan_reusable(scope: Scope) -> bool:
     return scope.source_pattern is None
 
 
-def _omitted(scope: Scope) -> frozenset[str]:
+def omitted(scope: Scope) -> frozenset[str]:
     return frozenset(
         tag
         for tag, off in (
@@ -166,7 +166,7 @@ def _omitted(scope: Scope) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _shape(query: str, omit: frozenset[str], literals: tuple[tuple[int, int], ...]) -> str:
+def shape(query: str, omit: frozenset[str], literals: tuple[tuple[int, int], ...]) -> str:
     return shaped(query, omit=omit, literals=dict(literals))
 
 
@@ -178,17 +178,17 @@ def lexical_statement(scope: Scope, wanted: Retrieval) -> str:
         (number("recall_lexical", "depth"), wanted.limit),
         (number("recall_lexical", "budget"), wanted.budget),
     )
-    return _shape(QUERIES["recall_lexical"], _omitted(scope), depths)
+    return shape(QUERIES["recall_lexical"], omitted(scope), depths)
 
 
 def vector_statement(scope: Scope, wanted: Retrieval) -> str:
     """``recall_vectors`` of the query's width, rendered as ``lexical_statement`` is."""
-    name = f"recall_vectors_{_width(wanted.vector)}"
-    query = QUERIES[f"recall_vectors_{_width(wanted.vector)}"]
-    return _shape(query, _omitted(scope), ((number(name, "depth"), _vector_depth(wanted)),))
+    name = f"recall_vectors_{width(wanted.vector)}"
+    query = QUERIES[f"recall_vectors_{width(wanted.vector)}"]
+    return shape(query, omitted(scope), ((number(name, "depth"), _vector_depth(wanted)),))
 
 
-def _scope_values(tenant_id: TenantId, scope: Scope) -> dict[str, object]:
+def scope_values(tenant_id: TenantId, scope: Scope) -> dict[str, object]:
     """The arguments of the scope both recall statements share (their recall_scope part)."""
     return {
         "tenant_id": tenant_id,
@@ -209,7 +209,7 @@ async def lexical_candidates(
     """The lexical channels, the meta row and the feature terms (``recall_lexical``);
     ``wanted.vector`` is not read, so this runs while the query is being embedded."""
     values = {
-        **_scope_values(tenant_id, scope),
+        **scope_values(tenant_id, scope),
         "tsquery": wanted.tsquery,
         "patterns": list(wanted.patterns),
         "depth": wanted.limit,
@@ -247,7 +247,7 @@ async def with_vectors(
         return lexical.alone()
     assert wanted.vector is not None
     values = {
-        **_scope_values(tenant_id, scope),
+        **scope_values(tenant_id, scope),
         "vector": list(wanted.vector),
         "episodes": wanted.episodes,
         "depth": _vector_depth(wanted),
@@ -262,7 +262,7 @@ async def with_vectors(
     }
     statement = vector_statement(scope, wanted)
     records = await conn.fetch(
-        statement, *arguments(f"recall_vectors_{_width(wanted.vector)}", values)
+        statement, *arguments(f"recall_vectors_{width(wanted.vector)}", values)
     )
     cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
     found = [_hit(r, r["cosine"]) for r in records if r["channel"] != "cosine"]
@@ -345,68 +345,3 @@ async def bump_recall_stats(conn: Connection, tenant_id: TenantId, ids: Sequence
 async def note_advisory(conn: Connection, tenant_id: TenantId, state: str, long_form: bool) -> bool:
     """Record the advisory state; True when the long runbook had been shown before."""
     return bool(await conn.fetchval(QUERIES["note_advisory"], tenant_id, state, long_form))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CueSearch:
-    """One stage of a recall's cue arm (``recall_cue``): the period ``[start, end)``, the
-    query vector the ordinary arm embedded (None: keyword and full text only) and its
-    cosine ``floor``, the ordinary arm's full-text query and patterns, whether the query
-    is empty (then the period's newest rows), whether episodes are eligible, and the
-    depth of each list."""
-
-    start: datetime
-    end: datetime
-    vector: Sequence[float] | None
-    floor: float
-    tsquery: str | None
-    lexemes: Sequence[str]
-    patterns: Sequence[str]
-    recency: bool
-    episodes: bool
-    depth: int
-
-
-def cue_statement(scope: Scope, search: CueSearch) -> str:
-    """``recall_cue`` of the query's width (384 when there is none), rendered for this
-    call's shape as ``lexical_statement`` is (no integer written in)."""
-    return _shape(QUERIES[f"recall_cue_{_width(search.vector)}"], _omitted(scope), ())
-
-
-async def cue_candidates(
-    conn: Connection, tenant_id: TenantId, scope: Scope, search: CueSearch
-) -> list[Hit]:
-    """The cue arm's lists for one period, as hits (channels ``cue_vector``, ``cue_text``,
-    ``cue_recent``, ``cue_episode_vector``, ``cue_episode_text``; positions from 1)."""
-    usable = search.vector is not None and len(search.vector) in VECTOR_DIMS
-    values = {
-        **_scope_values(tenant_id, scope),
-        "start": search.start,
-        "end": search.end,
-        "vector": list(search.vector) if usable and search.vector is not None else None,
-        "floor": search.floor,
-        "tsquery": search.tsquery,
-        "lexemes": list(search.lexemes),
-        "patterns": list(search.patterns),
-        "recency": search.recency,
-        "episodes": search.episodes,
-        "depth": search.depth,
-    }
-    name = f"recall_cue_{_width(search.vector)}"
-    records = await conn.fetch(cue_statement(scope, search), *arguments(name, values))
-    return [
-        Hit(
-            r["channel"],
-            r["kind"],
-            r["id"],
-            r["score"],
-            r["position"],
-            r["content"],
-            r["source"],
-            r["timestamp_text"],
-            r["msg_id"],
-            r["created_at"],
-            r["resolved"],
-        )
-        for r in records
-    ]

@@ -7,14 +7,7 @@
 -- channel-less entities.
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :query normalized
 -- query text, :matches int
-WITH agent AS (
-    SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
-), visible AS NOT MATERIALIZED (
-    SELECT e.id, e.name, e.normalized FROM entities e
-    WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
-      AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '')
-      AND (:channel::text = '' OR e.channel = :channel OR e.channel = '')
-), matched AS (
+WITH {part:graph_entities}, matched AS (
     SELECT v.id, v.normalized AS term FROM visible v
     WHERE v.normalized <> '' AND strpos(:query::text, v.normalized) > 0
     UNION

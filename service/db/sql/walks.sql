@@ -1,11 +1,9 @@
--- part: graph_scope --
--- The agent, and its entities and relations readable in a read scope (traverse and the
--- reconstruct walk include it as {part:graph_scope}): project NULL = all, '' = the global
--- pool, X = X plus the global pool; channel '' = no filter, C = C plus channel-less rows.
--- With :as_of only relations declared at or before it are read (docs/tools.md, "Facts that
--- change": the graph as it stood then); NULL reads them all.
--- :tenant_id uuid, :agent (name) text, :project_id text, :channel text, :as_of
--- timestamptz
+-- part: graph_entities --
+-- The agent and its entities readable in a read scope (traverse, the reconstruct walk and
+-- the reconstruct cues include it as {part:graph_entities}): project NULL = all, '' = the
+-- global pool, X = X plus the global pool; channel '' = no filter, C = C plus
+-- channel-less rows.
+-- :tenant_id uuid, :agent (name) text, :project_id text, :channel text
 agent AS (
     SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
 ), visible AS NOT MATERIALIZED (
@@ -13,7 +11,14 @@ agent AS (
     WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
       AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '')
       AND (:channel::text = '' OR e.channel = :channel OR e.channel = '')
-), readable_relations AS NOT MATERIALIZED (
+)
+
+-- part: graph_relations --
+-- The agent's relations readable in the same scope (after {part:graph_entities}). With
+-- :as_of only relations declared at or before it are read (docs/tools.md, "Facts that
+-- change": the graph as it stood then); NULL reads them all.
+-- :tenant_id uuid, :project_id text, :channel text, :as_of timestamptz
+readable_relations AS NOT MATERIALIZED (
     SELECT r.* FROM relations r
     WHERE r.tenant_id = :tenant_id AND r.agent_id = (SELECT id FROM agent)
       AND (:project_id::text IS NULL OR r.project_id = :project_id OR r.project_id = '')
@@ -75,7 +80,7 @@ walk (hops, frontier, stamps, seen) AS (
 -- :tenant_id uuid, :agent (name) text, :normalized (entity) text, :project_id text,
 -- :channel text, :source_pattern text, :max_hops int, :limit int, :as_of timestamptz
 -- (NULL = now)
-WITH RECURSIVE {part:graph_scope}, starts AS (
+WITH RECURSIVE {part:graph_entities}, {part:graph_relations}, starts AS (
     SELECT v.id FROM visible v
     WHERE v.normalized = :normalized OR EXISTS (
         SELECT 1 FROM entity_aliases x
@@ -169,7 +174,7 @@ SELECT
 -- :channel text, :source_pattern text (NULL = none), :max_hops int, :per_entity int,
 -- :as_of timestamptz (NULL = now), :pool_memories (ids) bigint[], :pool_episodes (ids)
 -- bigint[], :start_episodes (ids) bigint[]
-WITH RECURSIVE {part:graph_scope}, start_mentions AS MATERIALIZED (
+WITH RECURSIVE {part:graph_entities}, {part:graph_relations}, start_mentions AS MATERIALIZED (
     SELECT mm.ref_kind || ':' || mm.ref_id AS ref, mm.entity_id
     FROM entity_mentions mm
     WHERE mm.tenant_id = :tenant_id

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
-from service.db import recall as recall_queries
+from service.db import recall as recall_queries, recall_cue
 from service.memory.library import Library
 from service.memory.recall import cue, exclusion, query_terms
 from service.memory.recall.candidate import HeldReason, Identity, Kind
@@ -87,7 +87,7 @@ def _merged(
 async def _stage(
     lib: Library, tenant_id: TenantId, arm: CueArm, window: cue.Period
 ) -> tuple[recall_queries.Hit, ...]:
-    search = recall_queries.CueSearch(
+    search = recall_cue.CueSearch(
         start=window[0],
         end=window[1],
         vector=arm.vector if arm.query.strip() else None,
@@ -100,7 +100,7 @@ async def _stage(
         depth=cue.DEPTH,
     )
     async with lib.db.tenant_tx(tenant_id) as conn:
-        hits = await recall_queries.cue_candidates(conn, tenant_id, arm.scope, search)
+        hits = await recall_cue.cue_candidates(conn, tenant_id, arm.scope, search)
     return _merged(hits, arm.exclusions)
 
 

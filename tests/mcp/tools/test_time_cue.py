@@ -423,5 +423,7 @@ async def test_reconstruct_applies_the_cue_to_its_candidate_recall_and_copies_th
     failed = await client.call(
         "reconstruct", agent_id="a", query="tea", time_cue={"confidence": "sure"}
     )
-    assert failed["ok"] is False and failed["items"] == [] and failed["returned_count"] == 0
+    assert failed["ok"] is False
+    assert failed["items"] == []
+    assert failed["returned_count"] == 0
     assert "either after/before or ago" in failed["error"]
