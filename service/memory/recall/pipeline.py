@@ -38,7 +38,10 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = scope_of(req)
-    wanted = retrieval(lib, req, depth, query_terms.build(req.query), mode)
+    terms = query_terms.build(
+        req.query, lib.settings.recall_max_terms, lib.settings.recall_max_patterns
+    )
+    wanted = retrieval(lib, req, depth, terms, mode)
     with RUNNING:
         embedded, found, fallback = await retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
     hits = found.hits + fallback
