@@ -70,6 +70,7 @@ def create_app(
         bulk_size=settings.db_bulk_pool_max,
         pooler=settings.db_pooler,
         planning=Planning.of(settings),
+        tenant_share=settings.db_tenant_share,
     )
     metrics = (
         EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None

@@ -48,7 +48,9 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = scope_of(req)
-    terms = query_terms.build(req.query)
+    terms = query_terms.build(
+        req.query, lib.settings.recall_max_terms, lib.settings.recall_max_patterns
+    )
     wanted = retrieval(lib, req, depth, terms, mode)
     with RUNNING:
         embedded, found, fallback = await retrieve(lib, tenant_id, req, scope, wanted, limit, mode)

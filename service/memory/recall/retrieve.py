@@ -24,6 +24,12 @@ from service.memory.recall.cue import needs_span
 from service.memory.recall.request import RecallRequest
 from service.models import TenantId
 
+FALLBACK_CHARS = 256
+"""The LIKE fallback matches the query's first this many characters: a substring pattern of
+a 16,000-character query makes the trigram index look up thousands of trigrams for a match
+no stored text can hold more often than its prefix does (docs/reliability.md, "Fair shares
+of the database (hardening round three)")."""
+
 HYBRID_DEPTH = 100
 """Lexical candidates of a hybrid recall when ``CPERSONA_RECALL_DEPTH`` is 0: deep enough
 that ``limit`` (at most 100) never changes which rows compete."""
@@ -123,13 +129,19 @@ async def _keyword_fallback(
     scope: recall_queries.Scope,
     limit: int,
 ) -> list[recall_queries.Hit]:
-    """The literal substring match of the whole query (the LIKE fallback of
-    docs/tools.md, "Retrievers")."""
+    """The literal substring match of the query, at most its first ``FALLBACK_CHARS``
+    (the LIKE fallback of docs/tools.md, "Retrievers")."""
     fetch = min(10_000, max(5 * limit, 50))
-    pattern = query_terms.like_pattern(req.query.strip())
     await recall_queries.plan_each_statement(conn)  # after a recall statement's generic plan
-    rows = await recall_queries.like_fallback(conn, tenant_id, scope, pattern, fetch)
+    rows = await recall_queries.like_fallback(
+        conn, tenant_id, scope, fallback_pattern(req.query), fetch
+    )
     return rows[:limit]
+
+
+def fallback_pattern(query: str) -> str:
+    """The LIKE fallback's pattern: the stripped query's first ``FALLBACK_CHARS``."""
+    return query_terms.like_pattern(query.strip()[:FALLBACK_CHARS])
 
 
 async def retrieve(
