@@ -29,7 +29,6 @@ from bench.harness import cpersona
 from bench.harness.cli import write_results
 from bench.harness.machine import machine_facts, record_end
 from bench.harness.markdown import machine_line, table
-from bench.harness.snapshot import run_on_snapshot
 from bench.quality import side_by_side as sbs, whole
 from bench.quality.scoring import CATEGORY_NAMES
 
@@ -285,6 +284,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--venv", type=Path, default=cpersona.DEFAULT_VENV, help="CPersona's virtualenv")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--keep-data", action="store_true", help="keep the temporary data directories")
+    add("--service-ref", help="run the service of this git commit or branch (default: checkout)")
     args = parser.parse_args(argv)
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -300,7 +300,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: snapshot the service code, run, write the JSON and Markdown."""
     args = parse_args(argv)
-    results = run_on_snapshot(args, run)
+    results = sbs.run_snapshotted(args, run)
     write_results(args.out, results, markdown(results))
 
 

@@ -28,19 +28,23 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.client.session import ClientSession
 
 from bench.corpora.locomo import Conversation, Question, Turn
 from bench.harness import cpersona, serving as harness
+from bench.harness.cli import run_or_exit
 from bench.harness.client import call_json, mcp_sessions, wait_queue_empty
+from bench.harness.snapshot import code_fingerprint, run_on_snapshot
 from bench.harness.stats import latency_stats
 
 LOCAL = {"CPERSONA_EMBEDDING_MODE": "local"}
 QUEUE_TIMEOUT_S = 1200.0
 PHASE_TIMEOUT_S = 3600.0
 TOKEN_TIMEOUT_S = 600.0
+GIT_TIMEOUT_S = 120.0
+T = TypeVar("T")
 Rider = Callable[[str, Turn], dict[str, Any] | None]
 """The ``associations`` rider of one turn of an agent (None: store it bare)."""
 
@@ -91,6 +95,38 @@ def our_service(code: Path, slug: str, keep: bool) -> Iterator[harness.Service]:
     with contextlib.ExitStack() as stack:
         data_dir, key = stack.enter_context(harness.fresh_tenant(code, slug, LOCAL, keep=keep))
         yield stack.enter_context(harness.serve_on(code, data_dir, key, LOCAL))
+
+
+def snapshot_ref(dest: Path, ref: str, root: Path = harness.REPO_ROOT) -> tuple[Path, str]:
+    """``service/``, ``alembic/`` and ``alembic.ini`` of the commit ``ref`` of the repository
+    at ``root``, extracted into ``dest/code``; that directory and the full commit id."""
+
+    def git(*argv: str) -> bytes:
+        done = subprocess.run(
+            ["git", "-C", str(root), *argv], capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+        )
+        if done.returncode != 0:
+            raise harness.BenchError(f"git {argv[0]} {ref}: {done.stderr.decode().strip()[-200:]}")
+        return done.stdout
+
+    commit = git("rev-parse", "--verify", f"{ref}^{{commit}}").decode().strip()
+    code = dest / "code"
+    code.mkdir(parents=True)
+    tar = git("archive", "--format=tar", commit, "service", "alembic", "alembic.ini")
+    subprocess.run(["tar", "-x", "-C", str(code)], input=tar, check=True, timeout=GIT_TIMEOUT_S)
+    return code, commit
+
+
+def run_snapshotted(args: Any, run: Callable[[Any], T]) -> T:
+    """``run(args)`` on one copy of the service's code: this checkout's working tree, or the
+    commit ``args.service_ref`` (a branch not merged yet, e.g. to measure a tool before it
+    lands); ``args.code`` is the copy and ``args.code_id`` its fingerprint (and commit)."""
+    if args.service_ref is None:
+        return run_on_snapshot(args, run)
+    with harness.scratch_dir() as root:
+        args.code, commit = snapshot_ref(root, args.service_ref)
+        args.code_id = f"{code_fingerprint(args.code)} ({args.service_ref} {commit[:12]})"
+        return run_or_exit(lambda: run(args))
 
 
 # --------------------------------------------------------------------------- storing

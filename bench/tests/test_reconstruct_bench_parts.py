@@ -276,3 +276,18 @@ def test_the_service_is_asked_reconstruct_only_when_it_has_landed() -> None:
     assert [c.name for c in evidence.configs_for("service", False)] == ["recall@10"]
     assert len(evidence.configs_for("service", True)) == 3
     assert len(evidence.configs_for("cpersona", False)) == 3
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def test_a_commit_snapshot_holds_that_commits_service_and_migrations(tmp_path: Path) -> None:
+    code, commit = sbs.snapshot_ref(tmp_path, "HEAD")
+    assert (code / "service" / "__main__.py").is_file()
+    assert (code / "alembic" / "versions").is_dir()
+    assert len(commit) == 40
+
+
+def test_an_unknown_ref_is_a_bench_error(tmp_path: Path) -> None:
+    with pytest.raises(sbs.harness.BenchError, match="no-such-branch"):
+        sbs.snapshot_ref(tmp_path, "no-such-branch")
