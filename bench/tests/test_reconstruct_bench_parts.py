@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench.corpora import locomo, longmemeval
+from bench.harness import serving as harness
 from bench.quality import evidence, mentions, multihop, side_by_side as sbs, whole
 
 # --------------------------------------------------------------------------- quoted whole
@@ -289,5 +290,5 @@ def test_a_commit_snapshot_holds_that_commits_service_and_migrations(tmp_path: P
 
 
 def test_an_unknown_ref_is_a_bench_error(tmp_path: Path) -> None:
-    with pytest.raises(sbs.harness.BenchError, match="no-such-branch"):
+    with pytest.raises(harness.BenchError, match="no-such-branch"):
         sbs.snapshot_ref(tmp_path, "no-such-branch")
