@@ -9,9 +9,9 @@ from typing import TypeAlias
 
 from service.db import agents, episodes, queue
 from service.errors import Refused
-from service.memory import pauses, text
+from service.memory import future, pauses, text
 from service.memory.library import Library
-from service.memory.memories.listing import clamp
+from service.memory.memories.listing import Listing, capped, page_of
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
 from service.models import TenantId
 
@@ -41,6 +41,8 @@ class Archived:
 
     episode_id: int
     truncated: bool = False
+    ahead_of_clock: future.AheadOfClock | None = None
+    """The history's stamp past the allowance ahead of the server's clock (mode ``warn``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,12 +78,13 @@ async def archive_episode(
     transaction (one transaction per archive), and before a refusal or an inline
     embedding; a pause raises WritePaused and nothing is written.
     """
+    start, end = history_span(req.history)
     try:
         summary, keywords = _texts(lib, req)
+        ahead = _history_ahead(lib, start, end)
     except Refused:
         await pauses.obey_now(lib, tenant_id, guard)
         raise
-    start, end = history_span(req.history)
     if waits_for_vector(lib):
         await pauses.obey_now(lib, tenant_id, guard)
     inline = await embed_inline(lib, tenant_id, episode_text(summary.text, keywords.text))
@@ -105,7 +108,20 @@ async def archive_episode(
             await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
     if inline.vector is None:
         embed_soon(lib, tenant_id, "ep", episode_id)
-    return Archived(episode_id, summary.truncated or keywords.truncated)
+    return Archived(episode_id, summary.truncated or keywords.truncated, ahead)
+
+
+def _history_ahead(lib: Library, start: str | None, end: str | None) -> future.AheadOfClock | None:
+    """The future-timestamp verdict on the history's span, the latest stamp first (the span
+    is what an episode is ordered and windowed by, so it would never age)."""
+    for stamp in (end, start):
+        if stamp:
+            ahead = future.ahead_of_clock(
+                lib, stamp, text.parse_timestamp(stamp), "history timestamp"
+            )
+            if ahead is not None:
+                return ahead
+    return None
 
 
 def _texts(lib: Library, req: ArchiveRequest) -> tuple[text.Sanitised, text.Sanitised]:
@@ -127,13 +143,15 @@ history had no timestamps); the boundary renders it."""
 
 async def list_episodes(
     lib: Library, tenant_id: TenantId, *, agent_id: str | None, project_id: str | None, limit: int
-) -> list[ListedEpisode]:
-    """Newest-first episodes of the tenant; empty agent = all agents; limit clamped 0..200."""
-    limit = clamp(limit, 0, LIST_EPISODES_MAX)
-    if limit == 0:
-        return []
+) -> Listing[ListedEpisode]:
+    """Newest-first episodes of the tenant; empty agent = all agents; limit clamped 0..200
+    (``capped_at`` says when that withheld rows)."""
+    wanted, read = capped(limit, LIST_EPISODES_MAX)
+    if wanted == 0:
+        return Listing([])
     async with lib.db.tenant_tx(tenant_id) as conn:
-        return await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, limit)
+        rows = await episodes.list_episodes(conn, tenant_id, agent_id or None, project_id, read)
+    return page_of(rows, wanted, LIST_EPISODES_MAX)
 
 
 async def delete_episode(

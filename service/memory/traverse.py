@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
-from service.db import associations as graph
+from service.db import walks as graph
 from service.memory.associations import normalize
 from service.memory.library import Library
 from service.models import TenantId

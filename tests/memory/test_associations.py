@@ -218,3 +218,59 @@ async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Li
     assert relation is not None
     assert tuple(relation) == ("mem", keeper, "mem", keeper)
     assert await _dangling(lib.db) == 0
+
+
+async def test_a_rewrite_that_makes_a_duplicate_carries_declarations_to_the_kept_row(
+    lib: Library,
+) -> None:
+    """discord_mention rewrites "<@123> same" to "same", which its bucket already holds:
+    the rewritten row is deleted instead, and what was declared on it moves to the row
+    that stays, as the duplicate repair does."""
+    seed = await new_seed(lib)
+    keeper = await seed.memory("same")
+    rewritten = await seed.memory("<@123> same")
+    await associations.declare(
+        lib,
+        seed.tenant_id,
+        associations.Declaration(
+            agent_id="a",
+            anchor_ref=f"mem:{rewritten}",
+            associations={
+                "entities": [{"name": "E"}],
+                "relations": [{"subject": f"mem:{rewritten}", "predicate": "about", "object": "E"}],
+            },
+        ),
+    )
+    await health.check_health(lib, seed.tenant_id, fix=True, checks=["discord_mention"])
+    assert await seed.memory_row(rewritten) is None
+    walked = await traverse.traverse(lib, seed.tenant_id, traverse.TraverseRequest("a", "E"))
+    assert walked.entities[0].mentions == [f"mem:{keeper}"]
+    async with lib.db.admin_tx() as conn:
+        relation = await conn.fetchrow(
+            "SELECT subject_kind, subject_id, anchor_kind, anchor_id FROM relations"
+        )
+    assert relation is not None
+    assert tuple(relation) == ("mem", keeper, "mem", keeper)
+    assert await _dangling(lib.db) == 0
+
+
+async def test_rewrites_that_meet_each_other_carry_declarations_to_the_first(
+    lib: Library,
+) -> None:
+    """Two rows rewritten to the same text: the lower id stays and takes the other's
+    mentions."""
+    seed = await new_seed(lib)
+    first = await seed.memory("<@1> twin")
+    second = await seed.memory("<@2> twin")
+    await associations.declare(
+        lib,
+        seed.tenant_id,
+        associations.Declaration(
+            agent_id="a", anchor_ref=f"mem:{second}", associations={"entities": [{"name": "E"}]}
+        ),
+    )
+    await health.check_health(lib, seed.tenant_id, fix=True, checks=["discord_mention"])
+    assert await seed.memory_row(second) is None
+    walked = await traverse.traverse(lib, seed.tenant_id, traverse.TraverseRequest("a", "E"))
+    assert walked.entities[0].mentions == [f"mem:{first}"]
+    assert await _dangling(lib.db) == 0

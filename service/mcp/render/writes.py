@@ -9,6 +9,8 @@ something, as CPersona answers.
 
 from __future__ import annotations
 
+import dataclasses
+
 from service.mcp.render import associations
 from service.memory.agents import AgentDataDeleted
 from service.memory.episodes import Archived, EpisodeDeleted
@@ -43,10 +45,16 @@ def _truncated(body: JsonObject, truncated: bool) -> JsonObject:
 
 def store_outcome(outcome: StoreOutcome) -> JsonObject:
     """``{ok, result: stored, id, embedded, truncated?}`` or ``{ok, result: skipped, reason,
-    id?}``, then ``associations`` when the store carried a rider."""
+    id?}``, then ``associations`` when the store carried a rider, ``locked`` when it
+    asked for ``lock`` and ``timestamp_ahead_of_clock`` when its timestamp lay past the
+    allowance ahead of the server's clock."""
     body = _skipped(outcome) if isinstance(outcome, Skipped) else _stored(outcome)
     if outcome.associations is not None:
         body["associations"] = associations.rider(outcome.associations)
+    if outcome.locked is not None:
+        body["locked"] = outcome.locked
+    if isinstance(outcome, Stored) and outcome.ahead_of_clock is not None:
+        body["timestamp_ahead_of_clock"] = dataclasses.asdict(outcome.ahead_of_clock)
     return body
 
 
@@ -86,7 +94,11 @@ def memory_deleted(deleted: Deleted) -> JsonObject:
 
 
 def episode_archived(archived: Archived) -> JsonObject:
-    return _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    """``{ok, episode_id, truncated?, timestamp_ahead_of_clock?}``."""
+    body = _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    if archived.ahead_of_clock is not None:
+        body["timestamp_ahead_of_clock"] = dataclasses.asdict(archived.ahead_of_clock)
+    return body
 
 
 def episode_refused(message: str) -> JsonObject:

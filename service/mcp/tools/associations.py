@@ -88,11 +88,12 @@ bad items in dropped.""",
     params=DeclareParams,
     handler=_declare,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
-    idempotent=True,
     project_gate=True,
     refusal=refuse_with(result="rejected", **render.EMPTY),
+    refusal_fields=lambda args: {"result": "rejected"},  # a denial too (CPersona 2.6)
     pause=skip_with(render.DECLARE_PAUSED, in_write=True),
+    destructive=True,
+    idempotent=True,
 )
 
 

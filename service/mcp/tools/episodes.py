@@ -41,8 +41,9 @@ DELETE_EPISODE = ToolSpec(
     params=DeleteEpisodeParams,
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
     pause=skip_with(writes.DELETE_PAUSED),
+    destructive=True,
+    idempotent=True,
 )
 
 
@@ -99,19 +100,21 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
     handler=_archive_episode,
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
-    idempotent=False,
     refusal=writes.episode_refused,
     pause=skip_with(writes.ARCHIVE_PAUSED, in_write=True),
+    destructive=False,
+    idempotent=False,
+    always_load=True,
 )
 
 
 async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listed(env, params, episodes.list_episodes)
+    found = await listed(env, params, episodes.list_episodes)
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_episodes(rows, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_episodes(found.rows, preview_chars)
     sent = [render_listing.episode(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS, found.capped_at
     )
 
 

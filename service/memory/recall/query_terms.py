@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _RUNS = re.compile(rf"[{_CJK}]+|[^\s{_CJK}]+")
@@ -166,6 +166,21 @@ def like_pattern(text: str) -> str:
     """``%text%`` with LIKE's metacharacters escaped (default escape ``\\``)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def phrase_patterns(phrases: Sequence[str], taken: Sequence[str] = ()) -> tuple[str, ...]:
+    """Substring patterns of whole phrases (reconstruct's extra lexical terms): each
+    trimmed phrase of at least three characters (the trigram index serves no shorter
+    one), once, leaving out patterns already in ``taken``."""
+    seen = set(taken)
+    out: list[str] = []
+    for phrase in phrases:
+        text = phrase.strip()
+        pattern = like_pattern(text)
+        if len(text) >= _MIN_RUN and pattern not in seen:
+            seen.add(pattern)
+            out.append(pattern)
+    return tuple(out)
 
 
 def _trigrams(run: str) -> list[str]:

@@ -91,14 +91,19 @@ def retrieval(
 
     The hybrid vector channel is ``CPERSONA_RECALL_VECTOR_DEPTH`` deep whatever the
     ``limit`` (a small LIMIT keeps Postgres on the HNSW index at scale, and ``limit`` never
-    changes the candidates); the spec's modes take ``depth`` rows from every retriever."""
+    changes the candidates); the spec's modes take ``depth`` rows from every retriever.
+
+    ``req.extra_lexical_terms`` (reconstruct's query expansion) join the substring
+    patterns, as whole phrases: they reach the memory keyword arm and episode full text
+    only, never the vector channel or the query's own terms; none changes nothing."""
     s = lib.settings
     fts = s.fts_enabled or mode == "cascade"
+    patterns = terms.patterns + query_terms.phrase_patterns(req.extra_lexical_terms, terms.patterns)
     return recall_queries.Retrieval(
         vector=None,
         tsquery=terms.tsquery if fts else None,
         lexemes=terms.lexemes if fts else (),
-        patterns=terms.patterns if fts else (),
+        patterns=patterns if fts else (),
         limit=depth,
         episodes=not (req.source_id and not req.channel),
         recency=not req.query.strip(),

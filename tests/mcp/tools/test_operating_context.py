@@ -8,6 +8,7 @@ from pathlib import Path
 
 from service.config import Settings
 from service.mcp import project_gate, tools
+from service.mcp.instructions import SERVICE_INSTRUCTIONS
 from service.mcp.registry import ToolEnv
 from service.mcp.tools.episodes import ARCHIVE_EPISODE
 from service.mcp.tools.memories import LIST_MEMORIES, STORE
@@ -222,6 +223,7 @@ def test_every_gated_tool_refuses_in_its_reserved_shape() -> None:
         "archive_episode": {"episode_id": None},
         "recall": {"messages": []},
         "recall_with_context": {"messages": []},
+        "reconstruct": {"items": [], "returned_count": 0},
         "list_memories": {"memories": [], "count": 0},
         "list_episodes": {"episodes": [], "count": 0},
     }
@@ -243,10 +245,10 @@ async def test_initialize_serves_the_tenants_summary_as_instructions(
     )
     async with mcp_session(served, key_a) as session:
         assert session.initialize_result is not None
-        assert session.initialize_result.instructions == "Be brief."
+        assert session.initialize_result.instructions == f"{SERVICE_INSTRUCTIONS}\n\nBe brief."
     async with mcp_session(served, key_b) as session:
         assert session.initialize_result is not None
-        assert session.initialize_result.instructions is None
+        assert session.initialize_result.instructions == SERVICE_INSTRUCTIONS
 
 
 async def test_server_discover_serves_the_same_instructions(lib: Library, served: Served) -> None:
@@ -257,8 +259,18 @@ async def test_server_discover_serves_the_same_instructions(lib: Library, served
     )
     for mode in ("auto", "legacy"):
         async with modern_client(served, key_a, mode) as client:
-            assert client.instructions == "Be brief.", mode
+            assert client.instructions == f"{SERVICE_INSTRUCTIONS}\n\nBe brief.", mode
         async with modern_client(served, key_b, mode) as client:
-            assert client.instructions is None, mode
+            assert client.instructions == SERVICE_INSTRUCTIONS, mode
     async with modern_client(served, key_a) as client:
         assert client.protocol_version == "2026-07-28"
+
+
+def test_the_service_paragraph_tells_the_model_when_to_use_memory() -> None:
+    """Always sent, before the operator's summary: what the service is and which tools a
+    session calls when (docs/tools.md, "Instructions")."""
+    for tool in ("recall", "reconstruct", "store", "archive_episode", "get_contents"):
+        assert f"`{tool}`" in SERVICE_INSTRUCTIONS, tool
+    assert "earlier sessions" in SERVICE_INSTRUCTIONS
+    assert "maintenance" in SERVICE_INSTRUCTIONS
+    assert len(SERVICE_INSTRUCTIONS) <= 600
