@@ -222,7 +222,7 @@ def verdicts(results: Mapping[str, Any], set_name: str) -> list[str]:
         met = "met" if share_ok and ratio <= TOKEN_SHARE_TARGET else "NOT met"
         lines.append(
             f"- {config}: share {mine['evidence_share']:.1%} vs {ref['evidence_share']:.1%},"
-            f" tokens {ratio:.0%} of CPersona's (target ≥ share at ≤ 70%): {met}."
+            f" tokens {ratio:.1%} of CPersona's (target ≥ share at ≤ 70%): {met}."
         )
         recall = found.get((ours, sbs.RECALL10.name))
         if recall is not None and recall["evidence_per_1k_tokens"] is not None:

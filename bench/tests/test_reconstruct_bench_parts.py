@@ -268,7 +268,7 @@ def test_the_targets_compare_like_modes_and_our_recall() -> None:
     }
     lines = evidence.verdicts(results, "locomo")
     assert lines[0].endswith(": met.")
-    assert "65%" in lines[0]
+    assert "65.0%" in lines[0]
     assert lines[1].endswith(": met.")
     assert lines[2].endswith("NOT met.")  # lite: a lower share than CPersona's
 
@@ -292,3 +292,15 @@ def test_a_commit_snapshot_holds_that_commits_service_and_migrations(tmp_path: P
 def test_an_unknown_ref_is_a_bench_error(tmp_path: Path) -> None:
     with pytest.raises(harness.BenchError, match="no-such-branch"):
         sbs.snapshot_ref(tmp_path, "no-such-branch")
+
+
+def test_a_token_ratio_just_over_the_target_reads_as_over_it() -> None:
+    results = {
+        "systems": [
+            {"system": "CPersona 2.6.14", "sets": {"s": {"reconstruct": _overall(0.5, 973, 1.0)}}},
+            {"system": "service", "sets": {"s": {"reconstruct": _overall(0.6, 685, 2.0)}}},
+        ]
+    }
+    line = evidence.verdicts(results, "s")[0]
+    assert "70.4%" in line
+    assert line.endswith("NOT met.")
