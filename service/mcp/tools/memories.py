@@ -180,7 +180,7 @@ class ListMemoriesParams(ListParams):
     "Facts that change")."""
 
     as_of: str = ""
-    current_only: bool = False
+    current_only: bool
 
 
 async def _list_memories(env: ToolEnv, params: ListMemoriesParams) -> JsonObject:
@@ -230,7 +230,7 @@ class UpdateMemoryParams:
     memory_id: int
     content: str
     agent_id: str
-    keep_history: bool = False
+    keep_history: bool
 
 
 async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject:

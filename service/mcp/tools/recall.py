@@ -89,7 +89,7 @@ class RecallParams:
 class PlainRecallParams(RecallParams):
     exclude_contents: tuple[str, ...]
     as_of: str = ""
-    current_only: bool = False
+    current_only: bool
     time_cue: JsonObject | None = None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.async_api import ConsoleMessage, Page
+from playwright.async_api import ConsoleMessage, Error as PlaywrightError, Page
 
 from service.config import Settings
 from service.memory.library import Library
@@ -47,7 +47,17 @@ def _watch(page: Page) -> list[str]:
 
 
 async def _shot(page: Page, folder: Path, name: str) -> None:
-    await page.screenshot(path=str(folder / f"{name}.png"), full_page=False)
+    """A screenshot of the page as shown. Headless Chromium on a loaded machine sometimes
+    has no frame ready ("Unable to capture screenshot"): then it waits for the next frame
+    and tries once more; a second failure fails the test."""
+    path = str(folder / f"{name}.png")
+    try:
+        await page.screenshot(path=path, full_page=False)
+    except PlaywrightError as error:
+        if "Unable to capture screenshot" not in str(error):
+            raise
+        await page.wait_for_timeout(500)
+        await page.screenshot(path=path, full_page=False)
 
 
 async def test_the_main_flow_with_the_mouse_and_screenshots(
