@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
+from service.db.pool import Connection
 from service.db.supersession import Ref
 from service.memory import supersession
-from service.memory.library import Library
 from service.memory.recall.records import Recalled, RecallRow
 from service.models import TenantId
 
@@ -43,21 +43,22 @@ class Reading:
 
 
 async def arrange(
-    lib: Library,
+    conn: Connection,
     tenant_id: TenantId,
     agent: str,
     rows: Sequence[RecallRow],
     reading: Reading,
 ) -> list[RecallRow]:
     """The ranked ``rows`` (best first) as the model reads them: filtered by ``reading``,
-    successors moved above the records they supersede, chained rows annotated."""
+    successors moved above the records they supersede, chained rows annotated. One
+    statement on ``conn``, the caller's transaction (recall shares it with its
+    statistics, so the read costs no transaction of its own)."""
     refs = [ref for ref in map(_ref, rows) if ref is not None]
     if not refs:
         return list(rows)
-    async with lib.db.tenant_tx(tenant_id) as conn:
-        facts = await supersession.read_facts(
-            conn, tenant_id, agent, refs, always=reading.as_of is not None
-        )
+    facts = await supersession.read_facts(
+        conn, tenant_id, agent, refs, always=reading.as_of is not None
+    )
     if not facts:
         return [] if reading.as_of is not None else list(rows)
     return _arranged(rows, facts, reading)

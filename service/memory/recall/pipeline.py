@@ -60,12 +60,15 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         return RecallResult(rows=(), advisory=notice)
     unseen = vector_unseen(lib, hits, embedded.vector)
     ranked = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
-    arranged = await chains.arrange(lib, tenant_id, req.agent_id, ranked.rows, reading)
-    rows = tuple(row for row in arranged[:wanted_rows] if isinstance(row, Recalled))  # no echoes
-    credited = ranked.credited
-    if reading.filters:
-        kept = {row.id for row in rows if row.kind == "mem"}
-        credited = [memory_id for memory_id in credited if memory_id in kept]
+    async with lib.db.tenant_tx(tenant_id) as conn:  # one transaction: chains and credit
+        arranged = await chains.arrange(conn, tenant_id, req.agent_id, ranked.rows, reading)
+        rows = tuple(row for row in arranged[:wanted_rows] if isinstance(row, Recalled))
+        credited = ranked.credited
+        if reading.filters:
+            kept = {row.id for row in rows if row.kind == "mem"}
+            credited = [memory_id for memory_id in credited if memory_id in kept]
+        if credited:  # a cue's seats are never credited, so the cue may come after
+            await recall_queries.bump_recall_stats(conn, tenant_id, credited)
     cue_report: CueReport | None = None
     if req.time_cue is not None:
         arm = cued.CueArm(
@@ -79,9 +82,6 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
             started=started,
         )
         rows, cue_report = await _cued(lib, tenant_id, req, arm, found.meta, ranked, rows)
-    if credited:
-        async with lib.db.tenant_tx(tenant_id) as conn:
-            await recall_queries.bump_recall_stats(conn, tenant_id, credited)
     return RecallResult(rows, ranked.gate_fallback, notice, time_cue=cue_report)
 
 
