@@ -273,27 +273,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.quality.evidence", description=__doc__)
     add = parser.add_argument
     add("--sets", default="locomo,longmemeval", help="data sets (default: %(default)s)")
-    add("--systems", default="cpersona,service", help="systems, in order (default: %(default)s)")
     add("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo10.json")
     add("--conversations", type=int, default=2, help="LoCoMo: the first N (default: %(default)s)")
     add("--questions", type=int, help="LoCoMo: at most N questions per conversation")
     add("--lme-data", type=Path, default=longmemeval.DEFAULT_DATA, help="LongMemEval dev folder")
     add("--lme-per-type", type=int, default=1, help="LongMemEval: questions per type (default: 1)")
     add("--service-reconstruct", action="store_true", help="also ask the service's reconstruct")
-    add("--clients", type=int, default=4, help="concurrent MCP sessions (default: %(default)s)")
-    add("--venv", type=Path, default=cpersona.DEFAULT_VENV, help="CPersona's virtualenv")
-    add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
-    add("--keep-data", action="store_true", help="keep the temporary data directories")
-    add("--service-ref", help="run the service of this git commit or branch (default: checkout)")
+    sbs.add_run_options(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
+    sbs.check_run_options(parser, args)
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if not args.sets or set(args.sets) - set(SET_NAMES):
         parser.error(f"--sets takes {', '.join(SET_NAMES)}")
-    if not args.systems or set(args.systems) - set(SYSTEM_NAMES):
-        parser.error(f"--systems takes {', '.join(SYSTEM_NAMES)}")
-    if not 1 <= args.clients <= 16:
-        parser.error("--clients takes 1..16")
     return args
 
 

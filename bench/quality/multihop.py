@@ -26,7 +26,6 @@ from typing import Any
 
 from bench.corpora import locomo
 from bench.corpora.locomo import Conversation, Turn
-from bench.harness import cpersona
 from bench.harness.cli import write_results
 from bench.harness.machine import machine_facts, record_end
 from bench.harness.markdown import machine_line, table
@@ -205,22 +204,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Options of ``python -m bench.quality.multihop``."""
     parser = argparse.ArgumentParser(prog="python -m bench.quality.multihop", description=__doc__)
     add = parser.add_argument
-    add("--systems", default="cpersona,service", help="systems, in order (default: %(default)s)")
     add("--data", type=Path, default=locomo.DEFAULT_DATA, help="locomo10.json")
     add("--conversations", type=int, default=2, help="the first N (default: %(default)s)")
     add("--questions", type=int, help="at most N multi-hop questions per conversation")
     add("--service-reconstruct", action="store_true", help="run the service (needs reconstruct)")
-    add("--clients", type=int, default=4, help="concurrent MCP sessions (default: %(default)s)")
-    add("--venv", type=Path, default=cpersona.DEFAULT_VENV, help="CPersona's virtualenv")
-    add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
-    add("--keep-data", action="store_true", help="keep the temporary data directories")
-    add("--service-ref", help="run the service of this git commit or branch (default: checkout)")
+    sbs.add_run_options(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
-    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    if not args.systems or set(args.systems) - set(SYSTEM_NAMES):
-        parser.error(f"--systems takes {', '.join(SYSTEM_NAMES)}")
-    if not 1 <= args.clients <= 16:
-        parser.error("--clients takes 1..16")
+    sbs.check_run_options(parser, args)
     return args
 
 

@@ -18,6 +18,7 @@ systems: ``cl100k_base``, the count CPersona itself uses for ``used_tokens``
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
 import contextlib
@@ -115,6 +116,32 @@ def snapshot_ref(dest: Path, ref: str, root: Path = harness.REPO_ROOT) -> tuple[
     tar = git("archive", "--format=tar", commit, "service", "alembic", "alembic.ini")
     subprocess.run(["tar", "-x", "-C", str(code)], input=tar, check=True, timeout=GIT_TIMEOUT_S)
     return code, commit
+
+
+SYSTEMS = ("cpersona", "service")
+
+
+def add_run_options(parser: argparse.ArgumentParser, default_out: Path) -> None:
+    """The options every side-by-side command takes: the systems and their order, the
+    concurrent sessions, CPersona's virtualenv, the results file, the data directories,
+    and the service's git ref (checked by :func:`check_run_options`)."""
+    add = parser.add_argument
+    add("--systems", default="cpersona,service", help="systems, in order (default: %(default)s)")
+    add("--clients", type=int, default=4, help="concurrent MCP sessions (default: %(default)s)")
+    add("--venv", type=Path, default=cpersona.DEFAULT_VENV, help="CPersona's virtualenv")
+    add("--out", type=Path, default=default_out, help="JSON results (default: %(default)s)")
+    add("--keep-data", action="store_true", help="keep the temporary data directories")
+    add("--service-ref", help="run the service of this git commit or branch (default: checkout)")
+
+
+def check_run_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--systems`` as a list of known names, ``--clients`` within 1..16 (else the
+    parser's usage error)."""
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if not args.systems or set(args.systems) - set(SYSTEMS):
+        parser.error(f"--systems takes {', '.join(SYSTEMS)}")
+    if not 1 <= args.clients <= 16:
+        parser.error("--clients takes 1..16")
 
 
 def run_snapshotted(args: Any, run: Callable[[Any], T]) -> T:
