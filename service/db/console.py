@@ -128,6 +128,8 @@ class RecordsQuery:
     before_id: int
     preview_chars: int
     page_size: int
+    since: datetime
+    project_id: str | None
 
 
 def _record_rows(records: list[Any]) -> list[RecordRow]:

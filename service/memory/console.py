@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import re
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Final, Literal, cast
 
 from service.db import console as console_queries
@@ -173,6 +173,48 @@ def parse_record_cursor(raw: str) -> tuple[datetime, int]:
     return at, row_id
 
 
+DAY_CHARS: Final = 10
+"""A day of a date filter is ``YYYY-MM-DD``; anything else is refused (InvalidInput)."""
+_EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordsFilter:
+    """What narrows a list: the rows stored in ``[stored_from, stored_before)`` (None: no
+    bound) and of ``project_id`` with the tools' read rule (None: every project; ``X``:
+    X and the global pool ``''``), as ``list_memories`` reads a project."""
+
+    project_id: str | None = None
+    stored_from: datetime | None = None
+    stored_before: datetime | None = None
+
+
+def parse_day(field: str, text: str) -> date | None:
+    """A day of a date filter (``YYYY-MM-DD``, a UTC day); None for ''; InvalidInput for
+    anything else."""
+    if not text:
+        return None
+    try:
+        if len(text) != DAY_CHARS:
+            raise ValueError(text)
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{field} is not a day (YYYY-MM-DD): {text[:DAY_CHARS]!r}") from None
+
+
+def day_range(first: date | None, last: date | None) -> tuple[datetime | None, datetime | None]:
+    """The half-open period ``[first 00:00, the day after last 00:00)`` in UTC of the
+    days ``first`` to ``last``, both included (None: that side open); InvalidInput when
+    ``last`` comes before ``first``."""
+    if first is not None and last is not None and last < first:
+        raise InvalidInput("the last day comes before the first")
+    start = None if first is None else datetime.combine(first, time(), UTC)
+    end = None
+    if last is not None and last < date.max:
+        end = datetime.combine(last + timedelta(days=1), time(), UTC)
+    return start, end
+
+
 async def list_records(
     lib: Library,
     tenant_id: TenantId,
@@ -180,15 +222,28 @@ async def list_records(
     kind: RecordKind,
     before: str = "",
     limit: int = RECORDS_PAGE,
+    filters: RecordsFilter = RecordsFilter(),
 ) -> RecordsPage:
     """One page of ``agent``'s memories (``mem``) or episodes (``ep``), newest first,
-    before the cursor ``before``; each text cut to :data:`PREVIEW_CHARS`. The caller has
+    before the cursor ``before`` and within ``filters``; each text cut to
+    :data:`PREVIEW_CHARS`. The period's end joins the cursor (the same keyset walk of
+    the agent's recent index, started later), its start ends the walk. The caller has
     checked that its key may read ``agent``."""
     bounds.check_text("agent_id", agent, bounds.IDENTIFIER_CHARS)
+    bounds.check_text("project_id", filters.project_id, bounds.IDENTIFIER_CHARS)
     cursor = parse_record_cursor(before)
+    if filters.stored_before is not None:
+        cursor = min(cursor, (filters.stored_before, 0))  # (t, 0): every id is above 0
     read = console_queries.console_memories if kind == "mem" else console_queries.console_episodes
     query = console_queries.RecordsQuery(
-        tenant_id, agent, cursor[0], cursor[1], PREVIEW_CHARS, limit + 1
+        tenant_id,
+        agent,
+        cursor[0],
+        cursor[1],
+        PREVIEW_CHARS,
+        limit + 1,
+        filters.stored_from or _EARLIEST,
+        filters.project_id,
     )
     async with lib.db.tenant_tx(tenant_id) as conn:
         rows = await read(conn, query)

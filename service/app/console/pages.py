@@ -9,7 +9,7 @@ import dataclasses
 from starlette.requests import Request
 from starlette.responses import Response
 
-from service.app.console import render
+from service.app.console import filters, render
 from service.app.console.auth import Session
 from service.app.console.curation import NOTICES
 from service.errors import InvalidInput, Refused
@@ -52,50 +52,62 @@ class Pages:
         return render.page("agents.html", {**context, "next_after": found.next_after})
 
     async def records(self, request: Request, session: Session) -> Response:
-        """An agent's memories or episodes, newest first, a keyset page at a time."""
+        """An agent's memories or episodes, newest first, a keyset page at a time, within
+        the page's filters (project through the gate, stored days; :mod:`filters`)."""
         params = request.query_params
         agent, tab = params.get("agent", ""), params.get("show", "memories")
         kind = KINDS.get(tab)
         tool = "list_memories" if kind == "mem" else "list_episodes"
         if kind is None or not self._may(session, agent, tool):
             return _no_agent(session)
+        tenant_id = session.caller.tenant_id
+        shown = {name: params.get(name, "") for name in ("project", "from", "to")}
         try:
+            gated = await filters.project(self._lib, tenant_id, agent, shown["project"])
+            narrowed = dataclasses.replace(filters.days(params), project_id=gated.project_id)
             found = await console.list_records(
-                self._lib, session.caller.tenant_id, agent, kind, params.get("before", "")
+                self._lib, tenant_id, agent, kind, params.get("before", ""), filters=narrowed
             )
         except InvalidInput as bad:
             return render.error_page("Bad request", bad.message, 400, session)
         context = {"session": session, "page": "agents", "agent": agent, "tab": tab}
-        notice = NOTICES.get(params.get("done", ""), "")
-        return render.page(
-            "records.html", {**context, "found": found, "filters": {}, "notice": notice}
+        notice = NOTICES.get(params.get("done", ""), "") or gated.note
+        pager = filters.query_string(
+            {"agent": agent, "show": tab, "before": found.next_before or "", **shown}
         )
+        context |= {"found": found, "filters": {}, "listed": shown, "pager": pager}
+        return render.page("records.html", {**context, "notice": notice})
 
     async def search(self, request: Request, session: Session) -> Response:
         """Recall over an agent's rows with recall's filters: each row with why it
         matched and its excerpt. A person looking is no agent recalling: the search
-        credits no recall statistics (as under a persistence pause)."""
+        credits no recall statistics (as under a persistence pause). The project passes
+        the gate as recall's ``project_id`` does; the days are recall's time cue."""
         params = request.query_params
         agent = params.get("agent", "")
         if not self._may(session, agent, "recall"):
             return _no_agent(session)
-        filters = {name: params.get(name, "") for name in ("q", "channel", "project", "source")}
-        request_ = pipeline.RecallRequest(
-            agent_id=agent,
-            query=filters["q"],
-            limit=SEARCH_LIMIT,
-            channel=filters["channel"],
-            project_id=filters["project"] or None,
-            source_id=filters["source"],
-            paused=True,
-        )
+        shown = {name: params.get(name, "") for name in filters.NAMES}
+        tenant_id = session.caller.tenant_id
         try:
-            result = await pipeline.recall(self._lib, session.caller.tenant_id, request_)
+            gated = await filters.project(self._lib, tenant_id, agent, shown["project"])
+            request_ = pipeline.RecallRequest(
+                agent_id=agent,
+                query=shown["q"],
+                limit=SEARCH_LIMIT,
+                channel=shown["channel"],
+                project_id=gated.project_id,
+                source_id=shown["source"],
+                paused=True,
+                time_cue=filters.time_cue(params),
+            )
+            result = await pipeline.recall(self._lib, tenant_id, request_)
         except Refused as bad:
             return render.error_page("Bad request", bad.message, 400, session)
         context = {"session": session, "page": "agents", "agent": agent, "tab": "search"}
-        rows = found_rows(result, filters["q"])
-        return render.page("search.html", {**context, "filters": filters, "rows": rows})
+        rows = found_rows(result, shown["q"])
+        context |= {"filters": shown, "rows": rows, "cue": result.time_cue, "notice": gated.note}
+        return render.page("search.html", context)
 
     @staticmethod
     def _may(session: Session, agent: str, tool: str) -> bool:
@@ -130,6 +142,7 @@ class Found:
     excerpt: str
     matched: str  # lexical, vector or both
     reason: dict[str, object]
+    in_period: bool  # the time cue's arm found it: its own time lies in the period
 
 
 def found_rows(result: RecallResult, query: str) -> list[Found]:
@@ -148,5 +161,7 @@ def found_rows(result: RecallResult, query: str) -> list[Found]:
         matched = "both" if lexical and vector else "vector" if vector else "lexical"
         preview = row.content[: console.PREVIEW_CHARS]
         more = len(row.content) - len(preview)
-        out.append(Found(row, preview, more, cut.text if cut else "", matched, reason))
+        in_period = "cue_rank" in reason
+        cut_text = cut.text if cut else ""
+        out.append(Found(row, preview, more, cut_text, matched, reason, in_period))
     return out

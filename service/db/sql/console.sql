@@ -68,18 +68,20 @@ ORDER BY a.name
 LIMIT $6
 
 -- console_memories --
--- One page of an agent's memories, newest first, before a (created_at, id) cursor: the
--- first characters of each text and its length, its axes, source, lock and whether its
--- vector has landed (memories_agent_recent).
+-- One page of an agent's memories, newest first, before a (created_at, id) cursor and
+-- stored at or after a moment, in a project (the tools' read rule: NULL = all projects,
+-- X = X plus the global pool ''): the first characters of each text and its length, its
+-- axes, source, lock and whether its vector has landed (memories_agent_recent).
 -- $1 tenant_id uuid, $2 agent text, $3 before_at timestamptz, $4 before_id int8,
--- $5 preview_chars int4, $6 page_size int4
+-- $5 preview_chars int4, $6 page_size int4, $7 since timestamptz, $8 project_id text
 SELECT m.id, left(m.content, $5) AS preview, char_length(m.content) AS chars, m.project_id,
        m.channel, m.source, m.timestamp_text, m.created_at, m.locked,
        m.embedding IS NOT NULL AS embedded
 FROM memories m
 JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id
 WHERE m.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2
-  AND (m.created_at, m.id) < ($3, $4)
+  AND (m.created_at, m.id) < ($3, $4) AND m.created_at >= $7
+  AND ($8::text IS NULL OR m.project_id = $8 OR m.project_id = '')
 ORDER BY m.created_at DESC, m.id DESC
 LIMIT $6
 
@@ -87,14 +89,15 @@ LIMIT $6
 -- One page of an agent's episodes, newest first, before a (created_at, id) cursor, like
 -- console_memories (episodes have no source and no lock; their time is start_time).
 -- $1 tenant_id uuid, $2 agent text, $3 before_at timestamptz, $4 before_id int8,
--- $5 preview_chars int4, $6 page_size int4
+-- $5 preview_chars int4, $6 page_size int4, $7 since timestamptz, $8 project_id text
 SELECT e.id, left(e.summary, $5) AS preview, char_length(e.summary) AS chars, e.project_id,
        e.channel, '{}'::jsonb AS source, coalesce(e.start_time, '') AS timestamp_text,
        e.created_at, false AS locked, e.embedding IS NOT NULL AS embedded
 FROM episodes e
 JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
 WHERE e.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2
-  AND (e.created_at, e.id) < ($3, $4)
+  AND (e.created_at, e.id) < ($3, $4) AND e.created_at >= $7
+  AND ($8::text IS NULL OR e.project_id = $8 OR e.project_id = '')
 ORDER BY e.created_at DESC, e.id DESC
 LIMIT $6
 

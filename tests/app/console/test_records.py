@@ -4,10 +4,13 @@ pipeline: newest first, keyset pages, hostile text inert, grants and tenants as 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
+from html import unescape
 
 from service.config import Settings
 from service.memory import console, tenants
 from service.memory.library import Library
+from service.memory.operating_context import storage
 from tests.app.console.client import Person
 from tests.support import Agent, new_tenant, serve
 
@@ -122,8 +125,130 @@ async def test_another_tenant_or_a_non_granted_agent_cannot_be_reached_by_editin
                     ("/search", {"agent": "secret", "q": "vault"}),
                     ("/search", {"agent": "*", "q": "vault"}),
                     ("/agent", {"agent": ""}),
+                    ("/agent", {"agent": "secret", "project": "@auto", "from": "2020-01-01"}),
+                    ("/search", {"agent": "secret", "q": "vault", "to": "2030-01-01"}),
                 ):
                     answers.append(await person.get(path, **params))
     assert all("vault code" not in answer.text for answer in answers)
     # "*" is a sweep: allowed only at the least of the key's grants (here none), as for tools
-    assert [answer.status_code for answer in answers[:5]] == [404] * 5
+    assert [answer.status_code for answer in answers[:7]] == [404] * 7
+
+
+async def test_lists_filter_by_project_and_stored_day_in_keyset_pages(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-list-filters")
+    today = datetime.now(UTC).date()
+    async with serve(settings, database_url) as served, Person(served) as person:
+        writer = Agent(served, key)
+        ids = {}
+        for project in ("atlas", "borealis", ""):
+            stored = await writer.call(
+                "store", agent_id="a", project_id=project, message={"content": f"in {project}"}
+            )
+            ids[project] = stored["id"]
+        await writer.call("archive_episode", agent_id="a", project_id="borealis", summary="trip")
+        await person.signed_in(key)
+        atlas = (await person.page("/agent", agent="a", project="atlas")).text
+        today_only = (
+            await person.page("/agent", agent="a", **{"from": str(today), "to": str(today)})
+        ).text
+        tomorrow = str(today + timedelta(days=1))
+        future = (await person.page("/agent", agent="a", **{"from": tomorrow})).text
+        past = (await person.page("/agent", agent="a", to=str(today - timedelta(days=1)))).text
+        atlas_episodes = (
+            await person.page("/agent", agent="a", show="episodes", project="atlas")
+        ).text
+        bad_day = await person.get("/agent", agent="a", **{"from": "2024-02-30"})
+        backwards = await person.get("/agent", agent="a", **{"from": tomorrow, "to": str(today)})
+        caller = await tenants.authenticate(lib.db, key)
+        assert caller is not None
+        narrowed = console.RecordsFilter(project_id="borealis")
+        first = await console.list_records(
+            lib, caller.tenant_id, "a", "mem", limit=1, filters=narrowed
+        )
+        assert first.next_before is not None
+        second = await console.list_records(
+            lib, caller.tenant_id, "a", "mem", first.next_before, limit=1, filters=narrowed
+        )
+    # a project reads as the tools read it: its own rows and the global pool's
+    assert _refs(atlas) == [f"mem:{ids['']}", f"mem:{ids['atlas']}"]
+    assert 'value="atlas"' in atlas  # the filter stays in the form and in the pager
+    assert _refs(today_only) == [f"mem:{ids[p]}" for p in ("", "borealis", "atlas")]
+    assert _refs(future) == []
+    assert _refs(past) == []
+    assert _refs(atlas_episodes) == []
+    assert [bad_day.status_code, backwards.status_code] == [400, 400]
+    assert [row.id for row in first.records + second.records] == [ids[""], ids["borealis"]]
+
+
+async def test_a_list_pager_keeps_its_filters(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-list-pager")
+    async with serve(settings, database_url) as served, Person(served) as person:
+        writer = Agent(served, key)
+        for n in range(console.RECORDS_PAGE + 1):
+            await writer.call(
+                "store", agent_id="a", project_id="atlas", message={"content": f"row {n}"}
+            )
+        await person.signed_in(key)
+        page = (await person.page("/agent", agent="a", project="atlas")).text
+    assert re.search(r'href="[^"]*before=[^"]*project=atlas', page)
+
+
+async def test_search_dates_are_recalls_time_cue_and_match_a_recall_through_mcp(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-search-dates")
+    stamps = ["2023-03-10T10:00:00Z", "2024-06-10T10:00:00Z", "2025-01-10T10:00:00Z"]
+    async with serve(settings, database_url) as served, Person(served) as person:
+        writer = Agent(served, key)
+        for stamp in stamps:
+            content = f"the harbour log of {stamp[:4]}"
+            await writer.call(
+                "store", agent_id="a", message={"content": content, "timestamp": stamp}
+            )
+        await person.signed_in(key)
+        dated = {"from": "2024-01-01", "to": "2024-12-31"}
+        page = (await person.page("/search", agent="a", q="harbour", **dated)).text
+        cue = {"after": "2024-01-01", "before": "2024-12-31", "confidence": "sure"}
+        recalled = await writer.call(
+            "recall", agent_id="a", query="harbour", limit=20, time_cue=cue
+        )
+        bad = await person.get("/search", agent="a", q="harbour", to="31/12/2024")
+    expected = [row["ref"] for row in reversed(recalled["messages"]) if "ref" in row]
+    assert _refs(page) == expected  # best first, as the console lists
+    assert "2024-01-01T00:00:00+00:00" in page
+    assert "2025-01-01T00:00:00+00:00" in page
+    assert page.count('<span class="tag">in period</span>') == 1
+    assert bad.status_code == 400
+
+
+async def test_the_project_filter_passes_the_operating_contexts_gate_as_the_tools_do(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-gate")
+    context = (
+        'version = 1\ncontext_revision = "rev-1"\n[registry]\n'
+        'project_ids = ["atlas"]\nenforce = "reject"\n[defaults]\na = "atlas"\n'
+    )
+    async with serve(settings, database_url) as served, Person(served) as person:
+        writer = Agent(served, key)
+        for project in ("atlas", "borealis"):
+            await writer.call(
+                "store", agent_id="a", project_id=project, message={"content": f"in {project}"}
+            )
+        await storage.set_context(lib.db, "console-gate", context)  # borealis stored before
+        await person.signed_in(key)
+        auto = (await person.page("/agent", agent="a", project="@auto")).text
+        auto_search = (await person.page("/search", agent="a", q="in", project="@auto")).text
+        stray = (await person.page("/agent", agent="a", project="borealis")).text
+        tool = await writer.call("list_memories", agent_id="a", project_id="borealis")
+    for page in (auto, auto_search):
+        assert "in atlas" in page
+        assert "in borealis" not in page
+        assert "@auto resolved to" in page
+    # a read outside the registry is warned, never refused, as the tools do
+    assert "in borealis" in stray
+    assert str(tool["operating_context_warning"]) in unescape(stray)
