@@ -187,3 +187,51 @@ async def console_episode(
     conn: Connection, tenant_id: uuid.UUID, agent: str, episode_id: int
 ) -> RecordDetail | None:
     return _detail(await conn.fetchrow(QUERIES["console_episode"], tenant_id, agent, episode_id))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MentionRow:
+    """An entity a record is declared to mention."""
+
+    id: int
+    name: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RelationRow:
+    """A declared relation naming a record: each end a record (``mem``/``ep`` and its id)
+    or an entity (``entity``, its id and name); the anchor ('' and 0 when none)."""
+
+    id: int
+    subject_kind: str
+    subject_id: int
+    subject_name: str
+    predicate: str
+    object_kind: str
+    object_id: int
+    object_name: str
+    anchor_kind: str
+    anchor_id: int
+    declared_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordKey:
+    """The arguments of console_record_mentions and console_record_relations, in their
+    ``$n`` order: one record, a memory or an episode (the other id None)."""
+
+    tenant_id: uuid.UUID
+    agent: str
+    memory_id: int | None
+    episode_id: int | None
+    limit: int
+
+
+async def console_record_mentions(conn: Connection, key: RecordKey) -> list[MentionRow]:
+    rows = await conn.fetch(QUERIES["console_record_mentions"], *dataclasses.astuple(key))
+    return [MentionRow(**dict(row)) for row in rows]
+
+
+async def console_record_relations(conn: Connection, key: RecordKey) -> list[RelationRow]:
+    rows = await conn.fetch(QUERIES["console_record_relations"], *dataclasses.astuple(key))
+    return [RelationRow(**dict(row)) for row in rows]

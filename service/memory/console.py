@@ -20,7 +20,7 @@ from typing import Final, Literal, cast
 from service.db import console as console_queries
 from service.db.pool import Database
 from service.errors import InvalidInput
-from service.memory import bounds, tenants
+from service.memory import bounds, supersession, tenants
 from service.memory.library import Library
 from service.models import Caller, Permission, TenantId
 
@@ -276,3 +276,59 @@ async def get_record(
     read = console_queries.console_memory if kind == "mem" else console_queries.console_episode
     async with lib.db.tenant_tx(tenant_id) as conn:
         return await read(conn, tenant_id, agent, record_id)
+
+
+ASSOCIATIONS_PAGE = 100
+"""Mentions, and relations, a record page shows at most (the rest is counted as 'more')."""
+MentionSummary = console_queries.MentionRow
+RelationSummary = console_queries.RelationRow
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordLinks:
+    """What is declared about one record (docs/console.md, "One record"): the entities it
+    mentions and the relations naming it (each at most :data:`ASSOCIATIONS_PAGE`, ``*_more``
+    when there are more), and its place in time (docs/tools.md, "Facts that change"):
+    ``fact`` its validity and neighbours, ``neighbours`` the facts of the records it
+    supersedes and of its successor (for their own times)."""
+
+    mentions: list[MentionSummary]
+    mentions_more: bool
+    relations: list[RelationSummary]
+    relations_more: bool
+    fact: supersession.Fact | None
+    neighbours: dict[str, supersession.Fact]
+
+
+async def record_links(
+    lib: Library, tenant_id: TenantId, agent: str, kind: RecordKind, record_id: int
+) -> RecordLinks:
+    """The declarations of one record of ``agent`` (its mentions, its relations but
+    supersessions) and its supersession facts, read in one tenant transaction: three
+    indexed lookups and, for a record in a chain, one of the chain's times. The caller
+    has read the record (so it is ``agent``'s) with a key that may read ``agent``."""
+    bounds.check_text("agent_id", agent, bounds.IDENTIFIER_CHARS)
+    key = console_queries.RecordKey(
+        tenant_id,
+        agent,
+        record_id if kind == "mem" else None,
+        record_id if kind == "ep" else None,
+        ASSOCIATIONS_PAGE + 1,
+    )
+    ref = (kind, record_id)
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        mentions = await console_queries.console_record_mentions(conn, key)
+        relations = await console_queries.console_record_relations(conn, key)
+        facts = await supersession.read_facts(conn, tenant_id, agent, [ref], always=True)
+    fact = facts.get(ref)
+    around: set[tuple[str, int]] = set()
+    if fact is not None:
+        around = set(fact.supersedes) | ({fact.superseded_by} if fact.superseded_by else set())
+    return RecordLinks(
+        mentions=mentions[:ASSOCIATIONS_PAGE],
+        mentions_more=len(mentions) > ASSOCIATIONS_PAGE,
+        relations=relations[:ASSOCIATIONS_PAGE],
+        relations_more=len(relations) > ASSOCIATIONS_PAGE,
+        fact=fact,
+        neighbours={supersession.ref_text(r): facts[r] for r in sorted(around) if r in facts},
+    )

@@ -82,7 +82,9 @@ class Curation:
         self._calls = calls
 
     async def record(self, request: Request, session: Session) -> Response:
-        """One record, whole: text, source, times, embedding state, lock, its ref."""
+        """One record, whole: text, source, times, embedding state, lock, its ref; its
+        declared associations (when the key's tool set walks the graph: ``traverse``) and
+        its supersession chain (``get_contents`` shows the same facts)."""
         params = request.query_params
         agent, ref = params.get("agent", ""), params.get("ref", "")
         parsed = console.parse_ref(ref)
@@ -90,11 +92,15 @@ class Curation:
             return _not_found(session)
         if not tools.in_tool_set(session.caller.tool_set, "get_contents"):
             return _not_found(session)
-        found = await console.get_record(self._lib, session.caller.tenant_id, agent, *parsed)
+        tenant_id = session.caller.tenant_id
+        found = await console.get_record(self._lib, tenant_id, agent, *parsed)
         if found is None:
             return _not_found(session)
+        links = await console.record_links(self._lib, tenant_id, agent, *parsed)
         notice = NOTICES.get(params.get("done", ""), "")
-        return render.page("record.html", self._context(session, agent, ref, found, notice))
+        context = self._context(session, agent, ref, found, notice)
+        graph = tools.in_tool_set(session.caller.tool_set, "traverse")
+        return render.page("record.html", {**context, "links": links, "graph": graph})
 
     def _context(
         self, session: Session, agent: str, ref: str, found: console.RecordDetail, notice: str

@@ -130,3 +130,36 @@ SELECT e.id, e.summary || CASE WHEN e.keywords <> '' THEN E'\n\nKeywords: ' || e
 FROM episodes e
 JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
 WHERE e.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2 AND e.id = $3
+
+-- console_record_mentions --
+-- The entities one record of an agent is declared to mention (its name as written), by
+-- name, at most a page of them (entity_mentions_memory / _episode); the record is a
+-- memory ($3) or an episode ($4), the other NULL.
+-- $1 tenant_id uuid, $2 agent text, $3 memory_id int8, $4 episode_id int8, $5 limit int4
+SELECT e.id, e.name
+FROM entity_mentions x
+JOIN entities e ON e.tenant_id = x.tenant_id AND e.id = x.entity_id
+JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
+WHERE x.tenant_id = $1 AND e.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2
+  AND (x.memory_id = $3 OR x.episode_id = $4)
+ORDER BY e.name, e.id
+LIMIT $5
+
+-- console_record_relations --
+-- The declared relations of an agent naming one record as subject, object or anchor,
+-- but supersessions (the record page shows those as its chain): each end as a ref or an
+-- entity's name, oldest declaration first, at most a page of them (relations_*_memory
+-- and relations_*_episode); the record is a memory ($3) or an episode ($4), the other NULL.
+-- $1 tenant_id uuid, $2 agent text, $3 memory_id int8, $4 episode_id int8, $5 limit int4
+SELECT r.id, r.subject_kind, r.subject_id, coalesce(se.name, '') AS subject_name, r.predicate,
+       r.object_kind, r.object_id, coalesce(oe.name, '') AS object_name, r.anchor_kind,
+       r.anchor_id, r.declared_at
+FROM relations r
+JOIN agents a ON a.tenant_id = r.tenant_id AND a.id = r.agent_id
+LEFT JOIN entities se ON se.tenant_id = r.tenant_id AND se.id = r.subject_entity
+LEFT JOIN entities oe ON oe.tenant_id = r.tenant_id AND oe.id = r.object_entity
+WHERE r.tenant_id = $1 AND a.tenant_id = $1 AND a.name = $2 AND r.predicate <> 'supersedes'
+  AND (r.subject_memory = $3 OR r.object_memory = $3 OR r.anchor_memory = $3
+       OR r.subject_episode = $4 OR r.object_episode = $4 OR r.anchor_episode = $4)
+ORDER BY r.declared_at, r.id
+LIMIT $5

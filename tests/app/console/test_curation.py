@@ -211,3 +211,61 @@ async def test_a_record_post_without_the_csrf_token_is_refused(
         kept = await _text_of(served, key, ref)
     assert refused.status_code == 403
     assert kept == "stay"
+
+
+async def test_the_record_page_shows_associations_and_the_supersession_chain(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-graph")
+    narrow = await tenants.create_key(lib.db, "console-graph", grants={"*": "read", "a": "none"})
+    stranger = await new_tenant(lib, "console-graph-other")
+    async with serve(settings, database_url) as served, Person(served) as person:
+        writer = Agent(served, key)
+        old = await writer.call(
+            "store",
+            agent_id="a",
+            message={"content": "Ana lives in Lisbon", "timestamp": "2023-01-05T00:00:00Z"},
+        )
+        new = await writer.call(
+            "store",
+            agent_id="a",
+            message={"content": "Ana moved to Porto", "timestamp": "2024-02-01T00:00:00Z"},
+            supersedes=[f"mem:{old['id']}"],
+        )
+        declared = await writer.call(
+            "declare_associations",
+            agent_id="a",
+            anchor_ref=f"mem:{new['id']}",
+            associations={
+                "entities": [{"name": "Ana"}, {"name": "Porto"}],
+                "relations": [
+                    {"subject": "Ana", "predicate": "lives in", "object": "Porto"},
+                    {"subject": f"mem:{new['id']}", "predicate": "about", "object": "Ana"},
+                ],
+            },
+        )
+        await person.signed_in(key)
+        newer = (await person.page("/record", agent="a", ref=f"mem:{new['id']}")).text
+        older = (await person.page("/record", agent="a", ref=f"mem:{old['id']}")).text
+        walled = []
+        for other in (narrow, stranger):
+            async with Person(served) as intruder:
+                await intruder.signed_in(other)
+                walled.append(await intruder.get("/record", agent="a", ref=f"mem:{new['id']}"))
+    assert declared["ok"] is True
+    new_link = f'href="/console/record?agent=a&amp;ref=mem%3A{new["id"]}"'
+    old_link = f'href="/console/record?agent=a&amp;ref=mem%3A{old["id"]}"'
+    # the newer record: what it mentions, the relations naming it, what it supersedes
+    assert re.search(r"Mentions</dt>\s*<dd[^>]*>.*Ana.*Porto", newer, re.S)
+    assert re.search(r"Ana</span>\s*<span class=\"predicate\">lives in</span>", newer)
+    assert '<span class="predicate">about</span>' in newer
+    assert "Supersedes" in newer
+    assert old_link in newer
+    assert "Valid from</dt><dd>2024-02-01 00:00 UTC" in newer
+    assert "Valid to</dt><dd>(current)" in newer
+    # the older one: superseded, valid until its successor's time, linked to it
+    assert "Superseded by" in older
+    assert new_link in older
+    assert "Valid to</dt><dd>2024-02-01 00:00 UTC" in older
+    assert [answer.status_code for answer in walled] == [404, 404]
+    assert all("Lisbon" not in a.text and "Porto" not in a.text for a in walled)
