@@ -10,6 +10,7 @@ from pathlib import Path
 from playwright.async_api import ConsoleMessage, Error as PlaywrightError, Page
 
 from service.config import Settings
+from service.memory import operators
 from service.memory.library import Library
 from tests.app.console.browser import WINDOW, axe_source, chromium, screenshot_dir, tab_to
 from tests.support import Agent, Served, new_tenant, serve
@@ -27,9 +28,38 @@ AXE_RUN = """async () => {
 
 
 async def _seed(served: Served, key: str) -> None:
+    """Facts of two agents, an episode, and for the first fact what the record page
+    shows beside its text: declared associations and the older fact it supersedes."""
     writer = Agent(served, key)
+    older = await writer.call(
+        "store",
+        agent_id="scout",
+        message={"content": "The lighthouse door was painted red.", "timestamp": "2024-04-02"},
+    )
+    stored = []
     for fact in FACTS:
-        await writer.call("store", agent_id="scout", message={"content": fact})
+        stored.append(await writer.call("store", agent_id="scout", message={"content": fact}))
+    first = f"mem:{stored[0]['id']}"
+    await writer.call(
+        "declare_associations",
+        agent_id="scout",
+        anchor_ref=first,
+        associations={
+            "entities": [{"name": "lighthouse keeper"}, {"name": "door"}],
+            "relations": [
+                {"subject": "lighthouse keeper", "predicate": "paints", "object": "door"}
+            ],
+        },
+    )
+    await writer.call(
+        "declare_associations",
+        agent_id="scout",
+        associations={
+            "relations": [
+                {"subject": first, "predicate": "supersedes", "object": f"mem:{older['id']}"}
+            ]
+        },
+    )
     await writer.call("archive_episode", agent_id="scout", summary="A day at the lighthouse.")
     await writer.call("store", agent_id="keeper", message={"content": "the lamp is lit"})
 
@@ -88,6 +118,10 @@ async def test_the_main_flow_with_the_mouse_and_screenshots(
         await page.wait_for_url("**/console/record?*")
         assert "paints the door teal" in await page.inner_text(".record-text")
         await _shot(page, shots, "record")
+        await page.locator("h2", has_text="Time and supersession").scroll_into_view_if_needed()
+        assert "paints" in await page.inner_text("ul.relations")
+        assert "Supersedes" in await page.inner_text("dl.facts-more >> nth=0")
+        await _shot(page, shots, "record-links")
         await page.click("text=Edit the text")
         await page.fill("#content", "The lighthouse keeper paints the door blue every spring.")
         await page.click("text=Review the change")
@@ -160,6 +194,8 @@ async def test_every_page_passes_axe_with_no_serious_violation(
         memory = await Agent(served, key).call(
             "store", agent_id="scout", message={"content": "axe checks this record"}
         )
+        listed = await Agent(served, key).call("list_memories", agent_id="scout")
+        first_id = next(row["id"] for row in listed["memories"] if row["content"] == FACTS[0])
         # the scanner is a script: only this context lets it past the console's CSP
         context = await browser.new_context(viewport=WINDOW, bypass_csp=True)
         page = await context.new_page()
@@ -172,6 +208,9 @@ async def test_every_page_passes_axe_with_no_serious_violation(
         for name, path in {
             "agents": "/console/agents",
             "memories": "/console/agent?agent=scout",
+            "filtered": "/console/agent?agent=scout&project=p&from=2024-01-01&to=2030-01-01",
+            "dated search": "/console/search?agent=scout&q=door&from=2024-04-01&to=2024-04-30",
+            "record with links": f"/console/record?agent=scout&ref=mem%3A{first_id}",
             "episodes": "/console/agent?agent=scout&show=episodes",
             "search": "/console/search?agent=scout&q=lighthouse",
             "record": f"/console/record?agent=scout&ref={ref}",
@@ -186,6 +225,42 @@ async def test_every_page_passes_axe_with_no_serious_violation(
         for name, violations in found.items()
     }
     assert serious == {name: [] for name in found}
+
+
+async def test_the_operator_view_in_a_browser_with_its_screenshot(
+    lib: Library, settings: Settings, database_url: str, tmp_path: Path
+) -> None:
+    await _seed_tenants(lib, settings, database_url)
+    operator = await operators.create_operator_key(lib.db, label="on call")
+    shots = screenshot_dir(tmp_path)
+    axe = axe_source()
+    async with serve(settings, database_url) as served, chromium() as browser:
+        context = await browser.new_context(viewport=WINDOW, bypass_csp=True)
+        page = await context.new_page()
+        errors = _watch(page)
+        await page.goto(f"{served.base_url}/console/sign-in")
+        await page.fill("#api_key", operator)
+        await page.click("#sign-in")
+        await page.wait_for_url("**/console/tenants")
+        await _shot(page, shots, "tenants")
+        table = await page.inner_text("table")
+        violations = await _scan(page, axe)
+        await context.close()
+    assert "browser-ops-a" in table
+    assert "never memory text" not in table
+    assert [v for v in violations if v["impact"] in ("serious", "critical")] == []
+    assert errors == []
+
+
+async def _seed_tenants(lib: Library, settings: Settings, database_url: str) -> None:
+    """Two tenants with a few rows each, for the operator's view."""
+    keys = [await new_tenant(lib, f"browser-ops-{name}") for name in ("a", "b")]
+    async with serve(settings, database_url) as served:
+        for key in keys:
+            await _seed(served, key)
+        await Agent(served, keys[0]).call(
+            "store", agent_id="scout", message={"content": "never memory text"}
+        )
 
 
 async def _scan(page: Page, axe: str) -> list[dict[str, object]]:
