@@ -144,6 +144,11 @@ class Found:
     reason: dict[str, object]
     in_period: bool  # the time cue's arm found it: its own time lies in the period
 
+    @property
+    def held(self) -> bool:
+        """A row the time cue holds beside the answer (no score: never gated)."""
+        return "admission" in self.reason
+
 
 def found_rows(result: RecallResult, query: str) -> list[Found]:
     """The recalled rows with their excerpt (the best passage beyond the preview, as

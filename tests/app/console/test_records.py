@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from html import unescape
 
+from service.app.console.pages import SEARCH_LIMIT
 from service.config import Settings
 from service.memory import console, tenants
 from service.memory.library import Library
@@ -252,3 +253,32 @@ async def test_the_project_filter_passes_the_operating_contexts_gate_as_the_tool
     # a read outside the registry is warned, never refused, as the tools do
     assert "in borealis" in stray
     assert str(tool["operating_context_warning"]) in unescape(stray)
+
+
+async def test_a_dated_search_shows_the_rows_the_time_cue_holds(
+    lib: Library, settings: Settings, database_url: str
+) -> None:
+    key = await new_tenant(lib, "console-search-seats")
+    async with serve(settings, database_url) as served, Person(served) as person:
+        writer = Agent(served, key)
+        for month in ("03", "04"):
+            stamp = f"2024-{month}-10T10:00:00Z"
+            content = f"the 2024 log of month {month}"
+            await writer.call(
+                "store", agent_id="a", message={"content": content, "timestamp": stamp}
+            )
+        for n in range(SEARCH_LIMIT + 2):
+            await writer.call("store", agent_id="a", message={"content": f"a later note {n}"})
+        await person.signed_in(key)
+        answer = await person.get("/search", agent="a", q="", **{"from": "2024-01-01"})
+        cue = {"after": "2024-01-01", "confidence": "sure"}
+        recalled = await writer.call("recall", agent_id="a", query="", limit=20, time_cue=cue)
+    held = [
+        row["ref"] for row in recalled["messages"] if "admission" in row.get("match_reason", {})
+    ]
+    assert held  # the limit cut the period's rows: the cue holds them
+    assert answer.status_code == 200, answer.text[:300]
+    assert answer.text.count('<span class="tag">in period</span>') == len(held)
+    assert '<span class="tag">held</span>' in answer.text
+    expected = [row["ref"] for row in reversed(recalled["messages"]) if "ref" in row]
+    assert _refs(answer.text) == expected
