@@ -1,0 +1,3 @@
+"""The web console's page timings through HTTP (``python -m bench.console.pages``).
+Page: ``docs/benchmarks/console.md``.
+"""
