@@ -97,17 +97,18 @@ class Client:
             raise harness.BenchError(f"{path} answered {answer.status_code}: {answer.text[:200]}")
         return answer.text
 
-    async def recall(self, query: str) -> None:
-        """``recall`` through MCP at the console search's limit (20 rows)."""
+    async def recall(self, query: str, time_cue: dict[str, str] | None = None) -> None:
+        """``recall`` through MCP at the console search's limit (20 rows), with the time
+        cue the console's days become when ``time_cue`` is given."""
         self.calls += 1
+        arguments: dict[str, object] = {"agent_id": AGENT, "query": query, "limit": 20}
+        if time_cue is not None:
+            arguments["time_cue"] = {**time_cue, "confidence": "sure"}
         payload = {
             "jsonrpc": "2.0",
             "id": self.calls,
             "method": "tools/call",
-            "params": {
-                "name": "recall",
-                "arguments": {"agent_id": AGENT, "query": query, "limit": 20},
-            },
+            "params": {"name": "recall", "arguments": arguments},
         }
         answer = await self.mcp.post("/mcp", json=payload)
         if answer.status_code != 200 or '"isError":true' in answer.text.replace(" ", ""):
@@ -148,12 +149,22 @@ async def later_page(client: Client) -> dict[str, str]:
 Request = Callable[[int], Awaitable[object]]
 
 
+QUERIES_PER_ROUND = 4
+"""Each search and recall of a round has a query of its own: the service caches query
+embeddings, so a query searched then recalled would find its vector ready the second time."""
+
+
 def requests(
     client: Client, queries: Sequence[str], later: dict[str, str], ref: str
 ) -> dict[str, Request]:
-    """Each timed page, as a function of the round (the round picks the query)."""
+    """Each timed page, as a function of the round (the round picks the queries)."""
     agent = {"agent": AGENT}
     days = {"from": "2025-01-01", "to": "2025-12-31"}
+    cue = {"after": days["from"], "before": days["to"]}
+
+    def query(n: int, which: int) -> str:
+        return queries[n * QUERIES_PER_ROUND + which]
+
     return {
         "agents": lambda n: client.page("/console/agents", {}),
         "list, page 1": lambda n: client.page("/console/agent", agent),
@@ -161,13 +172,14 @@ def requests(
         "list, project + days": lambda n: client.page(
             "/console/agent", {**agent, "project": "atlas", **days}
         ),
-        "search": lambda n: client.page("/console/search", {**agent, "q": queries[n]}),
+        "search": lambda n: client.page("/console/search", {**agent, "q": query(n, 0)}),
         "search + days (time cue)": lambda n: client.page(
-            "/console/search", {**agent, "q": queries[n], **days}
+            "/console/search", {**agent, "q": query(n, 1), **days}
         ),
         "record": lambda n: client.page("/console/record", {**agent, "ref": ref}),
         "usage": lambda n: client.page("/console/usage", {}),
-        "recall through MCP": lambda n: client.recall(queries[n]),
+        "recall through MCP": lambda n: client.recall(query(n, 2)),
+        "recall + time cue through MCP": lambda n: client.recall(query(n, 3), cue),
     }
 
 
@@ -180,7 +192,7 @@ async def measure(service: harness.Service, rounds: int, warmup: int) -> dict[st
         if not refs:
             raise harness.BenchError("the agent's list shows no memory")
         later = await later_page(client)
-        queries = query_texts(warmup + rounds, 35)
+        queries = query_texts((warmup + rounds) * QUERIES_PER_ROUND, 35)
         timed = requests(client, queries, later, refs[len(refs) // 2])
         samples: dict[str, list[float]] = {name: [] for name in timed}
         started = time.perf_counter()
@@ -249,6 +261,8 @@ def markdown(results: dict[str, Any]) -> str:
             ]
         )
     search = pages["search"]["p95_ms"] - pages["recall through MCP"]["p95_ms"]
+    dated = pages["search + days (time cue)"]["p95_ms"]
+    dated -= pages["recall + time cue through MCP"]["p95_ms"]
     lines = [
         f"### {size:,} memories in one agent",
         "",
@@ -268,7 +282,8 @@ def markdown(results: dict[str, Any]) -> str:
         ),
         "",
         f"Search p95 minus recall-through-MCP p95: {search:+.1f} ms (target: at most "
-        f"+{SEARCH_OVER_RECALL_MS:.0f} ms).",
+        f"+{SEARCH_OVER_RECALL_MS:.0f} ms); with days, against recall with the same time "
+        f"cue: {dated:+.1f} ms.",
         "",
     ]
     return "\n".join(lines)
