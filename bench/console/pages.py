@@ -285,6 +285,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"+{SEARCH_OVER_RECALL_MS:.0f} ms); with days, against recall with the same time "
         f"cue: {dated:+.1f} ms.",
         "",
+        "",
     ]
     return "\n".join(lines)
 
