@@ -20,6 +20,7 @@ from service.app.console import render, security
 from service.app.console.auth import Gate
 from service.app.console.calls import ToolCalls
 from service.app.console.curation import Curation
+from service.app.console.oauth_sign_in import CALLBACK, OAuthSignIn
 from service.app.console.operations import Operations
 from service.app.console.overview import Overview
 from service.app.console.pages import Pages
@@ -69,6 +70,9 @@ def routes(lib: Library, hosts: HostGuard, usage: UsageCounter | None = None) ->
         ("/export", gate.signed_in(overview.export), ["GET"]),
         ("/static/{name}", static, ["GET"]),
     ]
+    if gate.oauth:
+        oauth = OAuthSignIn(lib, gate)
+        found += [("/sign-in/oauth", oauth.start, ["GET"]), (CALLBACK, oauth.callback, ["GET"])]
     return [
         Route(security.PREFIX + path, hosts.guarded(degraded_as_503(endpoint)), methods=methods)
         for path, endpoint, methods in found

@@ -73,6 +73,8 @@ class Gate:
         self._idle_seconds = settings.console_idle_minutes * 60
         self._lifetime_seconds = settings.console_session_hours * 3600
         self._attempts = KeyAttempts(settings.console_sign_in_attempts_per_hour)
+        self.oauth = settings.oauth_mode == "builtin"
+        """Whether the built-in OAuth server runs, so the form offers signing in through it."""
 
     def secure(self, request: Request) -> bool:
         return security.is_secure(request, self._public_url)
@@ -164,7 +166,7 @@ class Gate:
     async def sign_in(self, request: Request) -> Response:
         """GET: the form; POST: check the key and open a session."""
         if request.method != "POST":
-            return self._form(request)
+            return self.form(request)
         if security.cross_site(request, self._public_url):
             return render.error_page("Refused", "This form was not sent by this console.", 403)
         try:
@@ -174,24 +176,26 @@ class Gate:
         secure = self.secure(request)
         cookie = request.cookies.get(security.cookie_name(security.CSRF_COOKIE, secure), "")
         if not security.same_token(cookie, fields.get(security.CSRF_FIELD, "")):
-            return self._form(request, "The form expired; sign in again.", 403)
+            return self.form(request, "The form expired; sign in again.", 403)
         pasted = fields.get("api_key", "").strip()
         wait = self._attempts.wait(audit.address(request), pasted)
         if wait:
             return self._throttled(request, pasted, wait)
         caller = await tenants.authenticate(self._lib.db, pasted)
         if caller is not None:
-            return await self._open(request, caller, secure)
+            return await self.open_session(request, caller, secure)
         operator = await operators.authenticate_operator(self._lib.db, pasted)
         if operator is not None:
-            return await self._open(request, operator, secure)
+            return await self.open_session(request, operator, secure)
         log.info("console_sign_in_refused", key_id=audit.key_id(pasted), **_where(request))
         message = "That API key is not valid (unknown, revoked or expired)."
-        return self._form(request, message, 401)
+        return self.form(request, message, 401)
 
-    async def _open(
+    async def open_session(
         self, request: Request, who: Caller | operators.Operator, secure: bool
     ) -> Response:
+        """Open a session for ``who`` (a key checked already, pasted or through OAuth),
+        set its cookie and send the browser to its home page."""
         idle, lifetime = self._idle_seconds, self._lifetime_seconds
         db = self._lib.db
         if isinstance(who, operators.Operator):
@@ -230,13 +234,17 @@ class Gate:
         security.clear_cookie(response, security.SESSION_COOKIE, secure=secure)
         return response
 
-    def _form(self, request: Request, error: str = "", status: int = 200) -> Response:
+    def form(self, request: Request, error: str = "", status: int = 200) -> Response:
+        """The sign-in form (its double-submit token set), with ``error`` when one."""
         secure = self.secure(request)
         name = security.cookie_name(security.CSRF_COOKIE, secure)
         token = request.cookies.get(name) or security.new_form_token()
         headers = {"retry-after": request.state.retry_after} if status == 429 else None
         response = render.page(
-            "sign_in.html", {"csrf": token, "error": error}, status=status, headers=headers
+            "sign_in.html",
+            {"csrf": token, "error": error, "oauth": self.oauth},
+            status=status,
+            headers=headers,
         )
         security.set_cookie(response, security.CSRF_COOKIE, token, secure=secure)
         return response
@@ -252,7 +260,7 @@ class Gate:
                 **_where(request),
             )
         request.state.retry_after = str(wait)
-        return self._form(request, f"Too many attempts; try again in {wait} seconds.", 429)
+        return self.form(request, f"Too many attempts; try again in {wait} seconds.", 429)
 
 
 def _where(request: Request) -> dict[str, str]:

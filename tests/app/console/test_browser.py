@@ -227,6 +227,29 @@ async def test_every_page_passes_axe_with_no_serious_violation(
     assert serious == {name: [] for name in found}
 
 
+async def test_signing_in_through_the_oauth_consent_page_in_a_browser(
+    lib: Library, settings: Settings, database_url: str, tmp_path: Path
+) -> None:
+    key = await new_tenant(lib, "browser-oauth")
+    shots = screenshot_dir(tmp_path)
+    async with serve(settings, database_url, public=True) as served, chromium() as browser:
+        await Agent(served, key).call("store", agent_id="scout", message={"content": FACTS[1]})
+        page = await browser.new_page(viewport=WINDOW)
+        errors = _watch(page)
+        await page.goto(f"{served.base_url}/console/sign-in")
+        await page.click("#oauth")
+        await page.wait_for_url("**/authorize?*")
+        await _shot(page, shots, "oauth-consent")
+        await page.fill("#api_key", key)
+        await page.click("#approve")
+        await page.wait_for_url("**/console/agents")
+        listed = await page.inner_text("table")
+        await page.click("text=Sign out")
+        await page.wait_for_url("**/console/sign-in")
+    assert "scout" in listed
+    assert errors == []
+
+
 async def test_the_operator_view_in_a_browser_with_its_screenshot(
     lib: Library, settings: Settings, database_url: str, tmp_path: Path
 ) -> None:
