@@ -286,7 +286,7 @@ RelationSummary = console_queries.RelationRow
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RecordLinks:
-    """What is declared about one record (docs/console.md, "One record"): the entities it
+    """What is declared about one record (docs/console.md, "Tour"): the entities it
     mentions and the relations naming it (each at most :data:`ASSOCIATIONS_PAGE`, ``*_more``
     when there are more), and its place in time (docs/tools.md, "Facts that change"):
     ``fact`` its validity and neighbours, ``neighbours`` the facts of the records it

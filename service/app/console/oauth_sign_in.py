@@ -1,5 +1,5 @@
 """Signing in to the console through the built-in OAuth authorization server
-(docs/console.md, "Sign in"), when it runs (``CPERSONA_PUBLIC_URL`` set, no external
+(docs/console.md, "Tour"), when it runs (``CPERSONA_PUBLIC_URL`` set, no external
 issuer).
 
 The console is a public client of its own server (registered once per process, redirect

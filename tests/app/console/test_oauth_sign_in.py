@@ -1,7 +1,7 @@
 """Signing in to the console through the built-in OAuth authorization server (with
 CPERSONA_PUBLIC_URL): the console is a client of its own server, the person pastes a key
 on the consent page, and the code comes back to the console, which opens a session of that
-key (docs/console.md, "Sign in")."""
+key (docs/console.md, "Tour")."""
 
 from __future__ import annotations
 
