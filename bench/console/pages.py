@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import html
 import re
+import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -302,8 +303,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a ``timeout`` running out) as Ctrl-C: the ``with`` blocks then stop
+    ``serve`` and the embedded Postgres and remove the data directory, which a plain
+    SIGTERM would leave running."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     results = run_or_exit(lambda: run(args))
     out = args.out.with_name(f"{args.out.stem}-{args.size_text}{args.out.suffix}")
     write_results(out, results, markdown(results))
