@@ -359,10 +359,7 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
     claims = [_claim(claim, kept, trace) for claim in item.claims if _shows(kept, claim.ref)]
     omitted = item.claims_omitted + len(item.claims) - len(claims)
     body: JsonObject = {"content": head.content, "head_ref": item.head.ref}
-    if mode and not trace and len(claims) == 1 and set(claims[0]) == {"ref", "as_of"}:
-        body["as_of"] = claims[0]["as_of"]
-    else:
-        body["claims"] = claims
+    body.update(_claims_of(claims, compact=mode and not trace))
     if item.independence_reason != "singleton" or trace:
         body["independence_reason"] = item.independence_reason
     if item.conflicts:
@@ -383,6 +380,24 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
     if shown.excerpts_omitted:
         body["excerpts_omitted"] = shown.excerpts_omitted
     return body
+
+
+def _claims_of(claims: list[JsonObject], *, compact: bool) -> JsonObject:
+    """An item's ``claims``; under a mode (``compact``) each ``as_of`` in its shortest form
+    (``modes.short_time``), and an ``as_of`` every claim shares said once, as the item's ``as_of`` before them (a record's time repeated per claim is
+    the largest repeated text of a bundled item: turns of one conversation session share
+    their session's timestamp), and a lone claim that says nothing more than the head's
+    ref is left out. Nothing is lost: a claim without ``as_of`` has the item's."""
+    if not compact:
+        return {"claims": claims}
+    claims = [{**claim, "as_of": modes.short_time(str(claim["as_of"]))} for claim in claims]
+    stamps = {claim["as_of"] for claim in claims}
+    if len(stamps) != 1:
+        return {"claims": claims}
+    rest = [{k: v for k, v in claim.items() if k != "as_of"} for claim in claims]
+    if len(rest) == 1 and set(rest[0]) == {"ref"}:
+        return {"as_of": claims[0]["as_of"]}
+    return {"as_of": claims[0]["as_of"], "claims": rest}
 
 
 def _claim(claim: Claim, kept: frozenset[str] | None, trace: bool) -> JsonObject:
