@@ -295,9 +295,9 @@ def _trace(result: Reconstruction, cut: _Cut) -> JsonObject:
     facts["recall"] = _recall_trace(result)
     if cut.sequence is not None:
         facts["sequence"] = dataclasses.asdict(cut.sequence)
-    cited = _cited(cut)
-    facts["node_order"] = {ref: quote.node_order(record, result.query) for ref, record in cited}
-    facts["coverage"] = _coverage(result.query, cited)
+    quoted = _records(cut, claims=False)
+    facts["node_order"] = {ref: quote.node_order(record, result.query) for ref, record in quoted}
+    facts["coverage"] = _coverage(result.query, _records(cut, claims=True))
     return facts
 
 
@@ -316,14 +316,17 @@ def _recall_trace(result: Reconstruction) -> JsonObject:
     return {"limit": result.trace.recall_limit, "returned_count": len(rows), "rows": rows}
 
 
-def _cited(cut: _Cut) -> list[tuple[str, Record]]:
-    """The records the answer quotes, in answer order (each item's head, then its shown
-    claims, then its excerpts), each once."""
+def _records(cut: _Cut, *, claims: bool) -> list[tuple[str, Record]]:
+    """The records the answer quotes (each item's head, then its excerpts), or with
+    ``claims`` every record it cites (the head, its shown claims, its excerpts), in answer
+    order, each once."""
     cited: dict[str, Record] = {}
     for shown in cut.shown:
         kept = _kept(shown)
         texts = {claim.ref: _record(claim) for claim in shown.item.relevance}
-        refs = [shown.head.ref, *(c.ref for c in shown.item.claims if _shows(kept, c.ref))]
+        refs = [shown.head.ref]
+        if claims:
+            refs += [c.ref for c in shown.item.claims if _shows(kept, c.ref)]
         refs += [q.ref for q in shown.excerpts if _shows(kept, q.ref)]
         for ref in refs:
             if ref in texts:
@@ -333,7 +336,8 @@ def _cited(cut: _Cut) -> list[tuple[str, Record]]:
 
 def _coverage(query: str, cited: list[tuple[str, Record]]) -> JsonObject:
     """For each word of ``query`` (recall's search words, in query order), the cited
-    records whose text holds it as a word (case folded), in answer order."""
+    records whose text holds it as a word (case folded), in answer order: what of the
+    question the answer's evidence speaks to, and what it leaves open (``[]``)."""
     parts = list(dict.fromkeys(lexeme for lexeme, _, _ in query_terms.lexeme_spans(query)))
     words = {ref: {w for w, _, _ in query_terms.lexeme_spans(r.text)} for ref, r in cited}
     return {part: [ref for ref, _ in cited if part in words[ref]] for part in parts}
