@@ -46,6 +46,7 @@ async def test_0021_indexes_the_memories_stored_before_it(lib: Library, database
     migrate.upgrade(database_url)
     async with lib.db.admin_tx() as conn:
         index = await conn.fetchrow(VALID)
+    assert index is not None
     assert index["indisvalid"], index
     assert "(tenant_id, agent_id, timestamp_at)" in index["definition"], index
     async with lib.db.tenant_tx(tenant) as conn:

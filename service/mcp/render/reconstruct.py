@@ -388,10 +388,11 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
 
 def _claims_of(claims: list[JsonObject], *, compact: bool) -> JsonObject:
     """An item's ``claims``; under a mode (``compact``) each ``as_of`` in its shortest form
-    (``modes.short_time``), and an ``as_of`` every claim shares said once, as the item's ``as_of`` before them (a record's time repeated per claim is
-    the largest repeated text of a bundled item: turns of one conversation session share
-    their session's timestamp), and a lone claim that says nothing more than the head's
-    ref is left out. Nothing is lost: a claim without ``as_of`` has the item's."""
+    (``modes.short_time``), and an ``as_of`` every claim shares said once, as the item's
+    ``as_of`` before them (a time repeated per claim is the largest repeated text of a
+    bundled item: the turns of one session share its timestamp), and a lone claim that
+    says nothing more than the head's ref left out. Nothing is lost: a claim without
+    ``as_of`` has the item's."""
     if not compact:
         return {"claims": claims}
     claims = [{**claim, "as_of": modes.short_time(str(claim["as_of"]))} for claim in claims]
