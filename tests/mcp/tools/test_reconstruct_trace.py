@@ -17,6 +17,11 @@ LONG = (
 )
 
 
+HEAD = "the ledger uses jsonb columns. " + "Its rows are many and small. " * 26
+"""A head record of 785 characters: quoted whole, it leaves no room for an excerpt in the
+smallest budget (800)."""
+
+
 async def _memory(client: Agent, content: str) -> str:
     stored = await client.call("store", agent_id="a", message={"content": content})
     assert stored["result"] == "stored", stored
@@ -83,3 +88,35 @@ async def test_the_trace_holds_no_stored_text(client: Agent) -> None:
         traced = json.dumps(trace)
         for fragment in ("garden shed", "wine rack", "writes the", "nightly"):
             assert fragment not in traced, (arguments, traced)
+
+
+async def test_coverage_reads_every_cited_record_and_node_order_only_the_quoted_ones(
+    client: Agent,
+) -> None:
+    one = await client.call(
+        "store",
+        agent_id="a",
+        message={"content": HEAD},
+        associations={"entities": [{"name": "Ledger"}]},
+    )
+    two = await client.call(
+        "store",
+        agent_id="a",
+        message={"content": "Aurora is the managed cluster"},
+        associations={"entities": [{"name": "Aurora"}]},
+    )
+    relation = {"subject": "Aurora", "predicate": "r", "object": "Ledger"}
+    declared = await client.call(
+        "declare_associations", agent_id="a", associations={"relations": [relation]}
+    )
+    assert declared["dropped"] == []
+    head, walked = f"mem:{one['id']}", f"mem:{two['id']}"
+    # top_k 1 keeps the walked record out of the candidates; the smallest budget (one head
+    # quote, 800) leaves its excerpt out, so the answer cites it (a claim), quoting nothing
+    answer, trace = await _trace(client, "ledger jsonb aurora", top_k=1, budget=1)
+    (item,) = answer["items"]
+    assert item["head_ref"] == head
+    assert walked in [claim["ref"] for claim in item["claims"]]
+    assert "excerpts" not in item
+    assert trace["coverage"] == {"ledger": [head], "jsonb": [head], "aurora": [walked]}
+    assert list(trace["node_order"]) == [head]
