@@ -14,10 +14,12 @@ import dataclasses
 
 from service.config import Settings
 from service.mcp.render import quotes, recall as recall_render
+from service.mcp.shaping.compact import compact_reason
 from service.mcp.shaping.reconstruct import allocate, budget as budgets, modes, quote
 from service.mcp.shaping.reconstruct.budget import Budget, QuoteSettings
 from service.mcp.shaping.reconstruct.counter import cl100k_tokens
 from service.mcp.shaping.reconstruct.records import Record
+from service.memory.recall import query_terms
 from service.memory.reconstruct.records import Claim, Item, Reconstruction
 from service.models import JsonObject
 
@@ -35,14 +37,27 @@ class _Shown:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class _Sequence:
+    """The trace's ``sequence`` of a mode's answer: the payload sequence's name, its
+    steps, how many of them the answer's prefix took, and its whole cost in characters."""
+
+    name: str
+    steps: int
+    taken: int
+    chars: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Cut:
-    """What a budget's prefix returns, and what the envelope reports of it."""
+    """What a budget's prefix returns, and what the envelope reports of it (``sequence``
+    only for the "whole" sequence of a mode)."""
 
     shown: tuple[_Shown, ...]
     used: int
     window_cut: bool
     reserved_omitted: int
     breakpoints: tuple[int, ...]
+    sequence: _Sequence | None = None
 
 
 def _others(item: Item) -> list[Claim]:
@@ -132,7 +147,9 @@ def _whole_cut(result: Reconstruction, whole: _Whole, budget: int, claims: int |
         )
         for position, t in enumerate(cut.items)
     )
-    return _Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints)
+    taken = sum(len(t.passages) + t.excerpts for t in cut.items)
+    sequence = _Sequence("whole", len(whole.steps), taken, whole.chars)
+    return _Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints, sequence)
 
 
 def answer(
@@ -200,7 +217,7 @@ def _body(result: Reconstruction, budget: Budget, cut: _Cut, trace: bool) -> Jso
         }
     wasted = budgets.shows_usage(cut.window_cut, cut.reserved_omitted, excerpts_cut)
     body.update(quotes.budget_fields(budget, cut.used, cut=wasted, trace=trace, mode=mode))
-    _envelope(body, result, len(items), trace)
+    _envelope(body, result, cut, trace)
     returned_held = sum(1 for shown in cut.shown if shown.item.held)
     if result.reserved_count or trace:
         body["reserved_count"] = returned_held
@@ -218,8 +235,9 @@ def _body(result: Reconstruction, budget: Budget, cut: _Cut, trace: bool) -> Jso
     return body
 
 
-def _envelope(body: JsonObject, result: Reconstruction, returned: int, trace: bool) -> None:
+def _envelope(body: JsonObject, result: Reconstruction, cut: _Cut, trace: bool) -> None:
     """``bounds``, ``reconstruction``, the recall's notices and ``trace``."""
+    returned = len(cut.shown)
     bounds = result.bounds_for(returned)
     mode = result.mode is not None
     if trace or (not mode and (bounds.omitted or bounds.reached or bounds.lowered)):
@@ -256,11 +274,14 @@ def _envelope(body: JsonObject, result: Reconstruction, returned: int, trace: bo
     if result.gate_fallback:
         body["gate_fallback"] = True
     if trace:
-        body["trace"] = _trace(result)
+        body["trace"] = _trace(result, cut)
 
 
-def _trace(result: Reconstruction) -> JsonObject:
-    """Refs, clusters and cues: never stored text."""
+def _trace(result: Reconstruction, cut: _Cut) -> JsonObject:
+    """Refs, ranks, counts and the caller's own query words: never stored text.
+    ``candidate_refs``, ``clusters``, ``cues`` (with declared names), ``recall`` (the
+    candidate recall's rows), ``sequence`` (under a mode), ``node_order`` and
+    ``coverage`` (of the records the answer quotes)."""
     facts: JsonObject = {
         "candidate_refs": list(result.trace.candidate_refs),
         "clusters": [list(cluster) for cluster in result.trace.clusters],
@@ -271,7 +292,55 @@ def _trace(result: Reconstruction) -> JsonObject:
         if cues.terms_omitted:
             shown["terms_omitted"] = cues.terms_omitted
         facts["cues"] = shown
+    facts["recall"] = _recall_trace(result)
+    if cut.sequence is not None:
+        facts["sequence"] = dataclasses.asdict(cut.sequence)
+    quoted = _records(cut, claims=False)
+    facts["node_order"] = {ref: quote.node_order(record, result.query) for ref, record in quoted}
+    facts["coverage"] = _coverage(result.query, _records(cut, claims=True))
     return facts
+
+
+def _recall_trace(result: Reconstruction) -> JsonObject:
+    """The candidate recall: its ``limit`` (``top_k``) and its rows best first, each its
+    ``rank`` (from 1), ``ref`` (none for the profile row) and ``match_reason`` (rounded as
+    recall shows it)."""
+    rows: list[JsonObject] = []
+    for rank, row in enumerate(result.trace.recalled, start=1):
+        shown: JsonObject = {"rank": rank}
+        if row.ref is not None:
+            shown["ref"] = row.ref
+        if row.match_reason is not None:
+            shown["match_reason"] = compact_reason(row.match_reason)
+        rows.append(shown)
+    return {"limit": result.trace.recall_limit, "returned_count": len(rows), "rows": rows}
+
+
+def _records(cut: _Cut, *, claims: bool) -> list[tuple[str, Record]]:
+    """The records the answer quotes (each item's head, then its excerpts), or with
+    ``claims`` every record it cites (the head, its shown claims, its excerpts), in answer
+    order, each once."""
+    cited: dict[str, Record] = {}
+    for shown in cut.shown:
+        kept = _kept(shown)
+        texts = {claim.ref: _record(claim) for claim in shown.item.relevance}
+        refs = [shown.head.ref]
+        if claims:
+            refs += [c.ref for c in shown.item.claims if _shows(kept, c.ref)]
+        refs += [q.ref for q in shown.excerpts if _shows(kept, q.ref)]
+        for ref in refs:
+            if ref in texts:
+                cited.setdefault(ref, texts[ref])
+    return list(cited.items())
+
+
+def _coverage(query: str, cited: list[tuple[str, Record]]) -> JsonObject:
+    """For each word of ``query`` (recall's search words, in query order), the cited
+    records whose text holds it as a word (case folded), in answer order: what of the
+    question the answer's evidence speaks to, and what it leaves open (``[]``)."""
+    parts = list(dict.fromkeys(lexeme for lexeme, _, _ in query_terms.lexeme_spans(query)))
+    words = {ref: {w for w, _, _ in query_terms.lexeme_spans(r.text)} for ref, r in cited}
+    return {part: [ref for ref, _ in cited if part in words[ref]] for part in parts}
 
 
 def _kept(shown: _Shown) -> frozenset[str] | None:
@@ -294,10 +363,7 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
     claims = [_claim(claim, kept, trace) for claim in item.claims if _shows(kept, claim.ref)]
     omitted = item.claims_omitted + len(item.claims) - len(claims)
     body: JsonObject = {"content": head.content, "head_ref": item.head.ref}
-    if mode and not trace and len(claims) == 1 and set(claims[0]) == {"ref", "as_of"}:
-        body["as_of"] = claims[0]["as_of"]
-    else:
-        body["claims"] = claims
+    body.update(_claims_of(claims, compact=mode and not trace))
     if item.independence_reason != "singleton" or trace:
         body["independence_reason"] = item.independence_reason
     if item.conflicts:
@@ -318,6 +384,25 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
     if shown.excerpts_omitted:
         body["excerpts_omitted"] = shown.excerpts_omitted
     return body
+
+
+def _claims_of(claims: list[JsonObject], *, compact: bool) -> JsonObject:
+    """An item's ``claims``; under a mode (``compact``) each ``as_of`` in its shortest form
+    (``modes.short_time``), and an ``as_of`` every claim shares said once, as the item's
+    ``as_of`` before them (a time repeated per claim is the largest repeated text of a
+    bundled item: the turns of one session share its timestamp), and a lone claim that
+    says nothing more than the head's ref left out. Nothing is lost: a claim without
+    ``as_of`` has the item's."""
+    if not compact:
+        return {"claims": claims}
+    claims = [{**claim, "as_of": modes.short_time(str(claim["as_of"]))} for claim in claims]
+    stamps = {claim["as_of"] for claim in claims}
+    if len(stamps) != 1:
+        return {"claims": claims}
+    rest = [{k: v for k, v in claim.items() if k != "as_of"} for claim in claims]
+    if len(rest) == 1 and set(rest[0]) == {"ref"}:
+        return {"as_of": claims[0]["as_of"]}
+    return {"as_of": claims[0]["as_of"], "claims": rest}
 
 
 def _claim(claim: Claim, kept: frozenset[str] | None, trace: bool) -> JsonObject:

@@ -11,7 +11,7 @@ from service.memory.library import Library
 from service.memory.recall import pipeline as recall
 from service.memory.recall.records import Recalled, RecallResult
 from service.memory.recall.time import parse_timestamp
-from service.memory.reconstruct.records import Row
+from service.memory.reconstruct.records import RecalledRef, Row
 from service.memory.reconstruct.request import ReconstructRequest
 from service.models import TenantId
 
@@ -48,6 +48,14 @@ class Pool:
     links: list[queries.Link]
     recalled: RecallResult
     mentioned: bool = False
+
+
+def recalled_refs(result: RecallResult) -> tuple[RecalledRef, ...]:
+    """The candidate recall's rows best first, as the trace shows them (refs and match
+    reasons, never text)."""
+    return tuple(
+        RecalledRef(row.ref, row.match_reason) for row in result.rows if isinstance(row, Recalled)
+    )
 
 
 def reserved(row: Recalled) -> bool:

@@ -115,6 +115,8 @@ async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest
             tuple(r.ref for r in rows),
             tuple(tuple(rows[i].ref for i in c) for c in uf.clusters()),
             found,
+            breadth.top_k,
+            candidates.recalled_refs(pool.recalled),
         ),
         query=req.query,
         mode=req.mode,

@@ -15,6 +15,7 @@ import dataclasses
 from datetime import datetime
 from typing import Literal, TypeAlias
 
+from service.memory.recall.candidate import HeldReason, MatchReason
 from service.memory.recall.records import Advisory, CueReport
 from service.memory.reconstruct.count import CountPolicy
 from service.memory.reconstruct.request import Mode
@@ -153,13 +154,26 @@ class Cues:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RecalledRef:
+    """One row of the candidate recall as the trace shows it: its ref (None for the
+    profile row, which has none) and its ``match_reason`` (signal, scores, a held row's
+    admission); never its text."""
+
+    ref: str | None
+    match_reason: MatchReason | HeldReason | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Trace:
     """The audit facts (refs, ranks, clusters, cues; never text): candidate refs best
-    first, clusters as refs (in candidate order within each), the cues."""
+    first, clusters as refs (in candidate order within each), the cues, and the
+    candidate recall's ``limit`` (``top_k``) and rows best first."""
 
     candidate_refs: tuple[str, ...]
     clusters: tuple[tuple[str, ...], ...]
     cues: Cues
+    recall_limit: int = 0
+    recalled: tuple[RecalledRef, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -418,3 +418,57 @@ async def test_the_walk_reads_only_records_in_the_calls_scope(client: Agent) -> 
     assert f"mem:{other}" not in str(scoped)
     foreign = await _reconstruct(client, "jsonb", agent="b")
     assert foreign["items"] == []
+
+
+async def test_a_mode_states_an_as_of_every_claim_of_an_item_shares_once_on_the_item(
+    client: Agent,
+) -> None:
+    source = {"type": "User", "id": "u1"}
+    stamp = "2026-03-10T09:00:00Z"
+    first = await _memory(client, "deploy window opened", source=source, timestamp=stamp)
+    second = await _memory(client, "deploy window confirmed", source=source, timestamp=stamp)
+    other = {"type": "User", "id": "u2"}
+    third = await _memory(
+        client, "deploy window moved", source=other, timestamp="2026-03-11T09:00:00Z"
+    )
+    fourth = await _memory(
+        client, "deploy window kept", source=other, timestamp="2026-03-11T09:00:30Z"
+    )
+    for mode in ("lite", "pro"):
+        answer = await _reconstruct(client, "deploy window", mode=mode)
+        by_refs = {frozenset(c["ref"] for c in i["claims"]): i for i in answer["items"]}
+        shared = by_refs[frozenset({f"mem:{first}", f"mem:{second}"})]
+        assert shared["as_of"] == "2026-03-10T09:00Z"  # its shortest form (the next test)
+        assert list(shared)[:4] == ["content", "head_ref", "as_of", "claims"]
+        assert all("as_of" not in claim for claim in shared["claims"])
+        apart = by_refs[frozenset({f"mem:{third}", f"mem:{fourth}"})]
+        assert "as_of" not in apart  # their times differ: each claim keeps its own
+        assert [c["as_of"] for c in apart["claims"]] == [
+            "2026-03-11T09:00:30Z",
+            "2026-03-11T09:00Z",
+        ]
+    default = await _reconstruct(client, "deploy window")
+    assert all("as_of" not in item for item in default["items"])
+
+
+async def test_a_mode_writes_an_iso_timestamp_in_its_shortest_form_for_the_same_instant(
+    client: Agent,
+) -> None:
+    stored = {
+        "2026-03-10T09:00:00+00:00": "2026-03-10T09:00Z",
+        "2026-03-11T09:00:30Z": "2026-03-11T09:00:30Z",
+        "2026-03-12T09:00:00.000+02:00": "2026-03-12T09:00+02:00",
+        "2026-03-13T09:00:00.250Z": "2026-03-13T09:00:00.250Z",
+        "2026-03-14T09:00:00-00:00": "2026-03-14T09:00-00:00",  # an unknown offset stays
+        "1:56 pm on 8 May, 2023": "1:56 pm on 8 May, 2023",  # not ISO-8601: as stored
+    }
+    refs = {}
+    for n, stamp in enumerate(stored):
+        refs[f"mem:{await _memory(client, f'billing note {n}', timestamp=stamp)}"] = stamp
+    for mode in ("lite", "pro"):
+        answer = await _reconstruct(client, "billing note", mode=mode)
+        shown = {item["head_ref"]: item["as_of"] for item in answer["items"]}
+        assert shown == {ref: stored[stamp] for ref, stamp in refs.items()}, mode
+    default = await _reconstruct(client, "billing note")
+    shown = {item["head_ref"]: item["claims"][0]["as_of"] for item in default["items"]}
+    assert shown == refs  # without a mode: exactly as stored

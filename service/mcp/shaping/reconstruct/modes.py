@@ -21,6 +21,7 @@ never removes an item or an excerpt.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
@@ -55,6 +56,30 @@ MODES: Final = {
     "lite": ModeSpec("lite", 3000, 10, 2800),
     "pro": ModeSpec("pro", 5000, 15, None),
 }
+
+
+_ISO_TIME: Final = re.compile(
+    r"(?P<minute>\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(?::(?P<second>\d{2})(?:\.(?P<fraction>\d+))?)?"
+    r"(?P<offset>Z|[+-]\d{2}:\d{2})"
+)
+
+
+def short_time(stamp: str) -> str:
+    """A mode's ``as_of``: an ISO-8601 timestamp with an offset written in its shortest form
+    for the same instant (zero seconds and an all-zero fraction left out, a ``+00:00``
+    offset written ``Z``); any other text exactly as stored. A stored timestamp is often
+    a writer's full form (``2023-05-08T13:56:00+00:00``, 21 tokens with its key): the
+    shortest form (``2023-05-08T13:56Z``) costs 16, on every item of a mode's answer."""
+    found = _ISO_TIME.fullmatch(stamp)
+    if found is None:
+        return stamp
+    second, fraction = found["second"] or "00", (found["fraction"] or "").rstrip("0")
+    offset = "Z" if found["offset"] == "+00:00" else found["offset"]
+    if fraction:
+        return f"{found['minute']}:{second}.{found['fraction']}{offset}"
+    if second != "00":
+        return f"{found['minute']}:{second}{offset}"
+    return f"{found['minute']}{offset}"
 
 
 class CapBelowMinimum(Refused):

@@ -239,6 +239,20 @@ def passages(
     return Passages(record, "lexical", tuple(found))
 
 
+NODE_ORDER: Final = 3
+"""How many of a quoted record's best blocks the trace names."""
+
+
+def node_order(record: Record, query: str, closeness: Sequence[float] | None = None) -> list[int]:
+    """The indices of ``record``'s best blocks for ``query`` (``divide.blocks``, ranked as
+    a head quote ranks them), at most :data:`NODE_ORDER`: what the trace's ``node_order``
+    shows of a quoted record."""
+    text = record.text
+    spans = divide.blocks(text)
+    ranked = divide.rank_blocks(text, spans, divide.trigrams(query), closeness)
+    return ranked[:NODE_ORDER]
+
+
 def passage_quote(divided: Passages, taken: Sequence[int]) -> Quote:
     """The head quote made of the passages ``taken`` (indices into ``divided.passages``),
     shown in text order. A passage cut from a longer range makes the quote
