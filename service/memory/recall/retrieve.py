@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from service.db import recall as recall_queries
 from service.db.pool import Connection
@@ -144,6 +146,19 @@ def fallback_pattern(query: str) -> str:
     return query_terms.like_pattern(query.strip()[:FALLBACK_CHARS])
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retrieved:
+    """What the retrieval found, with the open transaction it found it in (``conn``): the
+    recall's last statements (its chains, its statistics) run there, not in a transaction
+    of their own (three round trips fewer: ``BEGIN``, ``enter_tenant``, ``COMMIT``)."""
+
+    conn: Connection
+    embedded: Embedded
+    found: recall_queries.Candidates
+    fallback: list[recall_queries.Hit]
+
+
+@asynccontextmanager
 async def retrieve(
     lib: Library,
     tenant_id: TenantId,
@@ -152,8 +167,10 @@ async def retrieve(
     wanted: recall_queries.Retrieval,
     limit: int,
     mode: candidate.Mode,
-) -> tuple[Embedded, recall_queries.Candidates, list[recall_queries.Hit]]:
-    """The query's embedding, the lexical half and the vector half.
+) -> AsyncIterator[Retrieved]:
+    """The query's embedding, the lexical half and the vector half; the body of the
+    ``async with`` runs in the transaction of the last half (it must not wait on anything
+    but its own statements and Python: the connection is held).
 
     When the process is otherwise idle, the lexical statement runs while the model
     works (the model's time is hidden behind it). If the vector is there when it ends (a lone
@@ -167,26 +184,28 @@ async def retrieve(
     ``limit`` 0 embeds nothing."""
     busy = RUNNING.count > 1 or _embedder_busy(lib)
     embedding = asyncio.ensure_future(_embed(lib, tenant_id, req.query if limit else ""))
+    plans = recall_queries.plan_reusable(scope)
     try:
         if busy:  # loaded: the vector first, then one transaction for both halves
             await asyncio.wait([embedding])
-        async with lib.db.tenant_tx(
-            tenant_id, generic_plans=recall_queries.plan_reusable(scope)
-        ) as conn:
+        async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
             lexical = await recall_queries.lexical_candidates(conn, tenant_id, scope, wanted)
             fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
             if embedding.done():
                 embedded = embedding.result()
                 vectors = dataclasses.replace(wanted, vector=embedded.vector)
                 found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
-                return embedded, found, fallback
+                yield Retrieved(conn, embedded, found, fallback)
+                return
     except BaseException:
         embedding.cancel()
         await asyncio.gather(embedding, return_exceptions=True)
         raise
     embedded = await embedding
     vectors = dataclasses.replace(wanted, vector=embedded.vector)
-    return embedded, await _with_vectors(lib, tenant_id, scope, vectors, lexical), fallback
+    async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
+        found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
+        yield Retrieved(conn, embedded, found, fallback)
 
 
 def _embedder_busy(lib: Library) -> bool:
@@ -209,19 +228,3 @@ async def _fallback(
     if limit and req.query.strip() and not lexical.found_by("memory_text") and keyword_on:
         return await _keyword_fallback(conn, tenant_id, req, scope, limit)
     return []
-
-
-async def _with_vectors(
-    lib: Library,
-    tenant_id: TenantId,
-    scope: recall_queries.Scope,
-    wanted: recall_queries.Retrieval,
-    lexical: recall_queries.Lexical,
-) -> recall_queries.Candidates:
-    """The vector half, in a transaction of its own; none without a searchable vector."""
-    if not recall_queries.searches_vectors(wanted):
-        return lexical.alone()
-    async with lib.db.tenant_tx(
-        tenant_id, generic_plans=recall_queries.plan_reusable(scope)
-    ) as conn:
-        return await recall_queries.with_vectors(conn, tenant_id, scope, wanted, lexical)

@@ -1,0 +1,127 @@
+"""How many transactions and statements one recall runs (issue 37, the fixed cost of a call).
+
+Each tenant transaction costs three round trips of its own (``BEGIN``, ``enter_tenant``,
+``COMMIT``) besides its statements. A recall reads its supersession chains and credits its
+statistics in the last transaction of its retrieval instead of opening one more
+(docs/architecture.md, "Recall"). The statements are counted on the one connection of a
+pool of one, with asyncpg's query logger, on a real Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Sequence
+
+import asyncpg
+import pytest
+
+from service.config import Settings
+from service.db.pool import Database
+from service.embeddings.base import EmbeddingProvider
+from service.memory.library import Library
+from service.memory.memories import store
+from service.memory.recall import pipeline
+from service.memory.tenants import create_tenant
+from service.models import TenantId
+from tests.servers import pooling
+
+TEXTS = ("the zebra waited at the gate", "a zebra crossing near the school", "tea at noon")
+
+
+@pytest.fixture
+async def one_connection(database_url: str) -> AsyncIterator[Database]:
+    """A pool of one connection: every statement of a recall goes through it."""
+    database = await Database(
+        database_url, min_size=1, max_size=1, pooler=pooling.db_pooler()
+    ).open()
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def _statements(lib: Library, tenant: TenantId, query: str) -> list[str]:
+    """The statements one recall of ``query`` runs (after a first recall of another query,
+    so asyncpg's type introspection is not counted)."""
+    await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query="warm up"))
+    seen: list[str] = []
+    async with lib.db.pool.acquire() as conn:
+        conn.add_query_logger(lambda logged: seen.append(logged.query))
+    result = await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query=query))
+    assert {row.content for row in result.rows} >= set(TEXTS[:2])
+    return seen
+
+
+def _begins(statements: Sequence[str]) -> int:
+    return sum(1 for s in statements if s.strip().upper().startswith("BEGIN"))
+
+
+async def _filled(lib: Library) -> TenantId:
+    tenant = TenantId((await create_tenant(lib.db, "acme")).id)
+    for text in TEXTS:
+        await store.store(lib, tenant, store.StoreRequest("a", {"content": text}))
+    return tenant
+
+
+async def test_a_lexical_recall_runs_one_transaction(
+    one_connection: Database, settings: Settings
+) -> None:
+    """Without a query vector the lexical half, the chains and the credit share one
+    transaction: BEGIN, enter_tenant, the lexical statement, the chains, COMMIT."""
+    lib = Library(one_connection, settings)
+    statements = await _statements(lib, await _filled(lib), "zebra")
+    assert _begins(statements) == 1, statements
+    assert len(statements) <= 5, statements
+
+
+class _HeldUntilLexical:
+    """The real model, whose query embedding ends only after the recall's lexical statement
+    ran (the lone-recall case where the model is slower than the statement)."""
+
+    def __init__(self, provider: EmbeddingProvider) -> None:
+        self._provider = provider
+        self.lexical_done = asyncio.Event()
+
+    @property
+    def name(self) -> str:
+        return self._provider.name
+
+    @property
+    def dimension(self) -> int:
+        return self._provider.dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = await self._provider.embed(texts)
+        await self.lexical_done.wait()
+        return vectors
+
+    async def aclose(self) -> None:
+        """The wrapped provider is the session's."""
+
+
+async def test_a_recall_whose_vector_comes_late_runs_two_transactions(
+    one_connection: Database, local_settings: Settings, local_embedder: EmbeddingProvider
+) -> None:
+    """The lexical half commits without waiting for the model; the vector half, the
+    chains and the credit then share the second transaction (not a third)."""
+    held = _HeldUntilLexical(local_embedder)
+    held.lexical_done.set()  # the stores and the warm-up recall are not held
+    settings = dataclasses.replace(local_settings, embedding_inline_timeout_secs=10.0)
+    lib = Library(one_connection, settings, held)
+    tenant = await _filled(lib)
+    await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query="warm up"))
+    held.lexical_done.clear()
+    seen: list[str] = []
+
+    def record(logged: asyncpg.connection.LoggedQuery) -> None:
+        seen.append(logged.query)
+        if "COMMIT" in logged.query.upper():
+            held.lexical_done.set()  # the lexical transaction ended before the vector
+
+    async with lib.db.pool.acquire() as conn:
+        conn.add_query_logger(record)
+    query = pipeline.RecallRequest(agent_id="a", query="zebra crossing")
+    result = await pipeline.recall(lib, tenant, query)
+    assert {row.content for row in result.rows} >= set(TEXTS[:2])
+    assert _begins(seen) == 2, seen
