@@ -50,6 +50,14 @@ class _InFlight:
         self.count -= 1
 
 
+VECTOR_HOLD_SECS = 0.02
+"""How long a lone recall's lexical transaction waits for the query vector before it
+commits without it (docs/reliability.md, "The fixed cost of a call"). A second transaction
+costs three round trips (``BEGIN``, the tenant setup, ``COMMIT``: 4-8 ms on the loaded
+2-core host, docs/benchmarks/latency.md), more than the local model's usual remainder
+when the statement ends first; a slow provider holds the connection at most this long,
+and only in an idle process (a loaded one embeds first and never holds)."""
+
 RUNNING = _InFlight()
 """This process's recalls in flight: with company, the process is loaded and the lexical
 half does not overlap the embedding (``retrieve``)."""
@@ -173,15 +181,15 @@ async def retrieve(
     but its own statements and Python: the connection is held).
 
     When the process is otherwise idle, the lexical statement runs while the model
-    works (the model's time is hidden behind it). If the vector is there when it ends (a lone
-    recall: the statement takes longer than the model), the vector half runs in the
-    same transaction; otherwise the transaction ends first and the vector half gets one
-    of its own, so no pooled connection waits on an embedder (a slow provider, a queue
-    behind an import batch). When other recalls are running or the embedder is busy,
-    the process is loaded: overlapping hides nothing there and cost 8 clients 6-15 % of
-    their throughput, so the query is embedded first and one transaction runs both
-    halves. A failed lexical half cancels the embedding; a recall of
-    ``limit`` 0 embeds nothing."""
+    works (the model's time is hidden behind it). If the vector is there when it ends, or
+    comes within ``VECTOR_HOLD_SECS`` (a lone recall: the statement and the model take
+    about as long), the vector half runs in the same transaction; otherwise the
+    transaction ends first and the vector half gets one of its own, so no pooled
+    connection waits longer on an embedder (a slow provider). When other recalls are
+    running or the embedder is busy, the process is loaded: overlapping hides nothing
+    there and cost 8 clients 6-15 % of their throughput, so the query is embedded first
+    and one transaction runs both halves. A failed lexical half cancels the embedding; a
+    recall of ``limit`` 0 embeds nothing."""
     busy = RUNNING.count > 1 or _embedder_busy(lib)
     embedding = asyncio.ensure_future(_embed(lib, tenant_id, req.query if limit else ""))
     plans = recall_queries.plan_reusable(scope)
@@ -191,6 +199,8 @@ async def retrieve(
         async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
             lexical = await recall_queries.lexical_candidates(conn, tenant_id, scope, wanted)
             fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
+            if not embedding.done():  # idle: the model is working for this recall alone
+                await asyncio.wait([embedding], timeout=VECTOR_HOLD_SECS)
             if embedding.done():
                 embedded = embedding.result()
                 vectors = dataclasses.replace(wanted, vector=embedded.vector)

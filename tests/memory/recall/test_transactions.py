@@ -10,7 +10,6 @@ pool of one, with asyncpg's query logger, on a real Postgres.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Sequence
 
 import asyncpg
@@ -21,7 +20,7 @@ from service.db.pool import Database
 from service.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
 from service.memory.memories import store
-from service.memory.recall import pipeline
+from service.memory.recall import pipeline, retrieve
 from service.memory.tenants import create_tenant
 from service.models import TenantId
 from tests.servers import pooling
@@ -76,8 +75,9 @@ async def test_a_lexical_recall_runs_one_transaction(
 
 
 class _HeldUntilLexical:
-    """The real model, whose query embedding ends only after the recall's lexical statement
-    ran (the lone-recall case where the model is slower than the statement)."""
+    """The real model, whose query embedding ends only after ``lexical_done`` is set (by
+    the test, at a chosen statement of the recall): the lone-recall case where the model is
+    slower than the lexical statement."""
 
     def __init__(self, provider: EmbeddingProvider) -> None:
         self._provider = provider
@@ -100,28 +100,55 @@ class _HeldUntilLexical:
         """The wrapped provider is the session's."""
 
 
-async def test_a_recall_whose_vector_comes_late_runs_two_transactions(
-    one_connection: Database, local_settings: Settings, local_embedder: EmbeddingProvider
-) -> None:
-    """The lexical half commits without waiting for the model; the vector half, the
-    chains and the credit then share the second transaction (not a third)."""
+async def _held_recall(
+    one_connection: Database,
+    local_settings: Settings,
+    local_embedder: EmbeddingProvider,
+    release_after: str,
+) -> list[str]:
+    """The statements of a lone recall whose query vector comes only once a statement
+    containing ``release_after`` ran."""
     held = _HeldUntilLexical(local_embedder)
     held.lexical_done.set()  # the stores and the warm-up recall are not held
-    settings = dataclasses.replace(local_settings, embedding_inline_timeout_secs=10.0)
-    lib = Library(one_connection, settings, held)
+    lib = Library(one_connection, local_settings, held)
     tenant = await _filled(lib)
     await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query="warm up"))
+    await held.embed(["zebra crossing"])  # the model's first call of this text is done
     held.lexical_done.clear()
     seen: list[str] = []
 
     def record(logged: asyncpg.connection.LoggedQuery) -> None:
         seen.append(logged.query)
-        if "COMMIT" in logged.query.upper():
-            held.lexical_done.set()  # the lexical transaction ended before the vector
+        if release_after in logged.query:
+            held.lexical_done.set()
 
     async with lib.db.pool.acquire() as conn:
         conn.add_query_logger(record)
     query = pipeline.RecallRequest(agent_id="a", query="zebra crossing")
     result = await pipeline.recall(lib, tenant, query)
     assert {row.content for row in result.rows} >= set(TEXTS[:2])
+    return seen
+
+
+async def test_a_recall_whose_vector_comes_late_runs_two_transactions(
+    one_connection: Database, local_settings: Settings, local_embedder: EmbeddingProvider
+) -> None:
+    """A vector that is not there within ``VECTOR_HOLD_SECS`` of the lexical half's end:
+    the lexical transaction commits without it; the vector half, the chains and the
+    credit then share the second transaction (not a third)."""
+    seen = await _held_recall(one_connection, local_settings, local_embedder, "COMMIT")
     assert _begins(seen) == 2, seen
+
+
+async def test_a_vector_that_comes_during_the_hold_shares_the_lexical_transaction(
+    one_connection: Database, local_settings: Settings, local_embedder: EmbeddingProvider
+) -> None:
+    """A lone recall whose vector comes just after the lexical statement (the model's
+    time and the statement's are alike here) runs one transaction: the lexical half holds
+    it for the vector up to ``VECTOR_HOLD_SECS`` instead of paying three round trips for
+    a second one."""
+    seen = await _held_recall(
+        one_connection, local_settings, local_embedder, "The lexical half of a recall"
+    )
+    assert _begins(seen) == 1, seen
+    assert retrieve.VECTOR_HOLD_SECS > 0
