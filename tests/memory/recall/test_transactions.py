@@ -75,12 +75,14 @@ async def test_a_lexical_recall_runs_one_transaction(
 
 
 class _HeldUntilLexical:
-    """The real model, whose query embedding ends only after ``lexical_done`` is set (by
-    the test, at a chosen statement of the recall): the lone-recall case where the model is
-    slower than the lexical statement."""
+    """The real model's vectors, computed ahead (``prepare``), handed out for a query only
+    once ``lexical_done`` is set (by the test, at a chosen statement of the recall): the
+    lone-recall case where the model is slower than the lexical statement, without the
+    model's own time in the test's timing."""
 
     def __init__(self, provider: EmbeddingProvider) -> None:
         self._provider = provider
+        self._ready: dict[str, list[float]] = {}
         self.lexical_done = asyncio.Event()
 
     @property
@@ -91,10 +93,16 @@ class _HeldUntilLexical:
     def dimension(self) -> int:
         return self._provider.dimension
 
+    async def prepare(self, text: str) -> None:
+        [self._ready[text]] = await self._provider.embed([text])
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = await self._provider.embed(texts)
+        missing = [text for text in texts if text not in self._ready]
+        vectors: dict[str, list[float]] = {}
+        if missing:
+            vectors = dict(zip(missing, await self._provider.embed(missing), strict=True))
         await self.lexical_done.wait()
-        return vectors
+        return [self._ready.get(text) or vectors[text] for text in texts]
 
     async def aclose(self) -> None:
         """The wrapped provider is the session's."""
@@ -113,7 +121,7 @@ async def _held_recall(
     lib = Library(one_connection, local_settings, held)
     tenant = await _filled(lib)
     await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query="warm up"))
-    await held.embed(["zebra crossing"])  # the model's first call of this text is done
+    await held.prepare("zebra crossing")
     held.lexical_done.clear()
     seen: list[str] = []
 
