@@ -107,9 +107,12 @@ def measure_tier(
     return {"tier": tier, "agent_rows": rows, "recall": recall, "store": store}
 
 
-def transport_floor(args: argparse.Namespace, sizes: Sequence[int]) -> list[dict[str, Any]]:
-    """The no-op tool over the same SDK, one client, replies of each size."""
-    with transport_server() as (url, process):
+def transport_floor(
+    args: argparse.Namespace, sizes: Sequence[int], *, raw: bool = False
+) -> list[dict[str, Any]]:
+    """The no-op tool over the same SDK (``raw``: the minimal echo without the SDK), one
+    client, replies of each size."""
+    with transport_server(raw=raw) as (url, process):
         return [
             asyncio.run(transport_calls(url, process.pid, 1, chars, args.warmup, args.calls))
             for chars in sizes
@@ -138,6 +141,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for tier in args.sizes:
             results["tiers"].append(measure_tier(args, (data_dir, key, url), tier))
     results["transport_floor"] = transport_floor(args, [STORE_CHARS, RECALL_CHARS])
+    results["echo_floor"] = transport_floor(args, [STORE_CHARS, RECALL_CHARS], raw=True)
     record_end(results, started)
     return results
 
@@ -162,16 +166,38 @@ def phase_table(results: dict[str, Any]) -> list[str]:
                 ]
         rows.append(row)
     trips: list[object] = ["SQL round trips per call (median)"]
-    floor: list[object] = ["transport floor: no-op tool, same SDK (p50 ms)"]
-    by_chars = {f["chars"]: f for f in results.get("transport_floor", [])}
     for t in tiers:
         for tool in ("recall", "store"):
             trips += [t[tool]["sql_round_trips"], ""]
+    rows += [trips]
+    for key, label in FLOORS:
+        rows.append(_floor_row(results, tiers, key, label))
+    return table(columns, "l" + "r" * (len(columns) - 1), rows)
+
+
+FLOORS = (
+    ("transport_floor", "transport floor: no-op tool, same SDK (p50 ms; server CPU ms)"),
+    ("echo_floor", "minimal HTTP echo, no SDK (p50 ms; server CPU ms)"),
+)
+"""The floors under a call: the SDK with a tool that does nothing, and the same exchange
+without the SDK (their difference is the SDK's own share)."""
+
+
+def _floor_row(
+    results: dict[str, Any], tiers: Sequence[dict[str, Any]], key: str, label: str
+) -> list[object]:
+    """One floor's p50 and server CPU per call, under each tool's reply size."""
+    by_chars = {f["chars"]: f for f in results.get(key, [])}
+    row: list[object] = [label]
+    for _ in tiers:
+        for tool in ("recall", "store"):
             chars = RECALL_CHARS if tool == "recall" else STORE_CHARS
             f = by_chars.get(chars)
-            floor += ["n/a" if f is None else f"{f['p50_ms']:.2f}", f"{chars}-char reply"]
-    rows += [trips, floor]
-    return table(columns, "l" + "r" * (len(columns) - 1), rows)
+            if f is None:
+                row += ["n/a", f"{chars}-char reply"]
+                continue
+            row += [f"{f['p50_ms']:.2f}", f"{f['cpu_per_call']['server_ms']} ({chars}-char reply)"]
+    return row
 
 
 def markdown(results: dict[str, Any]) -> str:

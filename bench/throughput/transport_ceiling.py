@@ -53,16 +53,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 @contextlib.contextmanager
-def transport_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def transport_server(*, raw: bool = False) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The no-op server on a free loopback port, ready (``/readyz``); its ``/mcp`` URL and
-    process. Its output goes to a log in a scratch directory, quoted if it fails to start."""
+    process (``raw``: the minimal echo without the SDK). Its output goes to a log in a
+    scratch directory, quoted if it fails to start."""
     port = harness.free_port()
     base_url = f"http://{harness.LOOPBACK}:{port}"
     with harness.scratch_dir() as scratch:
         log_path = scratch / "transport-server.log"
         with log_path.open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "bench.throughput.transport_server", "--port", str(port)],
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.throughput.transport_server",
+                    "--port",
+                    str(port),
+                    *(["--raw"] if raw else []),
+                ],
                 cwd=harness.REPO_ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -8,12 +8,18 @@ bound the way ``serve`` binds it — and nothing else: no credential, no limits,
 database, no model. Its reply is a fixed text of the size the
 caller asks for. :mod:`bench.throughput.transport_ceiling` drives it with the official client to
 measure what the transport costs on this machine before the service does any work.
+
+``--raw`` serves the same tool without the SDK: a minimal streamable-HTTP echo in Starlette
+that answers ``initialize``, ``tools/list`` and ``tools/call`` with JSON-RPC results in JSON (a
+notification is acknowledged with 202), behind the same guard and uvicorn. The SDK's floor
+minus this one is what the SDK's own request handling costs a call (issue 37).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -85,6 +91,44 @@ def build_app() -> Starlette:
     return Starlette(routes=routes, lifespan=lifespan)
 
 
+async def _raw_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+    """The minimal echo: one JSON-RPC message per POST, answered in JSON without the SDK."""
+    request = Request(scope, receive)
+    send = ResponseGuard(send, "noop", REPLY_CEILING, _no_refusal)
+    message = json.loads(await request.body())
+    if "id" not in message:  # a notification (notifications/initialized)
+        await Response(status_code=202)(scope, receive, send)
+        return
+    params = message.get("params") or {}
+    if message.get("method") == "initialize":
+        result: dict[str, Any] = {
+            "protocolVersion": params.get("protocolVersion"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "transport-echo", "version": "0"},
+        }
+    elif message.get("method") == "tools/list":  # the client lists once, for output schemas
+        tool = {"name": "noop", "description": "Does nothing.", "inputSchema": NOOP_SCHEMA}
+        result = {"tools": [tool]}
+    else:  # tools/call
+        chars = int((params.get("arguments") or {}).get("chars", 0))
+        result = {"content": [{"type": "text", "text": noop_reply(chars)}], "isError": False}
+    answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    await Response(answer, media_type="application/json")(scope, receive, send)
+
+
+class RawEcho:
+    """:func:`_raw_mcp` as an ASGI app (a class, so Starlette routes it without wrapping)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await _raw_mcp(scope, receive, send)
+
+
+def build_raw_app() -> Starlette:
+    """``/mcp`` as the minimal echo (no SDK), with the same ``/readyz``."""
+    routes = [Route("/mcp", RawEcho(), methods=["POST"]), Route("/readyz", _ready)]
+    return Starlette(routes=routes)
+
+
 async def _ready(request: Request) -> Response:
     """200 once the server accepts calls (the harness waits for it, as for ``serve``)."""
     return PlainTextResponse("ready")
@@ -107,6 +151,7 @@ def _no_refusal(size: int) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--raw", action="store_true", help="the minimal echo, without the SDK")
     args = parser.parse_args()
     # proto IPPROTO_TCP as ``serve``'s getaddrinfo gives it: asyncio sets TCP_NODELAY on
     # accepted sockets only then (with proto 0 every answer waited ~40 ms for an ACK)
@@ -114,7 +159,8 @@ def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     sock.listen(2048)
-    config = uvicorn.Config(build_app(), log_config=None, access_log=False, lifespan="on")
+    app = build_raw_app() if args.raw else build_app()
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -14,6 +14,7 @@ error answered with 503 and Retry-After (:mod:`service.mcp.refusals`).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from pydantic import BaseModel
 
 from service import __version__
@@ -244,7 +246,7 @@ def build_mcp_server(
         version=__version__,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        get_tool_input_schema=lambda name: dispatcher_schema(specs, name),
+        get_tool_input_schema=header_schemas(specs),
         # the catalogue changes only with a deployment; private: a key may see its own set
         cache_hints={"tools/list": CacheHint(ttl_ms=CATALOGUE_TTL_MS, scope="private")},
     )
@@ -279,8 +281,17 @@ class TenantInstructions:
         return {**result, "instructions": text}
 
 
-def dispatcher_schema(specs: Sequence[ToolSpec[Any]], name: str) -> JsonObject | None:
-    for spec in specs:
-        if spec.name == name:
-            return spec.input_schema
-    return None
+def header_schemas(specs: Sequence[ToolSpec[Any]]) -> Callable[[str], JsonObject | None]:
+    """The SDK's ``get_tool_input_schema``, built once at start-up: a tool's input schema
+    when it declares an ``x-mcp-header`` annotation, else None, which the SDK reads as
+    "nothing to validate". On every modern ``tools/call`` with arguments the SDK walks the
+    schema it is given twice, to check the call's ``Mcp-Param-*`` headers against the
+    annotated properties; a schema without annotations can reject nothing, so the walk is
+    skipped (docs/benchmarks/latency.md, "Where a call's time goes"). The arguments
+    themselves are validated once, by ``checks.ValidArguments``."""
+    declaring = {
+        spec.name: spec.input_schema
+        for spec in specs
+        if X_MCP_HEADER_KEY in json.dumps(spec.input_schema)
+    }
+    return declaring.get

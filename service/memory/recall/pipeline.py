@@ -11,10 +11,19 @@ from __future__ import annotations
 import time
 
 from service.db import recall as recall_queries
+from service.db.pool import Connection
 from service.memory import supersession
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.recall import advisory, chains, cued, exclusion, fusion, query_terms
+from service.memory.recall import (
+    advisory,
+    candidate,
+    chains,
+    cued,
+    exclusion,
+    fusion,
+    query_terms,
+)
 from service.memory.recall.records import Advisory, CueReport, Recalled, RecallResult, Severity
 from service.memory.recall.request import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
@@ -24,6 +33,7 @@ from service.memory.recall.request import (
 from service.memory.recall.retrieve import (
     RUNNING,
     Embedded,
+    Retrieved,
     depth_of,
     retrieval,
     retrieve,
@@ -52,23 +62,16 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         req.query, lib.settings.recall_max_terms, lib.settings.recall_max_patterns
     )
     wanted = retrieval(lib, req, depth, terms, mode)
+    rows: tuple[Recalled, ...] = ()
     with RUNNING:
-        embedded, found, fallback = await retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
-    hits = found.hits + fallback
-    notice = await _advisory(lib, tenant_id, found.meta, embedded)
-    if not limit:
+        async with retrieve(lib, tenant_id, req, scope, wanted, limit, mode) as got:
+            ranked = _ranked(lib, req, got, mode, limit)
+            if ranked is not None:  # one transaction with the retrieval: chains and credit
+                rows = await _arranged(got.conn, tenant_id, req, reading, ranked, wanted_rows)
+    notice = await _advisory(lib, tenant_id, got.found.meta, got.embedded)
+    if ranked is None:
         return RecallResult(rows=(), advisory=notice)
-    unseen = vector_unseen(lib, hits, embedded.vector)
-    ranked = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
-    async with lib.db.tenant_tx(tenant_id) as conn:  # one transaction: chains and credit
-        arranged = await chains.arrange(conn, tenant_id, req.agent_id, ranked.rows, reading)
-        rows = tuple(row for row in arranged[:wanted_rows] if isinstance(row, Recalled))
-        credited = ranked.credited
-        if reading.filters:
-            kept = {row.id for row in rows if row.kind == "mem"}
-            credited = [memory_id for memory_id in credited if memory_id in kept]
-        if credited:  # a cue's seats are never credited, so the cue may come after
-            await recall_queries.bump_recall_stats(conn, tenant_id, credited)
+    found, embedded = got.found, got.embedded
     cue_report: CueReport | None = None
     if req.time_cue is not None:
         arm = cued.CueArm(
@@ -83,6 +86,38 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         )
         rows, cue_report = await _cued(lib, tenant_id, req, arm, found.meta, ranked, rows)
     return RecallResult(rows, ranked.gate_fallback, notice, time_cue=cue_report)
+
+
+def _ranked(
+    lib: Library, req: RecallRequest, got: Retrieved, mode: candidate.Mode, limit: int
+) -> RankedRows | None:
+    """The retrieved rows ranked (pure Python, no statement), or None for ``limit`` 0."""
+    if not limit:
+        return None
+    hits = got.found.hits + got.fallback
+    unseen = vector_unseen(lib, hits, got.embedded.vector)
+    return ranked_body(lib, req, got.found.meta, hits, mode, limit, unseen)
+
+
+async def _arranged(
+    conn: Connection,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    reading: chains.Reading,
+    ranked: RankedRows,
+    wanted_rows: int,
+) -> tuple[Recalled, ...]:
+    """The answer's rows in model order (``chains.arrange``), their recall statistics
+    credited, on ``conn``: the retrieval's transaction."""
+    arranged = await chains.arrange(conn, tenant_id, req.agent_id, ranked.rows, reading)
+    rows = tuple(row for row in arranged[:wanted_rows] if isinstance(row, Recalled))
+    credited = ranked.credited
+    if reading.filters:
+        kept = {row.id for row in rows if row.kind == "mem"}
+        credited = [memory_id for memory_id in credited if memory_id in kept]
+    if credited:  # a cue's seats are never credited, so the cue may come after
+        await recall_queries.bump_recall_stats(conn, tenant_id, credited)
+    return rows
 
 
 async def _cued(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from service.db import recall as recall_queries
 from service.db.pool import Connection
@@ -47,6 +49,14 @@ class _InFlight:
     def __exit__(self, *_: object) -> None:
         self.count -= 1
 
+
+VECTOR_HOLD_SECS = 0.02
+"""How long a lone recall's lexical transaction waits for the query vector before it
+commits without it (docs/reliability.md, "The fixed cost of a call"). A second transaction
+costs three round trips (``BEGIN``, the tenant setup, ``COMMIT``: 4-8 ms on the loaded
+2-core host, docs/benchmarks/latency.md), more than the local model's usual remainder
+when the statement ends first; a slow provider holds the connection at most this long,
+and only in an idle process (a loaded one embeds first and never holds)."""
 
 RUNNING = _InFlight()
 """This process's recalls in flight: with company, the process is loaded and the lexical
@@ -144,6 +154,19 @@ def fallback_pattern(query: str) -> str:
     return query_terms.like_pattern(query.strip()[:FALLBACK_CHARS])
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retrieved:
+    """What the retrieval found, with the open transaction it found it in (``conn``): the
+    recall's last statements (its chains, its statistics) run there, not in a transaction
+    of their own (three round trips fewer: ``BEGIN``, ``enter_tenant``, ``COMMIT``)."""
+
+    conn: Connection
+    embedded: Embedded
+    found: recall_queries.Candidates
+    fallback: list[recall_queries.Hit]
+
+
+@asynccontextmanager
 async def retrieve(
     lib: Library,
     tenant_id: TenantId,
@@ -152,41 +175,47 @@ async def retrieve(
     wanted: recall_queries.Retrieval,
     limit: int,
     mode: candidate.Mode,
-) -> tuple[Embedded, recall_queries.Candidates, list[recall_queries.Hit]]:
-    """The query's embedding, the lexical half and the vector half.
+) -> AsyncIterator[Retrieved]:
+    """The query's embedding, the lexical half and the vector half; the body of the
+    ``async with`` runs in the transaction of the last half (it must not wait on anything
+    but its own statements and Python: the connection is held).
 
     When the process is otherwise idle, the lexical statement runs while the model
-    works (the model's time is hidden behind it). If the vector is there when it ends (a lone
-    recall: the statement takes longer than the model), the vector half runs in the
-    same transaction; otherwise the transaction ends first and the vector half gets one
-    of its own, so no pooled connection waits on an embedder (a slow provider, a queue
-    behind an import batch). When other recalls are running or the embedder is busy,
-    the process is loaded: overlapping hides nothing there and cost 8 clients 6-15 % of
-    their throughput, so the query is embedded first and one transaction runs both
-    halves. A failed lexical half cancels the embedding; a recall of
-    ``limit`` 0 embeds nothing."""
+    works (the model's time is hidden behind it). If the vector is there when it ends, or
+    comes within ``VECTOR_HOLD_SECS`` (a lone recall: the statement and the model take
+    about as long), the vector half runs in the same transaction; otherwise the
+    transaction ends first and the vector half gets one of its own, so no pooled
+    connection waits longer on an embedder (a slow provider). When other recalls are
+    running or the embedder is busy, the process is loaded: overlapping hides nothing
+    there and cost 8 clients 6-15 % of their throughput, so the query is embedded first
+    and one transaction runs both halves. A failed lexical half cancels the embedding; a
+    recall of ``limit`` 0 embeds nothing."""
     busy = RUNNING.count > 1 or _embedder_busy(lib)
     embedding = asyncio.ensure_future(_embed(lib, tenant_id, req.query if limit else ""))
+    plans = recall_queries.plan_reusable(scope)
     try:
         if busy:  # loaded: the vector first, then one transaction for both halves
             await asyncio.wait([embedding])
-        async with lib.db.tenant_tx(
-            tenant_id, generic_plans=recall_queries.plan_reusable(scope)
-        ) as conn:
+        async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
             lexical = await recall_queries.lexical_candidates(conn, tenant_id, scope, wanted)
             fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
+            if not embedding.done():  # idle: the model is working for this recall alone
+                await asyncio.wait([embedding], timeout=VECTOR_HOLD_SECS)
             if embedding.done():
                 embedded = embedding.result()
                 vectors = dataclasses.replace(wanted, vector=embedded.vector)
                 found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
-                return embedded, found, fallback
+                yield Retrieved(conn, embedded, found, fallback)
+                return
     except BaseException:
         embedding.cancel()
         await asyncio.gather(embedding, return_exceptions=True)
         raise
     embedded = await embedding
     vectors = dataclasses.replace(wanted, vector=embedded.vector)
-    return embedded, await _with_vectors(lib, tenant_id, scope, vectors, lexical), fallback
+    async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
+        found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
+        yield Retrieved(conn, embedded, found, fallback)
 
 
 def _embedder_busy(lib: Library) -> bool:
@@ -209,19 +238,3 @@ async def _fallback(
     if limit and req.query.strip() and not lexical.found_by("memory_text") and keyword_on:
         return await _keyword_fallback(conn, tenant_id, req, scope, limit)
     return []
-
-
-async def _with_vectors(
-    lib: Library,
-    tenant_id: TenantId,
-    scope: recall_queries.Scope,
-    wanted: recall_queries.Retrieval,
-    lexical: recall_queries.Lexical,
-) -> recall_queries.Candidates:
-    """The vector half, in a transaction of its own; none without a searchable vector."""
-    if not recall_queries.searches_vectors(wanted):
-        return lexical.alone()
-    async with lib.db.tenant_tx(
-        tenant_id, generic_plans=recall_queries.plan_reusable(scope)
-    ) as conn:
-        return await recall_queries.with_vectors(conn, tenant_id, scope, wanted, lexical)
