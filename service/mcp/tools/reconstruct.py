@@ -7,7 +7,15 @@ import dataclasses
 from service.errors import InvalidInput
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.render import reconstruct as render
-from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.mcp.schemas import (
+    AGENT_ID,
+    AS_OF,
+    CHANNEL,
+    CURRENT_ONLY,
+    PROJECT_ID,
+    identifier,
+    string,
+)
 from service.mcp.tools.recall import TIME_CUE
 from service.memory import bounds
 from service.memory.recall import cue
@@ -34,6 +42,8 @@ class ReconstructParams:
     mode: str | None = None  # the schema's enum: "lite" or "pro"
     lite: bool
     time_cue: JsonObject | None = None
+    as_of: str = ""
+    current_only: bool
 
 
 async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
@@ -54,6 +64,8 @@ async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
         trace=params.trace,
         paused=env.paused,
         time_cue=None if params.time_cue is None else cue.parse(params.time_cue),
+        as_of=params.as_of,
+        current_only=params.current_only,
     )
     result = await pipeline.reconstruct(env.lib, env.caller.tenant_id, req)
     return render.answer(result, params.budget, params.trace, env.lib.settings, env.notes)
@@ -92,6 +104,8 @@ head_ref) with its claims newest first (ref, as_of, why, roles).""",
             "mode": {"type": "string", "enum": ["lite", "pro"]},
             "lite": {"type": "boolean", "default": False},
             "time_cue": TIME_CUE,
+            "as_of": AS_OF,
+            "current_only": CURRENT_ONLY,
         },
         ["agent_id", "query"],
     ),
