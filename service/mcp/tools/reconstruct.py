@@ -86,7 +86,7 @@ def _credits_statistics(env: ToolEnv, params: ReconstructParams) -> bool:
 RECONSTRUCT = ToolSpec(
     name="reconstruct",
     description="""Answer from memory: items best first, each quoting a record (content,
-head_ref) with its claims newest first (ref, as_of, why, roles).""",
+head_ref) with its claims current first, then newest (ref, as_of, why, roles).""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,
