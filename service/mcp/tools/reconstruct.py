@@ -5,17 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from service.errors import InvalidInput
+from service.mcp import schemas
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.render import reconstruct as render
-from service.mcp.schemas import (
-    AGENT_ID,
-    AS_OF,
-    CHANNEL,
-    CURRENT_ONLY,
-    PROJECT_ID,
-    identifier,
-    string,
-)
+from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
 from service.mcp.tools.recall import TIME_CUE
 from service.memory import bounds
 from service.memory.recall import cue
@@ -104,8 +97,8 @@ head_ref) with its claims current first, then newest (ref, as_of, why, roles).""
             "mode": {"type": "string", "enum": ["lite", "pro"]},
             "lite": {"type": "boolean", "default": False},
             "time_cue": TIME_CUE,
-            "as_of": AS_OF,
-            "current_only": CURRENT_ONLY,
+            "as_of": schemas.AS_OF,
+            "current_only": schemas.CURRENT_ONLY,
         },
         ["agent_id", "query"],
     ),
