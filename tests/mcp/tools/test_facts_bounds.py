@@ -155,3 +155,19 @@ async def test_archive_episode_takes_64_of_a_100_ref_supersedes_list(client: Age
         f"supersedes[{i}]" for i in range(64, 100)
     ]
     assert {d["reason"] for d in episode["supersedes"]["dropped"]} == {"beyond the 64-item bound"}
+
+
+async def test_current_only_finds_the_current_record_below_many_superseded_ones(
+    lib: Library, served: Served
+) -> None:
+    """The 10,000 versions match the query equally: a recall that ranked first and left the
+    superseded out afterwards would have nothing left; the recall statements leave them out
+    before ranking, so the current one is found (docs/tools.md, "Facts that change")."""
+    await _chain(lib, "buried")
+    client = Agent(served, await tenants.create_key(lib.db, "buried", label="k"))
+    found = await client.call("recall", agent_id="a", query="address version", current_only=True)
+    assert [row["content"] for row in found["messages"]] == [f"address version {CHAIN}"]
+    rebuilt = await client.call(
+        "reconstruct", agent_id="a", query="address version", current_only=True
+    )
+    assert [item["content"] for item in rebuilt["items"]] == [f"address version {CHAIN}"]
