@@ -1,10 +1,8 @@
 -- part: recall_scope --
--- The scope CTEs both halves of a recall share (included as {part:recall_scope}): the
--- agent, and its memories and episodes in the recall's project and channel. Project
--- NULL = all, '' = the global pool, X = X plus the global pool; channel '' = no filter,
--- C = C plus channel-less rows. Shape ``current`` (``current_only``) leaves out records
--- that have a successor (one probe of relations_one_successor each; docs/tools.md, "Facts
--- that change"), before any ranking.
+-- The scope CTEs both halves of a recall share ({part:recall_scope}): the agent, and its
+-- memories and episodes in the call's project and channel. Project NULL = all, '' = the
+-- global pool, X = X plus it; channel '' = no filter, C = C plus channel-less rows. Shape
+-- current (current_only): no record with a successor (OFFSET 0: a probe each, no join).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text
 agent AS (
     SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
