@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ from bench.quality.scoring import ndcg_at_k
 from tests.servers.processes import ServiceOptions
 
 LIMIT = 10
+DECLARED = "newest declared as superseding"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +122,25 @@ async def _declare(
     return len(reply.body.get("relations", []))
 
 
-async def _score(session: ClientSession, agent: str, q: Question, into: Scored) -> None:
+def marks(q: Question, ids: Sequence[str]) -> str:
+    """The ten rows best first: ``N`` a turn of the newest gold session, ``O`` of an older
+    one, ``-`` anything else; ``*`` an evidence turn (``has_answer``)."""
+    evidence = {
+        f"{sid}#{i}"
+        for sid, _, turns in q.sessions
+        for i, t in enumerate(turns)
+        if t.get("has_answer")
+    }
+    out = []
+    for full in ids:
+        sid = full.partition("#")[0]
+        mark = "N" if sid == q.gold[-1] else "O" if sid in q.gold[:-1] else "-"
+        out.append(mark + ("*" if full in evidence else ""))
+    return " ".join(out)
+
+
+async def _score(session: ClientSession, agent: str, q: Question, *tallies: Scored) -> str:
+    """One recall of the question, scored into each of ``tallies``; its :func:`marks`."""
     reply = await call_json(
         session, "recall", {"agent_id": agent, "query": q.question, "limit": LIMIT}
     )
@@ -128,25 +148,41 @@ async def _score(session: ClientSession, agent: str, q: Question, into: Scored) 
     ranked = [str(row.get("id", "")).partition("#")[0] for row in rows]
     newest = next((i for i, s in enumerate(ranked) if s == q.gold[-1]), None)
     older = next((i for i, s in enumerate(ranked) if s in q.gold[:-1]), None)
-    into.questions += 1
-    into.ndcg += ndcg_at_k(ranked, set(q.gold), LIMIT)
-    into.newest_found += newest is not None
-    if newest is not None and older is not None:
-        into.both += 1
-        into.newest_first += newest < older
+    for into in tallies:
+        into.questions += 1
+        into.ndcg += ndcg_at_k(ranked, set(q.gold), LIMIT)
+        into.newest_found += newest is not None
+        if newest is not None and older is not None:
+            into.both += 1
+            into.newest_first += newest < older
+    return marks(q, [str(row.get("id", "")) for row in rows])
 
 
-async def run(questions: Sequence[Question]) -> dict[str, Scored]:
+async def run(questions: Sequence[Question], first: int = 0) -> dict[str, Scored]:
+    """Both runs over ``questions``; each question's own line goes to stderr as it ends
+    (numbered from ``first``), so a run cut short still says what it measured."""
     plain, declared = Scored(), Scored()
     with running_service(ServiceOptions()) as service:
         async with mcp_session(service.mcp_url, service.key) as session:
             for n, q in enumerate(questions):
                 agent = f"ku{n}"
                 evidence = await _store(session, agent, q)
-                await _score(session, agent, q, plain)
-                await _declare(session, agent, q, evidence)
-                await _score(session, agent, q, declared)
+                one = {"nothing declared": Scored(), DECLARED: Scored()}
+                before = await _score(session, agent, q, plain, one["nothing declared"])
+                made = await _declare(session, agent, q, evidence)
+                after = await _score(session, agent, q, declared, one[DECLARED])
+                print(f"question {first + n + 1}:", _line(one), file=sys.stderr)
+                print(f"  rows before: {before}", file=sys.stderr)
+                print(f"  {made} declared; rows after: {after}", file=sys.stderr, flush=True)
     return {"nothing declared": plain, "newest declared as superseding": declared}
+
+
+def _line(results: dict[str, Scored]) -> str:
+    """One question's outcome: both in top 10, newest above older, NDCG@10, per run."""
+    return "; ".join(
+        f"{name}: both={s.both} newest_first={s.newest_first} ndcg={s.ndcg:.3f}"
+        for name, s in results.items()
+    )
 
 
 def table(results: dict[str, Scored]) -> str:
@@ -166,9 +202,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=Path("../shared/data/longmemeval-dev"))
     parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--skip", type=int, default=0, help="start after this many questions")
     args = parser.parse_args(argv)
-    questions = load(args.data)[: args.questions]
-    print(table(asyncio.run(run(questions))))
+    questions = load(args.data)[args.skip : args.skip + args.questions]
+    print(table(asyncio.run(run(questions, args.skip))))
 
 
 if __name__ == "__main__":

@@ -19,12 +19,15 @@ from service.models import TenantId
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Scope:
-    """The isolation axes of one recall (docs/tools.md, "Isolation axes")."""
+    """The isolation axes of one recall (docs/tools.md, "Isolation axes"), and whether it
+    reads only current records (``current_only``: the recall statements leave superseded
+    records out before ranking, docs/tools.md, "Facts that change")."""
 
     agent: str
     project_id: str | None
     channel: str
     source_pattern: str | None
+    current_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -160,6 +163,7 @@ def omitted(scope: Scope) -> frozenset[str]:
             ("project", scope.project_id is None),
             ("channel", scope.channel == ""),
             ("source", scope.source_pattern is None),
+            ("current", not scope.current_only),
         )
         if off
     )

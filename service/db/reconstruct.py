@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from service.db.pool import Connection
@@ -106,8 +107,10 @@ async def rows(
     scope: Scope,
     memories: Sequence[int],
     episodes: Sequence[int],
+    as_of: datetime | None = None,
 ) -> Rows:
-    """One read of what bundling needs (``reconstruct_rows``)."""
+    """One read of what bundling needs (``reconstruct_rows``); links declared after
+    ``as_of`` are not read."""
     values = {
         "tenant_id": tenant_id,
         "agent": scope.agent,
@@ -115,6 +118,7 @@ async def rows(
         "channel": scope.channel,
         "memories": list(memories),
         "episodes": list(episodes),
+        "as_of": as_of,
     }
     found = await conn.fetch(QUERIES["reconstruct_rows"], *arguments("reconstruct_rows", values))
     records = [stored(dict(r)) for r in found if r["kind"] in ("mem", "ep")]

@@ -65,7 +65,7 @@ async def traverse(conn: Connection, tenant_id: TenantId, req: TraverseRequest) 
 @dataclasses.dataclass(frozen=True, slots=True)
 class WalkRequest:
     """Where a walk starts (the chosen clusters' records), what it leaves out (the
-    candidate pool), and its bounds."""
+    candidate pool), its bounds, and the instant whose graph it reads."""
 
     start_memories: Sequence[int]
     start_episodes: Sequence[int]
@@ -73,6 +73,8 @@ class WalkRequest:
     pool_episodes: Sequence[int]
     max_hops: int
     per_entity: int
+    as_of: datetime | None = None
+    """Only relations declared at or before it are followed (None = now)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,7 +105,7 @@ async def walk_graph(
         scope.source_pattern,
         req.max_hops,
         req.per_entity,
-        None,  # as_of: reconstruct reads the graph as it stands now
+        req.as_of,
         list(req.pool_memories),
         list(req.pool_episodes),
         list(req.start_episodes),

@@ -21,9 +21,10 @@ from service.memory.recall.records import Recalled
 from service.memory.reconstruct import cues, pipeline
 from service.memory.reconstruct.bundle import bundle
 from service.memory.reconstruct.count import resolve_count
-from service.memory.reconstruct.records import Cues, Row
+from service.memory.reconstruct.records import Conflict, Cues, Row
 from service.memory.reconstruct.request import ReconstructRequest
 from service.memory.reconstruct.structure import structure
+from service.memory.supersession import Fact
 from service.models import TenantId
 
 T0 = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
@@ -215,3 +216,47 @@ async def test_operator_settings_set_the_window_and_the_breadth(lib: Library) ->
     assert (answer.count.effective, answer.count.source) == (2, "operator_forced")
     assert (answer.bounds.top_k, answer.bounds.max_hops) == (3, 1)
     assert answer.candidate_count == 3
+
+
+def _chained(row: Row, successor: Row | None = None, *older: Row) -> Row:
+    """``row`` with the chain facts the library reads (docs/tools.md, "Facts that change")."""
+    assert row.at is not None
+    fact = Fact(
+        valid_from=row.at,
+        valid_to=None if successor is None else successor.at,
+        superseded_by=None if successor is None else (successor.kind, successor.id),
+        supersedes=tuple((o.kind, o.id) for o in older),
+    )
+    return dataclasses.replace(row, fact=fact)
+
+
+def test_the_current_claim_heads_the_item_and_comes_first() -> None:
+    old, new = _row(0, 100), _row(1, 0)  # the successor's own time is older
+    old, new = _chained(old, new), _chained(new, None, old)
+    link = Link("mem:1", "supersedes", "mem:0")
+    item = structure([old, new], {"mem:1": "relation:supersedes"}, 40, links=[link])
+    assert item.head.ref == "mem:1"
+    assert [c.ref for c in item.claims] == ["mem:1", "mem:0"]
+    assert [c.ref for c in item.relevance] == ["mem:1", "mem:0"]
+
+
+def test_a_superseded_claim_follows_its_successor_in_a_chain_and_a_cycle_ends() -> None:
+    a, b, c = _row(0, 200), _row(1, 100), _row(2, 0)
+    a, b, c = _chained(a, b), _chained(b, c, a), _chained(c, None, b)
+    item = structure([a, b, c], {}, 40)
+    assert [claim.ref for claim in item.claims] == ["mem:2", "mem:1", "mem:0"]
+    x, y = _row(3, 0), _row(4, 10)
+    x, y = _chained(x, y, y), _chained(y, x, x)  # a cycle the health check would repair
+    assert {claim.ref for claim in structure([x, y], {}, 40).claims} == {"mem:3", "mem:4"}
+
+
+def test_contradicts_marks_current_claims_only_and_as_of_reads_then() -> None:
+    a, b, c = _row(0, 0), _row(1, 10), _row(2, 20)
+    link = Link("mem:1", "contradicts", "mem:0")
+    item = structure([a, b], {}, 40, links=[link, Link("mem:0", "contradicts", "mem:1")])
+    assert item.conflicts == (Conflict(("mem:0", "mem:1"), "", "declared_contradicts"),)
+    a, c = _chained(a, c), _chained(c, None, a)
+    assert structure([a, b, c], {}, 40, links=[link]).conflicts == ()
+    assert c.at is not None
+    then = structure([a, b], {}, 40, links=[link], as_of=c.at - timedelta(seconds=1))
+    assert [x.reason for x in then.conflicts] == ["declared_contradicts"]

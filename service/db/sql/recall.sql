@@ -1,8 +1,8 @@
 -- part: recall_scope --
--- The scope CTEs both halves of a recall share (included as {part:recall_scope}): the
--- agent, and its memories and episodes in the recall's project and channel. Project
--- NULL = all, '' = the global pool, X = X plus the global pool; channel '' = no filter,
--- C = C plus channel-less rows.
+-- The scope CTEs both halves of a recall share ({part:recall_scope}): the agent, and its
+-- memories and episodes in the call's project and channel. Project NULL = all, '' = the
+-- global pool, X = X plus it; channel '' = no filter, C = C plus channel-less rows. Shape
+-- current (current_only): no record with a successor (OFFSET 0: a probe each, no join).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text
 agent AS (
     SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
@@ -11,11 +11,13 @@ agent AS (
     WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
       AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '') -- shape: project
       AND (:channel::text = '' OR m.channel = :channel OR m.channel = '') -- shape: channel
+      AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'mem' AND r.object_id = m.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
 ), scoped_episodes AS NOT MATERIALIZED (
     SELECT e.* FROM episodes e
     WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
       AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '') -- shape: project
       AND (:channel::text = '' OR e.channel = :channel OR e.channel = '') -- shape: channel
+      AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'ep' AND r.object_id = e.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
 )
 
 -- part: recall_found --

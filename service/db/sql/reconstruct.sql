@@ -35,8 +35,10 @@ ORDER BY length(k.term) DESC, k.term, k.id
 -- id is 1 when a candidate is declared to mention an entity (else 0: the relation walk,
 -- which starts from such mentions, has nothing to do). Rows of another agent are
 -- not read (a candidate is this agent's by construction; the predicate is the guard).
+-- With :as_of only relations declared at or before it are read (docs/tools.md, "Facts
+-- that change").
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :memories bigint[],
--- :episodes bigint[]
+-- :episodes bigint[], :as_of timestamptz (NULL = now)
 WITH agent AS (
     SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
 )
@@ -64,6 +66,7 @@ WHERE r.tenant_id = :tenant_id AND r.agent_id = (SELECT id FROM agent)
   AND (:channel::text = '' OR r.channel = :channel OR r.channel = '')
   AND (r.subject_memory = ANY(:memories::bigint[]) OR r.subject_episode = ANY(:episodes::bigint[]))
   AND (r.object_memory = ANY(:memories::bigint[]) OR r.object_episode = ANY(:episodes::bigint[]))
+  AND (:as_of::timestamptz IS NULL OR r.declared_at <= :as_of)
 UNION ALL
 SELECT 'mentioned', (SELECT count(*) FROM (
            SELECT 1 FROM entity_mentions mm

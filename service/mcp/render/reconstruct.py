@@ -20,7 +20,7 @@ from service.mcp.shaping.reconstruct.budget import Budget, QuoteSettings
 from service.mcp.shaping.reconstruct.counter import cl100k_tokens
 from service.mcp.shaping.reconstruct.records import Record
 from service.memory.recall import query_terms
-from service.memory.reconstruct.records import Claim, Item, Reconstruction
+from service.memory.reconstruct.records import Claim, Conflict, Item, Reconstruction
 from service.models import JsonObject
 
 
@@ -367,10 +367,7 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
     if item.independence_reason != "singleton" or trace:
         body["independence_reason"] = item.independence_reason
     if item.conflicts:
-        body["conflicts"] = [
-            {"refs": list(c.refs), "reason": "same_msg_id_same_timestamp", "msg_id": c.msg_id}
-            for c in item.conflicts
-        ]
+        body["conflicts"] = [_conflict(c) for c in item.conflicts]
     if omitted:
         body["claims_omitted"] = omitted
     if item.held:
@@ -405,7 +402,19 @@ def _claims_of(claims: list[JsonObject], *, compact: bool) -> JsonObject:
     return {"as_of": claims[0]["as_of"], "claims": rest}
 
 
+def _conflict(conflict: Conflict) -> JsonObject:
+    """``{refs, reason, msg_id?}``: ``msg_id`` names the shared message id of a
+    ``same_msg_id_same_timestamp`` conflict; a declared one has none."""
+    body: JsonObject = {"refs": list(conflict.refs), "reason": conflict.reason}
+    if conflict.reason == "same_msg_id_same_timestamp":
+        body["msg_id"] = conflict.msg_id
+    return body
+
+
 def _claim(claim: Claim, kept: frozenset[str] | None, trace: bool) -> JsonObject:
+    """``{ref, as_of, why?, hops?, roles?}``, and a chained claim's ``valid_to`` (when
+    superseded), ``supersedes`` and ``superseded_by`` refs (docs/tools.md, "Facts that
+    change"): its ``as_of`` is its ``valid_from`` as stored."""
     body: JsonObject = {"ref": claim.ref, "as_of": claim.row.as_of}
     if claim.why != "seed" or trace:
         body["why"] = claim.why
@@ -414,4 +423,7 @@ def _claim(claim: Claim, kept: frozenset[str] | None, trace: bool) -> JsonObject
     roles = [role for role in claim.roles if _shows(kept, role.ref)]
     if roles:
         body["roles"] = [{"ref": role.ref, "role": role.role} for role in roles]
+    fact = claim.row.fact
+    if fact is not None and fact.chained:
+        body.update({k: v for k, v in recall_render.fact(fact).items() if k != "valid_from"})
     return body

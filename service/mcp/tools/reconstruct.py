@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.errors import InvalidInput
+from service.mcp import schemas
 from service.mcp.registry import ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
 from service.mcp.render import reconstruct as render
 from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
@@ -34,6 +35,8 @@ class ReconstructParams:
     mode: str | None = None  # the schema's enum: "lite" or "pro"
     lite: bool
     time_cue: JsonObject | None = None
+    as_of: str = ""
+    current_only: bool
 
 
 async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
@@ -54,6 +57,8 @@ async def _reconstruct(env: ToolEnv, params: ReconstructParams) -> JsonObject:
         trace=params.trace,
         paused=env.paused,
         time_cue=None if params.time_cue is None else cue.parse(params.time_cue),
+        as_of=params.as_of,
+        current_only=params.current_only,
     )
     result = await pipeline.reconstruct(env.lib, env.caller.tenant_id, req)
     return render.answer(result, params.budget, params.trace, env.lib.settings, env.notes)
@@ -74,7 +79,7 @@ def _credits_statistics(env: ToolEnv, params: ReconstructParams) -> bool:
 RECONSTRUCT = ToolSpec(
     name="reconstruct",
     description="""Answer from memory: items best first, each quoting a record (content,
-head_ref) with its claims newest first (ref, as_of, why, roles).""",
+head_ref) with its claims current first, then newest (ref, as_of, why, roles).""",
     input_schema=obj(
         {
             "agent_id": AGENT_ID,
@@ -92,6 +97,8 @@ head_ref) with its claims newest first (ref, as_of, why, roles).""",
             "mode": {"type": "string", "enum": ["lite", "pro"]},
             "lite": {"type": "boolean", "default": False},
             "time_cue": TIME_CUE,
+            "as_of": schemas.AS_OF,
+            "current_only": schemas.CURRENT_ONLY,
         },
         ["agent_id", "query"],
     ),

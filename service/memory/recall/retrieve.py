@@ -86,7 +86,9 @@ async def _embed(lib: Library, tenant_id: TenantId, query: str) -> Embedded:
 
 def scope_of(req: RecallRequest) -> recall_queries.Scope:
     pattern = query_terms.like_pattern(req.source_id)[1:] if req.source_id else None
-    return recall_queries.Scope(req.agent_id, req.project_id, req.channel, pattern)
+    return recall_queries.Scope(
+        req.agent_id, req.project_id, req.channel, pattern, req.current_only
+    )
 
 
 def depth_of(lib: Library, limit: int, mode: candidate.Mode) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from service.db import reconstruct as queries
 from service.memory.library import Library
@@ -20,7 +21,8 @@ def recall_request(
     req: ReconstructRequest, top_k: int, terms: Sequence[str]
 ) -> recall.RecallRequest:
     """The candidate recall: ``limit = top_k`` (never derived from ``count``), the same
-    scope, ``deep`` and time cue, and the expansion's terms for the lexical arms."""
+    scope, ``deep``, time cue, ``as_of`` and ``current_only``, and the expansion's terms
+    for the lexical arms."""
     return recall.RecallRequest(
         agent_id=req.agent_id,
         query=req.query,
@@ -32,6 +34,8 @@ def recall_request(
         paused=req.paused,
         extra_lexical_terms=tuple(terms),
         time_cue=req.time_cue,
+        as_of=req.as_of,
+        current_only=req.current_only,
     )
 
 
@@ -71,7 +75,10 @@ async def candidate_pool(
     scope: queries.Scope,
     top_k: int,
     terms: Sequence[str],
+    as_of: datetime | None = None,
 ) -> Pool:
+    """The candidates of ``req``; the record links among them are those declared at or
+    before ``as_of`` (all when None)."""
     result = await recall.recall(lib, tenant_id, recall_request(req, top_k, terms))
     recalled = [r for r in result.rows if isinstance(r, Recalled)]
     with_ref = [r for r in recalled if r.ref is not None and r.kind in ("mem", "ep")]
@@ -82,7 +89,7 @@ async def candidate_pool(
     memories = [r.id for r in with_ref if r.kind == "mem"]
     episodes = [r.id for r in with_ref if r.kind == "ep"]
     async with lib.db.tenant_tx(tenant_id) as conn:
-        found = await queries.rows(conn, tenant_id, scope, memories, episodes)
+        found = await queries.rows(conn, tenant_id, scope, memories, episodes, as_of)
     by_ref = {f"{s.kind}:{s.id}": s for s in found.stored}
     read = [candidate_row(r, rank, by_ref) for rank, r in enumerate(with_ref)]
     rows = [row for row in read if row is not None]
@@ -92,12 +99,14 @@ async def candidate_pool(
 def candidate_row(
     recalled: Recalled, rank: int, stored: Mapping[str, queries.Stored]
 ) -> Row | None:
-    """A candidate as the stages read it, from its stored fields; None for a row deleted
-    between the recall and this read: the answer never cites a record that is gone."""
+    """A candidate as the stages read it, from its stored fields and the recall's chain
+    facts; None for a row deleted between the recall and this read: the answer never
+    cites a record that is gone."""
     found = stored.get(recalled.ref or "")
     if found is None:
         return None
-    return dataclasses.replace(stored_row(found, rank), reserved=reserved(recalled))
+    row = stored_row(found, rank)
+    return dataclasses.replace(row, reserved=reserved(recalled), fact=recalled.fact)
 
 
 def stored_row(found: queries.Stored, rank: int) -> Row:

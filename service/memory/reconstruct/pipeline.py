@@ -10,8 +10,11 @@ from collections.abc import Sequence
 
 from service.config import Settings
 from service.db import reconstruct as queries, walks
+from service.db.supersession import Ref
+from service.memory import supersession
 from service.memory.library import Library
 from service.memory.recall import query_terms
+from service.memory.recall.chains import Reading
 from service.memory.reconstruct import candidates, cues, walk
 from service.memory.reconstruct.bundle import bundle
 from service.memory.reconstruct.count import resolve_count
@@ -29,9 +32,11 @@ from service.memory.reconstruct.request import (
     MAX_HOPS,
     MAX_TOP_K,
     ReconstructRequest,
+    as_of,
     check_request,
 )
 from service.memory.reconstruct.structure import structure
+from service.memory.supersession import Fact
 from service.models import TenantId
 
 
@@ -77,6 +82,7 @@ def scope_of(req: ReconstructRequest) -> queries.Scope:
 async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest) -> Reconstruction:
     """Items best first for ``req``; InvalidInput for a request over its bounds."""
     check_request(req)
+    moment = as_of(req)
     settings = lib.settings
     count = resolve_count(
         req.count,
@@ -91,14 +97,19 @@ async def reconstruct(lib: Library, tenant_id: TenantId, req: ReconstructRequest
     if req.query.strip():
         async with lib.db.tenant_tx(tenant_id) as conn:
             found = await cues.expand(conn, tenant_id, scope, req.query)
-    pool = await candidates.candidate_pool(lib, tenant_id, req, scope, breadth.top_k, found.terms)
+    pool = await candidates.candidate_pool(
+        lib, tenant_id, req, scope, breadth.top_k, found.terms, moment
+    )
     rows = pool.rows
     uf = bundle(rows, pool.links, settings.reconstruct_adjacency_seconds)
     clusters = sorted(uf.clusters(), key=lambda members: min(rows[i].rank for i in members))
     window, held = choose(clusters, rows, count.effective)
     chosen = window + held
     why = {rows[i].ref: key for i, key in uf.why.items()}
-    items = await _items(lib, tenant_id, req, scope, breadth, rows, chosen, len(window), why, pool)
+    reading = Reading(moment, req.current_only)
+    items = await _items(
+        lib, tenant_id, req, scope, breadth, rows, chosen, len(window), why, pool, reading
+    )
     reached = ("top_k",) if pool.within_limit >= breadth.top_k else ()
     bounds = Bounds(
         breadth.top_k, breadth.max_hops, breadth.max_evidence, breadth.lowered, (), reached
@@ -151,14 +162,16 @@ async def _items(
     window: int,
     why: dict[str, str],
     pool: candidates.Pool,
+    reading: Reading,
 ) -> list[Item]:
     """Walk (skipped under a mode, and when no candidate mentions an entity: no start) and
     structure the chosen clusters, in item order."""
     members = [[rows[i] for i in c] for c in chosen]
     walks = [walk.ItemWalk((), False, False) for _ in chosen]
     stored: dict[str, queries.Stored] = {}
+    facts: dict[Ref, Fact] = {}
     if req.mode is None and chosen and pool.mentioned:
-        graph = await _graph(lib, tenant_id, scope, breadth, rows, members)
+        graph, facts = await _graph(lib, tenant_id, scope, breadth, rows, members, reading)
         refs = [[row.ref for row in group] for group in members]
         pool_refs = frozenset(row.ref for row in rows)
         walks = walk.walk(refs, pool_refs, graph, breadth.max_hops, breadth.max_evidence)
@@ -166,12 +179,18 @@ async def _items(
     items: list[Item] = []
     for position, (group, walked) in enumerate(zip(members, walks, strict=True)):
         extra = [
-            (candidates.stored_row(stored[w.ref], len(rows)), w.why, w.hops)
+            (_walked_row(stored[w.ref], len(rows), facts), w.why, w.hops)
             for w in walked.walked
             if w.ref in stored
         ]
         item = structure(
-            group, why, breadth.max_evidence, extra, pool.links, held=position >= window
+            group,
+            why,
+            breadth.max_evidence,
+            extra,
+            pool.links,
+            held=position >= window,
+            as_of=reading.as_of,
         )
         omitted = [
             name
@@ -193,8 +212,12 @@ async def _graph(
     breadth: _Breadth,
     rows: Sequence[Row],
     members: Sequence[Sequence[Row]],
-) -> walks.WalkGraph:
-    """The graph the walk may follow, in one statement (``reconstruct_walk``)."""
+    reading: Reading,
+) -> tuple[walks.WalkGraph, dict[Ref, Fact]]:
+    """The graph the walk may follow, in one statement (``reconstruct_walk``: relations
+    declared at or before ``as_of``), and the chain facts of the records it reached, read
+    in the same transaction; records that do not hold under ``reading`` are taken out of
+    the graph, so the walk never reaches them (docs/tools.md, "Facts that change")."""
     starts = [row for group in members for row in group]
     request = walks.WalkRequest(
         start_memories=sorted({r.id for r in starts if r.kind == "mem"}),
@@ -203,6 +226,33 @@ async def _graph(
         pool_episodes=sorted({r.id for r in rows if r.kind == "ep"}),
         max_hops=breadth.max_hops,
         per_entity=breadth.max_evidence + 1,
+        as_of=reading.as_of,
     )
     async with lib.db.tenant_tx(tenant_id) as conn:
-        return await walks.walk_graph(conn, tenant_id, scope, request)
+        graph = await walks.walk_graph(conn, tenant_id, scope, request)
+        reached = [(s.kind, s.id) for s in graph.stored.values()]
+        facts = await supersession.read_facts(
+            conn, tenant_id, scope.agent, reached, always=reading.as_of is not None
+        )
+    return _holding(graph, facts, reading), facts
+
+
+def _holding(graph: walks.WalkGraph, facts: dict[Ref, Fact], reading: Reading) -> walks.WalkGraph:
+    """``graph`` without the records that do not hold under ``reading`` (unchanged when it
+    reads now and every record)."""
+    if not reading.filters:
+        return graph
+
+    def holds(ref: str) -> bool:
+        kind, _, raw = ref.partition(":")
+        return supersession.kept(facts.get((kind, int(raw))), reading.as_of, reading.current_only)
+
+    records = {e: [r for r in refs if holds(r)] for e, refs in graph.records.items()}
+    return dataclasses.replace(graph, records=records)
+
+
+def _walked_row(found: queries.Stored, rank: int, facts: dict[Ref, Fact]) -> Row:
+    """A walked record as a row, with its chain facts when it is in a chain."""
+    fact = facts.get((found.kind, found.id))
+    row = candidates.stored_row(found, rank)
+    return dataclasses.replace(row, fact=fact) if fact is not None and fact.chained else row

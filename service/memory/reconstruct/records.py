@@ -19,6 +19,7 @@ from service.memory.recall.candidate import HeldReason, MatchReason
 from service.memory.recall.records import Advisory, CueReport
 from service.memory.reconstruct.count import CountPolicy
 from service.memory.reconstruct.request import Mode
+from service.memory.supersession import Fact
 
 Kind: TypeAlias = Literal["mem", "ep"]
 
@@ -52,7 +53,9 @@ class Row:
     does not parse); ``project_id``/``channel`` None when the row could not be read
     (deleted under the call: it is then never joined); ``start``/``end`` an episode's
     parsed bounds; ``rank`` the relevance rank (0 = best; walked rows rank after every
-    candidate); ``reserved`` a row the candidate recall seated in a held place."""
+    candidate); ``reserved`` a row the candidate recall seated in a held place; ``fact``
+    its validity and neighbours when it is in a supersession chain (docs/tools.md, "Facts
+    that change"), else None."""
 
     ref: str
     kind: Kind
@@ -69,6 +72,7 @@ class Row:
     end: datetime | None
     rank: int
     reserved: bool = False
+    fact: Fact | None = None
 
     @property
     def context(self) -> tuple[str, str] | None:
@@ -100,12 +104,18 @@ class Claim:
         return self.row.ref
 
 
+ConflictReason: TypeAlias = Literal["same_msg_id_same_timestamp", "declared_contradicts"]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Conflict:
-    """Rows sharing (project, msg_id) and an identical timestamp (refs sorted)."""
+    """Claims an item holds that cannot all be true (refs sorted): rows sharing (project,
+    msg_id) and an identical timestamp (``msg_id`` set), or two current claims a declared
+    ``contradicts`` relation links (``msg_id`` '')."""
 
     refs: tuple[str, ...]
     msg_id: str
+    reason: ConflictReason = "same_msg_id_same_timestamp"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from typing import Final, Literal, TypeAlias
 
-from service.memory import bounds
+from service.memory import bounds, supersession
 from service.memory.recall.cue import TimeCue
 from service.memory.recall.request import check_names
 
@@ -48,6 +49,12 @@ class ReconstructRequest:
     paused: bool = False
     time_cue: TimeCue | None = None
     """Applied to the candidate recall (docs/tools.md, "Time cues")."""
+    as_of: str = ""
+    """The memory as it stood then (docs/tools.md, "Facts that change"): forwarded to the
+    candidate recall; the relation walk reads relations declared at or before it and
+    records that hold then. '' = now."""
+    current_only: bool = False
+    """Leave out superseded records, candidates and walked records alike."""
 
 
 def check_request(req: ReconstructRequest) -> None:
@@ -57,3 +64,9 @@ def check_request(req: ReconstructRequest) -> None:
     reported (``bounds`` of the answer), as CPersona does."""
     bounds.check_text("query", req.query, bounds.QUERY_CHARS)
     check_names(req.agent_id, req.project_id, req.channel, req.source_id)
+    as_of(req)
+
+
+def as_of(req: ReconstructRequest) -> datetime | None:
+    """``as_of`` parsed (None when not given); InvalidInput when malformed, before any read."""
+    return supersession.parse_as_of(req.as_of) if req.as_of else None

@@ -5,8 +5,12 @@ total orders so the same rows always give the same item."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Final
 
 from service.db.reconstruct import Link
+from service.db.supersession import Ref
+from service.memory import supersession
 from service.memory.reconstruct.bundle import WHY_RELATION, contains, message_key
 from service.memory.reconstruct.records import (
     CLUSTER_KEYS,
@@ -17,6 +21,10 @@ from service.memory.reconstruct.records import (
     Role,
     Row,
 )
+from service.memory.supersession import Fact
+
+CONTRADICTS: Final = "contradicts"
+"""The declared predicate that makes two current claims a conflict."""
 
 
 def claims_key(row: Row) -> tuple[int, float, int, int, int]:
@@ -46,6 +54,40 @@ def head_of(members: Sequence[Row]) -> Row:
     return min(versions, key=claims_key)
 
 
+def current(row: Row, as_of: datetime | None = None) -> bool:
+    """Whether ``row`` is current (docs/tools.md, "Facts that change"): it has no
+    successor, or, read ``as_of``, its successor's time is after it."""
+    fact = row.fact
+    if fact is None or fact.superseded_by is None:
+        return True
+    return as_of is not None and (fact.valid_to is None or fact.valid_to > as_of)
+
+
+def current_of(head: Row, members: Sequence[Row], as_of: datetime | None = None) -> Row:
+    """``head``, or the member its chain of successors among ``members`` leads to: a
+    superseded record never heads an item its successor is in. Each member once, so a
+    cycle (the health check repairs it) cannot loop."""
+    by_ref: dict[Ref, Row] = {(m.kind, m.id): m for m in members}
+    seen = {head.ref}
+    while not current(head, as_of) and head.fact is not None:
+        after = by_ref.get(head.fact.superseded_by) if head.fact.superseded_by else None
+        if after is None or after.ref in seen:
+            break
+        head = after
+        seen.add(head.ref)
+    return head
+
+
+def chain_order(rows: Sequence[Row], as_of: datetime | None = None) -> list[Row]:
+    """``rows`` (in claims order) with the current claims first, and every superseded
+    claim after the claim that supersedes it (moved just above it when both are here)."""
+    ordered = sorted(rows, key=lambda row: 0 if current(row, as_of) else 1)
+    facts: dict[Ref, Fact] = {(r.kind, r.id): r.fact for r in ordered if r.fact is not None}
+    by_ref: dict[Ref, Row] = {(r.kind, r.id): r for r in ordered}
+    refs = supersession.successors_first([(r.kind, r.id) for r in ordered], facts)
+    return [by_ref[ref] for ref in refs]
+
+
 def structure(
     members: Sequence[Row],
     why: Mapping[str, str],
@@ -53,16 +95,19 @@ def structure(
     walked: Sequence[tuple[Row, str, int]] = (),
     links: Sequence[Link] = (),
     held: bool = False,
+    as_of: datetime | None = None,
 ) -> Item:
-    """The item of one cluster: the head, then the other members by relevance, then
-    the walked rows in walk order, the first ``max_evidence`` retained (age decides
-    nothing here); claims newest first with their roles; conflicts."""
-    head = head_of(members)
+    """The item of one cluster: the head (the current statement of the best-ranked
+    member), then the other members by relevance, then the walked rows in walk order, the
+    first ``max_evidence`` retained (age decides nothing here); claims current first,
+    each superseded claim after its successor, else newest first, with their roles;
+    conflicts. ``as_of`` is the instant the answer reads (None = now)."""
+    head = current_of(head_of(members), members, as_of)
     others = sorted((m for m in members if m is not head), key=relevance_key)
     kept = [head, *others, *(row for row, _, _ in walked)][:max_evidence]
     dropped = len(members) + len(walked) - len(kept)
     walk_why = {row.ref: (label, hops) for row, label, hops in walked}
-    ordered = sorted(kept, key=claims_key)
+    ordered = chain_order(sorted(kept, key=claims_key), as_of)
     by_ref: dict[str, Claim] = {}
     for row in ordered:
         label, hops = walk_why.get(row.ref, (why.get(row.ref, "seed"), None))
@@ -74,7 +119,7 @@ def structure(
         claims=tuple(by_ref[row.ref] for row in ordered),
         relevance=tuple(by_ref[row.ref] for row in kept),
         independence_reason=independence,
-        conflicts=_conflicts(ordered),
+        conflicts=_conflicts(ordered) + _contradictions(ordered, links, as_of),
         claims_omitted=dropped,
         held=held,
     )
@@ -129,3 +174,20 @@ def _conflicts(rows: Sequence[Row]) -> tuple[Conflict, ...]:
         for ((_, msg_id), _), refs in sorted(groups.items())
         if len(refs) > 1
     )
+
+
+def _contradictions(
+    rows: Sequence[Row], links: Sequence[Link], as_of: datetime | None
+) -> tuple[Conflict, ...]:
+    """Pairs of current claims a declared ``contradicts`` relation links (either
+    direction, each pair once, sorted): two statements the agent said cannot both hold,
+    both still standing."""
+    standing = {row.ref for row in rows if current(row, as_of)}
+    pairs = {
+        tuple(sorted((link.subject, link.object)))
+        for link in links
+        if link.predicate == CONTRADICTS
+        and link.subject != link.object
+        and {link.subject, link.object} <= standing
+    }
+    return tuple(Conflict(pair, "", "declared_contradicts") for pair in sorted(pairs))
