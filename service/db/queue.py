@@ -143,6 +143,19 @@ class Settled:
     embedded: int
     finished: int
     requeued: int
+    passages: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PassageVector:
+    """One passage of a row being settled: its record id, index, character span and
+    vector."""
+
+    item_id: int
+    idx: int
+    start: int
+    end: int
+    vector: Sequence[float]
 
 
 async def settle_embeddings(
@@ -151,9 +164,13 @@ async def settle_embeddings(
     jobs: Sequence[Job],
     items: Sequence[tuple[ItemText, Sequence[float]] | None],
     model: str,
+    passages: Sequence[PassageVector] = (),
+    *,
+    passages_on: bool = False,
 ) -> Settled:
     """Write the vectors of ``jobs``' rows (``items[i]`` is job i's text and vector, None
-    when its row is gone) and finish the jobs, in one statement."""
+    when its row is gone) with their ``passages`` (a row that took its vector keeps
+    exactly the passages given for it) and finish the jobs, in one statement."""
     record = await conn.fetchrow(
         QUERIES["settle_embeddings"],
         tenant_id,
@@ -164,9 +181,20 @@ async def settle_embeddings(
         [None if item is None else item[0].hash for item in items],
         [None if item is None else vector_text(item[1]) for item in items],
         model,
+        passages_on,
+        [p.item_id for p in passages],
+        [p.idx for p in passages],
+        [p.start for p in passages],
+        [p.end for p in passages],
+        [vector_text(p.vector) for p in passages],
     )
     assert record is not None
-    return Settled(int(record["embedded"]), int(record["finished"]), int(record["requeued"]))
+    return Settled(
+        int(record["embedded"]),
+        int(record["finished"]),
+        int(record["requeued"]),
+        int(record["passages"]),
+    )
 
 
 async def fail_embedding_jobs(

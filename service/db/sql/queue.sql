@@ -110,34 +110,59 @@ WHERE tenant_id = $1 AND id = ANY ($3::bigint[])
 -- Write the vectors of one tenant's claimed rows and finish their jobs in one statement
 -- (one round trip per batch and tenant). A vector is written only where the row's text
 -- still hashes to what was embedded; vectors travel as pgvector text ('[x,y,...]').
--- Jobs whose claim token still matches are finished: deleted when done (the row took
--- its vector, or the row is gone: no vector given), made due again at once otherwise
--- (the text changed while it was embedded). Memories and episodes share one id
--- sequence, so an item id names one row. Returns the rows that took their vector and
--- the jobs deleted and re-queued.
+-- The rows that took their vector get their passages in the same statement (the
+-- passages given for them upserted by index, any beyond their count deleted, so a row
+-- that became short loses them) and, when passages are on ($9), passages_hash: the hash
+-- of the text they were cut from. Jobs whose claim token still matches are finished:
+-- deleted when done (the row took its vector, or the row is gone: no vector given),
+-- made due again at once otherwise (the text changed while it was embedded). Memories
+-- and episodes share one id sequence, so an item id names one row. Returns the rows
+-- that took their vector, the jobs deleted and re-queued and the passages written.
 -- $1 tenant_id uuid, $2 job ids bigint[], $3 claim tokens timestamptz[],
 -- $4 item kinds text[], $5 item ids bigint[], $6 text hashes bytea[] (NULL: row gone),
--- $7 embeddings text[] (NULL: row gone), $8 embedding_model text
+-- $7 embeddings text[] (NULL: row gone), $8 embedding_model text,
+-- $9 passages on boolean, $10 passage item ids bigint[], $11 passage indexes int[],
+-- $12 passage starts int[], $13 passage ends int[], $14 passage embeddings text[]
 WITH f AS (
     SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::bigint[],
                          $6::bytea[], $7::text[])
         AS f (job_id, token, kind, id, hash, embedding)
 ), mem AS (
     UPDATE memories m
-    SET embedding = f.embedding::vector, embedding_model = $8
+    SET embedding = f.embedding::vector, embedding_model = $8,
+        passages_hash = CASE WHEN $9 THEN f.hash ELSE m.passages_hash END
     FROM f
     WHERE f.kind = 'mem' AND f.embedding IS NOT NULL
       AND m.tenant_id = $1 AND m.id = f.id AND m.content_hash = f.hash
-    RETURNING m.id
+    RETURNING m.id, f.kind, f.hash
 ), ep AS (
     UPDATE episodes e
-    SET embedding = f.embedding::vector, embedding_model = $8
+    SET embedding = f.embedding::vector, embedding_model = $8,
+        passages_hash = CASE WHEN $9 THEN f.hash ELSE e.passages_hash END
     FROM f
     WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = $1 AND e.id = f.id
       AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = f.hash
-    RETURNING e.id
+    RETURNING e.id, f.kind, f.hash
 ), stored AS (
-    SELECT id FROM mem UNION ALL SELECT id FROM ep
+    SELECT id, kind, hash FROM mem UNION ALL SELECT id, kind, hash FROM ep
+), p AS (
+    SELECT * FROM unnest($10::bigint[], $11::int[], $12::int[], $13::int[], $14::text[])
+        AS p (id, idx, start_char, end_char, embedding)
+), put AS (
+    INSERT INTO passages (tenant_id, item_kind, item_id, idx, source_hash, start_char,
+                          end_char, embedding, embedding_model)
+    SELECT $1, s.kind, s.id, p.idx, s.hash, p.start_char, p.end_char, p.embedding::vector, $8
+    FROM p JOIN stored s ON s.id = p.id
+    ON CONFLICT (tenant_id, item_kind, item_id, idx) DO UPDATE
+    SET source_hash = EXCLUDED.source_hash, start_char = EXCLUDED.start_char,
+        end_char = EXCLUDED.end_char, embedding = EXCLUDED.embedding,
+        embedding_model = EXCLUDED.embedding_model, created_at = clock_timestamp()
+    RETURNING 1
+), cut AS (
+    DELETE FROM passages x
+    USING stored s
+    WHERE x.tenant_id = $1 AND x.item_kind = s.kind AND x.item_id = s.id
+      AND x.idx >= (SELECT count(*) FROM p WHERE p.id = s.id)
 ), gone AS (
     DELETE FROM embedding_jobs j
     USING f
@@ -154,7 +179,8 @@ WITH f AS (
 )
 SELECT (SELECT count(*) FROM stored) AS embedded,
        (SELECT count(*) FROM gone) AS finished,
-       (SELECT count(*) FROM again) AS requeued
+       (SELECT count(*) FROM again) AS requeued,
+       (SELECT count(*) FROM put) AS passages
 
 -- fail_embedding_jobs --
 -- Record a failed attempt of claimed jobs (admin transaction, across tenants): one more

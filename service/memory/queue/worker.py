@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from service.db import queue as queue_queries
-from service.db.queue import ItemKind, ItemText, Job
+from service.db.queue import ItemKind, ItemText, Job, PassageVector
 from service.embeddings.base import (
     EmbeddingError,
     ModelIntegrityError,
@@ -31,6 +31,7 @@ from service.embeddings.base import (
 from service.errors import ConfigError
 from service.logs import get_logger
 from service.memory.library import Library
+from service.memory.passages import plan as passage_plan
 from service.memory.queue import backlog
 from service.memory.queue.inline import embed_checked
 from service.models import TenantId
@@ -69,6 +70,8 @@ class DrainResult:
     requeued: int = 0
     failed: int = 0
     """Jobs whose attempt failed or that could not be attempted (they stay queued)."""
+    passages: int = 0
+    """Passages written with the embedded rows."""
 
 
 def _lease_seconds(lib: Library) -> float:
@@ -152,17 +155,29 @@ async def _settle_tenant(
     lib: Library,
     tenant_id: TenantId,
     jobs: Sequence[Job],
-    vectors: dict[ItemKey, tuple[ItemText, list[float]]],
+    vectors: dict[ItemKey, Embedded],
     model: str,
-) -> tuple[int, int, int]:
-    """Write one tenant's vectors and settle its jobs in one transaction (one statement).
+) -> tuple[int, int, int, int]:
+    """Write one tenant's vectors and passages and settle its jobs in one transaction (one
+    statement).
 
-    Returns (embedded, dropped, requeued)."""
-    items = [vectors.get(_key(job)) for job in jobs]
+    Returns (embedded, dropped, requeued, passages)."""
+    found = [vectors.get(_key(job)) for job in jobs]
+    items = [None if item is None else (item.text, item.vector) for item in found]
+    passages = [p for item in found if item is not None for p in item.passages]
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        settled = await queue_queries.settle_embeddings(conn, tenant_id, jobs, items, model)
+        settled = await queue_queries.settle_embeddings(
+            conn,
+            tenant_id,
+            jobs,
+            items,
+            model,
+            passages,
+            passages_on=lib.settings.passages_enabled,
+        )
     dropped = sum(1 for item in items if item is None)
-    return settled.embedded, dropped, len(jobs) - settled.embedded - dropped
+    requeued = len(jobs) - settled.embedded - dropped
+    return settled.embedded, dropped, requeued, settled.passages
 
 
 def _key(job: Job) -> ItemKey:
@@ -261,16 +276,9 @@ async def _run_jobs(
     if texts is None:
         texts = await _load_texts(lib, jobs)
     present = [job for job in jobs if _key(job) in texts]
-    outcomes = await _embed_all(lib, present, [texts[_key(job)].text for job in present])
-    vectors: dict[ItemKey, tuple[ItemText, list[float]]] = {}
-    failed: list[tuple[Job, Failure]] = []
-    for job, outcome in zip(present, outcomes, strict=True):
-        if isinstance(outcome, Failure):
-            failed.append((job, outcome))
-        else:
-            vectors[_key(job)] = (texts[_key(job)], outcome)
+    vectors, failed = await _embed_jobs(lib, present, [texts[_key(job)] for job in present])
     failed_ids = {job.id for job, _ in failed}
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for group_tenant, group in _by_tenant(jobs).items():
         settled = [job for job in group if job.id not in failed_ids]
         if settled:
@@ -278,7 +286,51 @@ async def _run_jobs(
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
     if failed:
         await _fail(lib, failed)
-    return DrainResult(len(jobs), totals[0], totals[1], totals[2], len(failed))
+    return DrainResult(len(jobs), totals[0], totals[1], totals[2], len(failed), totals[3])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Embedded:
+    """A row's text with its vector and its passages' vectors."""
+
+    text: ItemText
+    vector: list[float]
+    passages: list[PassageVector]
+
+
+async def _embed_jobs(
+    lib: Library, jobs: Sequence[Job], items: Sequence[ItemText]
+) -> tuple[dict[ItemKey, Embedded], list[tuple[Job, Failure]]]:
+    """Embed each job's text and its passages (docs/architecture.md, "Passages") in one
+    batch. A job whose text or any passage failed fails as a whole (its row keeps what it
+    had, the job is retried)."""
+    spans = await passage_plan.plan(lib, [item.text for item in items])
+    owners: list[int] = []
+    flat: list[str] = []
+    for position, item in enumerate(items):
+        owners.append(position)
+        flat.append(item.text)
+        for span in spans[position]:
+            owners.append(position)
+            flat.append(item.text[span.start : span.end])
+    outcomes = await _embed_all(lib, [jobs[owner] for owner in owners], flat)
+    per_job: list[list[Outcome]] = [[] for _ in jobs]
+    for owner, outcome in zip(owners, outcomes, strict=True):
+        per_job[owner].append(outcome)
+    vectors: dict[ItemKey, Embedded] = {}
+    failed: list[tuple[Job, Failure]] = []
+    for job, item, job_spans, results in zip(jobs, items, spans, per_job, strict=True):
+        failure = next((r for r in results if isinstance(r, Failure)), None)
+        if failure is not None:
+            failed.append((job, failure))
+            continue
+        done = [r for r in results if not isinstance(r, Failure)]
+        passages = [
+            PassageVector(job.item_id, idx, span.start, span.end, vector)
+            for idx, (span, vector) in enumerate(zip(job_spans, done[1:], strict=True))
+        ]
+        vectors[_key(job)] = Embedded(item, done[0], passages)
+    return vectors, failed
 
 
 async def _drain_logged(lib: Library) -> DrainResult:

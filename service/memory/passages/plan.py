@@ -1,0 +1,49 @@
+"""Which passages the queue builds for the rows it embeds (docs/architecture.md,
+"Passages").
+
+The queue worker and the write-behind embed a row's text and, in the same provider
+call, its passages; this module says where they are. Passages are sized by the
+embedder's own tokenizer when it has one (the local model), else by an estimate of a
+wordpiece tokenization over a 254-token window. A text whose characters fit the window
+cannot hold more tokens than that and is not even measured."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from service.embeddings.base import tokenized
+from service.memory.library import Library
+from service.memory.passages.divider import Span, divide, pseudo_token_ends
+
+ESTIMATED_WINDOW = 254
+"""Tokens per passage for an embedder that exposes no tokenizer (the local model's
+window less its special tokens; an HTTP model's window is at least that)."""
+
+
+async def plan(lib: Library, texts: Sequence[str]) -> list[list[Span]]:
+    """The passages of each text: none when passages are off (CPERSONA_PASSAGES) or the
+    text fits one window. The division runs in a thread, off the event loop."""
+    spans: list[list[Span]] = [[] for _ in texts]
+    if lib.embedder is None or not lib.settings.passages_enabled:
+        return spans
+    measure = tokenized(lib.embedder)
+    window = ESTIMATED_WINDOW if measure is None else measure.token_window
+    long = [position for position, text in enumerate(texts) if len(text) > window]
+    if not long:
+        return spans
+    ends: list[list[int]] | None = None
+    if measure is not None:
+        ends = await measure.token_ends([texts[position] for position in long])
+    divided = await asyncio.to_thread(_divide_all, [texts[p] for p in long], ends, window)
+    for position, passages in zip(long, divided, strict=True):
+        spans[position] = passages
+    return spans
+
+
+def _divide_all(texts: list[str], ends: list[list[int]] | None, window: int) -> list[list[Span]]:
+    """Each text divided; ``ends`` None: measured by the estimate."""
+    measured = ends if ends is not None else [pseudo_token_ends(text) for text in texts]
+    return [
+        divide(text, text_ends, window) for text, text_ends in zip(texts, measured, strict=True)
+    ]
