@@ -264,6 +264,14 @@ async def enqueue_reembed(
     return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
 
 
+async def enqueue_passages(
+    conn: Connection, tenant_id: TenantId, after: int, batch: int, fits: int
+) -> EnqueueBatch:
+    record = await conn.fetchrow(QUERIES["enqueue_passages"], tenant_id, after, batch, fits)
+    assert record is not None
+    return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
+
+
 async def embedding_settings(conn: Connection) -> ModelRecord | None:
     record = await conn.fetchrow(QUERIES["embedding_settings"])
     return None if record is None else ModelRecord(record["model"], record["dimension"])

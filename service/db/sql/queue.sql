@@ -274,6 +274,37 @@ WITH picked AS (
 )
 SELECT (SELECT max(id) FROM picked) AS cursor, (SELECT count(*) FROM added) AS added
 
+-- enqueue_passages --
+-- The passage backfill's next batch of one tenant (docs/architecture.md, "Passages"):
+-- the next $3 rows by id (memories and episodes share one id sequence), of which those
+-- longer than $4 characters whose passages were never built for their current text are
+-- queued (existing jobs are kept). The batch is bounded by the rows it reads, not by
+-- those it queues, so a tenant whose rows are all done costs short statements too.
+-- Returns the cursor (NULL at the end) and how many jobs were added.
+-- $1 tenant_id uuid, $2 after id bigint, $3 batch size int, $4 most characters of a
+-- text that fits one window int
+WITH scanned AS (
+    SELECT kind, id, stale FROM (
+        (SELECT 'mem' AS kind, id,
+                char_length(content) > $4 AND passages_hash IS DISTINCT FROM content_hash
+                    AS stale
+         FROM memories WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3)
+        UNION ALL
+        (SELECT 'ep', id,
+                char_length(episode_text(summary, keywords)) > $4
+                AND passages_hash IS DISTINCT FROM
+                    decode(md5(episode_text(summary, keywords)), 'hex')
+         FROM episodes WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3)
+    ) both_kinds
+    ORDER BY id LIMIT $3
+), added AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
+    SELECT $1, kind, id FROM scanned WHERE stale
+    ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT max(id) FROM scanned) AS cursor, (SELECT count(*) FROM added) AS added
+
 -- embedding_settings --
 -- The recorded embedding model and width of the deployment (no row before the first
 -- start with embeddings on).

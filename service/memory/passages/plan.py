@@ -21,6 +21,13 @@ ESTIMATED_WINDOW = 254
 window less its special tokens; an HTTP model's window is at least that)."""
 
 
+def window_chars(lib: Library) -> int:
+    """The most characters a text can have and still fit one window for sure (a token
+    covers at least one character): longer ones are measured and may get passages."""
+    measure = None if lib.embedder is None else tokenized(lib.embedder)
+    return ESTIMATED_WINDOW if measure is None else measure.token_window
+
+
 async def plan(lib: Library, texts: Sequence[str]) -> list[list[Span]]:
     """The passages of each text: none when passages are off (CPERSONA_PASSAGES) or the
     text fits one window. The division runs in a thread, off the event loop."""
@@ -28,7 +35,7 @@ async def plan(lib: Library, texts: Sequence[str]) -> list[list[Span]]:
     if lib.embedder is None or not lib.settings.passages_enabled:
         return spans
     measure = tokenized(lib.embedder)
-    window = ESTIMATED_WINDOW if measure is None else measure.token_window
+    window = window_chars(lib)
     long = [position for position, text in enumerate(texts) if len(text) > window]
     if not long:
         return spans

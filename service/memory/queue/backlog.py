@@ -26,6 +26,7 @@ from service.db import queue as queue_queries, tenants as tenants_queries
 from service.errors import NotFound
 from service.logs import get_logger
 from service.memory.library import Library
+from service.memory.passages import plan as passage_plan
 from service.models import TenantId
 
 log = get_logger("service.embeddings")
@@ -129,6 +130,27 @@ async def enqueue_unembedded(lib: Library) -> int:
         while cursor is not None:
             async with lib.db.tenant_tx(tenant) as conn:
                 batch = await queue_queries.enqueue_unembedded(conn, tenant, cursor, ENQUEUE_BATCH)
+            cursor, added = batch.cursor, added + batch.added
+    return added
+
+
+async def enqueue_passages(lib: Library, tenant_id: TenantId | None = None) -> int:
+    """The passage backfill (docs/architecture.md, "Passages"): queue every row longer
+    than one window whose passages were never built for its current text, tenant by
+    tenant in id-ordered batches of ``ENQUEUE_BATCH`` rows read, each its own short
+    transaction. Online and resumable: rows done (or already queued) are skipped, so
+    a run cut short is simply run again. Nothing when passages are off."""
+    if lib.embedder is None or not lib.settings.passages_enabled:
+        return 0
+    fits = passage_plan.window_chars(lib)
+    added = 0
+    for tenant in await _tenants(lib, tenant_id):
+        cursor: int | None = 0
+        while cursor is not None:
+            async with lib.db.tenant_tx(tenant) as conn:
+                batch = await queue_queries.enqueue_passages(
+                    conn, tenant, cursor, ENQUEUE_BATCH, fits
+                )
             cursor, added = batch.cursor, added + batch.added
     return added
 

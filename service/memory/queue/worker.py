@@ -379,7 +379,8 @@ async def run_worker(lib: Library, stop: asyncio.Event, *, model_recorded: bool 
 
 
 async def _sweep_logged(lib: Library) -> None:
-    """Queue rows stored without a vector while embeddings or the queue were off."""
+    """Queue rows stored without a vector while embeddings or the queue were off, and long
+    rows whose passages were never built for their text (the passage backfill)."""
     if not lib.settings.task_queue_enabled:
         return
     try:
@@ -389,6 +390,13 @@ async def _sweep_logged(lib: Library) -> None:
         return
     if added:
         log.info("queued rows stored without an embedding", queued=added)
+    try:
+        passages = await backlog.enqueue_passages(lib)
+    except Exception:  # the drain loop still runs; the next start goes on where it was
+        log.exception("queueing the passage backfill failed")
+        return
+    if passages:
+        log.info("queued long rows for their passages", queued=passages)
 
 
 async def _sync_logged(lib: Library) -> bool:
