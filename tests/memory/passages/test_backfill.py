@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from service.config import Settings
+from service.db import queue as queue_queries
 from service.db.pool import Database
 from service.memory import tenants
 from service.memory.library import Library, build_library
@@ -83,14 +84,14 @@ async def test_the_backfill_queues_long_rows_in_bounded_batches_and_is_resumable
     tenant, texts = await _populated(http_lib)
     long_ids = {i for i, text in texts.items() if len(text) > 300}
     statements: list[int] = []
-    enqueue = backlog.queue_queries.enqueue_passages
+    enqueue = queue_queries.enqueue_passages
 
     async def counted(*args: object) -> object:
         statements.append(1)
         return await enqueue(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(backlog, "ENQUEUE_BATCH", 7)
-    monkeypatch.setattr(backlog.queue_queries, "enqueue_passages", counted)
+    monkeypatch.setattr(queue_queries, "enqueue_passages", counted)
     assert await backlog.enqueue_passages(http_lib) == len(long_ids)
     assert len(statements) >= ROWS // 7  # bounded: 7 rows read per statement
     jobs = await _fetch(http_lib.db, "SELECT item_id FROM embedding_jobs")
