@@ -49,6 +49,8 @@ class Backlog:
     pending: int
     retrying: int
     oldest_pending_seconds: float | None = None
+    passages_pending: int = 0
+    """Jobs whose row is longer than one window: their passages are built with them."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -227,15 +229,19 @@ def _backlog(record: object) -> Backlog:
         pending=int(record["pending"]),
         retrying=int(record["retrying"]),
         oldest_pending_seconds=None if oldest is None else float(oldest),
+        passages_pending=int(record["passages_pending"]),
     )
 
 
-async def queue_status(conn: Connection, tenant_id: TenantId) -> Backlog:
-    return _backlog(await conn.fetchrow(QUERIES["queue_status"], tenant_id))
+async def queue_status(conn: Connection, tenant_id: TenantId, fits: int | None = None) -> Backlog:
+    """``fits``: the most characters of a text that fits one window (None: passages off)."""
+    return _backlog(await conn.fetchrow(QUERIES["queue_status"], tenant_id, fits))
 
 
-async def queue_backlog(conn: Connection, tenant_id: TenantId | None) -> Backlog:
-    return _backlog(await conn.fetchrow(QUERIES["queue_backlog"], tenant_id))
+async def queue_backlog(
+    conn: Connection, tenant_id: TenantId | None, fits: int | None = None
+) -> Backlog:
+    return _backlog(await conn.fetchrow(QUERIES["queue_backlog"], tenant_id, fits))
 
 
 async def enqueue_unembedded(

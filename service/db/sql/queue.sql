@@ -202,21 +202,42 @@ WHERE j.tenant_id = f.tenant_id AND j.id = f.id AND j.run_after = f.token
 
 -- queue_status --
 -- One tenant's backlog: every job still to run, those retrying after a failed attempt,
--- and the age of the oldest (seconds, NULL when none).
--- $1 tenant_id uuid
+-- the age of the oldest (seconds, NULL when none), and the jobs whose row is longer
+-- than $2 characters (their passages are built with them; 0 when $2 is NULL: passages
+-- off).
+-- $1 tenant_id uuid, $2 most characters of a text that fits one window int
 SELECT count(*) AS pending,
        count(*) FILTER (WHERE attempts > 0) AS retrying,
-       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds
-FROM embedding_jobs
+       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds,
+       count(*) FILTER (WHERE $2::int IS NOT NULL AND (
+           EXISTS (SELECT 1 FROM memories m
+                   WHERE j.item_kind = 'mem' AND m.tenant_id = $1 AND m.id = j.item_id
+                     AND char_length(m.content) > $2)
+           OR EXISTS (SELECT 1 FROM episodes e
+                      WHERE j.item_kind = 'ep' AND e.tenant_id = $1 AND e.id = j.item_id
+                        AND char_length(episode_text(e.summary, e.keywords)) > $2)))
+           AS passages_pending
+FROM embedding_jobs j
 WHERE tenant_id = $1
 
 -- queue_backlog --
--- The backlog of every tenant or of one (admin transaction; re-embed progress).
--- $1 tenant_id uuid (NULL = all tenants)
+-- The backlog of every tenant or of one (admin transaction; re-embed progress, /metrics),
+-- with the jobs whose row is longer than $2 characters as in queue_status.
+-- $1 tenant_id uuid (NULL = all tenants), $2 most characters of a text that fits one
+-- window int (NULL: passages off)
 SELECT count(*) AS pending,
        count(*) FILTER (WHERE attempts > 0) AS retrying,
-       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds
-FROM embedding_jobs
+       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds,
+       count(*) FILTER (WHERE $2::int IS NOT NULL AND (
+           EXISTS (SELECT 1 FROM memories m
+                   WHERE j.item_kind = 'mem' AND m.tenant_id = j.tenant_id
+                     AND m.id = j.item_id AND char_length(m.content) > $2)
+           OR EXISTS (SELECT 1 FROM episodes e
+                      WHERE j.item_kind = 'ep' AND e.tenant_id = j.tenant_id
+                        AND e.id = j.item_id
+                        AND char_length(episode_text(e.summary, e.keywords)) > $2)))
+           AS passages_pending
+FROM embedding_jobs j
 WHERE $1::uuid IS NULL OR tenant_id = $1
 
 -- enqueue_unembedded --

@@ -43,6 +43,9 @@ class ActiveQueue:
     oldest_pending_seconds: float | None
     max_retries: int
     retry_delay: int
+    passages_pending: int = 0
+    """Pending jobs of rows longer than one window, whose passages are built with them
+    (docs/architecture.md, "Passages")."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +63,7 @@ async def queue_status(lib: Library, tenant_id: TenantId) -> QueueStatus:
         return QueueStatus(active=None)
     settings = lib.settings
     async with lib.db.tenant_tx(tenant_id) as conn:
-        backlog = await queue_queries.queue_status(conn, tenant_id)
+        backlog = await queue_queries.queue_status(conn, tenant_id, _fits(lib))
     return QueueStatus(
         active=ActiveQueue(
             pending=backlog.pending,
@@ -68,14 +71,24 @@ async def queue_status(lib: Library, tenant_id: TenantId) -> QueueStatus:
             oldest_pending_seconds=backlog.oldest_pending_seconds,
             max_retries=settings.task_max_retries,
             retry_delay=settings.task_retry_delay,
+            passages_pending=backlog.passages_pending,
         )
     )
 
 
+def _fits(lib: Library) -> int | None:
+    """The most characters of a text that cannot need passages; None when passages are
+    off (none are pending then)."""
+    if lib.embedder is None or not lib.settings.passages_enabled:
+        return None
+    return passage_plan.window_chars(lib)
+
+
 async def backlog(lib: Library, tenant_id: TenantId | None = None) -> queue_queries.Backlog:
-    """Jobs still to run and those retrying, of one tenant or all (operator view)."""
+    """Jobs still to run, those retrying and those that build passages, of one tenant or
+    all (operator view, /metrics)."""
     async with lib.db.admin_tx() as conn:
-        return await queue_queries.queue_backlog(conn, tenant_id)
+        return await queue_queries.queue_backlog(conn, tenant_id, _fits(lib))
 
 
 async def tenant_by_slug(lib: Library, slug: str) -> TenantId:

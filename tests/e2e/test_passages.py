@@ -1,0 +1,80 @@
+"""Passages over MCP (docs/architecture.md, "Passages"), through the official SDK client
+against the real app, its worker and a real HTTP embedder: a long row's passages are
+counted pending while the embedder is down (get_queue_status, /metrics) and built once
+it is back; recall still answers lexically meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.config import Settings
+from service.memory.library import Library
+from tests.e2e.test_embedder_faults import WIDTH, fault_settings
+from tests.memory.passages.test_build import long_text
+from tests.servers.embedding import EmbeddingServer, running_server
+from tests.support import Agent, Served, new_tenant, serve
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddingServer]:
+    yield from running_server(dimension=WIDTH)
+
+
+@pytest.fixture
+def provider(server: EmbeddingServer) -> Iterator[EmbeddingServer]:
+    server.reset()
+    yield server
+    server.reset()
+
+
+async def scraped(served: Served, name: str) -> float:
+    async with httpx.AsyncClient() as http:
+        response = await http.get(f"{served.base_url}/metrics")
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            if sample.name == name:
+                return float(sample.value)
+    raise AssertionError(f"{name} not exposed")
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not await condition():
+        assert time.monotonic() < deadline, "not reached"
+        await asyncio.sleep(0.1)
+
+
+async def test_passages_pending_while_the_embedder_is_down_then_built(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    text = long_text(21) + "\n\nThe spare key hangs behind the blue lantern."
+    async with serve(fault_settings(settings, provider), database_url) as served:
+        client = Agent(served, await new_tenant(lib, "acme"))
+        provider.set_mode("down")
+        await client.call("store", agent_id="a", message={"content": text})
+        await client.call("store", agent_id="a", message={"content": "a short note"})
+        status = await client.call("get_queue_status")
+        assert (status["pending"], status["passages_pending"]) == (2, 1)
+        assert await scraped(served, "cpersona_passages_pending") == 1
+        assert await scraped(served, "cpersona_embedding_jobs_pending") == 2
+        found = await client.call("recall", agent_id="a", query="spare key blue lantern")
+        assert any(
+            str(row.get("content", "")).startswith(text[:40]) for row in found["messages"]
+        ), found
+        provider.set_mode("ok")
+
+        async def drained() -> bool:
+            return (await client.call("get_queue_status"))["pending"] == 0
+
+        await wait_for(drained, 30)
+        assert (await client.call("get_queue_status"))["passages_pending"] == 0
+        assert await scraped(served, "cpersona_passages_pending") == 0
+    async with lib.db.admin_tx() as conn:
+        count = await conn.fetchval("SELECT count(*) FROM passages")
+    assert count >= 3
