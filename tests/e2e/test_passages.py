@@ -70,7 +70,7 @@ async def test_passages_pending_while_the_embedder_is_down_then_built(
         provider.set_mode("ok")
 
         async def drained() -> bool:
-            return (await client.call("get_queue_status"))["pending"] == 0
+            return bool((await client.call("get_queue_status"))["pending"] == 0)
 
         await wait_for(drained, 30)
         assert (await client.call("get_queue_status"))["passages_pending"] == 0
