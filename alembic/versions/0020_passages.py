@@ -37,6 +37,7 @@ COMMENT ON COLUMN episodes.passages_hash IS 'MD5 of episode_text(summary, keywor
 
 CREATE TABLE passages (
     tenant_id       uuid        NOT NULL,
+    agent_id        bigint      NOT NULL,
     item_kind       text        NOT NULL CHECK (item_kind IN ('mem', 'ep')),
     item_id         bigint      NOT NULL,
     idx             integer     NOT NULL CHECK (idx >= 0),
@@ -51,10 +52,12 @@ CREATE TABLE passages (
     created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (tenant_id, item_kind, item_id, idx),
     CHECK (end_char > start_char),
+    FOREIGN KEY (tenant_id, agent_id) REFERENCES agents (tenant_id, id) ON DELETE CASCADE,
     FOREIGN KEY (tenant_id, memory_id) REFERENCES memories (tenant_id, id) ON DELETE CASCADE,
     FOREIGN KEY (tenant_id, episode_id) REFERENCES episodes (tenant_id, id) ON DELETE CASCADE
 );
 COMMENT ON TABLE passages IS 'Window-sized parts of a long memory or episode, each with its own vector; built by the embedding queue, deleted with the record.';
+COMMENT ON COLUMN passages.agent_id IS 'The record''s agent (agents.id): the vector channel''s HNSW scan filters on it before joining the records.';
 COMMENT ON COLUMN passages.item_kind IS 'The record''s kind: mem (a memory) or ep (an episode).';
 COMMENT ON COLUMN passages.item_id IS 'The record''s id (memories.id or episodes.id, by item_kind).';
 COMMENT ON COLUMN passages.idx IS 'The passage''s position in its record, from 0.';

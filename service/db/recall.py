@@ -1,6 +1,7 @@
 """Storage side of recall: candidate retrieval in two statements (a lexical half that
 needs no query vector and a vector half), the LIKE fallback, and the per-tenant
-advisory state (queries in ``sql/recall.sql``)."""
+advisory state (queries in ``sql/recall.sql``; the LIKE fallback, the statistics and the
+advisory state in ``sql/recall_side.sql``)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,9 @@ class Retrieval:
     budget: int = DEFAULT_POSTINGS_BUDGET
     simple_weight: float = 0.5
     english_weight: float = 1.0
+    passages: bool = True
+    """Whether the vector channel scores a record by its best passage too
+    (CPERSONA_PASSAGES)."""
 
 
 class Hit(NamedTuple):
@@ -250,6 +254,7 @@ async def with_vectors(
         **_scope_values(tenant_id, scope),
         "vector": list(wanted.vector),
         "episodes": wanted.episodes,
+        "passages": wanted.passages,
         "depth": _vector_depth(wanted),
         "memory_ids": lexical.ids("mem"),
         "episode_ids": lexical.ids("ep"),

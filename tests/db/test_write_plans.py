@@ -30,9 +30,10 @@ WITH agent AS (
 ), jobs AS (
     INSERT INTO embedding_jobs (tenant_id, item_kind, item_id) SELECT $1, 'mem', id FROM rows
 )
-INSERT INTO passages (tenant_id, item_kind, item_id, idx, source_hash, start_char, end_char,
-                      embedding, embedding_model)
-SELECT $1, 'mem', id, i, '\\x00', i * 10, i * 10 + 10, '[1,0,0]', 'model'
+INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash, start_char,
+                      end_char, embedding, embedding_model)
+SELECT $1, (SELECT min(id) FROM agent), 'mem', id, i, '\\x00', i * 10, i * 10 + 10,
+       '[1,0,0]', 'model'
 FROM rows, generate_series(0, 2) i
 WHERE id % 4 = 0
 """

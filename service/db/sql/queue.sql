@@ -134,7 +134,7 @@ WITH f AS (
     FROM f
     WHERE f.kind = 'mem' AND f.embedding IS NOT NULL
       AND m.tenant_id = $1 AND m.id = f.id AND m.content_hash = f.hash
-    RETURNING m.id, f.kind, f.hash
+    RETURNING m.id, m.agent_id, f.kind, f.hash
 ), ep AS (
     UPDATE episodes e
     SET embedding = f.embedding::vector, embedding_model = $8,
@@ -142,19 +142,21 @@ WITH f AS (
     FROM f
     WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = $1 AND e.id = f.id
       AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = f.hash
-    RETURNING e.id, f.kind, f.hash
+    RETURNING e.id, e.agent_id, f.kind, f.hash
 ), stored AS (
-    SELECT id, kind, hash FROM mem UNION ALL SELECT id, kind, hash FROM ep
+    SELECT id, agent_id, kind, hash FROM mem UNION ALL SELECT id, agent_id, kind, hash FROM ep
 ), p AS (
     SELECT * FROM unnest($10::bigint[], $11::int[], $12::int[], $13::int[], $14::text[])
         AS p (id, idx, start_char, end_char, embedding)
 ), put AS (
-    INSERT INTO passages (tenant_id, item_kind, item_id, idx, source_hash, start_char,
-                          end_char, embedding, embedding_model)
-    SELECT $1, s.kind, s.id, p.idx, s.hash, p.start_char, p.end_char, p.embedding::vector, $8
+    INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash,
+                          start_char, end_char, embedding, embedding_model)
+    SELECT $1, s.agent_id, s.kind, s.id, p.idx, s.hash, p.start_char, p.end_char,
+           p.embedding::vector, $8
     FROM p JOIN stored s ON s.id = p.id
     ON CONFLICT (tenant_id, item_kind, item_id, idx) DO UPDATE
-    SET source_hash = EXCLUDED.source_hash, start_char = EXCLUDED.start_char,
+    SET agent_id = EXCLUDED.agent_id, source_hash = EXCLUDED.source_hash,
+        start_char = EXCLUDED.start_char,
         end_char = EXCLUDED.end_char, embedding = EXCLUDED.embedding,
         embedding_model = EXCLUDED.embedding_model, created_at = clock_timestamp()
     RETURNING 1

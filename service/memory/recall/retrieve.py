@@ -107,6 +107,7 @@ def retrieval(
         query=req.query,
         budget=s.recall_postings_budget,
         english_weight=s.lexical_english_weight,
+        passages=s.passages_enabled,
     )
 
 
