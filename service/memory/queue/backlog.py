@@ -168,6 +168,19 @@ async def enqueue_passages(lib: Library, tenant_id: TenantId | None = None) -> i
     return added
 
 
+async def queue_passages_after_bulk(lib: Library, tenant_id: TenantId) -> None:
+    """After an import or a merge committed rows with their vectors (no job), queue the
+    long ones' passages: the tenant's backfill. A failure only logs: the next queue
+    worker start runs the backfill again."""
+    try:
+        queued = await enqueue_passages(lib, tenant_id)
+    except Exception:  # the rows are written; their passages wait for the next sweep
+        log.exception("queueing passages after a bulk write failed")
+        return
+    if queued:
+        log.info("queued long rows for their passages", queued=queued)
+
+
 async def sync_model(lib: Library) -> bool:
     """Record the provider's model and declared width; on a change queue the re-embeds
     first. The provider is never called: its width is declared, not learned.

@@ -244,3 +244,23 @@ async def test_passages_off_builds_none(db: Database, http_settings: Settings) -
         assert row["passages_hash"] is None
     finally:
         await lib.aclose()
+
+
+async def test_a_merged_copy_of_a_long_row_gets_its_own_passages(http_lib: Library) -> None:
+    """merge_memories copies rows with their vectors (no job): the copy's passages are
+    queued after the merge (the tenant's backfill) and built by the queue."""
+    from service.memory.portability import merge
+
+    tenant = await _tenant(http_lib)
+    text = long_text(9)
+    await _store(http_lib, tenant, text)
+    await worker.drain_once(http_lib)
+    await merge.merge_memories(
+        http_lib, tenant, merge.MergeRequest(source_agent_id="a", target_agent_id="b")
+    )
+    [copy] = await _fetch(
+        http_lib.db,
+        "SELECT m.id FROM memories m JOIN agents a ON a.id = m.agent_id WHERE a.name = 'b'",
+    )
+    await worker.drain_once(http_lib)
+    await _assert_passages_of(http_lib.db, copy["id"], text)
