@@ -37,7 +37,7 @@ async def test_unknown_check_names_fail_with_every_valid_name(client: Agent) -> 
     assert body["ok"] is False
     assert body["unknown_checks"] == ["bogus"]
     assert body["valid_checks"] == list(health.CHECK_NAMES)
-    assert len(body["valid_checks"]) == 27
+    assert len(body["valid_checks"]) == 28  # missing_passages joined (issue 34)
     assert body["error"].startswith("unknown check name(s): bogus")
 
 

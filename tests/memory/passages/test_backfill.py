@@ -120,3 +120,26 @@ async def test_the_embedder_down_during_the_backfill_loses_nothing(
     assert (await worker.drain_once(http_lib)).embedded == len(long_ids)
     for memory in long_ids:
         await _assert_passages_of(http_lib.db, memory, texts[memory])
+
+
+async def test_check_health_reports_missing_passages_and_its_fix_queues_them(
+    http_lib: Library,
+) -> None:
+    """check_health's missing_passages (docs/health.md): embedded long rows whose passages
+    were never built for their text; the fix queues those without a job."""
+    from service.mcp.render import health as render_health
+    from service.memory import health
+
+    tenant, texts = await _populated(http_lib)
+    long_ids = {i for i, text in texts.items() if len(text) > 300}
+    body = render_health.health_report(await health.check_health(http_lib, tenant))
+    [found] = [item for item in body["issues"] if item["check"] == "missing_passages"]
+    counts = (found["count"], found["queued"], found["repairable"])
+    assert counts == (len(long_ids), 0, len(long_ids))
+    fixed = await health.check_health(http_lib, tenant, fix=True, checks=["missing_passages"])
+    assert fixed is not None
+    jobs = await _fetch(http_lib.db, "SELECT item_id FROM embedding_jobs")
+    assert {job["item_id"] for job in jobs} == long_ids
+    await worker.drain_once(http_lib)
+    after = render_health.health_report(await health.check_health(http_lib, tenant))
+    assert "missing_passages" not in {item["check"] for item in after["issues"]}
