@@ -2,7 +2,7 @@
 vector (docs/architecture.md, "Passages").
 
 Revision ID: 0020
-Revises: 0017
+Revises: 0019
 Create Date: 2026-12-04
 
 A new table per tenant (``tenant_id`` in every key and foreign key) under row-level
@@ -25,7 +25,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0020"
-down_revision = "0017"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 

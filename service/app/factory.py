@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from service.app import background, oauth, portability, probes
+from service.app import background, console, oauth, portability, probes
 from service.app.admission import KeyLimits, build_lanes, lane_of_tools
 from service.app.cors import Cors
 from service.app.credentials import CredentialGate
@@ -70,6 +70,7 @@ def create_app(
         bulk_size=settings.db_bulk_pool_max,
         pooler=settings.db_pooler,
         planning=Planning.of(settings),
+        tenant_share=settings.db_tenant_share,
     )
     metrics = (
         EdgeMetrics(spec.name for spec in tools.all_tools()) if settings.metrics_enabled else None
@@ -140,6 +141,7 @@ def create_app(
             *(Route(path, mcp_edge, methods=MCP_METHODS) for path in MCP_PATHS),
             *portability.routes(deps),
             *oauth.routes(lib, HostGuard(transport_security(settings))),
+            *console.routes(lib, HostGuard(transport_security(settings)), usage),
         ],
         middleware=[Middleware(Cors, allowed_origins=settings.allowed_origins)],
         lifespan=lifespan,

@@ -6,7 +6,8 @@ import argparse
 
 from service.cli.runtime import Commands, database_url, run_db, shown
 from service.config import Settings
-from service.memory import tenants
+from service.errors import InvalidInput
+from service.memory import operators, tenants
 from service.models import TOOL_SETS
 
 
@@ -26,6 +27,11 @@ def cmd_tenant_list(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
+    if args.role == "operator":
+        _create_operator_key(settings, args)
+        return
+    if not args.tenant:
+        raise InvalidInput("key create: --tenant SLUG is required (or --role operator)")
     grants = tenants.parse_grants(args.grant or [])
     days = tenants.expiry_days(args.expires_in)  # before the database is even started
     tool_set = tenants.parse_tool_set(args.tools)
@@ -41,6 +47,20 @@ def cmd_key_create(settings: Settings, args: argparse.Namespace) -> None:
                 expires_in_days=days,
                 tool_set=tool_set,
             ),
+        )
+    print(key)
+
+
+def _create_operator_key(settings: Settings, args: argparse.Namespace) -> None:
+    """An operator key: no tenant, grants or tool set (it opens the console's operator view)."""
+    if args.tenant or args.grant or args.tools != "all":
+        raise InvalidInput("key create --role operator: takes no --tenant, --grant or --tools")
+    days = tenants.expiry_days(args.expires_in)
+    with database_url(settings) as url:
+        key = run_db(
+            settings,
+            url,
+            lambda db: operators.create_operator_key(db, label=args.label, expires_in_days=days),
         )
     print(key)
 
@@ -63,7 +83,7 @@ def cmd_key_list(settings: Settings, args: argparse.Namespace) -> None:
 
 def cmd_key_revoke(settings: Settings, args: argparse.Namespace) -> None:
     with database_url(settings) as url:
-        when = run_db(settings, url, lambda db: tenants.revoke_key(db, args.key_id))
+        when = run_db(settings, url, lambda db: operators.revoke_any_key(db, args.key_id))
     print(f"revoked {shown(args.key_id)} at {when.isoformat()}")
 
 
@@ -83,7 +103,16 @@ def _add_key_parser(commands: Commands) -> None:
     key = commands.add_parser("key", help="manage API keys")
     sub = key.add_subparsers(dest="key_command", required=True)
     create = sub.add_parser("create", help="create a key (prints only the key)")
-    create.add_argument("--tenant", required=True, metavar="SLUG", help="the tenant's slug")
+    create.add_argument(
+        "--tenant", metavar="SLUG", help="the tenant's slug (required but with --role operator)"
+    )
+    create.add_argument(
+        "--role",
+        choices=("tenant", "operator"),
+        default="tenant",
+        help="tenant (default): a tenant's key; operator: no tenant, opens the web console's "
+        "operator view (tenants' counts, usage, queue health, never memory content)",
+    )
     create.add_argument("--label", default="", help="what the key is for (shown by key list)")
     create.add_argument(
         "--grant",

@@ -3,8 +3,8 @@
 A setting is one field of :class:`Settings`: its default, the environment variables
 that set it (the first one present wins) and the parser that validates them are all
 written there, with ``fields.setting``, in the section module it belongs to
-(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``quoting``,
-``portability``, ``oauth``).
+(``server``, ``limits``, ``embeddings``, ``recall``, ``economy``, ``quoting``, ``reconstruct``,
+``portability``, ``oauth``, ``console``).
 ``load_settings(environ)`` is the only function that reads environment variables. A bad
 value raises :class:`ConfigError` whose message names the variable, so the CLI stops
 with one clear line instead of failing later in the middle of a request. The README's
@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from service.config.console import ConsoleSettings
 from service.config.economy import EconomySettings
 from service.config.embeddings import EmbeddingSettings
 from service.config.fields import (
@@ -32,6 +33,7 @@ from service.config.limits import LimitSettings
 from service.config.oauth import OAuthMode as OAuthMode, OAuthSettings, check_oauth
 from service.config.quoting import QuotingSettings, check_quoting
 from service.config.recall import RecallSettings
+from service.config.reconstruct import ReconstructSettings, check_reconstruct
 from service.config.server import ServerSettings
 from service.errors import ConfigError
 from service.extras import (
@@ -42,9 +44,11 @@ from service.extras import (
 
 @dataclasses.dataclass(frozen=True)
 class Settings(
+    ConsoleSettings,
     OAuthSettings,  # and PortabilitySettings, which it extends
     EconomySettings,
     QuotingSettings,
+    ReconstructSettings,
     RecallSettings,
     EmbeddingSettings,
     LimitSettings,
@@ -119,4 +123,5 @@ def load_settings(environ: Mapping[str, str], *, stderr_is_tty: bool = False) ->
     _check_consistency(settings)
     check_oauth(settings)
     check_quoting(settings, settings.recall_preview_chars)
+    check_reconstruct(settings)
     return settings

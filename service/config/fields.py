@@ -25,6 +25,7 @@ CalibrateMethod = Literal["separation", "percentile", "zscore"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 EmbeddingMode = Literal["local", "local-e5", "http", "openai", "none"]
 DbPooler = Literal["none", "pgbouncer"]
+FutureTimestampMode = Literal["warn", "reject", "off"]
 Parser = Callable[[str, str], Any]
 
 _TRUE = frozenset({"true", "1", "yes", "on"})

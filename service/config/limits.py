@@ -22,6 +22,9 @@ class LimitSettings:
     # -- bounded resources, admission and rate limits (docs/reliability.md)
     db_acquire_timeout: float = setting(5.0, "CPERSONA_DB_ACQUIRE_TIMEOUT", parse=SECONDS)
     db_bulk_pool_max: int = setting(2, "CPERSONA_DB_BULK_POOL_MAX", parse=parse_int(1, 1000))
+    db_tenant_share: float = setting(0.25, "CPERSONA_DB_TENANT_SHARE", parse=parse_float(0.01, 1.0))
+    """The share of the pool's connections one tenant may hold at a time (at least one);
+    1: no per-tenant bound."""
     lane_read: int = setting(32, "CPERSONA_LANE_READ", parse=parse_int(1, 100_000))
     lane_write: int = setting(16, "CPERSONA_LANE_WRITE", parse=parse_int(1, 100_000))
     lane_bulk: int = setting(4, "CPERSONA_LANE_BULK", parse=parse_int(1, 100_000))

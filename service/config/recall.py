@@ -29,6 +29,16 @@ the tenant transactions that plan their statements (per call, or recall's generi
 price random reads for data in memory (``DEFAULT_RANDOM_PAGE_COST``)."""
 
 
+MAX_QUERY_TERMS: Final = 16
+"""Words a query searches by default (``CPERSONA_RECALL_MAX_TERMS``): every LoCoMo question
+has at most 15, so only a long query is cut (docs/reliability.md, "Fair shares of the
+database (hardening round three)")."""
+
+MAX_QUERY_PATTERNS: Final = 8
+"""Substring patterns a query searches by default (``CPERSONA_RECALL_MAX_PATTERNS``): each
+is an ``ILIKE`` over every candidate row's text, the costliest part of the lexical half."""
+
+
 DEFAULT_RANDOM_PAGE_COST: Final = 1.1
 """The planner's cost of a random page read in the tenant transactions that plan their
 statements — recall's generic plans and every transaction planned per call, not the
@@ -93,6 +103,14 @@ class RecallSettings:
         DEFAULT_POSTINGS_BUDGET, "CPERSONA_RECALL_POSTINGS_BUDGET", parse=parse_int(1, 1_000_000)
     )
     """Postings of the rarest query terms BM25 scores in full (``DEFAULT_POSTINGS_BUDGET``)."""
+    recall_max_terms: int = setting(
+        MAX_QUERY_TERMS, "CPERSONA_RECALL_MAX_TERMS", parse=parse_int(1, 256)
+    )
+    """Distinct words of a query the lexical half searches: the longest, when it has more."""
+    recall_max_patterns: int = setting(
+        MAX_QUERY_PATTERNS, "CPERSONA_RECALL_MAX_PATTERNS", parse=parse_int(0, 256)
+    )
+    """Substring patterns (CJK trigrams, identifiers) of a query searched: the longest."""
     hnsw_ef_search: int = setting(
         DEFAULT_HNSW_EF_SEARCH, "CPERSONA_HNSW_EF_SEARCH", parse=parse_int(1, 1000)
     )
@@ -107,6 +125,11 @@ class RecallSettings:
         1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)
     )
     rerank_depth: int = setting(50, "CPERSONA_RERANK_DEPTH", parse=parse_int(0, 1000))
+    recall_cue_time_limit_ms: int = setting(
+        1000, "CPERSONA_RECALL_CUE_TIME_LIMIT_MS", parse=parse_int(0, 60_000)
+    )
+    """A time cue's one widening runs only while the recall has taken less than this
+    (docs/tools.md, "Time cues"); 0 = never widen."""
 
     # -- calibration
     calibrate_sample_size: int = setting(

@@ -10,6 +10,7 @@ import platformdirs
 from service.config.fields import (
     POOLERS,
     DbPooler,
+    FutureTimestampMode,
     LogFormat,
     fixed,
     parse_bool,
@@ -89,5 +90,18 @@ class ServerSettings:
     max_metadata_length: int = setting(
         8_000, "CPERSONA_MAX_METADATA_LENGTH", parse=parse_int(2, 1_000_000)
     )
+    future_timestamp_skew_seconds: int = setting(
+        300, "CPERSONA_FUTURE_TIMESTAMP_SKEW_SECONDS", parse=parse_int(0, 31_536_000)
+    )
+    """How far ahead of the server's clock a store's own ``timestamp`` may be (network and
+    clock skew) before it counts as a claim about the future."""
+    future_timestamp_mode: FutureTimestampMode = setting(
+        "warn",
+        "CPERSONA_FUTURE_TIMESTAMP_MODE",
+        parse=parse_choice("warn", "reject", "off"),
+    )
+    """What a store timestamp past that allowance costs: ``warn`` stores it and says so in
+    the answer (``timestamp_ahead_of_clock``), ``reject`` refuses the write, ``off`` stores
+    it silently (docs/tools.md, "store")."""
     max_msg_id_length: int = fixed(512)
     max_axis_length: int = fixed(256)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -149,51 +148,6 @@ async def retract_mention(
             QUERIES["retract_mention"], tenant_id, agent_id, entity_id, ref.kind, ref.id
         )
     )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TraverseRequest:
-    """A traverse's start, scope and bounds (read semantics, see the query's legend)."""
-
-    agent: str
-    normalized: str
-    project_id: str | None
-    channel: str
-    source_pattern: str | None
-    max_hops: int
-    limit: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TraverseRows:
-    """What the traverse statement found: the kept entities and relations as stored
-    (JSON objects), how many entities the walk reached, and whether a relation leads
-    past the hop range."""
-
-    entities: list[dict[str, Any]]
-    relations: list[dict[str, Any]]
-    reached: int
-    beyond_hops: bool
-
-
-async def traverse(conn: Connection, tenant_id: TenantId, req: TraverseRequest) -> TraverseRows:
-    row = await conn.fetchrow(
-        QUERIES["traverse"],
-        tenant_id,
-        req.agent,
-        req.normalized,
-        req.project_id,
-        req.channel,
-        req.source_pattern,
-        req.max_hops,
-        req.limit,
-    )
-    assert row is not None  # the statement always returns one row
-    relations = [
-        {**item, "declared_at": datetime.fromisoformat(item["declared_at"])}
-        for item in row["relations"]
-    ]
-    return TraverseRows(row["entities"], relations, int(row["reached"]), bool(row["beyond_hops"]))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
@@ -153,6 +154,11 @@ async def list_memories(
         records = await conn.fetch(
             QUERIES["list_agent_memories"], tenant_id, agent_name, project_id, limit
         )
+    return memory_rows(records)
+
+
+def memory_rows(records: list[Any]) -> list[MemoryListRow]:
+    """Listing rows as the list statements return them."""
     return [
         MemoryListRow(
             id=r["id"],

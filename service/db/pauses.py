@@ -46,3 +46,10 @@ async def pauses_in_force(
 ) -> list[PauseRow]:
     records = await conn.fetch(QUERIES["pauses_in_force"], tenant_id, session_key)
     return [PauseRow(r["session_key"], r["expires_at"], float(r["remaining"])) for r in records]
+
+
+async def live_session_pauses(conn: Connection, tenant_id: TenantId, session_key: str) -> int:
+    """How many other session keys of the tenant hold a pause in force, counted under the
+    tenant's pause-arming lock (held to the end of the transaction)."""
+    await conn.execute(QUERIES["lock_session_pauses"], tenant_id)
+    return int(await conn.fetchval(QUERIES["live_session_pauses"], tenant_id, session_key))

@@ -26,6 +26,7 @@ hold at most the bulk pool's connections, never the ones the tools need.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import json
@@ -41,6 +42,7 @@ from service.config.recall import DEFAULT_HNSW_EF_SEARCH, DEFAULT_RANDOM_PAGE_CO
 from service.db import sql
 from service.db.availability import Availability, is_connection_error
 from service.db.pooler import connect_options
+from service.db.share import TenantShare, places_of
 from service.errors import DatabaseBusy, DatabaseNotOpen, DatabaseUnavailable
 from service.models import TenantId
 
@@ -134,6 +136,7 @@ class Database:
         bulk_size: int = 2,
         pooler: DbPooler = "none",
         planning: Planning = Planning(),
+        tenant_share: float = 1.0,
     ) -> None:
         self.dsn = dsn
         self.pooler = pooler
@@ -145,6 +148,7 @@ class Database:
         self._bulk_size = bulk_size
         self._command_timeout = command_timeout
         self._acquire_timeout = acquire_timeout
+        self.share = TenantShare(places_of(max_size, tenant_share))
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._bulk_pool: asyncpg.Pool[asyncpg.Record] | None = None
         self.availability = Availability(self._probe)
@@ -198,17 +202,21 @@ class Database:
             return self._bulk_pool
         return self.pool
 
+    def _busy(self) -> DatabaseBusy:
+        return DatabaseBusy(
+            f"no database connection became free within {self._acquire_timeout:g} s"
+        )
+
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Connection]:
-        """A pooled connection, bounded in time, with driver failures translated."""
+    async def _connection(self, within: float | None = None) -> AsyncIterator[Connection]:
+        """A pooled connection within ``within`` seconds (the acquire timeout when None), with
+        driver failures translated."""
         pool = self._lane_pool()
         self.availability.check()
         try:
-            conn = await pool.acquire(timeout=self._acquire_timeout)
+            conn = await pool.acquire(timeout=self._acquire_timeout if within is None else within)
         except TimeoutError:
-            raise DatabaseBusy(
-                f"no database connection became free within {self._acquire_timeout:g} s"
-            ) from None
+            raise self._busy() from None
         except Exception as exc:
             if is_connection_error(exc):
                 raise self.availability.connect_failed(exc) from exc
@@ -254,7 +262,7 @@ class Database:
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
         async with (
-            self._connection() as conn,
+            self._tenant_connection(tenant_id) as conn,
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
             entering = self.entering(
@@ -262,6 +270,23 @@ class Database:
             )
             await conn.execute(*entering)
             yield conn
+
+    @asynccontextmanager
+    async def _tenant_connection(self, tenant_id: TenantId) -> AsyncIterator[Connection]:
+        """A connection for ``tenant_id`` within its share of the main pool
+        (:mod:`service.db.share`): the wait for a place and for the connection together
+        take at most the acquire timeout. The bulk pool, two connections for streams
+        paced by their clients, is left whole."""
+        if _bulk.get() and self._bulk_pool is not None:
+            async with self._connection() as conn:
+                yield conn
+            return
+        self.availability.check()
+        deadline = asyncio.get_running_loop().time() + self._acquire_timeout
+        async with self.share.place(str(tenant_id), self._acquire_timeout, self._busy):
+            left = max(0.0, deadline - asyncio.get_running_loop().time())
+            async with self._connection(left) as conn:
+                yield conn
 
     def entering(
         self, tenant_id: TenantId, *, cached_plans: bool = False, generic_plans: bool = False

@@ -249,5 +249,6 @@ def read_replica(
         command_timeout=settings.db_command_timeout,
         pooler=settings.db_pooler,
         planning=Planning.of(settings),
+        tenant_share=settings.db_tenant_share,
     )
     return ReadReplica(replica, primary, max_lag=settings.read_max_lag_secs, observer=observer)

@@ -138,7 +138,7 @@ class Lexical:
         return Candidates(hits=self.hits(), meta=self.meta)
 
 
-def _width(vector: Sequence[float] | None) -> int:
+def width(vector: Sequence[float] | None) -> int:
     """The query's width when an index exists for it; 384 when no vector is used."""
     if vector is None:
         return VECTOR_DIMS[0]
@@ -157,7 +157,7 @@ def plan_reusable(scope: Scope) -> bool:
     return scope.source_pattern is None
 
 
-def _omitted(scope: Scope) -> frozenset[str]:
+def omitted(scope: Scope) -> frozenset[str]:
     return frozenset(
         tag
         for tag, off in (
@@ -170,7 +170,7 @@ def _omitted(scope: Scope) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _shape(query: str, omit: frozenset[str], literals: tuple[tuple[int, int], ...]) -> str:
+def shape(query: str, omit: frozenset[str], literals: tuple[tuple[int, int], ...]) -> str:
     return shaped(query, omit=omit, literals=dict(literals))
 
 
@@ -182,17 +182,17 @@ def lexical_statement(scope: Scope, wanted: Retrieval) -> str:
         (number("recall_lexical", "depth"), wanted.limit),
         (number("recall_lexical", "budget"), wanted.budget),
     )
-    return _shape(QUERIES["recall_lexical"], _omitted(scope), depths)
+    return shape(QUERIES["recall_lexical"], omitted(scope), depths)
 
 
 def vector_statement(scope: Scope, wanted: Retrieval) -> str:
     """``recall_vectors`` of the query's width, rendered as ``lexical_statement`` is."""
-    name = f"recall_vectors_{_width(wanted.vector)}"
-    query = QUERIES[f"recall_vectors_{_width(wanted.vector)}"]
-    return _shape(query, _omitted(scope), ((number(name, "depth"), _vector_depth(wanted)),))
+    name = f"recall_vectors_{width(wanted.vector)}"
+    query = QUERIES[f"recall_vectors_{width(wanted.vector)}"]
+    return shape(query, omitted(scope), ((number(name, "depth"), _vector_depth(wanted)),))
 
 
-def _scope_values(tenant_id: TenantId, scope: Scope) -> dict[str, object]:
+def scope_values(tenant_id: TenantId, scope: Scope) -> dict[str, object]:
     """The arguments of the scope both recall statements share (their recall_scope part)."""
     return {
         "tenant_id": tenant_id,
@@ -213,7 +213,7 @@ async def lexical_candidates(
     """The lexical channels, the meta row and the feature terms (``recall_lexical``);
     ``wanted.vector`` is not read, so this runs while the query is being embedded."""
     values = {
-        **_scope_values(tenant_id, scope),
+        **scope_values(tenant_id, scope),
         "tsquery": wanted.tsquery,
         "patterns": list(wanted.patterns),
         "depth": wanted.limit,
@@ -251,7 +251,7 @@ async def with_vectors(
         return lexical.alone()
     assert wanted.vector is not None
     values = {
-        **_scope_values(tenant_id, scope),
+        **scope_values(tenant_id, scope),
         "vector": list(wanted.vector),
         "episodes": wanted.episodes,
         "passages": wanted.passages,
@@ -267,7 +267,7 @@ async def with_vectors(
     }
     statement = vector_statement(scope, wanted)
     records = await conn.fetch(
-        statement, *arguments(f"recall_vectors_{_width(wanted.vector)}", values)
+        statement, *arguments(f"recall_vectors_{width(wanted.vector)}", values)
     )
     cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
     found = [_hit(r, r["cosine"]) for r in records if r["channel"] != "cosine"]

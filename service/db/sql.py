@@ -85,18 +85,25 @@ def shaped(statement: str, *, omit: frozenset[str], literals: Mapping[int, int])
     return "\n".join(out)
 
 
-def _with_parts(blocks: dict[str, str], parts: Mapping[str, str]) -> dict[str, str]:
-    """``blocks`` with every ``{part:name}`` replaced by that part's text."""
+def _with_parts(
+    blocks: dict[str, str], parts: Mapping[str, str], used: set[str] | None = None
+) -> dict[str, str]:
+    """``blocks`` with every ``{part:name}`` replaced by that part's text. Without
+    ``used`` every part must be included here; with it, the parts included are added to
+    it (the caller checks that each part is used somewhere)."""
     included: set[str] = set()
 
     def include(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in parts:
-            raise ValueError(f"no part {name!r} in this file")
+            raise ValueError(f"no part {name!r} in this file or the package")
         included.add(name)
         return parts[name]
 
     whole = {header: _INCLUDE.sub(include, body) for header, body in blocks.items()}
+    if used is not None:
+        used.update(included)
+        return whole
     unused = sorted(parts.keys() - included)
     if unused:
         raise ValueError(f"part(s) {unused} included by no query")
@@ -141,15 +148,14 @@ def _positional(statement: str) -> tuple[str, tuple[str, ...]]:
     return "\n".join(rewritten), order
 
 
-def parse_queries(text: str) -> dict[str, str]:
-    """Split one .sql file's text into {name: statement}, parts written in, named
-    parameters written as ``$n``."""
-    return {name: statement for name, (statement, _) in parse_named(text).items()}
+def parse_queries(text: str, shared: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Split one .sql file's text into {name: statement}, parts written in (its own and
+    ``shared``, e.g. :func:`package_parts`), named parameters written as ``$n``."""
+    return {name: statement for name, (statement, _) in parse_named(text, shared).items()}
 
 
-def parse_named(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Split one .sql file's text into {name: (statement, parameter names)}; the names
-    are empty for a statement numbered ``$n`` by hand."""
+def _split(text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """One .sql file's queries and parts, by name (bodies as written)."""
     pieces = _HEADER.split(text)
     blocks: dict[str, str] = {}
     parts: dict[str, str] = {}
@@ -163,8 +169,23 @@ def parse_named(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
             raise ValueError(f"duplicate query name {header!r}")
         else:
             blocks[header] = body.strip()
+    return blocks, parts
+
+
+def parse_named(
+    text: str, shared: Mapping[str, str] | None = None, used: set[str] | None = None
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Split one .sql file's text into {name: (statement, parameter names)}; the names
+    are empty for a statement numbered ``$n`` by hand. A file includes its own parts
+    and, given ``shared``, the parts of the other files of the package (``_load``: a
+    large family of statements may then span files); ``used`` collects the parts
+    included."""
+    blocks, parts = _split(text)
+    available = {**(shared or {}), **parts}
     queries: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for header, body in _with_parts(blocks, parts).items():
+    if shared is not None and used is None:
+        used = set()  # another file may be the one including a shared part
+    for header, body in _with_parts(blocks, available, used).items():
         for name, statement in _expand(header, body).items():
             if name in queries:
                 raise ValueError(f"duplicate query name {name!r}")
@@ -186,18 +207,43 @@ def sql_folder() -> Traversable:
     return resources.files("service.db").joinpath("sql")
 
 
+def _shared_parts(texts: Mapping[str, str]) -> dict[str, str]:
+    """The parts of every file, by name: one namespace for the package."""
+    shared: dict[str, str] = {}
+    for path, text in texts.items():
+        for name, part in _split(text)[1].items():
+            if name in shared:
+                raise ValueError(f"duplicate part name {name!r} in {path}")
+            shared[name] = part
+    return shared
+
+
+def package_parts() -> dict[str, str]:
+    """The parts of every .sql file shipped in the package, by name."""
+    return _shared_parts(
+        {path: entry.read_text(encoding="utf-8") for path, entry in sql_files(sql_folder())}
+    )
+
+
 def _load() -> tuple[Mapping[str, LiteralString], Mapping[str, tuple[str, ...]]]:
-    """Read every .sql file shipped in the package; reject duplicate names. Returns the
-    statements and, for the statements with named parameters, their names."""
+    """Read every .sql file shipped in the package; reject duplicate names and parts no
+    query includes. Returns the statements and, for the statements with named
+    parameters, their names."""
     registry: dict[str, LiteralString] = {}
     names: dict[str, tuple[str, ...]] = {}
-    for path, entry in sql_files(sql_folder()):
-        for name, (statement, parameters) in parse_named(entry.read_text(encoding="utf-8")).items():
+    texts = {path: entry.read_text(encoding="utf-8") for path, entry in sql_files(sql_folder())}
+    shared = _shared_parts(texts)
+    used: set[str] = set()
+    for path, text in texts.items():
+        for name, (statement, parameters) in parse_named(text, shared, used).items():
             if name in registry:
                 raise ValueError(f"duplicate query name {name!r} in {path}")
             registry[name] = statement
             if parameters:
                 names[name] = parameters
+    unused = sorted(shared.keys() - used)
+    if unused:
+        raise ValueError(f"part(s) {unused} included by no query")
     return MappingProxyType(registry), MappingProxyType(names)
 
 

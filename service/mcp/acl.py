@@ -31,6 +31,19 @@ def allows(grants: Mapping[str, Permission], agent: str, required: Permission) -
     return _RANK[effective(grants, agent)] >= _RANK[required]
 
 
+def key_agent(grants: Mapping[str, Permission]) -> str:
+    """The one agent ``grants`` let a key write, or ``""`` when there is not exactly one: a
+    ``*`` read-write grant reaches every agent, so it names none. What an omitted
+    ``agent_id`` stands for (``ToolSpec.agent_from_key``); it reaches nothing the key could
+    not reach by naming the agent."""
+    if grants.get(SWEEP) == "read-write":
+        return ""
+    writable = [
+        agent for agent, level in grants.items() if agent != SWEEP and level == "read-write"
+    ]
+    return writable[0] if len(writable) == 1 else ""
+
+
 def sees(caller: Caller) -> Callable[[str], bool]:
     """Whether ``caller`` may see an agent's rows (read on it): id-keyed edits answer "not
     found" for the rows of any other agent, so they never tell whether such a row exists."""

@@ -5,13 +5,15 @@
 1. ``InToolSet`` — the key lists and may call this tool (``--tools``);
 2. ``ValidArguments`` — the arguments fit the tool's JSON Schema; the schema's defaults are
    applied and the parameters record is read (``service.mcp.params``);
-3. ``SafeText`` — every string is storable (no U+0000, no lone surrogate, bounded depth)
+3. ``KeyAgent`` — an omitted ``agent_id`` of a tool that allows it is the key's one
+   writable agent (``ToolSpec.agent_from_key``), or the call is refused;
+4. ``SafeText`` — every string is storable (no U+0000, no lone surrogate, bounded depth)
    and every axis name (agent, project, channel, ...) is within its bound; skipped for a
    tool whose library checks the same itself (``ToolSpec.library_checks_text``: store), so
    the checks run once;
-4. ``Granted`` — the key's grants allow what the call demands of each agent;
-5. ``ProjectGate`` — the operating context's project gate (reads the database);
-6. ``Pause`` — the persistence pause (reads the database, or hands the write a guard).
+5. ``Granted`` — the key's grants allow what the call demands of each agent;
+6. ``ProjectGate`` — the operating context's project gate (reads the database);
+7. ``Pause`` — the persistence pause (reads the database, or hands the write a guard).
 
 Each check returns None to let the call go on, or a :class:`Refusal`, which is the answer.
 The checks that read the database run after the call is routed (a read-only tool on the
@@ -110,6 +112,31 @@ class ValidArguments:
         return None
 
 
+AGENT_REQUIRED = (
+    "agent_id is required: it can be omitted only on a connection whose ACL grants write "
+    "access to exactly one agent"
+)
+
+
+class KeyAgent:
+    """An omitted ``agent_id`` of a tool declared ``agent_from_key`` becomes the one agent
+    the key can write (the answer adds ``resolved_agent_id``); with no such agent the call
+    is refused (CPersona 2.6's store)."""
+
+    reads_database = False
+
+    async def __call__(self, call: Call) -> Refusal | None:
+        if not call.spec.agent_from_key or call.args.get("agent_id") is not None:
+            return None
+        agent = acl.key_agent(call.env.caller.grants)
+        if not agent:
+            return Refusal(call.spec.refusal(AGENT_REQUIRED))
+        call.args = {**call.args, "agent_id": agent}
+        call.params = call.spec.read(call.args)
+        call.notes = {**call.notes, "resolved_agent_id": agent}
+        return None
+
+
 class SafeText:
     reads_database = False
 
@@ -138,9 +165,8 @@ class ProjectGate:
     reads_database = True
 
     async def __call__(self, call: Call) -> Refusal | None:
-        call.params, call.notes, refusal = await project_gate.apply(
-            call.spec, call.env, call.params
-        )
+        call.params, notes, refusal = await project_gate.apply(call.spec, call.env, call.params)
+        call.notes = {**call.notes, **notes}
         return None if refusal is None else Refusal(refusal)
 
 
@@ -159,6 +185,7 @@ def chain(specs: tuple[ToolSpec[Any], ...], axis_limit: int) -> tuple[Check, ...
     return (
         InToolSet(),
         ValidArguments(specs),
+        KeyAgent(),
         SafeText(axis_limit),
         Granted(),
         ProjectGate(),

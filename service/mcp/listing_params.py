@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar
 
 from service.mcp.registry import ToolEnv
 from service.memory.library import Library
+from service.memory.memories.listing import Listing
 from service.models import TenantId
 
 R = TypeVar("R")
@@ -33,10 +34,10 @@ class Lister(Protocol[R]):
         agent_id: str | None,
         project_id: str | None,
         limit: int,
-    ) -> Awaitable[list[R]]: ...
+    ) -> Awaitable[Listing[R]]: ...
 
 
-async def listed(env: ToolEnv, params: ListParams, lister: Lister[R]) -> list[R]:
+async def listed(env: ToolEnv, params: ListParams, lister: Lister[R]) -> Listing[R]:
     """The rows ``lister`` (``list_memories`` or ``list_episodes``) finds for the caller."""
     return await lister(
         env.lib,

@@ -31,6 +31,7 @@ class ToolEnv:
     session_key: str = ""  # the request's X-CPersona-Session ('' = none); picks pauses only
     paused: bool = False  # set by the pause step for tools whose policy informs (no body)
     pause_guard: PauseGuard | None = None  # set by the pause step for ``in_write`` policies
+    notes: JsonObject | None = None  # the project gate's notes, for a tool that places them
 
 
 P = TypeVar("P")
@@ -135,14 +136,32 @@ class ToolSpec(Generic[P]):
     handler: Handler[P]
     demands: Demands
     read_only: bool = False
-    destructive: bool = False
+    destructive: bool | None = None
     idempotent: bool | None = None
+    """The hints of a tool that writes, each sent only when set (None: left out), as
+    CPersona 2.6 sends them (docs/tools.md, "The catalogue an agent sees")."""
+    always_load: bool = False
+    """Ask clients to load this tool's definition at session start instead of deferring
+    it (``_meta["anthropic/alwaysLoad"]``): the tools a session needs from its first turn."""
     refusal: Callable[[str], JsonObject] = refuse
     project_gate: bool = False
     pause: PausePolicy[P] | None = None  # None: the pause never matters to this tool
     library_checks_text: bool = False
     """The library checks this tool's strings and axis names itself (store): the dispatcher's
     ``SafeText`` check leaves them to it, so they run once (``service.mcp.checks``)."""
+    agent_from_key: bool = False
+    """An omitted ``agent_id`` is the one agent the key can write, when there is exactly one
+    (``acl.key_agent``; the answer then adds ``resolved_agent_id``); otherwise the call is
+    refused before it runs (store, as CPersona 2.6)."""
+    refusal_fields: Callable[[Mapping[str, Any]], JsonObject] | None = None
+    """Fields every refusal of this tool carries, from its arguments, where the refusal did
+    not set them itself: a grant denial or gate refusal of ``store`` says ``result:
+    rejected`` (and ``locked: false`` under ``lock: true``) like its own refusals."""
+
+    places_notes: bool = False
+    """The handler places the project gate's notes (``ToolEnv.notes``) in its answer
+    itself, instead of the dispatcher appending them: reconstruct's modes count every key
+    of the answer in ``used_tokens``, which must stay last."""
     primary_when: Callable[[Settings], bool] = never
     """For a read-only tool: the settings under which it writes or must see its own
     writes, so it runs on the primary instead of a read replica (recall with confidence

@@ -46,3 +46,18 @@ WRITE_PROJECT_ID: JsonObject = identifier(default="", description="'' = shared p
 CHANNEL: JsonObject = identifier(default="", description="reads add channel ''")
 MEMORY_ID: JsonObject = {"type": "integer", "description": "mem:N"}
 EPISODE_ID: JsonObject = {"type": "integer", "description": "ep:N"}
+SUPERSEDES: JsonObject = {
+    "type": "array",
+    "items": name(),
+    "maxItems": 256,
+    "description": "refs it replaces",
+}
+"""store's and archive_episode's ``supersedes`` (docs/tools.md, "Facts that change"): past
+64 refs each is dropped by the library; the schema refuses a list past 256, as
+declare_associations' lists."""
+AS_OF: JsonObject = string(64, description="ISO date/time (UTC if no zone): memory then")
+CURRENT_ONLY: JsonObject = {
+    "type": "boolean",
+    "default": False,
+    "description": "leave out superseded",
+}

@@ -26,10 +26,10 @@ from pydantic import BaseModel
 from service import __version__
 from service.errors import Refused, ServiceError, Unavailable
 from service.logs import get_logger
-from service.mcp import checks, pausing, refusals, request, tools
+from service.mcp import checks, instructions, pausing, refusals, request, tools
 from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.shaping import accounting, tokens
-from service.memory import reads
+from service.memory import pauses, reads
 from service.memory.library import Library
 from service.memory.operating_context import storage
 from service.models import Caller, JsonObject
@@ -40,12 +40,20 @@ CATALOGUE_TTL_MS = 300_000
 INSTRUCTED_METHODS = frozenset({"initialize", "server/discover"})
 
 
+ALWAYS_LOAD_META: JsonObject = {"anthropic/alwaysLoad": True}
+"""The ``_meta`` of a tool declared ``always_load``: Claude Code then loads its definition at
+session start instead of deferring it; other clients ignore the key."""
+
+
 def _annotations(spec: ToolSpec[Any]) -> types.ToolAnnotations:
-    """The hints, each sent only where it differs from the MCP default (read-only false,
-    destructive true, idempotent false): a read-only tool needs no destructive hint."""
+    """CPersona 2.6's hints exactly (docs/tools.md, "The catalogue an agent sees"): a read-only
+    tool sends ``readOnlyHint`` alone; a tool that writes sends ``readOnlyHint: false`` and
+    the destructive and idempotent hints it declares (None: not sent)."""
     if spec.read_only:
         return types.ToolAnnotations(read_only_hint=True)
-    return types.ToolAnnotations(destructive_hint=spec.destructive, idempotent_hint=spec.idempotent)
+    return types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=spec.destructive, idempotent_hint=spec.idempotent
+    )
 
 
 def tool_definition(spec: ToolSpec[Any]) -> types.Tool:
@@ -56,6 +64,7 @@ def tool_definition(spec: ToolSpec[Any]) -> types.Tool:
         description=" ".join(spec.description.split()),
         input_schema=spec.input_schema,
         annotations=_annotations(spec),
+        _meta=dict(ALWAYS_LOAD_META) if spec.always_load else None,
     )
 
 
@@ -86,7 +95,8 @@ class Dispatcher:
         if spec is None:
             request.note_tool(name[:100], "unknown_tool")
             return _text_result({"error": f"Unknown tool: {name}"}, is_error=True)
-        env = ToolEnv(self._lib, self._resolve_caller(), request.current_session_key())
+        session_key = session_key_of(spec, arguments) or request.current_session_key()
+        env = ToolEnv(self._lib, self._resolve_caller(), session_key)
         call = checks.Call(spec, env, dict(arguments or {}))
         try:
             answer = await self._run(call)
@@ -98,6 +108,7 @@ class Dispatcher:
             return _text_result(answer.answer, is_error=answer.is_error)
         body = answer.answer if isinstance(answer, checks.Refusal) else answer
         assert isinstance(body, dict)  # only schema refusals are plain text, with an outcome
+        body = _with_refusal_fields(spec, call.args, body)
         request.note_tool(name, _outcome(body))
         result = _text_result(body)
         self._account(body, result)
@@ -165,12 +176,42 @@ class Dispatcher:
 
     @staticmethod
     async def _handled(call: checks.Call) -> JsonObject:
+        if call.spec.places_notes:
+            call.env = dataclasses.replace(call.env, notes=call.notes)
+            return await pausing.run(call.spec, call.env, call.params)
         body = await pausing.run(call.spec, call.env, call.params)
         return {**body, **call.notes} if call.notes else body
 
 
+def session_key_of(spec: ToolSpec[Any], arguments: dict[str, Any] | None) -> str:
+    """The session a call names in a ``session_key`` argument its schema does not declare
+    (CPersona 2.6 clients send one on every tool), or ``""``: it counts as the
+    ``X-CPersona-Session`` header does, picking the session's pause and ledger, never the
+    data (docs/tools.md, "Differences from CPersona"). The pause tools declare it as the
+    scope they act on, so it is theirs alone. A key no pause could have been set with
+    (``pauses.valid_session_key``) names no session."""
+    value = (arguments or {}).get("session_key")
+    if "session_key" in spec.input_schema.get("properties", {}) or not isinstance(value, str):
+        return ""
+    return value if pauses.valid_session_key(value) else ""
+
+
+def _failed(body: JsonObject) -> bool:
+    return "error" in body or body.get("ok") is False
+
+
+def _with_refusal_fields(spec: ToolSpec[Any], args: JsonObject, body: JsonObject) -> JsonObject:
+    """A refusal with the fields the tool's refusals always carry
+    (``ToolSpec.refusal_fields``), each after the refusal's own and only where it did not
+    set it: a denial, a gate refusal and the tool's own refusal then share one shape."""
+    if spec.refusal_fields is None or not _failed(body):
+        return body
+    extra = {key: value for key, value in spec.refusal_fields(args).items() if key not in body}
+    return {**body, **extra} if extra else body
+
+
 def _outcome(body: JsonObject) -> str:
-    if "error" in body or body.get("ok") is False:
+    if _failed(body):
         return "failed"
     if body.get("persisted") is False:  # a write skipped under a persistence pause
         return "paused"
@@ -213,12 +254,14 @@ def build_mcp_server(
 
 
 class TenantInstructions:
-    """Serve the caller's tenant operating-context summary as ``instructions``.
+    """Serve the service's paragraph and the caller's tenant operating-context summary as
+    ``instructions`` (:func:`service.mcp.instructions.compose`).
 
     One server serves every tenant, so the instructions cannot be fixed at
     construction: this middleware fills them into each ``initialize`` answer
     (the handshake era) and each ``server/discover`` answer (the 2026-07-28
-    revision) from the tenant of the request's credential (nothing when none is set).
+    revision) from the tenant of the request's credential (the paragraph alone when
+    the tenant set no summary).
     """
 
     def __init__(self, lib: Library, resolve_caller: Callable[[], Caller]) -> None:
@@ -230,11 +273,10 @@ class TenantInstructions:
         if ctx.method not in INSTRUCTED_METHODS:
             return result
         summary = await storage.instructions_for(self._lib, self._resolve_caller().tenant_id)
-        if not summary:
-            return result
+        text = instructions.compose(summary)
         if isinstance(result, BaseModel):
-            return result.model_copy(update={"instructions": summary})
-        return {**result, "instructions": summary}
+            return result.model_copy(update={"instructions": text})
+        return {**result, "instructions": text}
 
 
 def dispatcher_schema(specs: Sequence[ToolSpec[Any]], name: str) -> JsonObject | None:

@@ -19,7 +19,7 @@ from typing import Final
 from service.db import agents, associations as graph
 from service.db.pool import Connection
 from service.errors import RecordGone, ServiceError
-from service.memory import pauses
+from service.memory import pauses, supersession
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -223,7 +223,23 @@ async def _declare_relation(run: _Run, path: str, item: object) -> int | None:
             return None
         ends.append(end)
     triple = (ends[0], normalize(predicate), ends[1])
+    if _supersedes(triple):
+        verdict = await supersession.check(
+            run.conn, run.tenant_id, (ends[0].kind, ends[0].id), (ends[1].kind, ends[1].id)
+        )
+        if isinstance(verdict, str):
+            run.dropped.append(Dropped(path, verdict))
+            return None
+        if verdict is not None:
+            return verdict
     return await graph.upsert_relation(run.conn, run.tenant_id, run.scope, triple, run.anchor)
+
+
+def _supersedes(triple: tuple[graph.End, str, graph.End]) -> bool:
+    """A supersession (docs/tools.md, "Facts that change"): ``supersedes`` between two
+    records. With an entity end it is an ordinary relation."""
+    subject, predicate, obj = triple
+    return predicate == supersession.PREDICATE and "entity" not in (subject.kind, obj.kind)
 
 
 def _is_id(value: object) -> bool:

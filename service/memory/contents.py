@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias
 
 from service.db import contents
+from service.db.supersession import Ref
 from service.errors import InvalidInput
-from service.memory import bounds
+from service.memory import bounds, supersession
 from service.memory.library import Library
+from service.memory.supersession import Fact
 from service.models import JsonObject, TenantId
 
 Kind: TypeAlias = Literal["mem", "ep"]
@@ -39,6 +41,8 @@ class MemoryItem:
     source: JsonObject
     timestamp: str
     msg_id: str
+    fact: Fact | None = None
+    """Only for a record in a supersession chain (docs/tools.md, "Facts that change")."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,6 +55,8 @@ class EpisodeItem:
     content: str
     timestamp: str
     resolved: bool
+    fact: Fact | None = None
+    """Only for a record in a supersession chain (docs/tools.md, "Facts that change")."""
 
 
 ContentItem: TypeAlias = MemoryItem | EpisodeItem
@@ -132,6 +138,23 @@ async def get_contents(
     return ContentsResult(items, missing)
 
 
+async def _with_facts(
+    lib: Library, tenant_id: TenantId, agent: str, items: tuple[ContentItem, ...]
+) -> tuple[ContentItem, ...]:
+    """The items, those in a supersession chain with their ``fact``: one batched lookup
+    (a second only when a chain is found), so a client can walk the chain by ref."""
+    refs: list[Ref] = [("mem" if isinstance(i, MemoryItem) else "ep", i.id) for i in items]
+    if not refs:
+        return items
+    async with lib.db.tenant_tx(tenant_id) as conn:
+        facts = await supersession.read_facts(conn, tenant_id, agent, refs, always=False)
+    chained = {ref: fact for ref, fact in facts.items() if fact.chained}
+    return tuple(
+        dataclasses.replace(item, fact=chained[ref]) if ref in chained else item
+        for ref, item in zip(refs, items, strict=True)
+    )
+
+
 async def resolve(
     lib: Library, tenant_id: TenantId, agent_id: str, refs: Sequence[object]
 ) -> Resolved:
@@ -151,7 +174,12 @@ async def resolve(
             found = await contents.get_contents(
                 conn, tenant_id, agent_id, sorted(wanted["mem"]), sorted(wanted["ep"])
             )
-    return [(ref, _item(ref, key, found)) for ref, key in parsed]
+    resolved = [(ref, _item(ref, key, found)) for ref, key in parsed]
+    items = tuple(item for _, item in resolved if item is not None)
+    if not items:
+        return resolved
+    with_facts = iter(await _with_facts(lib, tenant_id, agent_id, items))
+    return [(ref, None if item is None else next(with_facts)) for ref, item in resolved]
 
 
 def _item(ref: str, key: tuple[Kind, int] | None, found: contents.Contents) -> ContentItem | None:

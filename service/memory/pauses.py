@@ -23,7 +23,7 @@ from typing import Literal
 
 from service.db import pauses as pauses_queries
 from service.db.pool import Connection
-from service.errors import InvalidInput, ServiceError
+from service.errors import InvalidInput, Refused, ServiceError
 from service.memory.library import Library
 from service.models import TenantId
 
@@ -32,6 +32,10 @@ Scope = Literal["tenant", "session"]
 DEFAULT_TTL_SECONDS = 1800
 MAX_TTL_SECONDS = 86400
 SESSION_KEY_MAX = 128
+MAX_PAUSED_SESSIONS = 256
+"""Session keys of one tenant that may hold a pause in force at once (CPersona 2.6 bounds its
+process the same way): a full tenant refuses a new key rather than revoke a pause nobody
+asked to lift; re-arming a paused key and the tenant-wide pause are never refused."""
 SESSION_KEY_PATTERN = rf"^[!-~]{{0,{SESSION_KEY_MAX}}}$"
 _SESSION_KEY = re.compile(SESSION_KEY_PATTERN)
 
@@ -147,8 +151,22 @@ async def pause(
     ttl, key = _ttl(ttl_seconds), _checked(session_key)
     async with lib.db.tenant_tx(tenant_id) as conn:
         await pauses_queries.delete_expired_pauses(conn, tenant_id)
+        if key:
+            await _room_for(conn, tenant_id, key)
         expires_at = await pauses_queries.upsert_pause(conn, tenant_id, key, ttl, by)
     return PauseSet(key, expires_at, ttl)
+
+
+async def _room_for(conn: Connection, tenant_id: TenantId, session_key: str) -> None:
+    """Refused when :data:`MAX_PAUSED_SESSIONS` other session keys already hold a pause."""
+    held = await pauses_queries.live_session_pauses(conn, tenant_id, session_key)
+    if held >= MAX_PAUSED_SESSIONS:
+        raise Refused(
+            f"persistence was NOT paused: {MAX_PAUSED_SESSIONS} session keys of this tenant "
+            "already hold a pause, and granting another would revoke one of them; "
+            "resume_persistence on a key you no longer need frees one now, or wait for one "
+            "to expire"
+        )
 
 
 async def resume(lib: Library, tenant_id: TenantId, session_key: str = "") -> PauseLifted:

@@ -161,9 +161,14 @@ async def revoke_key(db: Database, key_id: str) -> datetime:
     return revoked_at
 
 
+def looks_like_key(key: str) -> bool:
+    """Whether ``key`` has the shape of a key (checked before any lookup)."""
+    return _KEY.match(key) is not None
+
+
 async def authenticate(db: Database, key: str) -> Caller | None:
     """Resolve a presented key to its caller; None when unknown, revoked or expired."""
-    if not _KEY.match(key):
+    if not looks_like_key(key):
         return None
     async with db.admin_conn() as conn:  # one statement, one round trip (no BEGIN/COMMIT)
         row = await tenants_queries.api_key_for_auth(conn, key[:PREFIX_LENGTH])

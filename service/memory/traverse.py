@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
-from service.db import associations as graph
+from service.db import walks as graph
+from service.memory import supersession
 from service.memory.associations import normalize
 from service.memory.library import Library
 from service.models import TenantId
@@ -34,6 +35,8 @@ class TraverseRequest:
     project_id: str | None = None
     channel: str = ""
     source_id: str = ""
+    as_of: str = ""
+    """docs/tools.md, "Facts that change": '' = now; else only relations declared by then."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,6 +106,7 @@ async def traverse(lib: Library, tenant_id: TenantId, req: TraverseRequest) -> N
         source_pattern=_like_substring(req.source_id) if req.source_id else None,
         max_hops=max_hops,
         limit=limit,
+        as_of=supersession.parse_as_of(req.as_of) if req.as_of else None,
     )
     # its plan does not depend on the values (keyed index ranges; the scope filters are
     # row filters): the generic plan saves the planning (tests/db/test_traverse_plan.py)

@@ -88,7 +88,9 @@ async def test_a_pool_that_stays_full_is_503_after_the_acquire_timeout(
     lib: Library, settings: Settings, database_url: str
 ) -> None:
     anonymous = await _anonymous(lib)
-    tight = dataclasses.replace(settings, db_pool_min=0, db_pool_max=2, db_acquire_timeout=0.5)
+    tight = dataclasses.replace(
+        settings, db_pool_min=0, db_pool_max=2, db_acquire_timeout=0.5, db_tenant_share=1.0
+    )  # one tenant fills the pool: no tenant share (tests/db/test_tenant_share.py)
     async with (
         serve(tight, database_url, anonymous) as served,
         httpx.AsyncClient(timeout=30) as http,

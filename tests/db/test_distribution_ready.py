@@ -21,7 +21,16 @@ import asyncpg
 from service.db import sql
 
 REFERENCE_TABLES = frozenset(
-    {"tenants", "api_keys", "oauth_clients", "embedding_settings", "alembic_version"}
+    {
+        "tenants",
+        "api_keys",
+        "oauth_clients",
+        "embedding_settings",
+        "alembic_version",
+        # operators are no tenant's (migration 0018): their keys and console sessions
+        "operator_keys",
+        "console_operator_sessions",
+    }
 )
 
 CROSS_TENANT_QUERIES = {
@@ -35,6 +44,10 @@ CROSS_TENANT_QUERIES = {
     "revoke_oauth_token": "a presented token is resolved by its hash and its client, like a key",
     "access_token_for_auth": "a presented access token is resolved by its hash, like an API key",
     "delete_expired_oauth": "expired codes and tokens of every tenant are dropped (owner role)",
+    "console_session_for_auth": "a presented console session is resolved by its hash, like a key",
+    "delete_console_session": "sign-out names the session by its hash, like a token revocation",
+    "delete_ended_console_sessions": "ended console sessions of every tenant are dropped",
+    "operator_tenants": "an operator's page of tenants, by slug (control plane, no content)",
 }
 """Named queries that touch tenant tables without a tenant parameter, and why."""
 

@@ -46,10 +46,10 @@ async def _client(lib: Library, tenant: TenantId, client: int, run: str) -> None
         message = {"content": f"{run}: client {client} fact {n} about pooled connections"}
         body = await store.store(lib, tenant, store.StoreRequest(f"agent-{client}", message))
         assert isinstance(body, store.Stored), body
-        rows = await listing.list_memories(
+        listed = await listing.list_memories(
             lib, tenant, agent_id=f"agent-{client}", project_id=None, limit=5
         )
-        assert rows
+        assert listed.rows
         await pipeline.recall(lib, tenant, pipeline.RecallRequest(f"agent-{client}", "pooled"))
 
 

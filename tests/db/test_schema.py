@@ -97,8 +97,14 @@ async def test_every_tenant_table_forces_row_level_security(db: Database) -> Non
     assert {row["relname"] for row in rows} >= {"agents", "memories", "episodes", "profiles"}
     assert all(row["relrowsecurity"] for row in rows)
     # read across tenants by the owner role: the queue worker drains the jobs; a presented
-    # OAuth code or token is resolved by its hash before its tenant is known
-    owner_reads_across_tenants = {"embedding_jobs", "oauth_codes", "oauth_tokens"}
+    # OAuth code or token, or a console session, is resolved by its hash before its
+    # tenant is known
+    owner_reads_across_tenants = {
+        "embedding_jobs",
+        "oauth_codes",
+        "oauth_tokens",
+        "console_sessions",
+    }
     unforced = {row["relname"] for row in rows if not row["relforcerowsecurity"]}
     assert unforced <= owner_reads_across_tenants
 

@@ -71,7 +71,8 @@ def _uses(name: str, source: str) -> int:
 def _base_names(path: str) -> set[str]:
     widths = "|".join(str(d) for d in sql.VECTOR_DIMS)
     text = (DB_DIR / "sql" / path).read_text(encoding="utf-8")
-    return {re.sub(rf"_({widths})$", "", name) for name in sql.parse_queries(text)}
+    parsed = sql.parse_queries(text, sql.package_parts())  # a file may include another's parts
+    return {re.sub(rf"_({widths})$", "", name) for name in parsed}
 
 
 def test_every_query_is_used_once_by_the_db_module_of_the_same_path() -> None:
@@ -84,3 +85,13 @@ def test_every_query_is_used_once_by_the_db_module_of_the_same_path() -> None:
             assert _uses(name, own) == 1, f"{name} ({path}) is not used once in {module}"
             elsewhere = sum(_uses(name, text) for p, text in sources.items() if p != module)
             assert elsewhere == 0, f"{name} ({path}) is also used outside {module}"
+
+
+def test_a_file_includes_the_parts_another_file_shares() -> None:
+    """Parts are one namespace for the package (a family of statements may span files);
+    a file read alone knows only its own."""
+    text = "-- q --\nSELECT 1 FROM {part:p}\n"
+    assert sql.parse_queries(text, {"p": "shared"}) == {"q": "SELECT 1 FROM shared"}
+    with pytest.raises(ValueError, match="no part 'p'"):
+        sql.parse_queries(text)
+    assert "recall_scope" in sql.package_parts()

@@ -26,7 +26,7 @@ from tests.recall_statements import sql_literals
 async def _plan(db: Database, tenant: TenantId, entity: str, max_hops: int) -> str:
     """The plan the service runs: the statement's generic plan (traverse runs in a
     ``generic_plans`` transaction), prepared, then EXPLAIN EXECUTE with the values."""
-    args: list[Any] = [tenant, "target", entity, None, "", None, max_hops, 100]
+    args: list[Any] = [tenant, "target", entity, None, "", None, max_hops, 100, None]
     statement = QUERIES["traverse"]
     async with db.pool.acquire() as conn, conn.transaction():
         await conn.execute(*db.entering(tenant, generic_plans=True))

@@ -50,6 +50,7 @@ BASE_ARGS: dict[str, dict[str, Any]] = {
         "associations": {"entities": [{"name": "E"}], "relations": []},
     },
     "traverse": {"agent_id": "a", "entity": "E"},
+    "reconstruct": {"agent_id": "a", "query": "q"},
     "list_memories": {},
     "list_episodes": {},
     "get_contents": {"agent_id": "a", "refs": ["mem:1", "ep:2"]},
@@ -103,6 +104,9 @@ def _store_extras() -> Iterator[dict[str, Any]]:
         [*NASTY_STRINGS[:7], "{not json", _nested(40), DEEP, 5, None],
     ):
         yield {"agent_id": "a", "message": {"content": "base", field: value}}
+        yield {"agent_id": "a", "content": "base", field: value}  # the top-level form
+        yield {"agent_id": "a", "message": {"content": "base"}, field: value}  # both forms
+    yield {"content": "base", "lock": True}  # agent_id omitted on a '*' key
 
 
 def cases(tools: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -80,6 +80,14 @@ def probes(ids: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("resume_persistence", {}),
         ("get_operating_context", {}),
+        (
+            "reconstruct",
+            {"agent_id": AGENT, "query": "vault code strongroom", "deep": True, "trace": True},
+        ),
+        (
+            "reconstruct",
+            {"agent_id": AGENT, "query": "", "project_id": PROJECT, "channel": CHANNEL},
+        ),
         ("recall", {"agent_id": AGENT, "query": "vault code", "deep": True}),
         ("recall", {"agent_id": AGENT, "query": "", "project_id": PROJECT, "channel": CHANNEL}),
         (
@@ -174,6 +182,7 @@ def _row_ids(body: Any) -> set[int]:
 
 SECRET_BLIND = {
     "recall",
+    "reconstruct",
     "recall_with_context",
     "export_memories",
     "import_memories",
@@ -214,6 +223,10 @@ def _check_graph(tool: str, answer: Any, ids: dict[str, int]) -> None:
     if tool == "traverse":
         assert answer["entities"] == []
         assert answer["reason"] == "no_such_entity"
+    if tool == "reconstruct":  # A's names expand nothing, A's rows are no candidates
+        assert answer["items"] == []
+        assert answer["shortfall_reason"] == "no_relevant_evidence"
+        assert "cues" not in answer.get("trace", {})
     if tool != "declare_associations":
         return
     assert answer["retracted"] == {"relations": 0, "mentions": 0}

@@ -71,6 +71,7 @@ async def test_read_only_key_cannot_store(
         "agent_id": "alpha",
         "required": "read-write",
         "client_id": "ro",
+        "result": "rejected",  # every store answer carries result (CPersona 2.6)
     }
     assert listed == {"memories": [], "count": 0}
 
@@ -81,7 +82,7 @@ async def test_unknown_tool_and_schema_errors_have_the_spec_shapes(
     key = await new_tenant(lib, "shapes")
     async with serve(settings, database_url) as served, mcp_session(served, key) as session:
         unknown = await session.call_tool("no_such_tool", {})
-        missing = await session.call_tool("store", {"message": {"content": "x"}})
+        missing = await session.call_tool("get_contents", {"refs": ["mem:1"]})
         nul = await session.call_tool("store", {"agent_id": "a", "message": {"content": "a\x00b"}})
     assert unknown.is_error  # CPersona's bare body, flagged so clients see a failure
     assert body(unknown) == {"error": "Unknown tool: no_such_tool"}

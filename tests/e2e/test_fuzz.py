@@ -21,10 +21,12 @@ import httpx
 import pytest
 from starlette.routing import Route
 
+from service.app.console import security
 from service.app.factory import create_app
 from service.config import Settings
 from service.mcp import tools
 from service.memory.library import Library
+from tests.app.console.client import hidden_fields
 from tests.e2e.fuzzing import DEEP_JSON, HOSTILE_STRINGS, Fuzzer, assert_quiet, encode
 from tests.support import Agent, Served, new_tenant, serve
 
@@ -51,6 +53,7 @@ class Context:
     key: str
     download_path: str
     client_id: str
+    console_csrf: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,6 +285,35 @@ def _register(fuzz: Fuzzer, ctx: Context) -> Request:
     return Request("POST", "/register", {"content-type": "application/json"}, content)
 
 
+CONSOLE_FIELDS = ["agent", "ref", "show", "before", "after", "q", "channel", "project",
+                  "source", "done", "content", "confirmed", "api_key", "csrf"]  # fmt: skip
+
+
+def _console(path: str) -> Callable[[Fuzzer, Context], Request]:
+    """The console's pages, GET with hostile queries or POST with hostile forms (with the
+    signed-in session's CSRF token half the time, so posts reach the handlers)."""
+
+    def build(fuzz: Fuzzer, ctx: Context) -> Request:
+        concrete = path.replace("{name}", fuzz.rng.choice(["console.css", "favicon.svg", "x"]))
+        concrete = concrete.replace("{action}", fuzz.rng.choice(["edit", "lock", "delete", "?"]))
+        if fuzz.rng.random() < 0.5:
+            return Request("GET", f"{concrete}?{_query(fuzz, CONSOLE_FIELDS)}", {})
+        form = _query(fuzz, CONSOLE_FIELDS)
+        if fuzz.rng.random() < 0.5:
+            form += f"&csrf={ctx.console_csrf}&confirmed=yes&agent=a&ref=mem%3A1"
+        content = form.encode() if fuzz.rng.random() < 0.8 else _body(fuzz)
+        headers = {"content-type": "application/x-www-form-urlencoded"}
+        return Request("POST", concrete, headers, content)
+
+    return build
+
+
+CONSOLE_PATHS = ("/console", "/console/", "/console/sign-in", "/console/sign-out",
+                 "/console/tenants", "/console/agents", "/console/agent", "/console/search",
+                 "/console/record", "/console/record/edit", "/console/record/{action}",
+                 "/console/usage", "/console/health", "/console/export",
+                 "/console/static/{name}")  # fmt: skip
+
 ROUTES: dict[str, Callable[[Fuzzer, Context], Request]] = {
     "/healthz": _simple("GET", "/healthz"),
     "/readyz": _simple("GET", "/readyz"),
@@ -305,6 +337,7 @@ ROUTES: dict[str, Callable[[Fuzzer, Context], Request]] = {
     "/token": _form_post("/token"),
     "/revoke": _form_post("/revoke"),
     "/register": _register,
+    **{path: _console(path) for path in CONSOLE_PATHS},
 }
 
 
@@ -333,7 +366,12 @@ async def _context(lib: Library, served: Served, http: httpx.AsyncClient) -> Con
         "grant_types": ["authorization_code", "refresh_token"],
     }
     client = (await http.post("/register", json=registration)).json()
-    return Context(key, httpx.URL(exported["download_url"]).raw_path.decode(), client["client_id"])
+    form = await http.get("/console/sign-in")  # the client's jar keeps the session cookie
+    token = hidden_fields(form.text)["csrf"]
+    await http.post("/console/sign-in", data={"csrf": token, "api_key": key})
+    download = httpx.URL(exported["download_url"]).raw_path.decode()
+    csrf = security.session_token(http.cookies.get("cpersona_console") or "")
+    return Context(key, download, client["client_id"], csrf)
 
 
 async def test_every_route_answers_generated_hostile_requests_without_a_5xx(

@@ -29,6 +29,7 @@ from tests.support import Agent, mcp_session, new_tenant, serve, text
 HUGE_QUERY = "needle " * 90_000  # 630,000 characters, the 624 KB
 TOOLS_WITH_WRITE_TEXT = {
     # spec: texts over the write cap are truncated (``truncated: true``), not refused
+    ("store", "content"),  # the top-level form of message.content (CPersona 2.6)
     ("store", "message.content"),
     ("update_memory", "content"),
     ("archive_episode", "summary"),

@@ -505,9 +505,12 @@ def test_get_contents_files_unresolvable_refs_before_the_spend_under_missing() -
 
 
 def test_get_contents_admits_an_item_that_reaches_the_budget_exactly() -> None:
+    """The whole item is charged (CPersona 2.6): content plus its other fields."""
+    overhead = contents.item_cost(item("mem:1", 0))
+    assert overhead == len("mem:1") + len('{"type": "User"}')
     found: Found = [
-        ("mem:1", item("mem:1", 25_000)),
-        ("mem:2", item("mem:2", 15_000)),
+        ("mem:1", item("mem:1", 25_000 - overhead)),
+        ("mem:2", item("mem:2", 15_000 - overhead)),
     ]
     body = answer(contents.budget_contents(found))
     assert isinstance(body, dict)

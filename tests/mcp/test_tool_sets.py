@@ -18,7 +18,7 @@ async def test_an_everyday_key_lists_only_the_session_tools_in_spec_order(
     key = await new_tenant(lib, "daily", tool_set="everyday")
     names = await Agent(served, key).tool_names()
     assert names == [name for name in TOOL_ORDER if name in EVERYDAY]
-    assert len(names) == 17  # 15 + declare_associations and traverse (issue 32)
+    assert len(names) == 18  # 15 + declare_associations, traverse and reconstruct (issue 32)
     assert {"store", "recall", "get_contents", "archive_episode"} <= set(names)
     assert not {"check_health", "export_memories", "delete_agent_data"} & set(names)
 

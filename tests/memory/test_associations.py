@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 from service.db.pool import Database
 from service.memory import associations, episodes, health, tenants, traverse
@@ -191,10 +192,15 @@ async def test_an_import_of_a_1_1_file_recreates_its_declarations(lib: Library) 
     assert [r.id for r in twice.relations] == [r.id for r in walked.relations]
 
 
-async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Library) -> None:
+async def _repair_carries(
+    lib: Library, copy: str, kept: str, check: str, **copy_fields: Any
+) -> None:
+    """The row ``copy`` (declared on: a mention of E, ``copy about E``) becomes a duplicate
+    of ``kept`` under the repair ``check``, which deletes it; its declarations move to
+    ``kept``'s row and nothing dangles."""
     seed = await new_seed(lib)
-    surplus = await seed.memory("same", channel="c1")
-    keeper = await seed.memory("same", channel="")
+    keeper = await seed.memory(kept)
+    surplus = await seed.memory(copy, **copy_fields)
     await associations.declare(
         lib,
         seed.tenant_id,
@@ -207,7 +213,7 @@ async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Li
             },
         ),
     )
-    await health.check_health(lib, seed.tenant_id, fix=True, checks=["duplicate_content"])
+    await health.check_health(lib, seed.tenant_id, fix=True, checks=[check])
     assert await seed.memory_row(surplus) is None
     walked = await traverse.traverse(lib, seed.tenant_id, traverse.TraverseRequest("a", "E"))
     assert walked.entities[0].mentions == [f"mem:{keeper}"]
@@ -220,38 +226,18 @@ async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Li
     assert await _dangling(lib.db) == 0
 
 
+async def test_the_duplicate_repair_carries_declarations_to_the_kept_row(lib: Library) -> None:
+    """The channel-less row of a duplicate group stays; the copy in channel c1 goes."""
+    await _repair_carries(lib, "same", "same", "duplicate_content", channel="c1")
+
+
 async def test_a_rewrite_that_makes_a_duplicate_carries_declarations_to_the_kept_row(
     lib: Library,
 ) -> None:
     """discord_mention rewrites "<@123> same" to "same", which its bucket already holds:
     the rewritten row is deleted instead, and what was declared on it moves to the row
     that stays, as the duplicate repair does."""
-    seed = await new_seed(lib)
-    keeper = await seed.memory("same")
-    rewritten = await seed.memory("<@123> same")
-    await associations.declare(
-        lib,
-        seed.tenant_id,
-        associations.Declaration(
-            agent_id="a",
-            anchor_ref=f"mem:{rewritten}",
-            associations={
-                "entities": [{"name": "E"}],
-                "relations": [{"subject": f"mem:{rewritten}", "predicate": "about", "object": "E"}],
-            },
-        ),
-    )
-    await health.check_health(lib, seed.tenant_id, fix=True, checks=["discord_mention"])
-    assert await seed.memory_row(rewritten) is None
-    walked = await traverse.traverse(lib, seed.tenant_id, traverse.TraverseRequest("a", "E"))
-    assert walked.entities[0].mentions == [f"mem:{keeper}"]
-    async with lib.db.admin_tx() as conn:
-        relation = await conn.fetchrow(
-            "SELECT subject_kind, subject_id, anchor_kind, anchor_id FROM relations"
-        )
-    assert relation is not None
-    assert tuple(relation) == ("mem", keeper, "mem", keeper)
-    assert await _dangling(lib.db) == 0
+    await _repair_carries(lib, "<@123> same", "same", "discord_mention")
 
 
 async def test_rewrites_that_meet_each_other_carry_declarations_to_the_first(

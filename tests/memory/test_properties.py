@@ -117,7 +117,8 @@ async def test_list_isolation_matches_the_spec_model(
     for op in ops:
         model_store(model, op)
         await _store(lib, tenant, op)
-    rows = await listing.list_memories(lib, tenant, agent_id=agent, project_id=project, limit=500)
+    listed = await listing.list_memories(lib, tenant, agent_id=agent, project_id=project, limit=500)
+    rows = listed.rows
     expected = model_list(model, agent, project)
     actual = [(r.agent_id, r.project_id, r.channel, r.content) for r in rows]
     want = [(r.agent, r.project, r.channel, r.content) for r in reversed(expected)]

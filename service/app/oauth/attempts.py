@@ -19,11 +19,11 @@ from service.app.oauth import audit
 from service.config import Settings
 
 
-class ConsentAttempts:
-    """Token buckets of consent attempts by address and by key prefix."""
+class KeyAttempts:
+    """Token buckets of API keys tried by address and by key prefix, ``per_hour`` each
+    (0: unlimited); the web console's sign-in uses them too (docs/console.md)."""
 
-    def __init__(self, settings: Settings) -> None:
-        per_hour = settings.oauth_consent_attempts_per_hour
+    def __init__(self, per_hour: float) -> None:
         self._addresses = RateBuckets(per_hour / 3600, per_hour)
         self._prefixes = RateBuckets(per_hour / 3600, per_hour)
 
@@ -35,3 +35,10 @@ class ConsentAttempts:
         if not wait and prefix:
             wait = self._prefixes.take(prefix)
         return max(1, math.ceil(wait)) if wait else 0
+
+
+class ConsentAttempts(KeyAttempts):
+    """The consent page's attempts: CPERSONA_OAUTH_CONSENT_ATTEMPTS_PER_HOUR."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings.oauth_consent_attempts_per_hour)

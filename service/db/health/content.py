@@ -24,9 +24,21 @@ class MemoryText:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Surplus:
+    """Rows a repair deletes as duplicates (``ids``) and, in the same order, the row each
+    one's declarations move to (``keepers``; None carries nothing)."""
+
+    ids: list[int]
+    keepers: list[int | None]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Rewrite:
+    """Rows rewritten, and those left as surplus because their new content is empty or
+    already held (health_delete_surplus deletes them)."""
+
     rewritten: int
-    deleted: int
+    surplus: Surplus
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -89,7 +101,7 @@ async def health_rewrite_memories(
         QUERIES["health_rewrite_memories"], tenant_id, list(ids), list(contents), requeue
     )
     assert record is not None
-    return Rewrite(record["rewritten"], record["deleted"])
+    return Rewrite(record["rewritten"], Surplus(record["surplus"], record["keepers"]))
 
 
 async def health_duplicate_content(
@@ -100,8 +112,20 @@ async def health_duplicate_content(
     return Duplicates(record["groups"], int(record["total_extra"]), record["repairable"])
 
 
-async def health_delete_duplicates(conn: Connection, tenant_id: TenantId, agent: str | None) -> int:
-    return int(await conn.fetchval(QUERIES["health_delete_duplicates"], tenant_id, agent))
+async def health_duplicate_surplus(
+    conn: Connection, tenant_id: TenantId, agent: str | None
+) -> Surplus:
+    record = await conn.fetchrow(QUERIES["health_duplicate_surplus"], tenant_id, agent)
+    assert record is not None
+    return Surplus(record["surplus"], record["keepers"])
+
+
+async def health_delete_surplus(conn: Connection, tenant_id: TenantId, surplus: Surplus) -> int:
+    return int(
+        await conn.fetchval(
+            QUERIES["health_delete_surplus"], tenant_id, surplus.ids, surplus.keepers
+        )
+    )
 
 
 async def health_empty_content(conn: Connection, tenant_id: TenantId, agent: str | None) -> Counted:

@@ -30,3 +30,17 @@ RETURNING expires_at > now() AS was_active
 SELECT session_key, expires_at, extract(epoch FROM expires_at - now())::float8 AS remaining
 FROM persistence_pauses
 WHERE tenant_id = $1 AND session_key IN ('', $2) AND expires_at > now()
+
+-- lock_session_pauses --
+-- Serialize the tenant's session-pause arming for the rest of the transaction (a
+-- transaction-scoped advisory lock), so two calls count the live pauses in turn and the
+-- bound holds exactly (docs/reliability.md, "CPersona 2.6 changes to the existing tools").
+-- $1 tenant_id uuid
+SELECT pg_advisory_xact_lock(hashtextextended('persistence_pauses:' || $1::uuid::text, 0))
+
+-- live_session_pauses --
+-- How many session keys of the tenant other than $2 hold a pause in force (the tenant-wide
+-- pause, key '', is not one of them).
+-- $1 tenant_id uuid, $2 session_key text
+SELECT count(*) FROM persistence_pauses
+WHERE tenant_id = $1 AND session_key NOT IN ('', $2) AND expires_at > now()

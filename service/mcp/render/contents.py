@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.mcp.render.recall import EPISODE_SOURCE, memory_item
+from service.mcp.render.recall import EPISODE_SOURCE, fact, memory_item
 from service.memory.contents import ContentItem, ContentsResult, EpisodeItem
 from service.models import JsonObject
 
@@ -11,13 +11,16 @@ def item(found: ContentItem) -> JsonObject:
     """One whole item, shaped like a recall message so a caller can splice it in; an
     episode also says whether it is ``resolved``."""
     if isinstance(found, EpisodeItem):
-        return {
+        body: JsonObject = {
             "ref": found.ref,
             "content": found.content,
             "source": dict(EPISODE_SOURCE),
             "timestamp": found.timestamp,
             "resolved": found.resolved,
         }
+        if found.fact is not None:
+            body.update(fact(found.fact))
+        return body
     return memory_item(found)
 
 

@@ -67,10 +67,14 @@ def page(
     rows: list[JsonObject],
     trimmed: bool,
     budget_chars: int,
+    capped_at: int | None = None,
 ) -> JsonObject:
-    """A list tool's answer ``{<key>: rows, count, budget_chars?}``: ``budget_chars`` only
-    when the list budget trimmed a row (docs/tools.md, "List budgets")."""
+    """A list tool's answer ``{<key>: rows, count, budget_chars?, budget_rows?}``:
+    ``budget_chars`` only when the list budget trimmed a row, ``budget_rows`` (the row cap)
+    only when the cap withheld rows the caller asked for (docs/tools.md, "List budgets")."""
     body: JsonObject = {key: rows, "count": len(rows)}
     if trimmed:
         body["budget_chars"] = budget_chars
+    if capped_at is not None:
+        body["budget_rows"] = capped_at
     return body

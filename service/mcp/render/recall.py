@@ -15,14 +15,18 @@ from service.mcp.shaping.compact import compact_reason, compact_source
 from service.mcp.shaping.rows import Shaped
 from service.memory.contents import EpisodeItem, MemoryItem
 from service.memory.recall.confidence import Confidence
+from service.memory.recall.cue import POLICY, iso
 from service.memory.recall.records import (
     Advisory,
+    CueIgnored,
+    CueReport,
     Echo,
     FilterOnly,
     Recalled,
     RecallResult,
     Speaker,
 )
+from service.memory.supersession import Fact, ref_text
 from service.models import JsonObject
 
 Row: TypeAlias = Recalled | Echo | MemoryItem | EpisodeItem
@@ -65,6 +69,21 @@ def _recalled_fields(item: Recalled, content: str, source: object | None) -> Jso
         body["id"] = item.msg_id
     if item.confidence is not None:
         body["confidence"] = confidence(item.confidence)
+    if item.fact is not None:
+        body.update(fact(item.fact))
+    return body
+
+
+def fact(found: Fact) -> JsonObject:
+    """A chained row's ``valid_from``, ``valid_to`` (when superseded), ``supersedes``
+    (refs, when it replaces any) and ``superseded_by`` (docs/tools.md, "Facts that change")."""
+    body: JsonObject = {"valid_from": found.valid_from.isoformat()}
+    if found.valid_to is not None:
+        body["valid_to"] = found.valid_to.isoformat()
+    if found.supersedes:
+        body["supersedes"] = [ref_text(ref) for ref in found.supersedes]
+    if found.superseded_by is not None:
+        body["superseded_by"] = ref_text(found.superseded_by)
     return body
 
 
@@ -103,6 +122,8 @@ def memory_item(item: MemoryItem) -> JsonObject:
         body["timestamp"] = item.timestamp
     if item.msg_id:
         body["id"] = item.msg_id
+    if item.fact is not None:
+        body.update(fact(item.fact))
     return body
 
 
@@ -201,14 +222,30 @@ def _filter_only(note: FilterOnly) -> JsonObject:
     return {"roles": list(note.roles), "note": note.note}
 
 
+def time_cue(report: CueReport) -> JsonObject:
+    """The ``time_cue`` object of a cued recall (docs/tools.md, "Time cues")."""
+    if isinstance(report, CueIgnored):
+        return {"policy": POLICY, "ignored": report.reason, "period": iso(report.period)}
+    return {
+        "policy": POLICY,
+        "period": None if report.period is None else iso(report.period),
+        "confidence": report.confidence,
+        "revised": report.revised,
+        "moved": report.moved,
+        "seated": report.seated,
+    }
+
+
 def envelope(result: RecallResult) -> JsonObject:
     """The keys after ``messages``, in wire order: ``context_filter_only``,
-    ``gate_fallback``, ``advisory`` (each only when it says something)."""
+    ``gate_fallback``, ``time_cue``, ``advisory`` (each only when it says something)."""
     body: JsonObject = {}
     if result.context_filter_only is not None:
         body["context_filter_only"] = _filter_only(result.context_filter_only)
     if result.gate_fallback:
         body["gate_fallback"] = True
+    if result.time_cue is not None:
+        body["time_cue"] = time_cue(result.time_cue)
     if result.advisory is not None:
         body["advisory"] = advisory(result.advisory)
     return body

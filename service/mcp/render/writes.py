@@ -9,12 +9,17 @@ something, as CPersona answers.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 from service.mcp.render import associations
 from service.memory.agents import AgentDataDeleted
 from service.memory.episodes import Archived, EpisodeDeleted
 from service.memory.memories.edits import Deleted, LockSet, Updated
 from service.memory.memories.store import Skipped, Stored, StoreOutcome
 from service.memory.profiles import Profile, ProfileUnchanged, ProfileUpdate
+from service.memory.superseding import Superseding
+from service.memory.supersession import Relinked, ref_text
 from service.models import JsonObject
 
 # Skipped bodies (registry ``PausePolicy.body``): each tool's success shape with nothing
@@ -43,11 +48,27 @@ def _truncated(body: JsonObject, truncated: bool) -> JsonObject:
 
 def store_outcome(outcome: StoreOutcome) -> JsonObject:
     """``{ok, result: stored, id, embedded, truncated?}`` or ``{ok, result: skipped, reason,
-    id?}``, then ``associations`` when the store carried a rider."""
+    id?}``, then ``associations`` when the store carried a rider, ``locked`` when it
+    asked for ``lock`` and ``timestamp_ahead_of_clock`` when its timestamp lay past the
+    allowance ahead of the server's clock."""
     body = _skipped(outcome) if isinstance(outcome, Skipped) else _stored(outcome)
     if outcome.associations is not None:
         body["associations"] = associations.rider(outcome.associations)
+    if outcome.locked is not None:
+        body["locked"] = outcome.locked
+    if isinstance(outcome, Stored) and outcome.ahead_of_clock is not None:
+        body["timestamp_ahead_of_clock"] = dataclasses.asdict(outcome.ahead_of_clock)
+    if outcome.supersedes is not None:
+        body["supersedes"] = superseded(outcome.supersedes)
     return body
+
+
+def superseded(done: Superseding) -> JsonObject:
+    """A ``supersedes`` list's answer: ``{relations: [ids], dropped: [{item, reason}]}``."""
+    return {
+        "relations": list(done.relations),
+        "dropped": [{"item": d.item, "reason": d.reason} for d in done.dropped],
+    }
 
 
 def _stored(outcome: Stored) -> JsonObject:
@@ -73,7 +94,13 @@ def store_rejected(message: str) -> JsonObject:
 
 
 def memory_updated(update: Updated) -> JsonObject:
-    return _truncated({"ok": True, "updated_id": update.memory_id}, update.truncated)
+    """``{ok, updated_id, truncated?}``; with keep_history also ``new_id`` (the new record)
+    and ``relation`` (the supersession's id) before ``truncated``."""
+    body: JsonObject = {"ok": True, "updated_id": update.memory_id}
+    if update.new_id is not None:
+        body["new_id"] = update.new_id
+        body["relation"] = update.relation
+    return _truncated(body, update.truncated)
 
 
 def lock_set(lock: LockSet) -> JsonObject:
@@ -82,11 +109,32 @@ def lock_set(lock: LockSet) -> JsonObject:
 
 
 def memory_deleted(deleted: Deleted) -> JsonObject:
-    return {"ok": True, "deleted_id": deleted.memory_id}
+    return _relinked({"ok": True, "deleted_id": deleted.memory_id}, deleted.relinked)
+
+
+def _relinked(body: JsonObject, relinked: Sequence[Relinked]) -> JsonObject:
+    """``relinked: [{relation, subject, object}]`` when a delete bridged a supersession
+    chain (docs/tools.md, "Facts that change"), absent otherwise."""
+    if relinked:
+        body["relinked"] = [
+            {
+                "relation": link.relation,
+                "subject": ref_text(link.newer),
+                "object": ref_text(link.older),
+            }
+            for link in relinked
+        ]
+    return body
 
 
 def episode_archived(archived: Archived) -> JsonObject:
-    return _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    """``{ok, episode_id, truncated?, timestamp_ahead_of_clock?, supersedes?}``."""
+    body = _truncated({"ok": True, "episode_id": archived.episode_id}, archived.truncated)
+    if archived.ahead_of_clock is not None:
+        body["timestamp_ahead_of_clock"] = dataclasses.asdict(archived.ahead_of_clock)
+    if archived.supersedes is not None:
+        body["supersedes"] = superseded(archived.supersedes)
+    return body
 
 
 def episode_refused(message: str) -> JsonObject:
@@ -95,7 +143,7 @@ def episode_refused(message: str) -> JsonObject:
 
 
 def episode_deleted(deleted: EpisodeDeleted) -> JsonObject:
-    return {"ok": True, "deleted_id": deleted.episode_id}
+    return _relinked({"ok": True, "deleted_id": deleted.episode_id}, deleted.relinked)
 
 
 def profile(found: Profile) -> JsonObject:

@@ -1,4 +1,4 @@
-"""The 31 tools, one module per feature; each module exports ``TOOLS: list[ToolSpec]``.
+"""The 32 tools, one module per feature; each module exports ``TOOLS: list[ToolSpec]``.
 
 A feature keeps its name in every layer: ``tools/recall.py`` calls
 ``service.memory.recall``, which reads through ``service.db.recall``. This package
@@ -25,6 +25,7 @@ from service.mcp.tools import (
     profiles,
     queue,
     recall,
+    reconstruct,
 )
 from service.models import ToolSet
 
@@ -39,6 +40,7 @@ TOOL_ORDER = (
     "recall",
     "recall_with_context",
     "get_contents",
+    "reconstruct",
     "get_profile",
     "update_profile",
     "archive_episode",
@@ -75,6 +77,7 @@ EVERYDAY = frozenset(
         "lock_memory",
         "recall",
         "recall_with_context",
+        "reconstruct",
         "store",
         "traverse",
         "unlock_memory",
@@ -101,6 +104,7 @@ FEATURES = (
     associations,
     recall,
     contents,
+    reconstruct,
     profiles,
     episodes,
     agents,

@@ -35,7 +35,8 @@ profile and export files. Returns {ok, deleted_memories, ...}.""",
     params=DeleteAgentDataParams,
     handler=_delete_agent_data,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
     pause=PausePolicy(body=_nothing_deleted),
+    destructive=True,
+    idempotent=True,
 )
 TOOLS = [DELETE_AGENT_DATA]

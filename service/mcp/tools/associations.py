@@ -6,7 +6,7 @@ import dataclasses
 
 from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
 from service.mcp.render import associations as render
-from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.mcp.schemas import AGENT_ID, AS_OF, CHANNEL, PROJECT_ID, identifier, string
 from service.memory import associations, bounds, traverse
 from service.models import JsonObject
 
@@ -88,11 +88,12 @@ bad items in dropped.""",
     params=DeclareParams,
     handler=_declare,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
-    idempotent=True,
     project_gate=True,
     refusal=refuse_with(result="rejected", **render.EMPTY),
+    refusal_fields=lambda args: {"result": "rejected"},  # a denial too (CPersona 2.6)
     pause=skip_with(render.DECLARE_PAUSED, in_write=True),
+    destructive=True,
+    idempotent=True,
 )
 
 
@@ -105,6 +106,7 @@ class TraverseParams:
     channel: str
     project_id: str | None = None
     source_id: str
+    as_of: str = ""
 
 
 async def _traverse(env: ToolEnv, params: TraverseParams) -> JsonObject:
@@ -116,6 +118,7 @@ async def _traverse(env: ToolEnv, params: TraverseParams) -> JsonObject:
         project_id=params.project_id,
         channel=params.channel,
         source_id=params.source_id,
+        as_of=params.as_of,
     )
     return render.neighbourhood(await traverse.traverse(env.lib, env.caller.tenant_id, request))
 
@@ -133,6 +136,7 @@ mentioning them, relations among them.""",
             "channel": CHANNEL,
             "project_id": PROJECT_ID,
             "source_id": identifier(default=""),
+            "as_of": AS_OF,
         },
         ["agent_id", "entity"],
     ),

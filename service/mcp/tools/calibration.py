@@ -83,8 +83,9 @@ memories (needs 10). Returns {ok, new_threshold}.""",
     params=CalibrateParams,
     handler=_calibrate,
     demands=on_agent("agent_id", "read-write"),
-    idempotent=False,
     pause=PausePolicy(body=_calibrate_paused, validate=_calibrate_problem),
+    destructive=False,
+    idempotent=False,
 )
 
 
@@ -136,6 +137,8 @@ recalibrate (needs 10 embedded memories). Returns {ok, precision, beta}.""",
     handler=_set_precision,
     demands=on_agent("agent_id", "read-write"),
     pause=PausePolicy(body=_precision_paused, validate=_precision_problem),
+    destructive=False,
+    idempotent=False,
 )
 
 

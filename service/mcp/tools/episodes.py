@@ -14,6 +14,7 @@ from service.mcp.schemas import (
     LIST_AGENT_ID,
     OWNER_AGENT_ID,
     PROJECT_ID,
+    SUPERSEDES,
     WRITE_PROJECT_ID,
 )
 from service.mcp.shaping import listing as listing_shaping
@@ -41,8 +42,9 @@ DELETE_EPISODE = ToolSpec(
     params=DeleteEpisodeParams,
     handler=_delete_episode,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
     pause=skip_with(writes.DELETE_PAUSED),
+    destructive=True,
+    idempotent=True,
 )
 
 
@@ -55,6 +57,7 @@ class ArchiveEpisodeParams:
     resolved: bool
     project_id: str
     channel: str
+    supersedes: tuple[str, ...] | None = None
 
 
 async def _archive_episode(env: ToolEnv, params: ArchiveEpisodeParams) -> JsonObject:
@@ -66,6 +69,7 @@ async def _archive_episode(env: ToolEnv, params: ArchiveEpisodeParams) -> JsonOb
         resolved=params.resolved,
         project_id=params.project_id,
         channel=params.channel,
+        supersedes=None if params.supersedes is None else list(params.supersedes),
     )
     archived = await episodes.archive_episode(
         env.lib, env.caller.tenant_id, request, env.pause_guard
@@ -92,6 +96,7 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
             "resolved": {"type": "boolean", "default": False},
             "project_id": WRITE_PROJECT_ID,
             "channel": CHANNEL,
+            "supersedes": SUPERSEDES,
         },
         ["agent_id", "summary"],
     ),
@@ -99,19 +104,21 @@ history's timestamps set its span. Returns {ok, episode_id}.""",
     handler=_archive_episode,
     project_gate=True,
     demands=on_agent("agent_id", "read-write"),
-    idempotent=False,
     refusal=writes.episode_refused,
     pause=skip_with(writes.ARCHIVE_PAUSED, in_write=True),
+    destructive=False,
+    idempotent=False,
+    always_load=True,
 )
 
 
 async def _list_episodes(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listed(env, params, episodes.list_episodes)
+    found = await listed(env, params, episodes.list_episodes)
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_episodes(rows, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_episodes(found.rows, preview_chars)
     sent = [render_listing.episode(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS
+        "episodes", sent, trimmed, listing_shaping.LIST_EPISODES_BUDGET_CHARS, found.capped_at
     )
 
 

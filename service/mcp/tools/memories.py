@@ -4,19 +4,33 @@ lock_memory, unlock_memory, delete_memory."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
+from service.errors import Refused
 from service.mcp import acl
 from service.mcp.listing_params import ListParams, listed
-from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent, refuse_with, skip_with
+from service.mcp.registry import (
+    PausePolicy,
+    ToolEnv,
+    ToolSpec,
+    obj,
+    on_agent,
+    refuse_with,
+    skip_with,
+)
 from service.mcp.render import listing as render_listing, writes
 from service.mcp.schemas import (
-    AGENT_ID,
+    AS_OF,
     CHANNEL,
+    CURRENT_ONLY,
     LIST_AGENT_ID,
     MEMORY_ID,
     OWNER_AGENT_ID,
     PROJECT_ID,
+    SUPERSEDES,
     WRITE_PROJECT_ID,
+    identifier,
     name,
     string,
 )
@@ -26,62 +40,133 @@ from service.memory.memories import edits, listing, store
 from service.models import JsonObject
 
 STORE_DESCRIPTION = """Save one durable fact (preference, decision, name, result) to
-recall later; at most 16,000 characters; a repeated message.id or content is skipped.
-Returns {ok, result: stored|skipped|rejected, id, reason?}."""
+recall later: put the text in content; at most 16,000 characters; a repeated id or content
+is skipped. lock: true also locks it. Returns {ok, result: stored|skipped|rejected, id,
+reason?}."""
+BOTH_FORMS = (
+    "send content, id, source, timestamp and metadata either at the top level or inside "
+    "message, not both"
+)
+FLAT_FIELDS = ("content", "id", "source", "timestamp", "metadata")
+"""store's top-level form (CPersona 2.6): the fields of ``message``, beside it."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class StoreParams:
-    agent_id: str
-    message: JsonObject  # the library reads and normalises its fields (docs/tools.md, "Writes")
+    agent_id: str | None = None  # omitted: the key's one writable agent (KeyAgent)
+    message: JsonObject | None = None  # the library reads and normalises its fields
+    content: str | None = None
+    id: str | None = None
+    source: JsonObject | None = None
+    timestamp: str | None = None
+    metadata: JsonObject | None = None
+    lock: bool | None = None  # true: also lock the row
     channel: str
     project_id: str
     associations: JsonObject | None = None
+    supersedes: tuple[str, ...] | None = None
+
+
+def _given(value: object) -> bool:
+    """A top-level field counts as sent when it says something: ``""``, ``{}`` and null
+    are as good as absent, except ``content`` and ``source``, which count whenever present
+    (CPersona 2.6's reading)."""
+    return value is not None and value != "" and value != {}
+
+
+def store_message(params: StoreParams) -> JsonObject:
+    """The ``message`` the library stores: the message form as sent, or the top-level form
+    gathered into one (docs/tools.md, "store"). Both at once is refused, since neither half
+    can be preferred without guessing. At the top level an omitted ``source`` is this
+    agent, ``{type: Agent, id: <agent_id>, name: ""}``; the message form keeps the
+    anonymous ``{}``, so no existing caller's attribution moves."""
+    flat = params.content is not None or params.source is not None
+    flat = flat or any(_given(v) for v in (params.id, params.timestamp, params.metadata))
+    if params.message and flat:
+        raise Refused(BOTH_FORMS)
+    if params.message:
+        return params.message
+    message: JsonObject = {"content": params.content or ""}
+    if params.id:
+        message["id"] = params.id
+    if params.source is None:
+        message["source"] = {"type": "Agent", "id": params.agent_id or "", "name": ""}
+    else:
+        message["source"] = params.source
+    if params.timestamp:
+        message["timestamp"] = params.timestamp
+    if params.metadata:
+        message["metadata"] = params.metadata
+    return message
 
 
 async def _store(env: ToolEnv, params: StoreParams) -> JsonObject:
     request = store.StoreRequest(
-        agent_id=params.agent_id,
-        message=params.message,
+        agent_id=params.agent_id or "",
+        message=store_message(params),
         channel=params.channel,
         project_id=params.project_id,
         associations=params.associations,
+        lock=params.lock is True,
+        supersedes=None if params.supersedes is None else list(params.supersedes),
     )
     outcome = await store.store(env.lib, env.caller.tenant_id, request, env.pause_guard)
     return writes.store_outcome(outcome)
 
 
+def _store_refusal_fields(args: Mapping[str, Any]) -> JsonObject:
+    """Every store refusal says ``result: rejected``, and ``locked: false`` under ``lock``."""
+    fields: JsonObject = {"result": "rejected"}
+    if args.get("lock") is True:
+        fields["locked"] = False
+    return fields
+
+
+def _store_paused(env: ToolEnv, params: StoreParams) -> JsonObject:
+    """The skipped store: nothing written, nothing locked."""
+    return {**writes.STORE_PAUSED, "locked": False} if params.lock else dict(writes.STORE_PAUSED)
+
+
+MESSAGE_ID = string(bounds.MSG_ID_CHARS, description="msg_id (dedup key)")
 STORE = ToolSpec(
     name="store",
     description=STORE_DESCRIPTION,
     input_schema=obj(
         {
-            "agent_id": AGENT_ID,
+            "agent_id": identifier(description="omit if the key writes one agent"),
+            "content": {"type": "string"},
+            "id": MESSAGE_ID,
+            "source": {"type": "object", "description": "{type: User|Agent|System, id, name}"},
+            "timestamp": name(),
+            "metadata": {"type": "object"},
+            "lock": {"type": "boolean"},
             "message": obj(
                 {
-                    "id": string(bounds.MSG_ID_CHARS, description="msg_id (dedup key)"),
+                    "id": MESSAGE_ID,
                     "content": {"type": "string"},
-                    "source": {
-                        "type": "object",
-                        "description": "{type: User|Agent|System, id, name}",
-                    },
+                    "source": {"type": "object"},
                     "timestamp": name(),
                     "metadata": {"type": "object"},
-                }
+                },
             ),
             "channel": CHANNEL,
             "project_id": WRITE_PROJECT_ID,
             "associations": {"type": "object"},
+            "supersedes": SUPERSEDES,
         },
-        ["agent_id", "message"],
     ),
     params=StoreParams,
     handler=_store,
     library_checks_text=True,
     project_gate=True,
+    agent_from_key=True,
     demands=on_agent("agent_id", "read-write"),
     refusal=writes.store_rejected,
-    pause=skip_with(writes.STORE_PAUSED, in_write=True),
+    refusal_fields=_store_refusal_fields,
+    pause=PausePolicy(body=_store_paused, in_write=True),
+    destructive=False,
+    idempotent=True,
+    always_load=True,
 )
 
 
@@ -89,13 +174,33 @@ LIST_MEMORIES_DESCRIPTION = """Browse memories newest first (recall searches); l
 0..500. Returns {memories, count}."""
 
 
-async def _list_memories(env: ToolEnv, params: ListParams) -> JsonObject:
-    rows = await listed(env, params, listing.list_memories)
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ListMemoriesParams(ListParams):
+    """list_memories also reads as of a time, or only current records (docs/tools.md,
+    "Facts that change")."""
+
+    as_of: str = ""
+    current_only: bool
+
+
+async def _list_memories(env: ToolEnv, params: ListMemoriesParams) -> JsonObject:
+    if params.as_of or params.current_only:
+        found = await listing.list_memories(
+            env.lib,
+            env.caller.tenant_id,
+            agent_id=params.agent_id,
+            project_id=params.project_id,
+            limit=params.limit,
+            as_of=params.as_of,
+            current_only=params.current_only,
+        )
+    else:
+        found = await listed(env, params, listing.list_memories)
     preview_chars = env.lib.settings.recall_preview_chars
-    shaped, trimmed = listing_shaping.budget_list_memories(rows, preview_chars)
+    shaped, trimmed = listing_shaping.budget_list_memories(found.rows, preview_chars)
     sent = [render_listing.memory(item.row, item.cut) for item in shaped]
     return render_listing.page(
-        "memories", sent, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS
+        "memories", sent, trimmed, listing_shaping.LIST_MEMORIES_BUDGET_CHARS, found.capped_at
     )
 
 
@@ -107,9 +212,11 @@ LIST_MEMORIES = ToolSpec(
             "agent_id": LIST_AGENT_ID,
             "limit": {"type": "integer", "default": 100},
             "project_id": PROJECT_ID,
+            "as_of": AS_OF,
+            "current_only": CURRENT_ONLY,
         }
     ),
-    params=ListParams,
+    params=ListMemoriesParams,
     handler=_list_memories,
     project_gate=True,
     refusal=refuse_with(memories=[], count=0),
@@ -123,6 +230,7 @@ class UpdateMemoryParams:
     memory_id: int
     content: str
     agent_id: str
+    keep_history: bool
 
 
 async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject:
@@ -134,6 +242,7 @@ async def _update_memory(env: ToolEnv, params: UpdateMemoryParams) -> JsonObject
         params.agent_id,
         env.pause_guard,
         acl.sees(env.caller),
+        keep_history=params.keep_history,
     )
     return writes.memory_updated(updated)
 
@@ -147,6 +256,11 @@ updated_id}.""",
             "memory_id": MEMORY_ID,
             "content": {"type": "string"},
             "agent_id": OWNER_AGENT_ID,
+            "keep_history": {
+                "type": "boolean",
+                "default": False,
+                "description": "as a new record superseding it",
+            },
         },
         ["memory_id", "content"],
     ),
@@ -154,6 +268,8 @@ updated_id}.""",
     handler=_update_memory,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.UPDATE_PAUSED, in_write=True),
+    destructive=False,
+    idempotent=True,
 )
 
 
@@ -197,6 +313,8 @@ locked_id}.""",
     handler=_lock,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.LOCK_PAUSED),
+    destructive=False,
+    idempotent=True,
 )
 
 
@@ -208,6 +326,8 @@ UNLOCK_MEMORY = ToolSpec(
     handler=_unlock,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.UNLOCK_PAUSED),
+    destructive=False,
+    idempotent=True,
 )
 
 
@@ -225,8 +345,9 @@ DELETE_MEMORY = ToolSpec(
     params=MemoryIdParams,
     handler=_delete_memory,
     demands=on_agent("agent_id", "read-write"),
-    destructive=True,
     pause=skip_with(writes.DELETE_PAUSED),
+    destructive=True,
+    idempotent=True,
 )
 
 TOOLS = [STORE, LIST_MEMORIES, DELETE_MEMORY, UPDATE_MEMORY, LOCK_MEMORY, UNLOCK_MEMORY]

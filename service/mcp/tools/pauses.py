@@ -94,6 +94,7 @@ PAUSE_PERSISTENCE = ToolSpec(
     params=PauseParams,
     handler=_pause,
     demands=_whole_tenant,
+    destructive=False,
     idempotent=True,
 )
 
@@ -104,6 +105,7 @@ RESUME_PERSISTENCE = ToolSpec(
     params=SessionParams,
     handler=_resume,
     demands=_whole_tenant,
+    destructive=False,
     idempotent=True,
 )
 

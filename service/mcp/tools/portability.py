@@ -141,8 +141,9 @@ IMPORT_MEMORIES = ToolSpec(
     params=ImportParams,
     handler=_import,
     demands=on_agent("target_agent_id", "read-write"),
-    destructive=True,
     pause=PausePolicy(body=_import_skipped, applies=unless_dry_run),
+    destructive=True,
+    idempotent=True,
 )
 
 
@@ -212,8 +213,9 @@ MERGE_MEMORIES = ToolSpec(
     params=MergeParams,
     handler=_merge,
     demands=_merge_demands,
-    destructive=True,
     pause=PausePolicy(body=_merge_skipped, applies=unless_dry_run),
+    destructive=True,
+    idempotent=True,
 )
 
 TOOLS = [EXPORT_MEMORIES, IMPORT_MEMORIES, MERGE_MEMORIES]

@@ -58,5 +58,6 @@ Returns {ok, profiles_updated}.""",
     handler=_update_profile,
     demands=on_agent("agent_id", "read-write"),
     pause=skip_with(writes.PROFILE_PAUSED),
+    destructive=False,
 )
 TOOLS = [GET_PROFILE, UPDATE_PROFILE]

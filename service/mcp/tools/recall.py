@@ -8,10 +8,19 @@ from typing import TypeVar
 from service.config import Settings
 from service.mcp import delivery
 from service.mcp.registry import Handler, ToolEnv, ToolSpec, informing, obj, on_agent, refuse_with
-from service.mcp.schemas import AGENT_ID, CHANNEL, PROJECT_ID, identifier, string
+from service.mcp.schemas import (
+    AGENT_ID,
+    AS_OF,
+    CHANNEL,
+    CURRENT_ONLY,
+    PROJECT_ID,
+    identifier,
+    name,
+    string,
+)
 from service.memory import bounds
 from service.memory.cursor import MAX_CURSOR_CHARS
-from service.memory.recall import pipeline, with_context
+from service.memory.recall import cue, pipeline, with_context
 from service.models import JsonObject
 
 _COMMON: JsonObject = {
@@ -79,6 +88,9 @@ class RecallParams:
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class PlainRecallParams(RecallParams):
     exclude_contents: tuple[str, ...]
+    as_of: str = ""
+    current_only: bool
+    time_cue: JsonObject | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,7 +144,13 @@ async def _recall(env: ToolEnv, params: PlainRecallParams) -> JsonObject:
     opts = _options("recall", params)
     if params.cursor:
         return await delivery.resume(env, opts, params.cursor)
-    request = _request(env, params, params.exclude_contents)
+    request = dataclasses.replace(
+        _request(env, params, params.exclude_contents),
+        as_of=params.as_of,
+        current_only=params.current_only,
+    )
+    if params.time_cue is not None:
+        request = dataclasses.replace(request, time_cue=cue.parse(params.time_cue))
     body = await pipeline.recall(env.lib, env.caller.tenant_id, request)
     return await delivery.deliver(env, opts, body)
 
@@ -161,6 +179,34 @@ def _recall_tool(
     )
 
 
+TIME_CUE: JsonObject = {
+    "type": "object",
+    "description": "only when the request says when: that period's rows move up, a few seated",
+    "properties": {
+        "after": name(description="YYYY-MM-DD or ISO time"),
+        "before": name(),
+        "ago": {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "unit": {"enum": list(cue.UNITS)},
+                        "value": {"type": "integer", "minimum": 0},
+                    },
+                    "required": ["unit", "value"],
+                    "additionalProperties": False,
+                },
+                {"enum": ["long_ago"]},
+            ]
+        },
+        "confidence": {"enum": list(cue.CONFIDENCES)},
+    },
+    "required": ["confidence"],
+    "additionalProperties": False,
+}
+"""``recall``'s ``time_cue`` (docs/tools.md, "Time cues"): after/before, or ago, and a
+confidence; read by ``cue.parse``."""
+
 RECALL = _recall_tool(
     "recall",
     RECALL_DESCRIPTION,
@@ -174,6 +220,9 @@ RECALL = _recall_tool(
             "default": [],
             "description": "texts you hold (left out)",
         },
+        "as_of": AS_OF,
+        "current_only": CURRENT_ONLY,
+        "time_cue": TIME_CUE,
     },
 )
 

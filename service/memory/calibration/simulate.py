@@ -116,7 +116,7 @@ async def _simulate(
     """One pseudo-query through retrieval, fusion and pre-gate scoring (no gate, no cut)."""
     s = lib.settings
     mode = fusion.recall_mode(s.recall_mode, query.content)
-    terms = query_terms.build(query.content)
+    terms = query_terms.build(query.content, s.recall_max_terms, s.recall_max_patterns)
     fts = s.fts_enabled or mode == "cascade"
     wanted = recall_queries.Retrieval(
         vector=query.embedding,

@@ -1,10 +1,11 @@
 """Content hygiene checks: annotations, mentions, oversized and empty content,
 duplicates across channels, oversized profiles, agents without a profile.
 
-Content rewrites go through one statement (``health_rewrite_memories``): a rewritten
-row loses its stale vector and is queued for a new one, and a rewrite that would
-duplicate an existing row of its exact bucket (or come out empty) deletes the
-unlocked row instead, so the unique index always holds. Locked rows are never read
+Content rewrites go through ``health_rewrite_memories``: a rewritten row loses its
+stale vector and is queued for a new one, and a row whose rewrite would duplicate a row
+of its exact bucket (or come out empty) is deleted instead by ``health_delete_surplus``,
+which the duplicate repair uses too, so the unique index always holds and the
+declarations of a deleted copy move to the row that stays. Locked rows are never read
 as repairable and never written.
 """
 
@@ -40,11 +41,8 @@ async def _apply(conn: Connection, scope: Scope, pairs: list[tuple[int, str]]) -
     done = await content_queries.health_rewrite_memories(
         conn, scope.tenant_id, ids, contents, scope.provider
     )
-    return Repairs(
-        fixed=done.rewritten + done.deleted,
-        rewritten=done.rewritten,
-        deleted=done.deleted,
-    )
+    deleted = await content_queries.health_delete_surplus(conn, scope.tenant_id, done.surplus)
+    return Repairs(fixed=done.rewritten + deleted, rewritten=done.rewritten, deleted=deleted)
 
 
 def _strip_annotations(scope: Scope) -> Rewrite:
@@ -137,7 +135,11 @@ async def duplicate_content(conn: Connection, scope: Scope) -> Findings | None:
 
 async def fix_duplicate_content(conn: Connection, scope: Scope) -> Repairs:
     return Repairs(
-        fixed=await content_queries.health_delete_duplicates(conn, scope.tenant_id, scope.agent)
+        fixed=await content_queries.health_delete_surplus(
+            conn,
+            scope.tenant_id,
+            await content_queries.health_duplicate_surplus(conn, scope.tenant_id, scope.agent),
+        )
     )
 
 

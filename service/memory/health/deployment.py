@@ -51,9 +51,10 @@ UNIQUE_INDEXES = {
 POLICY = "tenant_isolation"
 NO_RLS_BY_DESIGN = frozenset({"api_keys"})  # the application role cannot read it at all
 UNFORCED_BY_DESIGN = frozenset(
-    # drained across tenants by the worker; OAuth codes and tokens are resolved by their
-    # hash before the tenant is known (migration 0012; cpersona_app cannot read them)
-    {"embedding_jobs", "oauth_codes", "oauth_tokens"}
+    # drained across tenants by the worker; OAuth codes and tokens (migration 0012) and
+    # console sessions (0018) are resolved by their hash before the tenant is known
+    # (cpersona_app cannot read them)
+    {"embedding_jobs", "oauth_codes", "oauth_tokens", "console_sessions"}
 )
 
 

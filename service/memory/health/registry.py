@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from service.memory.health import content, deployment, embeddings, operating, records, timestamps
+from service.memory.health import (
+    content,
+    deployment,
+    embeddings,
+    operating,
+    records,
+    supersession,
+    timestamps,
+)
 from service.memory.health.base import Check
 
 CHECKS: tuple[Check, ...] = (
@@ -83,6 +91,12 @@ CHECKS: tuple[Check, ...] = (
     Check("vector_fallback_config", "info", embeddings.vector_fallback_config),
     Check("operating_context_parse", "warn", operating.operating_context_parse),
     Check("operating_context_size", "info", operating.operating_context_size),
+    Check(
+        "supersession",
+        "warn",
+        supersession.supersession_chains,
+        supersession.fix_supersession_chains,
+    ),
 )
 
 CHECK_NAMES: tuple[str, ...] = tuple(check.name for check in CHECKS)

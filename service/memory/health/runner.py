@@ -40,10 +40,11 @@ PAUSE_REASON = "no-persist mode active — fix downgraded to fix=False"
 
 
 def unknown_checks(unknown: list[str]) -> Refused:
-    """The refusal of a run naming checks that do not exist."""
+    """The refusal of a run naming checks that do not exist; ``checks_run`` is empty (nothing
+    ran), the shape CPersona 2.6 answers."""
     valid = list(registry.CHECK_NAMES)
     message = f"unknown check name(s): {', '.join(unknown)}. Valid names: {', '.join(valid)}"
-    return Refused(message, unknown_checks=unknown, valid_checks=valid)
+    return Refused(message, unknown_checks=unknown, valid_checks=valid, checks_run=[])
 
 
 async def _dimension(conn: Connection, lib: Library) -> int | None:

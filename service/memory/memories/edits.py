@@ -23,8 +23,9 @@ from collections.abc import Callable
 from service.db import memories, queue
 from service.db.pool import Connection
 from service.errors import Conflict, NotFound, Refused
-from service.memory import pauses, text
+from service.memory import pauses, supersession, text
 from service.memory.library import Library
+from service.memory.memories import history
 from service.memory.queue.inline import (
     InlineEmbedding,
     embed_inline,
@@ -45,10 +46,13 @@ UNIQUE_COLUMNS = {
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Updated:
-    """The memory whose content was replaced, and whether the new content was cut."""
+    """The memory whose content was replaced, and whether the new content was cut; with
+    ``keep_history`` the new record (``new_id``) that supersedes it (``relation``)."""
 
     memory_id: int
     truncated: bool = False
+    new_id: int | None = None
+    relation: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,9 +65,10 @@ class LockSet:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Deleted:
-    """The memory deleted."""
+    """The memory deleted, and the supersessions made to keep its chain whole."""
 
     memory_id: int
+    relinked: tuple[supersession.Relinked, ...] = ()
 
 
 def _check_id(memory_id: int) -> None:
@@ -101,8 +106,10 @@ async def update_memory(
     agent_id: str = "",
     guard: pauses.PauseGuard | None = None,
     visible: Visible | None = None,
+    keep_history: bool = False,
 ) -> Updated:
-    """Replace a memory's content; msg_id, timestamp, channel and project stay.
+    """Replace a memory's content; msg_id, timestamp, channel and project stay. With
+    ``keep_history`` the content goes to a new record instead (``history.keep``).
 
     The row's embedding becomes NULL and a job is queued in the same transaction;
     the write-behind embedder embeds it moments later. With an inline timeout the
@@ -118,6 +125,16 @@ async def update_memory(
     except (Refused, NotFound):
         await pauses.obey_now(lib, tenant_id, guard)
         raise
+    if keep_history:
+        kept = await history.keep(
+            lib,
+            tenant_id,
+            memory_id,
+            clean.text,
+            lambda target: _check_edit(memory_id, target, agent_id, "edited", visible),
+            guard,
+        )
+        return Updated(memory_id, clean.truncated, kept.new_id, kept.relation)
     inline = InlineEmbedding()
     if waits_for_vector(lib) and clean.text:
         async with lib.db.tenant_tx(tenant_id) as conn:
@@ -226,13 +243,16 @@ async def delete_memory(
     visible: Visible | None = None,
 ) -> Deleted:
     """Delete one unlocked memory (docs/tools.md, "delete_memory"; its messages in CPersona's
-    order); its queue job goes with it (a trigger of migration 0006)."""
+    order); its queue job goes with it (a trigger of migration 0006). In the middle of a
+    supersession chain, its successor then supersedes what it superseded (``relinked``)."""
     _check_id(memory_id)
     async with lib.db.tenant_tx(tenant_id) as conn:
         target = await _target(conn, tenant_id, memory_id, visible)
         if target.locked:
             raise Refused(f"Memory {memory_id} is locked and cannot be deleted")
         owner = agent_id or None
+        found = await supersession.neighbours(conn, tenant_id, ("mem", memory_id))
         if not await memories.delete_unlocked_memory(conn, tenant_id, memory_id, owner):
             raise Refused(f"Memory {memory_id} not found, not owned by agent, or locked")
-    return Deleted(memory_id)
+        relinked = await supersession.relink(conn, tenant_id, ("mem", memory_id), found)
+    return Deleted(memory_id, tuple(relinked))

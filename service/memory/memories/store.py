@@ -14,9 +14,10 @@ from typing import Any, Literal
 from service.db import memories
 from service.db.pool import Connection
 from service.errors import Refused
-from service.memory import associations, bounds, pauses, text
+from service.memory import associations, bounds, future, pauses, superseding, text
 from service.memory.associations import Declared
 from service.memory.library import Library
+from service.memory.memories import edits
 from service.memory.queue.inline import (
     InlineEmbedding,
     embed_inline,
@@ -35,6 +36,12 @@ class StoreRequest:
     associations: Mapping[str, Any] | None = None
     """The ``associations`` rider (docs/tools.md, "store"): declared after the memory
     commits, anchored on it; None or empty declares nothing and costs nothing."""
+    lock: bool = False
+    """Lock the row the store resolved to (new, or the existing row a dedup skip names), as
+    lock_memory does, after it commits (CPersona 2.6's ``lock: true``)."""
+    supersedes: object = None
+    """The ``supersedes`` list (docs/tools.md, "Facts that change"): the records the new
+    one replaces, declared after it commits; None declares nothing and costs nothing."""
 
 
 SkipReason = Literal["duplicate msg_id", "duplicate content", "duplicate (unique index)"]
@@ -50,6 +57,13 @@ class Stored:
     truncated: bool = False
     associations: Declared | None = None
     """What the rider declared (None without one)."""
+    locked: bool | None = None
+    """Whether ``lock`` locked the row (None: no lock asked)."""
+    ahead_of_clock: future.AheadOfClock | None = None
+    """The caller's timestamp lay past the allowance ahead of the server's clock (mode
+    ``warn``); None otherwise."""
+    supersedes: superseding.Superseding | None = None
+    """What the ``supersedes`` list declared (None without one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,6 +75,10 @@ class Skipped:
     existing_id: int | None
     associations: Declared | None = None
     """What the rider declared on the existing row (None without one, or without an id)."""
+    locked: bool | None = None
+    """Whether ``lock`` locked the existing row (None: no lock asked; False without an id)."""
+    supersedes: superseding.Superseding | None = None
+    """What the ``supersedes`` list declared for the existing row (as ``associations``)."""
 
 
 StoreOutcome = Stored | Skipped
@@ -103,6 +121,7 @@ def _axis_refusal(lib: Library, req: StoreRequest, msg_id: str) -> str | None:
 class _Prepared:
     row: memories.NewMemory
     truncated: bool
+    ahead_of_clock: future.AheadOfClock | None = None
 
 
 def _refusal(lib: Library, req: StoreRequest, source: object, metadata: object) -> str | None:
@@ -133,7 +152,10 @@ def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
         raise Refused("empty after sanitization")
     msg_id = message.get("id")
     stamp = message.get("timestamp")
+    given = isinstance(stamp, str) and bool(stamp)
     stamp = stamp if isinstance(stamp, str) and stamp else text.now_timestamp()
+    parsed = text.parse_timestamp(stamp)
+    ahead = future.ahead_of_clock(lib, stamp, parsed, "timestamp") if given else None
     row = memories.NewMemory(
         agent_name=req.agent_id,
         project_id=req.project_id,
@@ -142,10 +164,10 @@ def _prepare(lib: Library, req: StoreRequest) -> _Prepared:
         content=clean.text,
         source=source,
         timestamp_text=stamp,
-        timestamp_at=text.parse_timestamp(stamp),
+        timestamp_at=parsed,
         metadata=metadata,
     )
-    return _Prepared(row, clean.truncated)
+    return _Prepared(row, clean.truncated, ahead)
 
 
 def _duplicate(probe: memories.DuplicateProbe | memories.StoreResult) -> Skipped | None:
@@ -156,13 +178,17 @@ def _duplicate(probe: memories.DuplicateProbe | memories.StoreResult) -> Skipped
     return None
 
 
-def _store_outcome(result: memories.StoreResult, truncated: bool, embedded: bool) -> StoreOutcome:
+def _store_outcome(
+    result: memories.StoreResult, prepared: _Prepared, embedded: bool
+) -> StoreOutcome:
     duplicate = _duplicate(result)
     if duplicate is not None:
         return duplicate
     if result.inserted_id is None:
         return Skipped("duplicate (unique index)", None)
-    return Stored(result.inserted_id, embedded, truncated)
+    return Stored(
+        result.inserted_id, embedded, prepared.truncated, ahead_of_clock=prepared.ahead_of_clock
+    )
 
 
 async def _probe(
@@ -179,25 +205,52 @@ async def _probe(
 async def store(
     lib: Library, tenant_id: TenantId, req: StoreRequest, guard: pauses.PauseGuard | None = None
 ) -> StoreOutcome:
-    """Store one memory (:func:`store_row`), then run the ``associations`` rider, if any,
-    in a transaction of its own, anchored on the stored row or on the existing row a
-    dedup skip names: the memory stays stored whatever the rider does (a failure is
-    reported in its ``dropped``). Without a rider this is :func:`store_row` alone."""
+    """Store one memory (:func:`store_row`), then the riders, each in a transaction of its
+    own, on the stored row or on the existing row a dedup skip names: the ``associations``
+    rider, if any (a failure is reported in its ``dropped``), the ``supersedes`` list, if
+    any (docs/tools.md, "Facts that change"), then the ``lock``, if asked.
+    The memory stays stored whatever a rider does. Without riders this is
+    :func:`store_row` alone."""
     outcome = await store_row(lib, tenant_id, req, guard)
-    if not req.associations:
-        return outcome
     memory_id = outcome.memory_id if isinstance(outcome, Stored) else outcome.existing_id
+    if req.associations and memory_id is not None:
+        declared = await associations.declare_rider(
+            lib,
+            tenant_id,
+            req.agent_id,
+            f"mem:{memory_id}",
+            req.associations,
+            scope=(req.project_id, req.channel),
+        )
+        outcome = dataclasses.replace(outcome, associations=declared)
+    if req.supersedes is not None and memory_id is not None:
+        rider = superseding.Rider(
+            agent_id=req.agent_id,
+            newer=("mem", memory_id),
+            refs=req.supersedes,
+            project_id=req.project_id,
+            channel=req.channel,
+        )
+        replaced = await superseding.declare(lib, tenant_id, rider)
+        outcome = dataclasses.replace(outcome, supersedes=replaced)
+    if req.lock:
+        locked = await _lock_row(lib, tenant_id, req.agent_id, memory_id)
+        outcome = dataclasses.replace(outcome, locked=locked)
+    return outcome
+
+
+async def _lock_row(
+    lib: Library, tenant_id: TenantId, agent_id: str, memory_id: int | None
+) -> bool:
+    """Lock the row a store resolved to; False when it resolved to none (the id-less
+    unique-index race) or the row is gone by now (a concurrent delete)."""
     if memory_id is None:
-        return outcome
-    declared = await associations.declare_rider(
-        lib,
-        tenant_id,
-        req.agent_id,
-        f"mem:{memory_id}",
-        req.associations,
-        scope=(req.project_id, req.channel),
-    )
-    return dataclasses.replace(outcome, associations=declared)
+        return False
+    try:
+        await edits.set_lock(lib, tenant_id, memory_id, True, agent_id)
+    except Refused:
+        return False
+    return True
 
 
 async def store_row(
@@ -295,4 +348,4 @@ def _answered(
     """After the commit: hand a row without a vector to the write-behind, then answer."""
     if result.inserted_id is not None and inline.vector is None:
         embed_soon(lib, tenant_id, "mem", result.inserted_id)
-    return _store_outcome(result, prepared.truncated, inline.vector is not None)
+    return _store_outcome(result, prepared, inline.vector is not None)

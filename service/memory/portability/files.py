@@ -32,6 +32,7 @@ from typing import BinaryIO
 
 from service.config import Settings
 from service.errors import InvalidInput, NotFound, Refused
+from service.memory import text
 from service.models import TenantId
 
 CHUNK_BYTES = 1 << 20
@@ -64,9 +65,12 @@ def tenant_area(settings: Settings, tenant_id: TenantId) -> Path:
 
 
 def name_is_valid(name: str) -> bool:
-    """Whether ``name`` is a relative file name: not empty, not too long, no NUL, not
+    """Whether ``name`` is a relative file name: not empty, not too long, no NUL, text
+    (no lone surrogate: neither the file system nor the database can hold one), not
     absolute, not a directory (trailing ``/``, ``.``), no ``..`` segment."""
     if not name or len(name) > MAX_NAME_CHARS or "\x00" in name or name.endswith("/"):
+        return False
+    if text.text_problem(name) is not None:
         return False
     if os.path.isabs(name) or ".." in name.replace(os.sep, "/").split("/"):
         return False

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from service.db import associations as graph
 from service.db.pool import Connection
+from service.memory import supersession
 from service.memory.associations import MAX_ITEMS, format_ref, normalize, parse_ref
 from service.memory.portability.jsonl import cpersona_time
 from service.models import JsonObject, TenantId
@@ -193,11 +194,29 @@ class GraphImport:
         if subject is None or obj is None or not predicate or (anchor_ref and anchor is None):
             return "names an entity or a record that is not in this file"
         scope = graph.Scope(agent, _text(record, "project_id"), _text(record, "channel"))
-        await graph.upsert_relation(
-            self.conn, self.tenant_id, scope, (subject, predicate, obj), anchor
-        )
+        verdict = await self._supersession(agent, (subject, predicate, obj))
+        if isinstance(verdict, str):
+            return verdict
+        if verdict is None:
+            await graph.upsert_relation(
+                self.conn, self.tenant_id, scope, (subject, predicate, obj), anchor
+            )
         self.imported["relation"] += 1
         return None
+
+    async def _supersession(
+        self, agent: int, triple: tuple[graph.End, str, graph.End]
+    ) -> int | str | None:
+        """A supersession obeys the rules of a declaration (docs/tools.md, "Facts that
+        change"), under the target agent's graph lock: why it is skipped, the id of the
+        same supersession already there (a repeat: nothing to write), or None."""
+        subject, predicate, obj = triple
+        if predicate != supersession.PREDICATE or "entity" in (subject.kind, obj.kind):
+            return None
+        await graph.lock_agent_graph(self.conn, self.tenant_id, agent)
+        return await supersession.check(
+            self.conn, self.tenant_id, (subject.kind, subject.id), (obj.kind, obj.id)
+        )
 
 
 async def carry(

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterable, Callable, Sequence
 from service.db import agents, portability as portability_queries
 from service.db.pool import Connection
 from service.errors import Refused
+from service.memory import text
 from service.memory.library import Library
 from service.memory.portability import batches, graph, jsonl, records
 from service.memory.portability.access import AgentDenied
@@ -393,5 +394,7 @@ class AgentScanner:
             return
         record = parsed[0]
         kind, agent = record.get("_type"), record.get("agent_id")
-        if isinstance(kind, str) and kind in COUNTED and isinstance(agent, str) and agent:
+        if not isinstance(kind, str) or kind not in COUNTED or not isinstance(agent, str):
+            return
+        if agent and text.text_problem(agent) is None:  # else the import refuses the line
             self.agents.add(agent)

@@ -211,6 +211,16 @@ class MatchReason(TypedDict):
     rrf: NotRequired[float]
     rsf: NotRequired[float]
     hybrid: NotRequired[float]
+    cue_rank: NotRequired[int]  # the row's rank on the cue arm (docs/tools.md, "Time cues")
+
+
+class HeldReason(TypedDict):
+    """The ``match_reason`` of a held row: a place beside the answer, never gated nor
+    credited (docs/tools.md, "Time cues": a cue seat)."""
+
+    signal: Literal["cue"]
+    admission: Literal["reservation"]
+    cue_rank: int
 
 
 # Signal accessors: one row's value of one signal, None when it was never computed.

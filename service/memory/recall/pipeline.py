@@ -8,11 +8,14 @@ library returns full content: previews and budgets belong to the MCP boundary.
 
 from __future__ import annotations
 
+import time
+
 from service.db import recall as recall_queries
+from service.memory import supersession
 from service.memory.library import Library
 from service.memory.memories.listing import clamp
-from service.memory.recall import advisory, fusion, query_terms
-from service.memory.recall.records import Advisory, RecallResult, Severity
+from service.memory.recall import advisory, chains, cued, exclusion, fusion, query_terms
+from service.memory.recall.records import Advisory, CueReport, Recalled, RecallResult, Severity
 from service.memory.recall.request import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
     RecallRequest as RecallRequest,
@@ -26,19 +29,29 @@ from service.memory.recall.retrieve import (
     retrieve,
     scope_of,
 )
-from service.memory.recall.scoring import ranked_body, vector_unseen
+from service.memory.recall.scoring import RankedRows, cue_floor, ranked_body, vector_unseen
 from service.models import JsonObject, TenantId
 
 
 async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> RecallResult:
     """Hybrid recall for one agent: rows best first, with the gate's rescue and the
     degraded advisory noted; InvalidInput for a request over its bounds (``check_request``)."""
+    started = time.perf_counter()
     check_request(req)
-    limit = clamp(req.limit, 0, lib.settings.max_memories)
+    reading = chains.Reading(
+        supersession.parse_as_of(req.as_of) if req.as_of else None, req.current_only
+    )
+    wanted_rows = clamp(req.limit, 0, lib.settings.max_memories)
+    limit = wanted_rows
+    if reading.filters:
+        limit = min(wanted_rows * chains.OVERFETCH, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
     scope = scope_of(req)
-    wanted = retrieval(lib, req, depth, query_terms.build(req.query), mode)
+    terms = query_terms.build(
+        req.query, lib.settings.recall_max_terms, lib.settings.recall_max_patterns
+    )
+    wanted = retrieval(lib, req, depth, terms, mode)
     with RUNNING:
         embedded, found, fallback = await retrieve(lib, tenant_id, req, scope, wanted, limit, mode)
     hits = found.hits + fallback
@@ -47,10 +60,48 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         return RecallResult(rows=(), advisory=notice)
     unseen = vector_unseen(lib, hits, embedded.vector)
     ranked = ranked_body(lib, req, found.meta, hits, mode, limit, unseen)
-    if ranked.credited:
-        async with lib.db.tenant_tx(tenant_id) as conn:
-            await recall_queries.bump_recall_stats(conn, tenant_id, ranked.credited)
-    return RecallResult(ranked.rows, ranked.gate_fallback, notice)
+    async with lib.db.tenant_tx(tenant_id) as conn:  # one transaction: chains and credit
+        arranged = await chains.arrange(conn, tenant_id, req.agent_id, ranked.rows, reading)
+        rows = tuple(row for row in arranged[:wanted_rows] if isinstance(row, Recalled))
+        credited = ranked.credited
+        if reading.filters:
+            kept = {row.id for row in rows if row.kind == "mem"}
+            credited = [memory_id for memory_id in credited if memory_id in kept]
+        if credited:  # a cue's seats are never credited, so the cue may come after
+            await recall_queries.bump_recall_stats(conn, tenant_id, credited)
+    cue_report: CueReport | None = None
+    if req.time_cue is not None:
+        arm = cued.CueArm(
+            scope=scope,
+            terms=terms,
+            query=req.query,
+            vector=embedded.vector,
+            floor=cue_floor(lib, found.meta),
+            episodes=wanted.episodes,
+            exclusions=exclusion.normalise_exclusions(req.exclude_contents),
+            started=started,
+        )
+        rows, cue_report = await _cued(lib, tenant_id, req, arm, found.meta, ranked, rows)
+    return RecallResult(rows, ranked.gate_fallback, notice, time_cue=cue_report)
+
+
+async def _cued(
+    lib: Library,
+    tenant_id: TenantId,
+    req: RecallRequest,
+    arm: cued.CueArm,
+    meta: JsonObject,
+    ranked: RankedRows,
+    rows: tuple[Recalled, ...],
+) -> tuple[tuple[Recalled, ...], CueReport]:
+    """The answer ``rows`` with the time cue applied (docs/tools.md, "Time cues"):
+    unchanged when the cue is ignored; recall statistics stay credited to ``ranked``'s
+    rows only."""
+    assert req.time_cue is not None
+    found = await cued.search(lib, tenant_id, req.time_cue, arm, cued.span_of(meta))
+    if isinstance(found, cued.CueFound):
+        return cued.apply(rows, found, ranked.reached, ranked.admitted)
+    return rows, found
 
 
 async def _advisory(

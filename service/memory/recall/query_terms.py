@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+
+from service.config.recall import MAX_QUERY_PATTERNS, MAX_QUERY_TERMS
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _RUNS = re.compile(rf"[{_CJK}]+|[^\s{_CJK}]+")
@@ -26,7 +28,8 @@ _IS_CJK = re.compile(rf"[{_CJK}]")
 _WORD = re.compile(r"\w+")
 _IDENTIFIER_PUNCT = re.compile(r"[^\w\s'\u2019]")
 _MIN_RUN = 3
-MAX_TERMS = 32
+MAX_TERMS = MAX_QUERY_TERMS
+MAX_PATTERNS = MAX_QUERY_PATTERNS
 MAX_LEXEME_BYTES = 2046
 """Postgres drops longer words when it builds a tsvector (and refuses them in a tsquery),
 so such a word can never match and is left out of the query."""
@@ -168,6 +171,21 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
+def phrase_patterns(phrases: Sequence[str], taken: Sequence[str] = ()) -> tuple[str, ...]:
+    """Substring patterns of whole phrases (reconstruct's extra lexical terms): each
+    trimmed phrase of at least three characters (the trigram index serves no shorter
+    one), once, leaving out patterns already in ``taken``."""
+    seen = set(taken)
+    out: list[str] = []
+    for phrase in phrases:
+        text = phrase.strip()
+        pattern = like_pattern(text)
+        if len(text) >= _MIN_RUN and pattern not in seen:
+            seen.add(pattern)
+            out.append(pattern)
+    return tuple(out)
+
+
 def _trigrams(run: str) -> list[str]:
     return [run[i : i + 3] for i in range(len(run) - 2)]
 
@@ -197,8 +215,26 @@ def _lexemes(run: str) -> list[str]:
     return [lexeme for lexeme, _, _ in lexeme_spans(run)]
 
 
-def build(query: str) -> Terms:
-    """The full-text terms of ``query``; empty when nothing usable remains."""
+def longest(items: list[str], bound: int) -> list[str]:
+    """The ``bound`` longest of distinct ``items`` (ties: the earlier first), in their order.
+
+    Length is the informativeness proxy that needs no lookup: short words are the common
+    ones, and a longer substring has more trigrams, so the index narrows it further.
+    """
+    if len(items) <= bound:
+        return items
+    kept = set(sorted(range(len(items)), key=lambda n: (-len(items[n]), n))[:bound])
+    return [item for n, item in enumerate(items) if n in kept]
+
+
+def build(query: str, max_terms: int = MAX_TERMS, max_patterns: int = MAX_PATTERNS) -> Terms:
+    """The full-text terms of ``query``; empty when nothing usable remains.
+
+    At most ``max_terms`` distinct words and ``max_patterns`` distinct substrings, the
+    longest of each (:func:`longest`): the lexical half's work grows with both (each word
+    is a BM25 term checked on every candidate, each pattern an ``ILIKE`` of every
+    candidate's text), so a query at the input cap costs what a long question does, the
+    same idea as embedding at most the model's window of a query."""
     lexemes: list[str] = []
     substrings: list[str] = []
     for run in _RUNS.findall(query):
@@ -211,7 +247,8 @@ def build(query: str) -> Terms:
         core = run.strip(".,;:!?\"'()[]{}")
         if len(_WORD.findall(core)) > 1 and _IDENTIFIER_PUNCT.search(core):
             substrings.append(core)
-    lexemes = list(dict.fromkeys(lexemes))[:MAX_TERMS]
-    substrings = [s for s in dict.fromkeys(substrings) if len(s) >= _MIN_RUN][:MAX_TERMS]
+    lexemes = longest(list(dict.fromkeys(lexemes)), max_terms)
+    substrings = [s for s in dict.fromkeys(substrings) if len(s) >= _MIN_RUN]
+    substrings = longest(substrings, max_patterns)
     tsquery = " | ".join(f"'{lexeme}'" for lexeme in lexemes) or None
     return Terms(tsquery, tuple(like_pattern(s) for s in substrings), tuple(lexemes))

@@ -125,6 +125,9 @@ class Ranked:
 
     rows: tuple[Candidate, ...]
     gate_fallback: bool = False
+    admitted: tuple[Candidate, ...] = ()
+    """Every row the gate and autocut admitted (or the rescue chose), before the limit
+    cut: a time cue may seat one the cut left out (docs/tools.md, "Time cues")."""
 
 
 def pre_gate(rows: Sequence[Candidate], ctx: RecallContext, t: Tunables) -> list[Candidate]:
@@ -166,7 +169,7 @@ def rank(
     )
     rescue = gate_fallback(scored, gated) if t.confidence_enabled else None
     if rescue is not None:
-        return Ranked(rows=tuple(finalize(rescue, ctx.limit)), gate_fallback=True)
+        return Ranked(tuple(finalize(rescue, ctx.limit)), True, tuple(rescue))
     if t.autocut_enabled:
         gated = autocut(gated, t.autocut_min_results, t.autocut_min_gap_ratio)
-    return Ranked(rows=tuple(finalize(gated, ctx.limit)))
+    return Ranked(rows=tuple(finalize(gated, ctx.limit)), admitted=tuple(gated))

@@ -9,10 +9,12 @@ facts beside them. Only ``service.mcp.render.recall`` spells wire keys and wire 
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from typing import Literal, TypeAlias
 
-from service.memory.recall.candidate import Kind, MatchReason
+from service.memory.recall.candidate import HeldReason, Kind, MatchReason
 from service.memory.recall.confidence import Confidence
+from service.memory.supersession import Fact
 from service.models import JsonObject
 
 Severity: TypeAlias = Literal["hint", "fault"]
@@ -25,7 +27,8 @@ class Recalled:
     ``ref`` is ``mem:<id>`` / ``ep:<id>`` (None for the profile row); ``source`` is the
     stored free-form document (``{}`` when none); ``timestamp`` and ``msg_id`` are ``""``
     when the row has none; ``confidence`` is set only with confidence scoring on, and
-    ``match_reason`` only for a scored row."""
+    ``match_reason`` only for a scored row, or a held row's ``HeldReason``; ``fact`` only
+    for a row in a supersession chain (docs/tools.md, "Facts that change")."""
 
     kind: Kind
     id: int
@@ -35,7 +38,8 @@ class Recalled:
     timestamp: str
     msg_id: str
     confidence: Confidence | None
-    match_reason: MatchReason | None
+    match_reason: MatchReason | HeldReason | None
+    fact: Fact | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,10 +82,36 @@ class FilterOnly:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CueApplied:
+    """What a time cue did (docs/tools.md, "Time cues"): the period its last stage
+    searched (None: the cue needed the scope's span and the scope had none), the final
+    confidence, whether the period was widened, how many returned rows changed place,
+    how many seats it filled."""
+
+    period: tuple[datetime, datetime] | None
+    confidence: Literal["sure", "likely", "vague"]
+    revised: bool
+    moved: int = 0
+    seated: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CueIgnored:
+    """A time cue that was not used: its own period starts within the last 24 hours."""
+
+    period: tuple[datetime, datetime]
+    reason: Literal["recent_only"] = "recent_only"
+
+
+CueReport: TypeAlias = CueApplied | CueIgnored
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RecallResult:
-    """One recall's answer: ``rows`` best first, and the envelope facts."""
+    """One recall's answer: ``rows`` best first (held rows last), and the envelope facts."""
 
     rows: tuple[RecallRow, ...]
     gate_fallback: bool = False
     advisory: Advisory | None = None
     context_filter_only: FilterOnly | None = None
+    time_cue: CueReport | None = None

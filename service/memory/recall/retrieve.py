@@ -20,8 +20,15 @@ from service.embeddings.batcher import EmbeddingBatcher
 from service.embeddings.cache import embed_query
 from service.memory.library import Library
 from service.memory.recall import candidate, query_terms
+from service.memory.recall.cue import needs_span
 from service.memory.recall.request import RecallRequest
 from service.models import TenantId
+
+FALLBACK_CHARS = 256
+"""The LIKE fallback matches the query's first this many characters: a substring pattern of
+a 16,000-character query makes the trigram index look up thousands of trigrams for a match
+no stored text can hold more often than its prefix does (docs/reliability.md, "Fair shares
+of the database (hardening round three)")."""
 
 HYBRID_DEPTH = 100
 """Lexical candidates of a hybrid recall when ``CPERSONA_RECALL_DEPTH`` is 0: deep enough
@@ -91,18 +98,23 @@ def retrieval(
 
     The hybrid vector channel is ``CPERSONA_RECALL_VECTOR_DEPTH`` deep whatever the
     ``limit`` (a small LIMIT keeps Postgres on the HNSW index at scale, and ``limit`` never
-    changes the candidates); the spec's modes take ``depth`` rows from every retriever."""
+    changes the candidates); the spec's modes take ``depth`` rows from every retriever.
+
+    ``req.extra_lexical_terms`` (reconstruct's query expansion) join the substring
+    patterns, as whole phrases: they reach the memory keyword arm and episode full text
+    only, never the vector channel or the query's own terms; none changes nothing."""
     s = lib.settings
     fts = s.fts_enabled or mode == "cascade"
+    patterns = terms.patterns + query_terms.phrase_patterns(req.extra_lexical_terms, terms.patterns)
     return recall_queries.Retrieval(
         vector=None,
         tsquery=terms.tsquery if fts else None,
         lexemes=terms.lexemes if fts else (),
-        patterns=terms.patterns if fts else (),
+        patterns=patterns if fts else (),
         limit=depth,
         episodes=not (req.source_id and not req.channel),
         recency=not req.query.strip(),
-        confidence=s.confidence_enabled,
+        confidence=s.confidence_enabled or (req.time_cue is not None and needs_span(req.time_cue)),
         vector_depth=min(depth, s.recall_vector_depth) if mode == "hybrid" else None,
         query=req.query,
         budget=s.recall_postings_budget,
@@ -118,13 +130,19 @@ async def _keyword_fallback(
     scope: recall_queries.Scope,
     limit: int,
 ) -> list[recall_queries.Hit]:
-    """The literal substring match of the whole query (the LIKE fallback of
-    docs/tools.md, "Retrievers")."""
+    """The literal substring match of the query, at most its first ``FALLBACK_CHARS``
+    (the LIKE fallback of docs/tools.md, "Retrievers")."""
     fetch = min(10_000, max(5 * limit, 50))
-    pattern = query_terms.like_pattern(req.query.strip())
     await recall_queries.plan_each_statement(conn)  # after a recall statement's generic plan
-    rows = await recall_queries.like_fallback(conn, tenant_id, scope, pattern, fetch)
+    rows = await recall_queries.like_fallback(
+        conn, tenant_id, scope, fallback_pattern(req.query), fetch
+    )
     return rows[:limit]
+
+
+def fallback_pattern(query: str) -> str:
+    """The LIKE fallback's pattern: the stripped query's first ``FALLBACK_CHARS``."""
+    return query_terms.like_pattern(query.strip()[:FALLBACK_CHARS])
 
 
 async def retrieve(

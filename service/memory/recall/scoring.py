@@ -162,6 +162,12 @@ def _vector_threshold(lib: Library, meta: JsonObject) -> float:
     return float(threshold) if threshold is not None else lib.settings.vector_min_similarity
 
 
+def cue_floor(lib: Library, meta: JsonObject) -> float:
+    """The cosine floor of a time cue's vector list: the vector threshold times
+    ``CPERSONA_RRF_THRESHOLD_FACTOR`` (docs/tools.md, "Time cues")."""
+    return _vector_threshold(lib, meta) * lib.settings.rrf_threshold_factor
+
+
 def _confidence(
     lib: Library, row: candidate.Candidate, ctx: rank.RecallContext
 ) -> confidence.Confidence | None:
@@ -182,11 +188,15 @@ def _credited(lib: Library, req: RecallRequest, ranked: rank.Ranked) -> list[int
 @dataclasses.dataclass(frozen=True, slots=True)
 class RankedRows:
     """What ranking made of the hits: the rows best first, whether the gate's rescue
-    chose them, and the memory ids whose recall statistics this recall credits."""
+    chose them, the memory ids whose recall statistics this recall credits, every row
+    an ordinary arm reached (``reached``) and those the gate and autocut admitted before
+    the ``limit`` cut (``admitted``; a time cue's seats read both)."""
 
     rows: tuple[Recalled, ...]
     gate_fallback: bool
     credited: list[int]
+    reached: frozenset[candidate.Identity] = frozenset()
+    admitted: frozenset[candidate.Identity] = frozenset()
 
 
 def ranked_body(
@@ -221,4 +231,9 @@ def ranked_body(
     )
     ranked = rank.rank(fused, context, tunables(lib))
     rows = tuple(message(row, pool.rows, _confidence(lib, row, context)) for row in ranked.rows)
-    return RankedRows(rows, ranked.gate_fallback, _credited(lib, req, ranked))
+    credited = _credited(lib, req, ranked)
+    if req.time_cue is None:
+        return RankedRows(rows, ranked.gate_fallback, credited)
+    reached = frozenset(row.identity for row in fused)
+    admitted = frozenset(row.identity for row in ranked.admitted)
+    return RankedRows(rows, ranked.gate_fallback, credited, reached, admitted)

@@ -196,6 +196,7 @@ async def test_a_token_has_the_grants_and_tool_set_of_the_key_it_was_issued_from
         "agent_id": "shared",
         "required": "read-write",
         "client_id": "reader",
+        "result": "rejected",  # every refusal of store says so (CPersona 2.6, docs/tools.md)
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any
 
@@ -157,6 +158,32 @@ async def test_batch_budget_defers_the_rest_in_request_order(client: Agent, lib:
     full = await contents.get_contents(lib, tenant, "a", refs)
     assert len(full.items) == 4
     assert full.deferred == ()
+
+
+def _item_cost(item: dict[str, Any]) -> int:
+    """CPersona 2.6's charge for one item: the content's length plus every other field as
+    the caller receives it (a string's length, anything else serialised)."""
+    return sum(
+        len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
+        for value in item.values()
+    )
+
+
+async def test_the_batch_budget_charges_the_whole_item_not_only_its_content(
+    client: Agent,
+) -> None:
+    """CPersona 2.6: a large ``source`` spends the budget too, so six short rows with
+    7,900-character sources (about 48,000 characters sent) defer the rows past 40,000."""
+    source = {"type": "User", "id": "u1", "name": "n" * 7_900}
+    ids = [await _store(client, f"fact {n}", source=source) for n in range(6)]
+    refs = [f"mem:{i}" for i in ids]
+    answer = await client.call("get_contents", agent_id="a", refs=refs)
+    sent = [item["ref"] for item in answer["items"]]
+    assert answer["deferred"] == refs[len(sent) :]
+    assert answer["budget_chars"] == 40_000
+    assert sum(_item_cost(item) for item in answer["items"]) <= 40_000
+    assert sent == refs[: len(sent)]
+    assert 1 <= len(sent) < 6
 
 
 async def test_a_single_row_over_the_budget_comes_whole(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from service.memory import tenants
+from service.memory.library import Library
+from service.models import TenantId
+from tests.seeds import Seed
 from tests.support import Agent
 
 
@@ -112,3 +116,32 @@ async def test_project_read_rule_on_lists(client: Agent) -> None:
 
 async def test_queue_status_reports_no_background_queue(client: Agent) -> None:
     assert await client.call("get_queue_status") == {"enabled": False, "pending": 0}
+
+
+async def test_a_row_cap_that_withholds_rows_says_budget_rows(lib: Library, client: Agent) -> None:
+    """CPersona 2.6: past the row cap (500 memories, 200 episodes) a listing that asked for
+    more and left rows behind carries ``budget_rows: <cap>``; at or under the cap, or when
+    nothing was left behind, it does not (docs/tools.md, "List budgets")."""
+    await client.call("store", agent_id="a", message={"content": "first"})
+    seed = Seed(lib.db, TenantId((await tenants.list_tenants(lib.db))[0].id))
+    agent = await seed.agent("a")
+    await seed.fetch(
+        "INSERT INTO memories (tenant_id, agent_id, content) "
+        "SELECT $1, $2, 'row ' || n FROM generate_series(1, 500) AS n RETURNING id",
+        seed.tenant_id,
+        agent,
+    )
+    await seed.fetch(
+        "INSERT INTO episodes (tenant_id, agent_id, summary) "
+        "SELECT $1, $2, 'episode ' || n FROM generate_series(1, 201) AS n RETURNING id",
+        seed.tenant_id,
+        agent,
+    )
+    capped = await client.call("list_memories", agent_id="a", limit=1000)
+    assert (capped["count"], capped["budget_rows"]) == (500, 500)
+    assert list(capped)[-1] == "budget_rows"
+    assert "budget_rows" not in await client.call("list_memories", agent_id="a", limit=500)
+    episodes = await client.call("list_episodes", agent_id="a", limit=201)
+    assert (episodes["count"], episodes["budget_rows"]) == (200, 200)
+    assert "budget_rows" not in await client.call("list_episodes", agent_id="a", limit=200)
+    assert "budget_rows" not in await client.call("list_episodes", agent_id="b", limit=1000)

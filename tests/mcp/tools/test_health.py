@@ -37,8 +37,17 @@ async def test_unknown_check_names_fail_with_every_valid_name(client: Agent) -> 
     assert body["ok"] is False
     assert body["unknown_checks"] == ["bogus"]
     assert body["valid_checks"] == list(health.CHECK_NAMES)
-    assert len(body["valid_checks"]) == 28  # missing_passages joined (issue 34)
+    assert len(body["valid_checks"]) == 29  # supersession and missing_passages joined
     assert body["error"].startswith("unknown check name(s): bogus")
+
+
+async def test_an_unknown_check_name_answers_cpersona_26s_whole_shape(client: Agent) -> None:
+    """CPersona 2.6: ``{ok: false, error, unknown_checks, valid_checks, checks_run: []}``, keys
+    in that order (nothing ran)."""
+    body = await client.call("check_health", checks=["bogus", "duplicate_content"])
+    assert list(body) == ["ok", "error", "unknown_checks", "valid_checks", "checks_run"]
+    assert body["unknown_checks"] == ["bogus"]
+    assert body["checks_run"] == []
 
 
 async def test_an_info_only_tenant_is_healthy_and_still_lists_its_issues(client: Agent) -> None:

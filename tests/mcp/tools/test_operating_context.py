@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from service.config import Settings
 from service.mcp import project_gate, tools
-from service.mcp.registry import ToolEnv
+from service.mcp.checks import with_defaults
+from service.mcp.instructions import SERVICE_INSTRUCTIONS
+from service.mcp.registry import ToolEnv, ToolSpec
 from service.mcp.tools.episodes import ARCHIVE_EPISODE
 from service.mcp.tools.memories import LIST_MEMORIES, STORE
 from service.mcp.tools.recall import RECALL
@@ -140,6 +143,11 @@ async def test_cli_sets_shows_and_clears_what_the_tool_serves(
     assert "no tenant 'ghost'" in missing.stderr
 
 
+def _read(spec: ToolSpec[Any], args: JsonObject) -> Any:
+    """The parameters record of ``args`` as a call reads it: after the schema's defaults."""
+    return spec.read(with_defaults(spec.input_schema, args))
+
+
 async def _env(lib: Library, slug: str) -> ToolEnv:
     row = await tenants.create_tenant(lib.db, slug)
     caller = Caller(TenantId(row.id), slug, "key", "label", {"*": "read-write"})
@@ -149,7 +157,7 @@ async def _env(lib: Library, slug: str) -> ToolEnv:
 async def test_gate_on_a_dormant_tenant_passes_auto_through_and_echoes_it(lib: Library) -> None:
     env = await _env(lib, "quiet")
     args = {"agent_id": "alpha", "project_id": "@auto", "message": {"content": "x"}}
-    params = STORE.read({**args, "channel": ""})
+    params = _read(STORE, {**args, "channel": ""})
     gated, notes, refusal = await project_gate.apply(STORE, env, params)
     assert refusal is None
     assert gated == params
@@ -165,8 +173,9 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
     base = {"ok": False, "error": message, "operating_context_revision": "rev-9"}
     store_args = {"agent_id": "alpha", "project_id": "zeta", "message": {"content": "x"}}
 
-    store_params = STORE.read({**store_args, "channel": ""})
-    archive_params = ARCHIVE_EPISODE.read(
+    store_params = _read(STORE, {**store_args, "channel": ""})
+    archive_params = _read(
+        ARCHIVE_EPISODE,
         {
             **store_args,
             "summary": "s",
@@ -174,11 +183,12 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
             "keywords": "",
             "resolved": False,
             "channel": "",
-        }
+        },
     )
-    recall_params = RECALL.read(
+    recall_params = _read(
+        RECALL,
         {**store_args, "query": "", "limit": 10, "deep": False, "channel": "", "source_id": ""}
-        | {"full_content": False, "exclude_contents": []}
+        | {"full_content": False, "exclude_contents": []},
     )
     _, _, store = await project_gate.apply(STORE, env, store_params)
     _, _, archive = await project_gate.apply(ARCHIVE_EPISODE, env, archive_params)
@@ -194,15 +204,15 @@ async def test_gate_with_reject_refuses_writes_in_the_spec_shapes_and_warns_read
 async def test_gate_resolves_auto_and_leaves_omitted_or_empty_values_alone(lib: Library) -> None:
     env = await _env(lib, "mapped")
     await storage.set_context(lib.db, "mapped", CONTEXT)
-    auto = LIST_MEMORIES.read({"agent_id": "alpha", "project_id": "@auto", "limit": 5})
+    auto = _read(LIST_MEMORIES, {"agent_id": "alpha", "project_id": "@auto", "limit": 5})
     gated, notes, refusal = await project_gate.apply(LIST_MEMORIES, env, auto)
     assert refusal is None
     assert gated == dataclasses.replace(auto, project_id="atlas")
     assert notes == {"resolved_project_id": "atlas"}
     stored = {"message": {}, "channel": ""}
-    empty = STORE.read({**stored, "agent_id": "alpha", "project_id": ""})  # omitted is '' too
+    empty = _read(STORE, {**stored, "agent_id": "alpha", "project_id": ""})  # omitted is '' too
     assert await project_gate.apply(STORE, env, empty) == (empty, {}, None)
-    unmapped = STORE.read({**stored, "agent_id": "zed", "project_id": "@auto"})
+    unmapped = _read(STORE, {**stored, "agent_id": "zed", "project_id": "@auto"})
     _, _, refused = await project_gate.apply(STORE, env, unmapped)
     assert refused is not None
     assert refused["error"].startswith("@auto has no [defaults] mapping for agent_id 'zed'")
@@ -222,6 +232,7 @@ def test_every_gated_tool_refuses_in_its_reserved_shape() -> None:
         "archive_episode": {"episode_id": None},
         "recall": {"messages": []},
         "recall_with_context": {"messages": []},
+        "reconstruct": {"items": [], "returned_count": 0},
         "list_memories": {"memories": [], "count": 0},
         "list_episodes": {"episodes": [], "count": 0},
     }
@@ -243,10 +254,10 @@ async def test_initialize_serves_the_tenants_summary_as_instructions(
     )
     async with mcp_session(served, key_a) as session:
         assert session.initialize_result is not None
-        assert session.initialize_result.instructions == "Be brief."
+        assert session.initialize_result.instructions == f"{SERVICE_INSTRUCTIONS}\n\nBe brief."
     async with mcp_session(served, key_b) as session:
         assert session.initialize_result is not None
-        assert session.initialize_result.instructions is None
+        assert session.initialize_result.instructions == SERVICE_INSTRUCTIONS
 
 
 async def test_server_discover_serves_the_same_instructions(lib: Library, served: Served) -> None:
@@ -257,8 +268,18 @@ async def test_server_discover_serves_the_same_instructions(lib: Library, served
     )
     for mode in ("auto", "legacy"):
         async with modern_client(served, key_a, mode) as client:
-            assert client.instructions == "Be brief.", mode
+            assert client.instructions == f"{SERVICE_INSTRUCTIONS}\n\nBe brief.", mode
         async with modern_client(served, key_b, mode) as client:
-            assert client.instructions is None, mode
+            assert client.instructions == SERVICE_INSTRUCTIONS, mode
     async with modern_client(served, key_a) as client:
         assert client.protocol_version == "2026-07-28"
+
+
+def test_the_service_paragraph_tells_the_model_when_to_use_memory() -> None:
+    """Always sent, before the operator's summary: what the service is and which tools a
+    session calls when (docs/tools.md, "Instructions")."""
+    for tool in ("recall", "reconstruct", "store", "archive_episode", "get_contents"):
+        assert f"`{tool}`" in SERVICE_INSTRUCTIONS, tool
+    assert "earlier sessions" in SERVICE_INSTRUCTIONS
+    assert "maintenance" in SERVICE_INSTRUCTIONS
+    assert len(SERVICE_INSTRUCTIONS) <= 600

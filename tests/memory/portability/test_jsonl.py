@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 
 from service.config import Settings, load_settings
 from service.errors import ConfigError
-from service.memory.portability import files, jsonl, signing
+from service.memory.portability import files, import_, jsonl, signing
 from service.models import TenantId
 
 
@@ -101,6 +101,7 @@ def test_names_must_be_relative_file_names() -> None:
         "x\x00y",
         "a" * 1025,
         "d/",
+        "\ud800lonely",  # a lone surrogate: no file system or database can hold it
     ):
         assert not files.name_is_valid(bad), bad
         with pytest.raises(files.PathRejected, match="path traversal"):
@@ -162,3 +163,13 @@ def test_the_generated_signing_key_is_made_once_and_kept(tmp_path: Path) -> None
     (tmp_path / signing.KEY_FILE).write_text("not hex")
     with pytest.raises(ConfigError, match="not a signing key"):
         signing.signing_key(settings)
+
+
+def test_the_upload_scanner_records_only_agents_a_database_can_name() -> None:
+    """An upload records the agents its lines name (for the import's grants); a name with a
+    lone surrogate can name no agent (the import refuses such a line), so it is not
+    recorded and never reaches a query (the fuzz test's 500)."""
+    scanner = import_.AgentScanner()
+    scanner.feed(b'{"_type": "memory", "agent_id": "\\ud800lonely", "content": "x"}\n')
+    scanner.feed(b'{"_type": "memory", "agent_id": "a", "content": "y"}\n')
+    assert scanner.finish() == {"a"}

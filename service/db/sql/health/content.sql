@@ -22,12 +22,11 @@ ORDER BY m.id
 -- health_rewrite_memories --
 -- Rewrite the content of unlocked memories (a repair). A row whose new content is empty,
 -- or already exists in its exact bucket (agent, project, channel), or equals another
--- rewritten row's new content, is deleted instead: it has become a duplicate, and the
--- unique index must hold. A row deleted as a duplicate has its declarations carried to
--- the row that stays (the bucket's existing copy, else the lowest rewritten id) as
--- health_delete_duplicates does; an emptied row has no such row and its declarations go
--- with it. Rewritten rows lose their stale embedding and are queued for a new one when
--- $4; deleted rows lose their queue job. Locked rows are never touched.
+-- rewritten row's new content, is not rewritten: it has become a duplicate (the unique
+-- index must hold), and it is returned as surplus for health_delete_surplus, with the
+-- row that stays (the bucket's existing copy, else the lowest rewritten id; NULL for an
+-- emptied row, or when that row is surplus too). Rewritten rows lose their stale
+-- embedding and are queued for a new one when $4. Locked rows are never touched.
 -- $1 tenant_id uuid, $2 ids bigint[], $3 new contents text[], $4 queue re-embedding boolean
 WITH target AS MATERIALIZED (
     SELECT m.id, m.agent_id, m.project_id, m.channel, t.content AS new_content
@@ -51,38 +50,6 @@ WITH target AS MATERIALIZED (
     ) existing ON existing.id IS NOT NULL
     WINDOW same_text AS (PARTITION BY t.agent_id, t.project_id, t.channel, t.new_content
                          ORDER BY t.id)
-), surplus AS MATERIALIZED (
-    -- duplicates whose keeper stays (a keeper that is itself deleted takes nothing)
-    SELECT r.id, r.keeper
-    FROM ranked r
-    WHERE r.drop_row AND r.keeper IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM ranked k WHERE k.id = r.keeper AND k.drop_row)
-), carried_mentions AS (
-    INSERT INTO entity_mentions (tenant_id, entity_id, ref_kind, ref_id, declared_by, created_at)
-    SELECT $1, x.entity_id, 'mem', s.keeper, x.declared_by, x.created_at
-    FROM entity_mentions x JOIN surplus s ON x.memory_id = s.id
-    WHERE x.tenant_id = $1
-    ON CONFLICT DO NOTHING
-), carried_relations AS (
-    INSERT INTO relations (tenant_id, agent_id, project_id, channel, subject_kind, subject_id,
-                           predicate, object_kind, object_id, anchor_kind, anchor_id,
-                           declared_by, declared_at)
-    SELECT $1, r.agent_id, r.project_id, r.channel,
-           r.subject_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.subject_memory), r.subject_id),
-           r.predicate,
-           r.object_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.object_memory), r.object_id),
-           r.anchor_kind, coalesce((SELECT s.keeper FROM surplus s WHERE s.id = r.anchor_memory), r.anchor_id),
-           r.declared_by, r.declared_at
-    FROM relations r
-    WHERE r.tenant_id = $1
-      AND (r.subject_memory IN (SELECT id FROM surplus) OR r.object_memory IN (SELECT id FROM surplus)
-           OR r.anchor_memory IN (SELECT id FROM surplus))
-    ON CONFLICT DO NOTHING
-), removed AS (
-    DELETE FROM memories m
-    USING ranked r
-    WHERE m.tenant_id = $1 AND m.id = r.id AND r.drop_row AND NOT m.locked
-    RETURNING m.id
 ), rewritten AS (
     UPDATE memories m
     SET content = r.new_content, embedding = NULL, embedding_model = NULL,
@@ -96,7 +63,12 @@ WITH target AS MATERIALIZED (
     ON CONFLICT (tenant_id, item_kind, item_id) DO UPDATE
     SET attempts = 0, run_after = clock_timestamp(), last_error = NULL
 )
-SELECT (SELECT count(*) FROM rewritten) AS rewritten, (SELECT count(*) FROM removed) AS deleted
+SELECT (SELECT count(*) FROM rewritten) AS rewritten,
+       coalesce(array_agg(r.id ORDER BY r.id), '{}') AS surplus,
+       coalesce(array_agg(CASE WHEN NOT EXISTS (SELECT 1 FROM ranked k WHERE k.id = r.keeper AND k.drop_row)
+                               THEN r.keeper END ORDER BY r.id), '{}') AS keepers
+FROM ranked r
+WHERE r.drop_row
 
 -- health_duplicate_content --
 -- check_health duplicate_content: groups of memories with the same content in the same
@@ -108,24 +80,35 @@ SELECT count(DISTINCT d.keeper) AS groups,
        count(*) FILTER (WHERE d.id <> d.keeper AND NOT d.locked) AS repairable
 FROM content_duplicates($1, $2) d
 
--- health_delete_duplicates --
--- Repair of duplicate_content: delete the unlocked surplus rows of each group (the
--- grouping and keepers of health_duplicate_content); a trigger drops their queue jobs.
--- Their declarations are carried to the keeper first (docs/tools.md,
--- "declare_associations"): each mention, and each relation naming a surplus row as
--- subject, object or anchor, is declared again on the keeper (a repeat of one it already
--- has is absorbed); the originals go with the deleted rows.
+-- health_duplicate_surplus --
+-- Repair of duplicate_content: the unlocked surplus rows of each group and the row each
+-- group keeps (the grouping and keepers of health_duplicate_content), for
+-- health_delete_surplus.
 -- $1 tenant_id uuid, $2 agent name text (NULL = every agent)
+SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}') AS surplus,
+       coalesce(array_agg(d.keeper ORDER BY d.id), '{}') AS keepers
+FROM content_duplicates($1, $2) d
+JOIN memories m ON m.tenant_id = $1 AND m.id = d.id
+WHERE d.id <> d.keeper AND NOT m.locked
+
+-- health_delete_surplus --
+-- Delete unlocked memories a repair found surplus (duplicates of a row that stays); a
+-- trigger drops their queue jobs. Their declarations are carried to the row that stays
+-- first (docs/tools.md, "declare_associations"): each mention, and each relation naming
+-- a surplus row as subject, object or anchor, is declared again on it (a repeat of one it
+-- already has is absorbed); the originals go with the deleted rows. A NULL keeper carries
+-- nothing.
+-- $1 tenant_id uuid, $2 surplus ids bigint[], $3 keeper ids bigint[] (same order)
 WITH surplus AS MATERIALIZED (
-    SELECT d.id, d.keeper
-    FROM content_duplicates($1, $2) d
-    JOIN memories m ON m.tenant_id = $1 AND m.id = d.id
-    WHERE d.id <> d.keeper AND NOT m.locked
+    SELECT t.id, t.keeper
+    FROM unnest($2::bigint[], $3::bigint[]) AS t (id, keeper)
+    JOIN memories m ON m.tenant_id = $1 AND m.id = t.id
+    WHERE NOT m.locked
 ), carried_mentions AS (
     INSERT INTO entity_mentions (tenant_id, entity_id, ref_kind, ref_id, declared_by, created_at)
     SELECT $1, x.entity_id, 'mem', s.keeper, x.declared_by, x.created_at
     FROM entity_mentions x JOIN surplus s ON x.memory_id = s.id
-    WHERE x.tenant_id = $1
+    WHERE x.tenant_id = $1 AND s.keeper IS NOT NULL
     ON CONFLICT DO NOTHING
 ), carried_relations AS (
     INSERT INTO relations (tenant_id, agent_id, project_id, channel, subject_kind, subject_id,
@@ -139,8 +122,9 @@ WITH surplus AS MATERIALIZED (
            r.declared_by, r.declared_at
     FROM relations r
     WHERE r.tenant_id = $1
-      AND (r.subject_memory IN (SELECT id FROM surplus) OR r.object_memory IN (SELECT id FROM surplus)
-           OR r.anchor_memory IN (SELECT id FROM surplus))
+      AND (r.subject_memory IN (SELECT id FROM surplus WHERE keeper IS NOT NULL)
+           OR r.object_memory IN (SELECT id FROM surplus WHERE keeper IS NOT NULL)
+           OR r.anchor_memory IN (SELECT id FROM surplus WHERE keeper IS NOT NULL))
     ON CONFLICT DO NOTHING
 ), removed AS (
     DELETE FROM memories m

@@ -1,0 +1,1 @@
+"""Benchmarks of facts that change (docs/benchmarks/facts.md)."""

@@ -1,0 +1,118 @@
+-- recall_cue[dim] --
+-- The cue arm of a recall with a time cue (docs/tools.md, "Time cues"): the memories and
+-- episodes whose own time lies in the period [:start, :end) (a memory's parsed
+-- timestamp; an episode's start_time when it parses, else created_at), under the
+-- recall's own isolation (recall_scope) and source filter, each list :depth deep: the
+-- period's memories nearest the query vector (exact, over its newest 10,000 embedded
+-- memories, at least :floor), its memories holding a query word (or, for an empty query,
+-- its newest by their own time), and its episodes likewise. One statement per stage;
+-- the caller merges the lists by reciprocal rank and applies exclude_contents. Rows come
+-- back as recall_found gives them. Shapes as recall_lexical (project / channel / source
+-- lines dropped when their filter is off).
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
+-- source_id LIKE pattern text (NULL = none), :start and :end the period timestamptz,
+-- :vector query vector (NULL = none), :floor cosine floor float8, :tsquery text (NULL =
+-- none), :lexemes its words text[], :patterns substring LIKE patterns text[], :recency
+-- empty query boolean, :episodes eligible boolean, :depth rows per list int
+WITH typing AS (
+    SELECT :project_id::text, :channel::text, :source_pattern::text -- shape: typing
+), {part:recall_scope}, english AS MATERIALIZED (
+    SELECT (SELECT string_agg(quote_literal(u.lexeme), ' | ')
+            FROM unnest(:lexemes::text[]) AS t(term)
+            CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u)::tsquery
+               AS query
+), period_memories AS MATERIALIZED (
+    -- The period's memories in scope, read once (small columns only; content and
+    -- vectors are fetched by primary key for the rows a list keeps).
+    SELECT m.id, m.created_at, m.timestamp_at, m.content_tsv, m.content_tsv_en, m.embedding_dim
+    FROM scoped_memories m
+    WHERE m.timestamp_at >= :start::timestamptz AND m.timestamp_at < :end::timestamptz
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
+), period_vectors AS MATERIALIZED (
+    SELECT p.id FROM period_memories p
+    WHERE :vector::vector IS NOT NULL AND p.embedding_dim = {dim}
+    ORDER BY p.created_at DESC, p.id DESC
+    LIMIT 10000
+), vec_mem AS (
+    SELECT v.id, v.score, row_number() OVER (ORDER BY v.score DESC, v.id DESC) AS position
+    FROM (SELECT p.id, -(m.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+          FROM period_vectors p JOIN memories m ON m.tenant_id = :tenant_id AND m.id = p.id) v
+    WHERE v.score >= :floor::float8
+    ORDER BY v.score DESC, v.id DESC
+    LIMIT :depth::int
+), text_mem AS (
+    SELECT x.id, x.score, row_number() OVER (ORDER BY x.score DESC, x.id DESC) AS position
+    FROM (SELECT p.id,
+                 ts_rank_cd(p.content_tsv, to_tsquery('simple', coalesce(:tsquery, '')), 1)
+                 + coalesce(ts_rank_cd(p.content_tsv_en, (SELECT query FROM english), 1), 0)
+                 + (SELECT count(*) FROM unnest(:patterns::text[]) q, memories x
+                    WHERE x.tenant_id = :tenant_id AND x.id = p.id AND x.content ILIKE q)::float8
+                 AS score
+          FROM period_memories p
+          WHERE NOT :recency
+            AND ((:tsquery::text IS NOT NULL
+                  AND (p.content_tsv @@ to_tsquery('simple', :tsquery)
+                       OR p.content_tsv_en @@ (SELECT query FROM english)))
+                 OR (cardinality(:patterns::text[]) > 0
+                     AND EXISTS (SELECT 1 FROM memories x
+                                 WHERE x.tenant_id = :tenant_id AND x.id = p.id
+                                   AND x.content ILIKE ANY (:patterns::text[]))))) x
+    ORDER BY x.score DESC, x.id DESC
+    LIMIT :depth::int
+), recent_mem AS (
+    SELECT p.id, NULL::float8 AS score,
+           row_number() OVER (ORDER BY p.timestamp_at DESC, p.id DESC) AS position
+    FROM period_memories p
+    WHERE :recency
+    ORDER BY p.timestamp_at DESC, p.id DESC
+    LIMIT :depth::int
+), period_episodes AS MATERIALIZED (
+    -- An episode's own time: start_time when it is an ISO-8601 date or timestamp (naive
+    -- read as UTC), else created_at. Only text the type accepts is cast.
+    SELECT e.id, e.search_tsv, e.summary, e.keywords, e.embedding, e.embedding_dim, t.at
+    FROM scoped_episodes e
+    CROSS JOIN LATERAL (
+        SELECT coalesce(
+            CASE WHEN e.start_time !~ '^\d{4}-\d{2}-\d{2}' THEN NULL
+                 WHEN e.start_time ~ '\d:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$'
+                     THEN CASE WHEN pg_input_is_valid(e.start_time, 'timestamptz')
+                               THEN e.start_time::timestamptz END
+                 WHEN pg_input_is_valid(e.start_time, 'timestamp')
+                     THEN e.start_time::timestamp AT TIME ZONE 'UTC' END,
+            e.created_at) AS at) t
+    WHERE :episodes AND t.at >= :start::timestamptz AND t.at < :end::timestamptz
+), vec_ep AS (
+    SELECT v.id, v.score, row_number() OVER (ORDER BY v.score DESC, v.id DESC) AS position
+    FROM (SELECT e.id, -(e.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+          FROM period_episodes e
+          WHERE :vector::vector IS NOT NULL AND e.embedding_dim = {dim}) v
+    WHERE v.score >= :floor::float8
+    ORDER BY v.score DESC, v.id DESC
+    LIMIT :depth::int
+), text_ep AS (
+    SELECT x.id, x.score, row_number() OVER (ORDER BY x.score DESC NULLS LAST, x.at DESC, x.id DESC) AS position
+    FROM (SELECT e.id, e.at,
+                 CASE WHEN :recency THEN NULL
+                      ELSE ts_rank_cd(e.search_tsv, to_tsquery('simple', coalesce(:tsquery, '')), 1)
+                           + (SELECT count(*) FROM unnest(:patterns::text[]) p
+                              WHERE (e.summary || ' ' || e.keywords) ILIKE p)::float8 END AS score
+          FROM period_episodes e
+          WHERE :recency
+             OR (:tsquery::text IS NOT NULL AND e.search_tsv @@ to_tsquery('simple', :tsquery))
+             OR (e.summary || ' ' || e.keywords) ILIKE ANY (:patterns::text[])) x
+    ORDER BY x.score DESC NULLS LAST, x.at DESC, x.id DESC
+    LIMIT :depth::int
+), hits AS (
+    SELECT 'cue_vector' AS channel, 'mem' AS kind, id, score, position FROM vec_mem
+    UNION ALL
+    SELECT 'cue_text', 'mem', id, score, position FROM text_mem
+    UNION ALL
+    SELECT 'cue_recent', 'mem', id, score, position FROM recent_mem
+    UNION ALL
+    SELECT 'cue_episode_vector', 'ep', id, score, position FROM vec_ep
+    UNION ALL
+    SELECT 'cue_episode_text', 'ep', id, score, position FROM text_ep
+), {part:recall_found}
+SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.timestamp_text,
+       f.msg_id, f.created_at, f.resolved
+FROM found f
