@@ -15,7 +15,7 @@ from typing import Literal
 import asyncpg
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 ItemKind = Literal["mem", "ep"]
@@ -173,22 +173,24 @@ async def settle_embeddings(
     """Write the vectors of ``jobs``' rows (``items[i]`` is job i's text and vector, None
     when its row is gone) with their ``passages`` (a row that took its vector keeps
     exactly the passages given for it) and finish the jobs, in one statement."""
+    values = {
+        "tenant_id": tenant_id,
+        "job_ids": [job.id for job in jobs],
+        "tokens": [job.token for job in jobs],
+        "kinds": [job.item_kind for job in jobs],
+        "ids": [job.item_id for job in jobs],
+        "hashes": [None if item is None else item[0].hash for item in items],
+        "embeddings": [None if item is None else vector_text(item[1]) for item in items],
+        "model": model,
+        "passages_on": passages_on,
+        "passage_ids": [p.item_id for p in passages],
+        "passage_idx": [p.idx for p in passages],
+        "passage_starts": [p.start for p in passages],
+        "passage_ends": [p.end for p in passages],
+        "passage_embeddings": [vector_text(p.vector) for p in passages],
+    }
     record = await conn.fetchrow(
-        QUERIES["settle_embeddings"],
-        tenant_id,
-        [job.id for job in jobs],
-        [job.token for job in jobs],
-        [job.item_kind for job in jobs],
-        [job.item_id for job in jobs],
-        [None if item is None else item[0].hash for item in items],
-        [None if item is None else vector_text(item[1]) for item in items],
-        model,
-        passages_on,
-        [p.item_id for p in passages],
-        [p.idx for p in passages],
-        [p.start for p in passages],
-        [p.end for p in passages],
-        [vector_text(p.vector) for p in passages],
+        QUERIES["settle_embeddings"], *arguments("settle_embeddings", values)
     )
     assert record is not None
     return Settled(

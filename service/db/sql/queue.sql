@@ -112,47 +112,47 @@ WHERE tenant_id = $1 AND id = ANY ($3::bigint[])
 -- still hashes to what was embedded; vectors travel as pgvector text ('[x,y,...]').
 -- The rows that took their vector get their passages in the same statement (the
 -- passages given for them upserted by index, any beyond their count deleted, so a row
--- that became short loses them) and, when passages are on ($9), passages_hash: the hash
--- of the text they were cut from. Jobs whose claim token still matches are finished:
+-- that became short loses them) and, when passages are on, passages_hash: the hash of
+-- the text they were cut from. Jobs whose claim token still matches are finished:
 -- deleted when done (the row took its vector, or the row is gone: no vector given),
 -- made due again at once otherwise (the text changed while it was embedded). Memories
 -- and episodes share one id sequence, so an item id names one row. Returns the rows
 -- that took their vector, the jobs deleted and re-queued and the passages written.
--- $1 tenant_id uuid, $2 job ids bigint[], $3 claim tokens timestamptz[],
--- $4 item kinds text[], $5 item ids bigint[], $6 text hashes bytea[] (NULL: row gone),
--- $7 embeddings text[] (NULL: row gone), $8 embedding_model text,
--- $9 passages on boolean, $10 passage item ids bigint[], $11 passage indexes int[],
--- $12 passage starts int[], $13 passage ends int[], $14 passage embeddings text[]
+-- :tenant_id uuid, :job_ids bigint[], :tokens (claim) timestamptz[],
+-- :kinds (item) text[], :ids (item) bigint[], :hashes (text; NULL: row gone) bytea[],
+-- :embeddings (NULL: row gone) text[], :model (embedding_model) text,
+-- :passages_on boolean, :passage_ids (item) bigint[], :passage_idx int[],
+-- :passage_starts int[], :passage_ends int[], :passage_embeddings text[]
 WITH f AS (
-    SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::bigint[],
-                         $6::bytea[], $7::text[])
+    SELECT * FROM unnest(:job_ids::bigint[], :tokens::timestamptz[], :kinds::text[], :ids::bigint[],
+                         :hashes::bytea[], :embeddings::text[])
         AS f (job_id, token, kind, id, hash, embedding)
 ), mem AS (
     UPDATE memories m
-    SET embedding = f.embedding::vector, embedding_model = $8,
-        passages_hash = CASE WHEN $9 THEN f.hash ELSE m.passages_hash END
+    SET embedding = f.embedding::vector, embedding_model = :model,
+        passages_hash = CASE WHEN :passages_on THEN f.hash ELSE m.passages_hash END
     FROM f
     WHERE f.kind = 'mem' AND f.embedding IS NOT NULL
-      AND m.tenant_id = $1 AND m.id = f.id AND m.content_hash = f.hash
+      AND m.tenant_id = :tenant_id AND m.id = f.id AND m.content_hash = f.hash
     RETURNING m.id, m.agent_id, f.kind, f.hash
 ), ep AS (
     UPDATE episodes e
-    SET embedding = f.embedding::vector, embedding_model = $8,
-        passages_hash = CASE WHEN $9 THEN f.hash ELSE e.passages_hash END
+    SET embedding = f.embedding::vector, embedding_model = :model,
+        passages_hash = CASE WHEN :passages_on THEN f.hash ELSE e.passages_hash END
     FROM f
-    WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = $1 AND e.id = f.id
+    WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = :tenant_id AND e.id = f.id
       AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = f.hash
     RETURNING e.id, e.agent_id, f.kind, f.hash
 ), stored AS (
     SELECT id, agent_id, kind, hash FROM mem UNION ALL SELECT id, agent_id, kind, hash FROM ep
 ), p AS (
-    SELECT * FROM unnest($10::bigint[], $11::int[], $12::int[], $13::int[], $14::text[])
+    SELECT * FROM unnest(:passage_ids::bigint[], :passage_idx::int[], :passage_starts::int[], :passage_ends::int[], :passage_embeddings::text[])
         AS p (id, idx, start_char, end_char, embedding)
 ), put AS (
     INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash,
                           start_char, end_char, embedding, embedding_model)
-    SELECT $1, s.agent_id, s.kind, s.id, p.idx, s.hash, p.start_char, p.end_char,
-           p.embedding::vector, $8
+    SELECT :tenant_id, s.agent_id, s.kind, s.id, p.idx, s.hash, p.start_char, p.end_char,
+           p.embedding::vector, :model
     FROM p JOIN stored s ON s.id = p.id
     ON CONFLICT (tenant_id, item_kind, item_id, idx) DO UPDATE
     SET agent_id = EXCLUDED.agent_id, source_hash = EXCLUDED.source_hash,
@@ -163,19 +163,19 @@ WITH f AS (
 ), cut AS (
     DELETE FROM passages x
     USING stored s
-    WHERE x.tenant_id = $1 AND x.item_kind = s.kind AND x.item_id = s.id
+    WHERE x.tenant_id = :tenant_id AND x.item_kind = s.kind AND x.item_id = s.id
       AND x.idx >= (SELECT count(*) FROM p WHERE p.id = s.id)
 ), gone AS (
     DELETE FROM embedding_jobs j
     USING f
-    WHERE j.tenant_id = $1 AND j.id = f.job_id AND j.run_after = f.token
+    WHERE j.tenant_id = :tenant_id AND j.id = f.job_id AND j.run_after = f.token
       AND (f.embedding IS NULL OR f.id IN (SELECT id FROM stored))
     RETURNING j.id
 ), again AS (
     UPDATE embedding_jobs j
     SET run_after = clock_timestamp()
     FROM f
-    WHERE j.tenant_id = $1 AND j.id = f.job_id AND j.run_after = f.token
+    WHERE j.tenant_id = :tenant_id AND j.id = f.job_id AND j.run_after = f.token
       AND f.embedding IS NOT NULL AND f.id NOT IN (SELECT id FROM stored)
     RETURNING j.id
 )
