@@ -56,6 +56,18 @@ class Retrieval:
     (CPERSONA_PASSAGES)."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PassageMatch:
+    """The passage of a record that matched the query best by meaning: ``[start, end)``
+    in the record's vector text (a memory's content; an episode's summary, then its
+    keywords) in code points, and its cosine with the query (docs/architecture.md,
+    "Passages")."""
+
+    start: int
+    end: int
+    cosine: float
+
+
 class Hit(NamedTuple):
     """One row a retriever found: its channel ('memory_text', 'vector', ...), identity,
     rank signal and position there, what the message needs, and the text features.
@@ -81,6 +93,7 @@ class Hit(NamedTuple):
     coverage: float | None = None
     phrase: float | None = None
     matched: bool = False
+    passage: PassageMatch | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -106,6 +119,8 @@ class FeatureTerms:
 
 NO_COSINES: Mapping[tuple[str, int], float] = MappingProxyType({})
 """The cosines of a recall whose vector half did not run: none."""
+NO_PASSAGES: Mapping[tuple[str, int], PassageMatch] = MappingProxyType({})
+"""The best passages of a recall whose vector half did not run: none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -129,9 +144,17 @@ class Lexical:
         """The ids of the rows of ``kind`` ('mem' or 'ep'), as text (``recall_vectors``)."""
         return [str(r["id"]) for r in self.rows if r["kind"] == kind]
 
-    def hits(self, cosines: Mapping[tuple[str, int], float] = NO_COSINES) -> list[Hit]:
-        """The rows as hits, each with its cosine from ``cosines`` (none: no vector ran)."""
-        return [_hit(r, cosines.get((r["kind"], r["id"]))) for r in self.rows]
+    def hits(
+        self,
+        cosines: Mapping[tuple[str, int], float] = NO_COSINES,
+        passages: Mapping[tuple[str, int], PassageMatch] = NO_PASSAGES,
+    ) -> list[Hit]:
+        """The rows as hits, each with its cosine from ``cosines`` and its best passage from
+        ``passages`` (none: no vector ran)."""
+        return [
+            _hit(r, cosines.get((r["kind"], r["id"])), passages.get((r["kind"], r["id"])))
+            for r in self.rows
+        ]
 
     def alone(self) -> Candidates:
         """The candidates when the vector half does not run: these hits, no cosines."""
@@ -270,8 +293,17 @@ async def with_vectors(
         statement, *arguments(f"recall_vectors_{width(wanted.vector)}", values)
     )
     cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
-    found = [_hit(r, r["cosine"]) for r in records if r["channel"] != "cosine"]
-    return Candidates(hits=lexical.hits(cosines) + found, meta=lexical.meta)
+    parts = {
+        (r["kind"], r["id"]): part
+        for r in records
+        if r["channel"] == "cosine" and (part := _passage(r)) is not None
+    }
+    found = [
+        _hit(r, r["cosine"], parts.get((r["kind"], r["id"])) or _passage(r))
+        for r in records
+        if r["channel"] != "cosine"
+    ]
+    return Candidates(hits=lexical.hits(cosines, parts) + found, meta=lexical.meta)
 
 
 async def recall_candidates(
@@ -284,7 +316,14 @@ async def recall_candidates(
     return await with_vectors(conn, tenant_id, scope, wanted, lexical)
 
 
-def _hit(record: Any, cosine: float | None) -> Hit:
+def _passage(record: Any) -> PassageMatch | None:
+    """The best passage a ``recall_vectors`` row names, if any."""
+    if record["part_start"] is None:
+        return None
+    return PassageMatch(record["part_start"], record["part_end"], record["part_cosine"])
+
+
+def _hit(record: Any, cosine: float | None, passage: PassageMatch | None = None) -> Hit:
     return Hit(
         record["channel"],
         record["kind"],
@@ -303,4 +342,5 @@ def _hit(record: Any, cosine: float | None) -> Hit:
         record["coverage"],
         record["phrase"],
         bool(record["matched"]),
+        passage,
     )

@@ -6,6 +6,7 @@ it is back; recall still answers lexically meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Iterator
 
@@ -16,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.config import Settings
 from service.memory.library import Library
 from tests.e2e.test_embedder_faults import WIDTH, fault_settings
-from tests.memory.passages.test_build import long_text
+from tests.memory.passages.test_build import expected_pieces, long_text
 from tests.servers.embedding import EmbeddingServer, running_server
 from tests.support import Agent, Served, new_tenant, serve
 
@@ -78,3 +79,69 @@ async def test_passages_pending_while_the_embedder_is_down_then_built(
     async with lib.db.admin_tx() as conn:
         count = await conn.fetchval("SELECT count(*) FROM passages")
     assert count >= 3
+
+
+def sixteen_thousand(answer: str) -> str:
+    """A 16,000-character row: a distractor that shares the query's words early on, long
+    filler, and ``answer`` in its last third."""
+    head = "I keep a spare key. " + long_text(41, 2) + "\n\nThe spare key was lost once.\n\n"
+    filler = long_text(42, 80)
+    body = head + filler
+    cut = 11_500 - len(head)
+    body = head + filler[:cut] + "\n\n" + answer + "\n\n" + filler[cut:]
+    return body[:16_000]
+
+
+async def stored_and_built(lib: Library, served: Served, text: str) -> Agent:
+    """A new tenant's agent "a" holding ``text``, its passages built."""
+    client = Agent(served, await new_tenant(lib, "acme"))
+    await client.call("store", agent_id="a", message={"content": text})
+
+    async def drained() -> bool:
+        status = await client.call("get_queue_status")
+        return bool(status["pending"] == 0 and status["passages_pending"] == 0)
+
+    await wait_for(drained, 30)
+    return client
+
+
+async def test_a_long_rows_excerpt_comes_from_the_passage_that_matched_by_meaning(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    answer = "The key hangs behind the blue lantern in the shed."
+    text = sixteen_thousand(answer)
+    assert len(text) == 16_000
+    assert text.index(answer) > 16_000 * 2 // 3
+    piece = next(p for p in expected_pieces(text) if answer in p)
+    query = "where is the spare key"
+    provider.aliases[query] = piece  # the query means what the answering passage says
+    behind = dataclasses.replace(
+        fault_settings(settings, provider), embedding_inline_timeout_secs=0
+    )
+    async with serve(behind, database_url) as served:
+        client = await stored_and_built(lib, served, text)
+        found = await client.call("recall", agent_id="a", query=query)
+    row = next(r for r in found["messages"] if r.get("content_len") == 16_000)
+    offset = int(row["excerpt_offset"])
+    assert offset >= 16_000 * 2 // 3, row
+    assert text[offset : offset + len(row["excerpt"])] == row["excerpt"]
+    assert "blue lantern" in text[offset : offset + len(row["excerpt"]) + 200]
+
+
+async def test_reconstruct_quotes_the_passage_that_matched_by_meaning(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    answer = "Behind a blue lantern, by a door, in a shed."
+    text = sixteen_thousand(answer)
+    piece = next(p for p in expected_pieces(text) if answer in p)
+    query = "where is the spare key"
+    provider.aliases[query] = piece
+    behind = dataclasses.replace(
+        fault_settings(settings, provider), embedding_inline_timeout_secs=0
+    )
+    async with serve(behind, database_url) as served:
+        client = await stored_and_built(lib, served, text)
+        found = await client.call("reconstruct", agent_id="a", query=query)
+    (item,) = found["items"]
+    low = text.index(piece)
+    assert any(start < low + len(piece) and low < end for start, end in item["ranges"]), item

@@ -299,6 +299,9 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row (its best as above) per lexical hit with a vector of this width
 -- (hybrid fusion and the confidence backfill score rows found by words alone by it).
+-- Every row also says which current passage scored best (part_start, part_end in the
+-- record's text, part_cosine; NULL when none did): the answer's excerpt may come from it
+-- (docs/tools.md, "Response economy").
 -- Scope and shapes as ``recall_lexical`` (:depth, the vector depth, is written in).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
 -- source_id LIKE pattern text (NULL = none), :vector query vector, :episodes eligible
@@ -325,7 +328,7 @@ WITH typing AS (
     ORDER BY e.embedding::vector({dim}) <#> :vector::vector({dim})
     LIMIT :depth::int
 ), vec_part AS (
-    SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash,
+    SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
            -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM passages p
     WHERE :vector::vector IS NOT NULL AND :passages AND p.tenant_id = :tenant_id
@@ -333,30 +336,40 @@ WITH typing AS (
       AND (p.item_kind = 'mem' OR :episodes)
     ORDER BY p.embedding::vector({dim}) <#> :vector::vector({dim})
     LIMIT 4 * :depth::int
+), vec_part_current AS (
+    SELECT p.kind, p.id, p.score, p.start_char, p.end_char FROM vec_part p JOIN scoped_memories m
+        ON p.kind = 'mem' AND m.id = p.id AND m.content_hash = p.source_hash
+    WHERE true
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
+    UNION ALL
+    SELECT p.kind, p.id, p.score, p.start_char, p.end_char FROM vec_part p JOIN scoped_episodes e
+        ON p.kind = 'ep' AND e.id = p.id
+       AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = p.source_hash
 ), vec_mem AS (
     SELECT id, max(score) AS score FROM (
         SELECT id, score FROM vec_mem_own
         UNION ALL
-        SELECT p.id, p.score FROM vec_part p JOIN scoped_memories m
-            ON p.kind = 'mem' AND m.id = p.id AND m.content_hash = p.source_hash
-        WHERE true
-          AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
+        SELECT id, score FROM vec_part_current WHERE kind = 'mem'
     ) v GROUP BY id ORDER BY max(score) DESC, id DESC LIMIT :depth::int
 ), vec_ep AS (
     SELECT id, max(score) AS score FROM (
         SELECT id, score FROM vec_ep_own
         UNION ALL
-        SELECT p.id, p.score FROM vec_part p JOIN scoped_episodes e ON p.kind = 'ep'
-            AND e.id = p.id AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = p.source_hash
+        SELECT id, score FROM vec_part_current WHERE kind = 'ep'
     ) v GROUP BY id ORDER BY max(score) DESC, id DESC LIMIT :depth::int
+), best_part AS (
+    SELECT DISTINCT ON (kind, id) kind, id, start_char, end_char, score
+    FROM vec_part_current ORDER BY kind, id, score DESC, start_char
 ), lexical_part AS (
-    SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash,
-           max(-(p.embedding::vector({dim}) <#> :vector::vector({dim}))) AS score
+    SELECT DISTINCT ON (p.item_kind, p.item_id, p.source_hash)
+           p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
+           -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM passages p
     WHERE :passages AND p.tenant_id = :tenant_id AND p.embedding_dim = {dim}
       AND ((p.item_kind = 'mem' AND p.item_id = ANY (:memory_ids::text[]::bigint[]))
            OR (p.item_kind = 'ep' AND p.item_id = ANY (:episode_ids::text[]::bigint[])))
-    GROUP BY 1, 2, 3
+    ORDER BY p.item_kind, p.item_id, p.source_hash,
+             p.embedding::vector({dim}) <#> :vector::vector({dim}), p.start_char
 ), stems AS MATERIALIZED (
     SELECT u.query::tsquery AS query, u.idf
     FROM unnest(:stems::text[], :idfs::text[]::float8[]) AS u(query, idf)
@@ -376,22 +389,22 @@ SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.time
         FROM phrases p) AS phrase,
        coalesce(f.tsv @@ :any_simple::tsquery, false)
            OR coalesce(f.tsv_en @@ :any_english::tsquery, false)
-           OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched
-FROM found f
+           OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched,
+       b.start_char AS part_start, b.end_char AS part_end, b.score AS part_cosine
+FROM found f LEFT JOIN best_part b ON b.kind = f.kind AND b.id = f.id
 UNION ALL
 SELECT 'cosine', 'mem', m.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       greatest(-(m.embedding::vector({dim}) <#> :vector::vector({dim})), (SELECT b.score
-           FROM lexical_part b WHERE b.kind = 'mem' AND b.id = m.id AND b.source_hash = m.content_hash)),
-       NULL, NULL, NULL, NULL, NULL
-FROM memories m
+       greatest(-(m.embedding::vector({dim}) <#> :vector::vector({dim})), b.score),
+       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score
+FROM memories m LEFT JOIN lexical_part b
+    ON b.kind = 'mem' AND b.id = m.id AND b.source_hash = m.content_hash
 WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
   AND m.id = ANY (:memory_ids::text[]::bigint[]) AND m.embedding_dim = {dim}
 UNION ALL
 SELECT 'cosine', 'ep', e.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       greatest(-(e.embedding::vector({dim}) <#> :vector::vector({dim})), (SELECT b.score
-           FROM lexical_part b WHERE b.kind = 'ep' AND b.id = e.id
-            AND b.source_hash = decode(md5(episode_text(e.summary, e.keywords)), 'hex'))),
-       NULL, NULL, NULL, NULL, NULL
-FROM episodes e
+       greatest(-(e.embedding::vector({dim}) <#> :vector::vector({dim})), b.score),
+       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score
+FROM episodes e LEFT JOIN lexical_part b ON b.kind = 'ep' AND b.id = e.id
+    AND b.source_hash = decode(md5(episode_text(e.summary, e.keywords)), 'hex')
 WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
   AND e.id = ANY (:episode_ids::text[]::bigint[]) AND e.embedding_dim = {dim}

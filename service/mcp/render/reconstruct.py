@@ -51,7 +51,12 @@ def _others(item: Item) -> list[Claim]:
 
 
 def _record(claim: Claim) -> Record:
-    return Record(claim.ref, claim.row.text)
+    """The claim's stored text, with its best passage by meaning when recall scored one."""
+    found = claim.row.passage
+    end = None if found is None else min(found.end, len(claim.row.text))
+    if found is None or end is None or found.start >= end:
+        return Record(claim.ref, claim.row.text)
+    return Record(claim.ref, claim.row.text, (found.start, end, found.cosine))
 
 
 def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> _Cut:

@@ -81,6 +81,10 @@ async def candidate_pool(
     return Pool(rows, excluded, within, found.links, result, found.mentioned)
 
 
+EPISODE_LABEL = "[Episode] "
+"""What recall's content puts before an episode's summary."""
+
+
 def candidate_row(
     recalled: Recalled, rank: int, stored: Mapping[str, queries.Stored]
 ) -> Row | None:
@@ -89,7 +93,10 @@ def candidate_row(
     found = stored.get(recalled.ref or "")
     if found is None:
         return None
-    return dataclasses.replace(stored_row(found, rank), reserved=reserved(recalled))
+    row = stored_row(found, rank)
+    same = recalled.content in (found.text, EPISODE_LABEL + found.text)
+    passage = recalled.passage if same else None
+    return dataclasses.replace(row, reserved=reserved(recalled), passage=passage)
 
 
 def stored_row(found: queries.Stored, rank: int) -> Row:

@@ -15,6 +15,7 @@ import dataclasses
 from datetime import datetime
 from typing import Literal, TypeAlias
 
+from service.db.recall import PassageMatch
 from service.memory.recall.records import Advisory, CueReport
 from service.memory.reconstruct.count import CountPolicy
 from service.memory.reconstruct.request import Mode
@@ -51,7 +52,9 @@ class Row:
     does not parse); ``project_id``/``channel`` None when the row could not be read
     (deleted under the call: it is then never joined); ``start``/``end`` an episode's
     parsed bounds; ``rank`` the relevance rank (0 = best; walked rows rank after every
-    candidate); ``reserved`` a row the candidate recall seated in a held place."""
+    candidate); ``reserved`` a row the candidate recall seated in a held place;
+    ``passage`` the passage of ``text`` that matched the query best by meaning in the
+    candidate recall (None: none, or the text changed since)."""
 
     ref: str
     kind: Kind
@@ -68,6 +71,7 @@ class Row:
     end: datetime | None
     rank: int
     reserved: bool = False
+    passage: PassageMatch | None = None
 
     @property
     def context(self) -> tuple[str, str] | None:
