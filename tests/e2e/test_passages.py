@@ -145,3 +145,28 @@ async def test_reconstruct_quotes_the_passage_that_matched_by_meaning(
     (item,) = found["items"]
     low = text.index(piece)
     assert any(start < low + len(piece) and low < end for start, end in item["ranges"]), item
+
+
+async def test_long_rows_embedded_inline_still_get_their_passages(
+    lib: Library, settings: Settings, database_url: str, provider: EmbeddingServer
+) -> None:
+    """With an inline timeout the row's vector comes with the write, yet the write path
+    never divides: a long row keeps its queue job, which builds its passages."""
+    text = long_text(61, 20)
+    async with serve(fault_settings(settings, provider), database_url) as served:
+        client = Agent(served, await new_tenant(lib, "acme"))
+        stored = await client.call("store", agent_id="a", message={"content": text})
+        await client.call("update_memory", memory_id=stored["id"], content=text + " Edited.")
+        await client.call("archive_episode", agent_id="a", summary=long_text(62, 20))
+        await client.call("store", agent_id="a", message={"content": "a short note"})
+
+        async def built() -> bool:
+            async with lib.db.admin_tx() as conn:
+                kinds = await conn.fetch(
+                    "SELECT DISTINCT p.item_kind FROM passages p JOIN memories m"
+                    " ON p.item_kind = 'ep' OR (m.id = p.item_id AND m.content_hash = p.source_hash)"
+                )
+            return {r["item_kind"] for r in kinds} == {"mem", "ep"}
+
+        await wait_for(built, 30)
+    assert provider.answered.count("a short note") == 1  # a short row is embedded once

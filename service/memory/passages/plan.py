@@ -28,6 +28,15 @@ def window_chars(lib: Library) -> int:
     return ESTIMATED_WINDOW if measure is None else measure.token_window
 
 
+def may_need_passages(lib: Library, text: str) -> bool:
+    """Whether a row of ``text`` may get passages: passages on, an embedder, and a text
+    longer than :func:`window_chars`. A row stored with an inline vector still needs its
+    queue job then, which divides it (the write path never does)."""
+    if lib.embedder is None or not lib.settings.passages_enabled:
+        return False
+    return len(text) > window_chars(lib)
+
+
 async def plan(lib: Library, texts: Sequence[str]) -> list[list[Span]]:
     """The passages of each text: none when passages are off (CPERSONA_PASSAGES) or the
     text fits one window. The division runs in a thread, off the event loop."""
