@@ -163,8 +163,8 @@ async def test_long_rows_embedded_inline_still_get_their_passages(
         async def built() -> bool:
             async with lib.db.admin_tx() as conn:
                 kinds = await conn.fetch(
-                    "SELECT DISTINCT p.item_kind FROM passages p JOIN memories m"
-                    " ON p.item_kind = 'ep' OR (m.id = p.item_id AND m.content_hash = p.source_hash)"
+                    "SELECT DISTINCT p.item_kind FROM passages p JOIN memories m ON"
+                    " p.item_kind = 'ep' OR (m.id = p.item_id AND m.content_hash = p.source_hash)"
                 )
             return {r["item_kind"] for r in kinds} == {"mem", "ep"}
 
