@@ -1,7 +1,7 @@
 """A memory's own time gets an index: a time cue finds its period without reading the agent.
 
 Revision ID: 0021
-Revises: 0019
+Revises: 0020
 Create Date: 2026-12-05
 
 A recall with a time cue (docs/tools.md, "Time cues") reads the memories whose parsed
@@ -26,7 +26,7 @@ from alembic import op
 from sqlalchemy import text
 
 revision = "0021"
-down_revision = "0019"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 

@@ -205,12 +205,15 @@ def run_mode(
     *,
     code: Path,
     features: bool,
+    settings: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A fresh data directory and service (from the code snapshot ``code``) for one
-    embedding mode; with ``features``, the usage report the service metered too."""
+    embedding mode, with ``settings`` besides (e.g. ``CPERSONA_PASSAGES=false``); with
+    ``features``, the usage report the service metered too."""
     env_extra = {
         "CPERSONA_EMBEDDING_MODE": mode,
         "CPERSONA_RECALL_PREVIEW_CHARS": str(PREVIEW_CHARS),
+        **(settings or {}),
     }
     with harness.fresh_tenant(code, "tokens", env_extra) as (data_dir, key):
         with harness.serve_on(code, data_dir, key, env_extra) as service:

@@ -71,6 +71,8 @@ from bench.harness.serving import REPO_ROOT, BenchError, scratch_dir
 from bench.harness.snapshot import code_fingerprint, run_on_snapshot
 
 DEFAULT_OUT = Path("bench/results/token_economy.json")
+PASSAGES_OFF = "passages-off"
+"""``--baseline`` value: the before is this code with CPERSONA_PASSAGES=false (issue 34)."""
 FULL = {"conversations": 10, "questions": 0, "max_seconds": 300.0}
 QUICK = {"conversations": 2, "questions": 25, "max_seconds": 60.0}
 
@@ -128,7 +130,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "proxy_static": static_proxy(questions, placement, answers),
         "modes": [],
     }
-    with baseline_code(args.baseline) as before:
+    if args.baseline == PASSAGES_OFF:  # this code, passages off: the same run's before
+        results["baseline"] = {"ref": PASSAGES_OFF, "code": args.code_id}
+        results["baseline_modes"] = [
+            run_mode(
+                mode, corpus, questions, ctx, args, code=args.code, features=False,
+                settings={"CPERSONA_PASSAGES": "false"},
+            )
+            for mode in args.modes
+        ]  # fmt: skip
+    with baseline_code(None if args.baseline == PASSAGES_OFF else args.baseline) as before:
         if before is not None:
             results["baseline"] = {"ref": args.baseline, "code": code_fingerprint(before)}
             results["baseline_modes"] = [
@@ -167,7 +178,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--baseline",
         default="main",
         help="git ref to measure in the same run for before/after ('none': skip; "
-        "default: %(default)s)",
+        f"'{PASSAGES_OFF}': this code with CPERSONA_PASSAGES=false; default: %(default)s)",
     )
     args = parser.parse_args(argv)
     for name, value in (QUICK if args.quick else FULL).items():

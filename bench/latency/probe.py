@@ -12,7 +12,7 @@ import collections
 import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,8 @@ class Tree:
     data_dir: Path
     url: str
     targets: Sequence[Target]
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Settings of this version's service beside the shared ones (CPERSONA_PASSAGES)."""
 
 
 ROUNDS = 2
@@ -185,7 +187,9 @@ def latency_runs(
     with contextlib.ExitStack() as stack:
         services = [
             stack.enter_context(
-                harness.serve_on(t.code, t.data_dir, t.targets[0].key, env, stop_postgres=False)
+                harness.serve_on(
+                    t.code, t.data_dir, t.targets[0].key, {**env, **t.env}, stop_postgres=False
+                )
             )
             for t in trees
         ]

@@ -98,6 +98,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         help="also measure the service of this checkout (e.g. main), in turn",
     )
+    add(
+        "--long-share",
+        type=float,
+        default=0.0,
+        help="share of each single-agent tier's rows given passages (issue 34; default: none)",
+    )
+    add(
+        "--passages-off",
+        action="store_true",
+        help="also measure this code with CPERSONA_PASSAGES=false, in turn (as 'compare')",
+    )
     args = parser.parse_args(argv)
     args.tiers = [t.strip().lower() for t in args.tiers.split(",") if t.strip()]
     if any(t not in (*TIERS, "1m") for t in args.tiers):
@@ -107,6 +118,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--clients takes numbers between 1 and 64")
     if args.queries < 1 or args.warmup < 0 or args.key_tenants < 1:
         parser.error("--queries must be positive, --warmup not negative")
+    if not 0 <= args.long_share <= 1 or (args.passages_off and args.compare is not None):
+        parser.error("--long-share takes 0..1; --passages-off and --compare exclude each other")
     return args
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import serving as harness
-from bench.latency import corpus as latency_corpus, loader as corpus
+from bench.latency import corpus as latency_corpus, loader as corpus, passages as long_rows
 from bench.latency.embed import embed
 from bench.latency.plans import explain_recall, memory_rows, vector_channel_check
 from bench.latency.probe import LOCAL, Target, Tree, latency_runs, queries_needed
@@ -76,7 +76,12 @@ def _versions(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
     versions = [("this", args.code, args.code_id)]
     if args.compare_code is not None:
         versions.append(("compare", args.compare_code, args.compare_code_id))
+    if getattr(args, "passages_off", False):
+        versions.append(("compare", args.code, args.code_id))
     return versions
+
+
+PASSAGES_OFF = {"CPERSONA_PASSAGES": "false"}
 
 
 def _query_texts(args: argparse.Namespace, count: int, seed: int) -> list[str]:
@@ -132,7 +137,11 @@ def run_single_agent(args: argparse.Namespace) -> list[dict[str, Any]]:
                 report = _load(args, url, plan)
                 result.setdefault("load", dataclasses.asdict(report))
                 result.setdefault("table_rows", asyncio.run(memory_rows(url)))
-                trees.append(Tree(name, code, code_id, data_dir, url, [Target(key, agent)]))
+                if getattr(args, "long_share", 0.0) > 0:
+                    result["passages"] = long_rows.add(url, agent, args.long_share)
+                off = getattr(args, "passages_off", False) and name == "compare"
+                env = PASSAGES_OFF if off else {}
+                trees.append(Tree(name, code, code_id, data_dir, url, [Target(key, agent)], env))
             result.update(
                 inspect(homes[0][5], "scale", [agent], args.seed, _inspect_questions(args))
             )

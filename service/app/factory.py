@@ -35,7 +35,7 @@ from service.db.read_routing import read_replica
 from service.mcp import tools
 from service.mcp.server import build_mcp_server
 from service.memory.library import build_library
-from service.memory.queue import worker
+from service.memory.queue import backlog, worker
 from service.memory.usage import UsageCounter
 from service.models import Caller
 
@@ -137,7 +137,7 @@ def create_app(
 
     app = Starlette(
         routes=[
-            *probes.routes(db, metrics, guard, metrics_guard),
+            *probes.routes(db, metrics, guard, metrics_guard, lambda: backlog.backlog(lib)),
             *(Route(path, mcp_edge, methods=MCP_METHODS) for path in MCP_PATHS),
             *portability.routes(deps),
             *oauth.routes(lib, HostGuard(transport_security(settings))),

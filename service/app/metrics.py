@@ -106,6 +106,18 @@ class EdgeMetrics:
             "Lag of the read replica at its last check (-1: unknown or unreachable).",
             registry=self.registry,
         )
+        self.jobs_pending = Gauge(
+            "cpersona_embedding_jobs_pending",
+            "Embedding jobs still to run, all tenants, at the scrape (-1: the database did "
+            "not answer).",
+            registry=self.registry,
+        )
+        self.passages_pending = Gauge(
+            "cpersona_passages_pending",
+            "Pending embedding jobs of rows longer than one window, whose passages are "
+            "built with them, all tenants, at the scrape (-1: the database did not answer).",
+            registry=self.registry,
+        )
         ProcessCollector(registry=self.registry)
 
     def tool_label(self, tool: str | None) -> str:
@@ -131,6 +143,11 @@ class EdgeMetrics:
 
     def replica_lag(self, seconds: float | None) -> None:
         self.read_lag.set(-1.0 if seconds is None else seconds)
+
+    def backlog(self, pending: int | None, passages: int | None) -> None:
+        """The embedding backlog read at a scrape (None: it could not be read)."""
+        self.jobs_pending.set(-1 if pending is None else pending)
+        self.passages_pending.set(-1 if passages is None else passages)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this application's registry."""

@@ -25,6 +25,7 @@ from service.app.hosts import ProbeGuard
 from service.app.metrics import METRICS_CONTENT_TYPE, EdgeMetrics
 from service.db.migrate import current_revision, head_revision, revision_state
 from service.db.pool import Database
+from service.db.queue import Backlog
 from service.errors import Unavailable
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -68,17 +69,34 @@ def readyz(db: Database, head: str) -> Endpoint:
     return endpoint
 
 
-def metrics_endpoint(metrics: EdgeMetrics) -> Endpoint:
-    """``GET /metrics``: no auth; tenant slugs and counts only, never tenant data."""
+BacklogReader = Callable[[], Awaitable[Backlog]]
+
+
+def metrics_endpoint(metrics: EdgeMetrics, backlog: BacklogReader | None = None) -> Endpoint:
+    """``GET /metrics``: no auth; tenant slugs and counts only, never tenant data. The
+    embedding backlog (jobs and passages pending) is read at the scrape, within
+    :data:`PROBE_SECONDS`; a database that does not answer shows -1, never a failed
+    scrape."""
 
     async def endpoint(request: Request) -> Response:
+        if backlog is not None:
+            try:
+                found = await asyncio.wait_for(backlog(), PROBE_SECONDS)
+            except Exception:  # the scrape still answers: the counters are the process's
+                metrics.backlog(None, None)
+            else:
+                metrics.backlog(found.pending, found.passages_pending)
         return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
     return endpoint
 
 
 def routes(
-    db: Database, metrics: EdgeMetrics | None, guard: ProbeGuard, metrics_guard: ProbeGuard
+    db: Database,
+    metrics: EdgeMetrics | None,
+    guard: ProbeGuard,
+    metrics_guard: ProbeGuard,
+    backlog: BacklogReader | None = None,
 ) -> list[Route]:
     """The probe routes (``/metrics`` only while CPERSONA_METRICS_ENABLED)."""
     probes = [
@@ -86,6 +104,6 @@ def routes(
         Route("/readyz", guarded(guard, readyz(db, head_revision())), methods=["GET"]),
     ]
     if metrics is not None:
-        endpoint = guarded(metrics_guard, metrics_endpoint(metrics))
+        endpoint = guarded(metrics_guard, metrics_endpoint(metrics, backlog))
         probes.append(Route("/metrics", endpoint, methods=["GET"]))
     return probes

@@ -58,6 +58,7 @@ async def _reembed(settings: Settings, url: str, args: argparse.Namespace) -> No
         tenant = None if args.tenant is None else await backlog.tenant_by_slug(lib, args.tenant)
         await worker.start_up(lib)
         queued = await backlog.enqueue_reembed(lib, tenant, every_row=args.all, reset=True)
+        queued += await backlog.enqueue_passages(lib, tenant)
         print(f"queued {queued} rows for embedding with {lib.embedder.name}", flush=True)
         if args.no_wait:
             return

@@ -69,6 +69,10 @@ class EmbeddingSettings:
         10.0, "CPERSONA_EMBEDDING_BREAKER_COOLDOWN_SECS", parse=parse_float(0.01, 3600)
     )
 
+    passages_enabled: bool = setting(True, "CPERSONA_PASSAGES", parse=parse_bool)
+    """Divide memories and episodes longer than one embedding window into passages, each
+    with its own vector, built by the queue (docs/architecture.md, "Passages")."""
+
     # -- the embedding queue
     task_queue_enabled: bool = setting(True, "CPERSONA_TASK_QUEUE_ENABLED", parse=parse_bool)
     task_max_retries: int = setting(3, "CPERSONA_TASK_MAX_RETRIES", parse=parse_int(0, 100))

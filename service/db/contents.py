@@ -75,3 +75,20 @@ async def get_contents(
                 resolved=r["resolved"],
             )
     return found
+
+
+async def passage_spans(
+    conn: Connection,
+    tenant_id: TenantId,
+    memory_ids: Collection[int],
+    episode_ids: Collection[int],
+) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """The ``[start, end)`` of every current passage of these records, in text order, by
+    ``(kind, id)``; a record without current passages is absent."""
+    records = await conn.fetch(
+        QUERIES["passage_spans"], tenant_id, list(memory_ids), list(episode_ids)
+    )
+    found: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for r in records:
+        found.setdefault((r["kind"], r["id"]), []).append((r["start_char"], r["end_char"]))
+    return found

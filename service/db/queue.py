@@ -15,7 +15,7 @@ from typing import Literal
 import asyncpg
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 ItemKind = Literal["mem", "ep"]
@@ -49,6 +49,8 @@ class Backlog:
     pending: int
     retrying: int
     oldest_pending_seconds: float | None = None
+    passages_pending: int = 0
+    """Jobs whose row is longer than one window: their passages are built with them."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -143,6 +145,19 @@ class Settled:
     embedded: int
     finished: int
     requeued: int
+    passages: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PassageVector:
+    """One passage of a row being settled: its record id, index, character span and
+    vector."""
+
+    item_id: int
+    idx: int
+    start: int
+    end: int
+    vector: Sequence[float]
 
 
 async def settle_embeddings(
@@ -151,22 +166,39 @@ async def settle_embeddings(
     jobs: Sequence[Job],
     items: Sequence[tuple[ItemText, Sequence[float]] | None],
     model: str,
+    passages: Sequence[PassageVector] = (),
+    *,
+    passages_on: bool = False,
 ) -> Settled:
     """Write the vectors of ``jobs``' rows (``items[i]`` is job i's text and vector, None
-    when its row is gone) and finish the jobs, in one statement."""
+    when its row is gone) with their ``passages`` (a row that took its vector keeps
+    exactly the passages given for it) and finish the jobs, in one statement."""
+    values = {
+        "tenant_id": tenant_id,
+        "job_ids": [job.id for job in jobs],
+        "tokens": [job.token for job in jobs],
+        "kinds": [job.item_kind for job in jobs],
+        "ids": [job.item_id for job in jobs],
+        "hashes": [None if item is None else item[0].hash for item in items],
+        "embeddings": [None if item is None else vector_text(item[1]) for item in items],
+        "model": model,
+        "passages_on": passages_on,
+        "passage_ids": [p.item_id for p in passages],
+        "passage_idx": [p.idx for p in passages],
+        "passage_starts": [p.start for p in passages],
+        "passage_ends": [p.end for p in passages],
+        "passage_embeddings": [vector_text(p.vector) for p in passages],
+    }
     record = await conn.fetchrow(
-        QUERIES["settle_embeddings"],
-        tenant_id,
-        [job.id for job in jobs],
-        [job.token for job in jobs],
-        [job.item_kind for job in jobs],
-        [job.item_id for job in jobs],
-        [None if item is None else item[0].hash for item in items],
-        [None if item is None else vector_text(item[1]) for item in items],
-        model,
+        QUERIES["settle_embeddings"], *arguments("settle_embeddings", values)
     )
     assert record is not None
-    return Settled(int(record["embedded"]), int(record["finished"]), int(record["requeued"]))
+    return Settled(
+        int(record["embedded"]),
+        int(record["finished"]),
+        int(record["requeued"]),
+        int(record["passages"]),
+    )
 
 
 async def fail_embedding_jobs(
@@ -199,15 +231,19 @@ def _backlog(record: object) -> Backlog:
         pending=int(record["pending"]),
         retrying=int(record["retrying"]),
         oldest_pending_seconds=None if oldest is None else float(oldest),
+        passages_pending=int(record["passages_pending"]),
     )
 
 
-async def queue_status(conn: Connection, tenant_id: TenantId) -> Backlog:
-    return _backlog(await conn.fetchrow(QUERIES["queue_status"], tenant_id))
+async def queue_status(conn: Connection, tenant_id: TenantId, fits: int | None = None) -> Backlog:
+    """``fits``: the most characters of a text that fits one window (None: passages off)."""
+    return _backlog(await conn.fetchrow(QUERIES["queue_status"], tenant_id, fits))
 
 
-async def queue_backlog(conn: Connection, tenant_id: TenantId | None) -> Backlog:
-    return _backlog(await conn.fetchrow(QUERIES["queue_backlog"], tenant_id))
+async def queue_backlog(
+    conn: Connection, tenant_id: TenantId | None, fits: int | None = None
+) -> Backlog:
+    return _backlog(await conn.fetchrow(QUERIES["queue_backlog"], tenant_id, fits))
 
 
 async def enqueue_unembedded(
@@ -232,6 +268,14 @@ async def enqueue_reembed(
     record = await conn.fetchrow(
         QUERIES["enqueue_reembed"], tenant_id, after, batch, model, every_row, reset, dimension
     )
+    assert record is not None
+    return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
+
+
+async def enqueue_passages(
+    conn: Connection, tenant_id: TenantId, after: int, batch: int, fits: int
+) -> EnqueueBatch:
+    record = await conn.fetchrow(QUERIES["enqueue_passages"], tenant_id, after, batch, fits)
     assert record is not None
     return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
 

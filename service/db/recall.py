@@ -1,6 +1,7 @@
 """Storage side of recall: candidate retrieval in two statements (a lexical half that
 needs no query vector and a vector half), the LIKE fallback, and the per-tenant
-advisory state (queries in ``sql/recall.sql``)."""
+advisory state (queries in ``sql/recall.sql``; the LIKE fallback, the statistics and the
+advisory state in ``sql/recall_side.sql``)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,21 @@ class Retrieval:
     budget: int = DEFAULT_POSTINGS_BUDGET
     simple_weight: float = 0.5
     english_weight: float = 1.0
+    passages: bool = True
+    """Whether the vector channel scores a record by its best passage too
+    (CPERSONA_PASSAGES)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PassageMatch:
+    """The passage of a record that matched the query best by meaning: ``[start, end)``
+    in the record's vector text (a memory's content; an episode's summary, then its
+    keywords) in code points, and its cosine with the query (docs/architecture.md,
+    "Passages")."""
+
+    start: int
+    end: int
+    cosine: float
 
 
 class Hit(NamedTuple):
@@ -80,6 +96,7 @@ class Hit(NamedTuple):
     coverage: float | None = None
     phrase: float | None = None
     matched: bool = False
+    passage: PassageMatch | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,6 +122,8 @@ class FeatureTerms:
 
 NO_COSINES: Mapping[tuple[str, int], float] = MappingProxyType({})
 """The cosines of a recall whose vector half did not run: none."""
+NO_PASSAGES: Mapping[tuple[str, int], PassageMatch] = MappingProxyType({})
+"""The best passages of a recall whose vector half did not run: none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -128,9 +147,17 @@ class Lexical:
         """The ids of the rows of ``kind`` ('mem' or 'ep'), as text (``recall_vectors``)."""
         return [str(r["id"]) for r in self.rows if r["kind"] == kind]
 
-    def hits(self, cosines: Mapping[tuple[str, int], float] = NO_COSINES) -> list[Hit]:
-        """The rows as hits, each with its cosine from ``cosines`` (none: no vector ran)."""
-        return [_hit(r, cosines.get((r["kind"], r["id"]))) for r in self.rows]
+    def hits(
+        self,
+        cosines: Mapping[tuple[str, int], float] = NO_COSINES,
+        passages: Mapping[tuple[str, int], PassageMatch] = NO_PASSAGES,
+    ) -> list[Hit]:
+        """The rows as hits, each with its cosine from ``cosines`` and its best passage from
+        ``passages`` (none: no vector ran)."""
+        return [
+            _hit(r, cosines.get((r["kind"], r["id"])), passages.get((r["kind"], r["id"])))
+            for r in self.rows
+        ]
 
     def alone(self) -> Candidates:
         """The candidates when the vector half does not run: these hits, no cosines."""
@@ -254,6 +281,7 @@ async def with_vectors(
         **scope_values(tenant_id, scope),
         "vector": list(wanted.vector),
         "episodes": wanted.episodes,
+        "passages": wanted.passages,
         "depth": _vector_depth(wanted),
         "memory_ids": lexical.ids("mem"),
         "episode_ids": lexical.ids("ep"),
@@ -269,8 +297,17 @@ async def with_vectors(
         statement, *arguments(f"recall_vectors_{width(wanted.vector)}", values)
     )
     cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
-    found = [_hit(r, r["cosine"]) for r in records if r["channel"] != "cosine"]
-    return Candidates(hits=lexical.hits(cosines) + found, meta=lexical.meta)
+    parts = {
+        (r["kind"], r["id"]): part
+        for r in records
+        if r["channel"] == "cosine" and (part := _passage(r)) is not None
+    }
+    found = [
+        _hit(r, r["cosine"], parts.get((r["kind"], r["id"])) or _passage(r))
+        for r in records
+        if r["channel"] != "cosine"
+    ]
+    return Candidates(hits=lexical.hits(cosines, parts) + found, meta=lexical.meta)
 
 
 async def recall_candidates(
@@ -283,7 +320,14 @@ async def recall_candidates(
     return await with_vectors(conn, tenant_id, scope, wanted, lexical)
 
 
-def _hit(record: Any, cosine: float | None) -> Hit:
+def _passage(record: Any) -> PassageMatch | None:
+    """The best passage a ``recall_vectors`` row names, if any."""
+    if record["part_start"] is None:
+        return None
+    return PassageMatch(record["part_start"], record["part_end"], record["part_cosine"])
+
+
+def _hit(record: Any, cosine: float | None, passage: PassageMatch | None = None) -> Hit:
     return Hit(
         record["channel"],
         record["kind"],
@@ -302,50 +346,5 @@ def _hit(record: Any, cosine: float | None) -> Hit:
         record["coverage"],
         record["phrase"],
         bool(record["matched"]),
+        passage,
     )
-
-
-async def plan_each_statement(conn: Connection) -> None:
-    """Plan the rest of this transaction's statements for their values again (after a
-    recall statement with a generic plan: the LIKE fallback's pattern needs it)."""
-    await conn.execute(QUERIES["plan_each_statement"])
-
-
-async def like_fallback(
-    conn: Connection, tenant_id: TenantId, scope: Scope, pattern: str, fetch: int
-) -> list[Hit]:
-    records = await conn.fetch(
-        QUERIES["like_fallback"],
-        tenant_id,
-        scope.agent,
-        scope.project_id,
-        scope.channel,
-        scope.source_pattern,
-        pattern,
-        fetch,
-    )
-    return [
-        Hit(
-            "keyword",
-            "mem",
-            r["id"],
-            None,
-            n,
-            r["content"],
-            r["source"],
-            r["timestamp_text"],
-            r["msg_id"],
-            r["created_at"],
-            None,
-        )
-        for n, r in enumerate(records, start=1)
-    ]
-
-
-async def bump_recall_stats(conn: Connection, tenant_id: TenantId, ids: Sequence[int]) -> None:
-    await conn.execute(QUERIES["bump_recall_stats"], tenant_id, list(ids))
-
-
-async def note_advisory(conn: Connection, tenant_id: TenantId, state: str, long_form: bool) -> bool:
-    """Record the advisory state; True when the long runbook had been shown before."""
-    return bool(await conn.fetchval(QUERIES["note_advisory"], tenant_id, state, long_form))

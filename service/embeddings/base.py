@@ -70,6 +70,34 @@ class AsymmetricProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class Tokenized(Protocol):
+    """A provider that can say where its tokenizer's tokens end in a text and how many
+    it reads (the passage divider sizes passages by them: docs/architecture.md,
+    "Passages")."""
+
+    @property
+    def token_window(self) -> int:
+        """Tokens of a stored text the model reads (without its special tokens)."""
+        ...
+
+    async def token_ends(self, texts: Sequence[str]) -> list[list[int]]:
+        """Per text, the character offset where each of its tokens ends, in order."""
+        ...
+
+
+def tokenized(provider: EmbeddingProvider) -> Tokenized | None:
+    """The provider's tokenizer, looked for through wrappers that expose ``provider``
+    (the batcher); None when it has none."""
+    current: object = provider
+    while not isinstance(current, Tokenized):
+        inner = getattr(current, "provider", None)
+        if inner is None or inner is current:
+            return None
+        current = inner
+    return current
+
+
 async def embed_queries(provider: EmbeddingProvider, texts: Sequence[str]) -> list[list[float]]:
     """Query vectors: the provider's query embedding when it has one, else `embed`."""
     if isinstance(provider, AsymmetricProvider):

@@ -85,6 +85,7 @@ class _Model:
     query_session: _Session
     """The query form (`query_graph.query_form`): recall queries."""
     tokenizer: Tokenizer
+    counter: Tokenizer
 
 
 def read_verified(path: Path, expected_sha256: str) -> bytes:
@@ -110,6 +111,14 @@ def _open_tokenizer(tokenizer_bytes: bytes, max_tokens: int) -> Tokenizer:
     tokenizer.no_padding()  # padding is done per batch in `_encode`
     tokenizer.enable_truncation(max_tokens)
     return tokenizer
+
+
+def _open_counter(tokenizer_bytes: bytes) -> Tokenizer:
+    """The same tokenizer without truncation or padding: it measures whole texts."""
+    counter = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
+    counter.no_padding()
+    counter.no_truncation()
+    return counter
 
 
 def _encode(encodings: Sequence[Encoding]) -> tuple[IntArray, IntArray]:
@@ -194,6 +203,28 @@ class LocalEmbeddingProvider(BundledModel):
         """
         await self._thread.run(self._ensure_loaded)
 
+    @property
+    def token_window(self) -> int:
+        """The model's window less its two special tokens ([CLS], [SEP])."""
+        return MAX_TOKENS - 2
+
+    async def token_ends(self, texts: Sequence[str]) -> list[list[int]]:
+        """Where each text's wordpiece tokens end (character offsets, the whole text: no
+        truncation), on the model thread."""
+        items = list(texts)
+        return await self._thread.run(functools.partial(self._token_ends_sync, items))
+
+    def _token_ends_sync(self, texts: list[str]) -> list[list[int]]:
+        counter = self._ensure_loaded().counter
+        return [
+            [
+                end
+                for (start, end), special in zip(e.offsets, e.special_tokens_mask, strict=True)
+                if not special and end > start
+            ]
+            for e in (counter.encode(text) for text in texts)
+        ]
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Stored texts: unit vectors in input order; texts beyond 256 tokens are truncated."""
         return await self._embed(texts, query=False)
@@ -231,6 +262,7 @@ class LocalEmbeddingProvider(BundledModel):
             session=_open_session(model_bytes),
             query_session=_open_session(query_form(model_bytes)),
             tokenizer=_open_tokenizer(tokenizer_bytes, MAX_TOKENS),
+            counter=_open_counter(tokenizer_bytes),
         )
 
     def _embed_sync(self, texts: list[str], query: bool) -> list[list[float]]:

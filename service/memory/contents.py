@@ -15,7 +15,7 @@ episodes are fetched in one statement, each table with its own id list.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal, TypeAlias
 
 from service.db import contents
@@ -27,6 +27,18 @@ from service.memory.supersession import Fact
 from service.models import JsonObject, TenantId
 
 Kind: TypeAlias = Literal["mem", "ep"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ItemRange:
+    """What a range object served (docs/tools.md, "get_contents ranges"): ``span`` in the
+    stored text (clamped to it), the text's ``content_len``, and for a passage range the
+    inclusive ``passages`` and how many current passages the record has (``of``)."""
+
+    span: tuple[int, int]
+    content_len: int
+    passages: tuple[int, int] | None = None
+    of: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -43,6 +55,12 @@ class MemoryItem:
     msg_id: str
     fact: Fact | None = None
     """Only for a record in a supersession chain (docs/tools.md, "Facts that change")."""
+    range: ItemRange | None = None
+    """Only for a range object: ``content`` is then the range's slice."""
+
+    @property
+    def ref_key(self) -> tuple[str, int]:
+        return ("mem", self.id)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,6 +75,12 @@ class EpisodeItem:
     resolved: bool
     fact: Fact | None = None
     """Only for a record in a supersession chain (docs/tools.md, "Facts that change")."""
+    range: ItemRange | None = None
+    """Only for a range object: ``content`` is then the range's slice of the summary."""
+
+    @property
+    def ref_key(self) -> tuple[str, int]:
+        return ("ep", self.id)
 
 
 ContentItem: TypeAlias = MemoryItem | EpisodeItem
@@ -70,7 +94,10 @@ class ContentsResult:
 
     items: tuple[ContentItem, ...]
     missing: tuple[str, ...]
-    deferred: tuple[str, ...] = ()
+    deferred: tuple[object, ...] = ()
+    """The refs put off, each as sent (a string or a range object)."""
+    unresolved: tuple[tuple[str, str], ...] = ()
+    """``(ref, reason)`` of each range that cannot be served exactly."""
 
 
 MAX_REFS: Final = 20
@@ -100,6 +127,10 @@ def checked_request(agent_id: object, refs: object) -> tuple[str, Sequence[objec
     if len(refs) > MAX_REFS:
         raise InvalidInput(f"too many refs ({len(refs)}; max {MAX_REFS}) — split the fetch")
     bounds.check_texts("refs", refs, bounds.QUERY_CHARS)  # a malformed one is echoed in missing
+    for index, ref in enumerate(refs):
+        if isinstance(ref, Mapping):  # a range object (service.memory.ranges)
+            bounds.check_text(f"refs/{index}/ref", ref.get("ref"), bounds.QUERY_CHARS)
+            bounds.check_text(f"refs/{index}/revision", ref.get("revision"), bounds.QUERY_CHARS)
     return agent_id, refs
 
 

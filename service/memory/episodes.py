@@ -12,6 +12,7 @@ from service.errors import Refused
 from service.memory import future, pauses, superseding, supersession, text
 from service.memory.library import Library
 from service.memory.memories.listing import Listing, capped, page_of
+from service.memory.passages import plan as passage_plan
 from service.memory.queue.inline import embed_inline, embed_soon, episode_text, waits_for_vector
 from service.models import TenantId
 
@@ -109,9 +110,11 @@ async def archive_episode(
             embedding_model=inline.model,
         )
         episode_id = await episodes.insert_episode(conn, tenant_id, row)
-        if inline.vector is None and lib.queue_enabled:
+        text = episode_text(summary.text, keywords.text)
+        later = inline.vector is None or passage_plan.may_need_passages(lib, text)
+        if later and lib.queue_enabled:
             await queue.enqueue_embedding(conn, tenant_id, "ep", episode_id, inline.error)
-    if inline.vector is None:
+    if later:
         embed_soon(lib, tenant_id, "ep", episode_id)
     archived = Archived(episode_id, summary.truncated or keywords.truncated, ahead)
     if req.supersedes is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.db import recall as recall_queries, sql
+from service.db import recall as recall_queries, recall_side, sql
 from service.db.pool import APP_ROLE, MAX_CACHED_STATEMENT_CHARS, Database, Planning
 from service.memory import tenants
 from service.models import TenantId
@@ -80,7 +80,7 @@ async def test_generic_plans_keep_the_planner_costs_and_plan_once(db: Database) 
     async with db.tenant_tx(tenant, generic_plans=True) as conn:
         row = await conn.fetchrow(SETTINGS)
         assert tuple(await conn.fetchrow(COSTS) or ())[1] == str(db.planning.random_page_cost)
-        await recall_queries.plan_each_statement(conn)
+        await recall_side.plan_each_statement(conn)
         again = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
     assert row is not None
     assert tuple(row) == (APP_ROLE, str(tenant), "force_generic_plan")

@@ -7,7 +7,10 @@ on write by migration 0007's triggers, which run during the bulk load below): no
 scans the agent's rows, also for a query of common words only (the starvation top-up).
 
 The corpus is bulk-loaded with SQL (100,000 memories over 20 agents of two tenants;
-5,000 of the target agent's rows carry unit embeddings). The HNSW indexes are
+5,000 of the target agent's rows carry unit embeddings; one row in twenty, of every
+agent, has three passages with their own vectors). The vector channel searches the
+passages through their own HNSW index with the per-record collapse in the same
+statement (docs/architecture.md, "Passages"). The HNSW indexes are
 dropped during the load and recreated from their own definitions (a bulk build is
 far faster than row-by-row insertion), then ANALYZE runs, so the planner sees the
 production indexes with real statistics. EXPLAIN runs as the application role
@@ -37,6 +40,16 @@ SELECT a.tenant_id, a.id,
 FROM generate_series(1, 100000) g
 JOIN agents a ON a.name = (CASE WHEN g % 10 = 0 THEN 'target' ELSE 'other' || (g % 19) END)
 """
+PASSAGES = """
+INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash, start_char,
+                      end_char, embedding, embedding_model)
+SELECT m.tenant_id, m.agent_id, 'mem', m.id, i, m.content_hash, i * 100, i * 100 + 120,
+       l2_normalize(array(SELECT random() - 0.5 FROM generate_series(1, 384)
+                          WHERE m.id > 0 AND i >= 0)::vector),
+       'test-model'
+FROM memories m, generate_series(0, 2) i
+WHERE m.id % 20 = 0
+"""
 
 
 async def _load(db: Database) -> str:
@@ -58,6 +71,7 @@ async def _load(db: Database) -> str:
         # the bulk load and the HNSW builds may take longer than the pool's 30 s statement
         # timeout on a loaded machine; the test's own time limit bounds them
         await conn.execute(LOAD, timeout=LOAD_TIMEOUT_SECONDS)
+        await conn.execute(PASSAGES, timeout=LOAD_TIMEOUT_SECONDS)
         for index in hnsw:
             await conn.execute(index["indexdef"], timeout=LOAD_TIMEOUT_SECONDS)
     async with db.pool.acquire() as conn:
@@ -101,6 +115,8 @@ async def _generic_plan(conn: Any, statement: str, args: list[Any]) -> str:
 def _assert_indexed(plan: str) -> None:
     assert "Seq Scan on memories" not in plan, plan
     assert "Index Scan using memories_embedding_384 on memories" in plan, plan
+    assert "Index Scan using passages_embedding_384 on passages" in plan, plan
+    assert "Seq Scan on passages" not in plan, plan
     assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
     assert "Bitmap Index Scan on memories_tsv_en" in plan, plan
     assert "Index Scan using lexicon_terms_pkey on lexicon_terms" in plan, plan

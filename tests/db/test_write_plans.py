@@ -5,8 +5,9 @@ claim and settle run in tenant transactions with cached plans
 (``tenant_tx(cached_plans=True)``), so after a few executions Postgres may run a
 *generic* plan, made without the values. These tests force the generic plan
 (``plan_cache_mode = force_generic_plan``, as the application role in a tenant
-transaction) over 20,000 memories with their jobs, loaded with SQL and analysed, and
-check that no statement scans the agent's memories or the queue: the msg_id probe uses
+transaction) over 20,000 memories with their jobs and 15,000 passages, loaded with SQL
+and analysed, and check that no statement scans the agent's memories, the queue or the
+passages (settle replaces a row's passages by their key): the msg_id probe uses
 the partial dedup index, the content probe its hash index, the claim the jobs' item key.
 """
 
@@ -26,8 +27,15 @@ WITH agent AS (
            CASE WHEN g % 2 = 0 THEN 'msg-' || g ELSE '' END, 'note ' || g || ' ' || md5(g::text)
     FROM generate_series(1, 20000) g
     RETURNING id
+), jobs AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id) SELECT $1, 'mem', id FROM rows
 )
-INSERT INTO embedding_jobs (tenant_id, item_kind, item_id) SELECT $1, 'mem', id FROM rows
+INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash, start_char,
+                      end_char, embedding, embedding_model)
+SELECT $1, (SELECT min(id) FROM agent), 'mem', id, i, '\\x00', i * 10, i * 10 + 10,
+       '[1,0,0]', 'model'
+FROM rows, generate_series(0, 2) i
+WHERE id % 4 = 0
 """
 
 
@@ -66,7 +74,7 @@ async def test_the_write_path_keeps_its_indexes_under_generic_plans(db: Database
             " '{\"\"}'",
             "claim_embedding_items": f"'{tenant}', '{{mem,mem}}', '{{5,6}}', 60.0",
             "settle_embeddings": f"'{tenant}', '{{1}}', '{{2026-12-01T00:00:00Z}}', '{{mem}}',"
-            " '{5}', '{NULL}', '{NULL}', 'model'",
+            " '{5}', '{NULL}', '{NULL}', 'model', true, '{5}', '{0}', '{0}', '{10}', '{NULL}'",
             "pauses_in_force": f"'{tenant}', ''",
         },
     )
@@ -74,6 +82,6 @@ async def test_the_write_path_keeps_its_indexes_under_generic_plans(db: Database
         assert "Index Scan using memories_dedup_msg_id on memories" in probe, probe
         assert "memories_content_probe on memories" in probe, probe
     for name, plan in plans.items():
-        for table in ("memories", "embedding_jobs"):
+        for table in ("memories", "embedding_jobs", "passages"):
             assert f"Seq Scan on {table}" not in plan, f"{name}:\n{plan}"
     assert "embedding_jobs_item_key" in plans["claim_embedding_items"], plans

@@ -35,7 +35,7 @@ async def _populate(lib: Library, slug: str) -> tuple[TenantId, int]:
 
 
 async def test_0021_indexes_the_memories_stored_before_it(lib: Library, database_url: str) -> None:
-    migrate.downgrade(database_url, "0019")
+    migrate.downgrade(database_url, "0020")
     tenant, agent = await _populate(lib, "before-0021")
     async with lib.db.admin_tx() as conn:  # an interrupted CONCURRENTLY build leaves this
         await conn.execute("CREATE INDEX memories_agent_time ON memories (tenant_id) WHERE false")

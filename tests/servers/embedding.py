@@ -84,6 +84,8 @@ class EmbeddingServer:
     wrong_dimension: int = 17
     mode: Mode = "ok"
     delay: float = 0.0
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Texts embedded as another text is (a query that means what a passage says)."""
     received: list[str] = dataclasses.field(default_factory=list)
     answered: list[str] = dataclasses.field(default_factory=list)
     port: int = 0
@@ -104,6 +106,7 @@ class EmbeddingServer:
         self.generation += 1
         self.received.clear()
         self.answered.clear()
+        self.aliases.clear()
 
     def set_mode(self, mode: Mode) -> None:
         if mode == "down" and self._server is not None:
@@ -129,7 +132,9 @@ class EmbeddingServer:
         width = self.wrong_dimension if self.mode == "width" else self.dimension
         if self.mode == "ok" and generation == self.generation:
             self.answered.extend(texts)
-        return JSONResponse({"embeddings": [fake_vector(text, width) for text in texts]})
+        return JSONResponse(
+            {"embeddings": [fake_vector(self.aliases.get(text, text), width) for text in texts]}
+        )
 
     def _start(self) -> None:
         app = Starlette(routes=[Route("/embed", self._endpoint, methods=["POST"])])

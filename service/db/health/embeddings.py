@@ -12,7 +12,7 @@ import dataclasses
 from typing import Literal
 
 from service.db.pool import Connection
-from service.db.sql import QUERIES
+from service.db.sql import QUERIES, arguments
 from service.models import TenantId
 
 ItemKind = Literal["mem", "ep"]
@@ -101,3 +101,25 @@ async def health_settle_stale_jobs(
 
 async def health_ann_index_widths(conn: Connection) -> list[int]:
     return [int(r["width"]) for r in await conn.fetch(QUERIES["health_ann_index_widths"])]
+
+
+async def health_missing_passages(
+    conn: Connection, tenant_id: TenantId, agent: str | None, fits: int
+) -> Coverage:
+    """Long embedded rows without passages for their text (``missing``) and those of them
+    without a job (``unqueued``); ``total`` is ``missing``."""
+    values = {"tenant_id": tenant_id, "agent": agent, "fits": fits}
+    record = await conn.fetchrow(
+        QUERIES["health_missing_passages"], *arguments("health_missing_passages", values)
+    )
+    assert record is not None
+    missing = int(record["missing"])
+    return Coverage(total=missing, missing=missing, unqueued=int(record["unqueued"]))
+
+
+async def health_enqueue_passages(
+    conn: Connection, tenant_id: TenantId, agent: str | None, fits: int
+) -> int:
+    values = {"tenant_id": tenant_id, "agent": agent, "fits": fits}
+    statement = QUERIES["health_enqueue_passages"]
+    return int(await conn.fetchval(statement, *arguments("health_enqueue_passages", values)))

@@ -110,51 +110,79 @@ WHERE tenant_id = $1 AND id = ANY ($3::bigint[])
 -- Write the vectors of one tenant's claimed rows and finish their jobs in one statement
 -- (one round trip per batch and tenant). A vector is written only where the row's text
 -- still hashes to what was embedded; vectors travel as pgvector text ('[x,y,...]').
--- Jobs whose claim token still matches are finished: deleted when done (the row took
--- its vector, or the row is gone: no vector given), made due again at once otherwise
--- (the text changed while it was embedded). Memories and episodes share one id
--- sequence, so an item id names one row. Returns the rows that took their vector and
--- the jobs deleted and re-queued.
--- $1 tenant_id uuid, $2 job ids bigint[], $3 claim tokens timestamptz[],
--- $4 item kinds text[], $5 item ids bigint[], $6 text hashes bytea[] (NULL: row gone),
--- $7 embeddings text[] (NULL: row gone), $8 embedding_model text
+-- The rows that took their vector get their passages in the same statement (the
+-- passages given for them upserted by index, any beyond their count deleted, so a row
+-- that became short loses them) and, when passages are on, passages_hash: the hash of
+-- the text they were cut from. Jobs whose claim token still matches are finished:
+-- deleted when done (the row took its vector, or the row is gone: no vector given),
+-- made due again at once otherwise (the text changed while it was embedded). Memories
+-- and episodes share one id sequence, so an item id names one row. Returns the rows
+-- that took their vector, the jobs deleted and re-queued and the passages written.
+-- :tenant_id uuid, :job_ids bigint[], :tokens (claim) timestamptz[],
+-- :kinds (item) text[], :ids (item) bigint[], :hashes (text; NULL: row gone) bytea[],
+-- :embeddings (NULL: row gone) text[], :model (embedding_model) text,
+-- :passages_on boolean, :passage_ids (item) bigint[], :passage_idx int[],
+-- :passage_starts int[], :passage_ends int[], :passage_embeddings text[]
 WITH f AS (
-    SELECT * FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::bigint[],
-                         $6::bytea[], $7::text[])
+    SELECT * FROM unnest(:job_ids::bigint[], :tokens::timestamptz[], :kinds::text[], :ids::bigint[],
+                         :hashes::bytea[], :embeddings::text[])
         AS f (job_id, token, kind, id, hash, embedding)
 ), mem AS (
     UPDATE memories m
-    SET embedding = f.embedding::vector, embedding_model = $8
+    SET embedding = f.embedding::vector, embedding_model = :model,
+        passages_hash = CASE WHEN :passages_on THEN f.hash ELSE m.passages_hash END
     FROM f
     WHERE f.kind = 'mem' AND f.embedding IS NOT NULL
-      AND m.tenant_id = $1 AND m.id = f.id AND m.content_hash = f.hash
-    RETURNING m.id
+      AND m.tenant_id = :tenant_id AND m.id = f.id AND m.content_hash = f.hash
+    RETURNING m.id, m.agent_id, f.kind, f.hash
 ), ep AS (
     UPDATE episodes e
-    SET embedding = f.embedding::vector, embedding_model = $8
+    SET embedding = f.embedding::vector, embedding_model = :model,
+        passages_hash = CASE WHEN :passages_on THEN f.hash ELSE e.passages_hash END
     FROM f
-    WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = $1 AND e.id = f.id
+    WHERE f.kind = 'ep' AND f.embedding IS NOT NULL AND e.tenant_id = :tenant_id AND e.id = f.id
       AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = f.hash
-    RETURNING e.id
+    RETURNING e.id, e.agent_id, f.kind, f.hash
 ), stored AS (
-    SELECT id FROM mem UNION ALL SELECT id FROM ep
+    SELECT id, agent_id, kind, hash FROM mem UNION ALL SELECT id, agent_id, kind, hash FROM ep
+), p AS (
+    SELECT * FROM unnest(:passage_ids::bigint[], :passage_idx::int[], :passage_starts::int[], :passage_ends::int[], :passage_embeddings::text[])
+        AS p (id, idx, start_char, end_char, embedding)
+), put AS (
+    INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash,
+                          start_char, end_char, embedding, embedding_model)
+    SELECT :tenant_id, s.agent_id, s.kind, s.id, p.idx, s.hash, p.start_char, p.end_char,
+           p.embedding::vector, :model
+    FROM p JOIN stored s ON s.id = p.id
+    ON CONFLICT (tenant_id, item_kind, item_id, idx) DO UPDATE
+    SET agent_id = EXCLUDED.agent_id, source_hash = EXCLUDED.source_hash,
+        start_char = EXCLUDED.start_char,
+        end_char = EXCLUDED.end_char, embedding = EXCLUDED.embedding,
+        embedding_model = EXCLUDED.embedding_model, created_at = clock_timestamp()
+    RETURNING 1
+), cut AS (
+    DELETE FROM passages x
+    USING stored s
+    WHERE x.tenant_id = :tenant_id AND x.item_kind = s.kind AND x.item_id = s.id
+      AND x.idx >= (SELECT count(*) FROM p WHERE p.id = s.id)
 ), gone AS (
     DELETE FROM embedding_jobs j
     USING f
-    WHERE j.tenant_id = $1 AND j.id = f.job_id AND j.run_after = f.token
+    WHERE j.tenant_id = :tenant_id AND j.id = f.job_id AND j.run_after = f.token
       AND (f.embedding IS NULL OR f.id IN (SELECT id FROM stored))
     RETURNING j.id
 ), again AS (
     UPDATE embedding_jobs j
     SET run_after = clock_timestamp()
     FROM f
-    WHERE j.tenant_id = $1 AND j.id = f.job_id AND j.run_after = f.token
+    WHERE j.tenant_id = :tenant_id AND j.id = f.job_id AND j.run_after = f.token
       AND f.embedding IS NOT NULL AND f.id NOT IN (SELECT id FROM stored)
     RETURNING j.id
 )
 SELECT (SELECT count(*) FROM stored) AS embedded,
        (SELECT count(*) FROM gone) AS finished,
-       (SELECT count(*) FROM again) AS requeued
+       (SELECT count(*) FROM again) AS requeued,
+       (SELECT count(*) FROM put) AS passages
 
 -- fail_embedding_jobs --
 -- Record a failed attempt of claimed jobs (admin transaction, across tenants): one more
@@ -176,21 +204,42 @@ WHERE j.tenant_id = f.tenant_id AND j.id = f.id AND j.run_after = f.token
 
 -- queue_status --
 -- One tenant's backlog: every job still to run, those retrying after a failed attempt,
--- and the age of the oldest (seconds, NULL when none).
--- $1 tenant_id uuid
+-- the age of the oldest (seconds, NULL when none), and the jobs whose row is longer
+-- than $2 characters (their passages are built with them; 0 when $2 is NULL: passages
+-- off).
+-- $1 tenant_id uuid, $2 most characters of a text that fits one window int
 SELECT count(*) AS pending,
        count(*) FILTER (WHERE attempts > 0) AS retrying,
-       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds
-FROM embedding_jobs
+       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds,
+       count(*) FILTER (WHERE $2::int IS NOT NULL AND (
+           EXISTS (SELECT 1 FROM memories m
+                   WHERE j.item_kind = 'mem' AND m.tenant_id = $1 AND m.id = j.item_id
+                     AND char_length(m.content) > $2)
+           OR EXISTS (SELECT 1 FROM episodes e
+                      WHERE j.item_kind = 'ep' AND e.tenant_id = $1 AND e.id = j.item_id
+                        AND char_length(episode_text(e.summary, e.keywords)) > $2)))
+           AS passages_pending
+FROM embedding_jobs j
 WHERE tenant_id = $1
 
 -- queue_backlog --
--- The backlog of every tenant or of one (admin transaction; re-embed progress).
--- $1 tenant_id uuid (NULL = all tenants)
+-- The backlog of every tenant or of one (admin transaction; re-embed progress, /metrics),
+-- with the jobs whose row is longer than $2 characters as in queue_status.
+-- $1 tenant_id uuid (NULL = all tenants), $2 most characters of a text that fits one
+-- window int (NULL: passages off)
 SELECT count(*) AS pending,
        count(*) FILTER (WHERE attempts > 0) AS retrying,
-       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds
-FROM embedding_jobs
+       extract(epoch FROM clock_timestamp() - min(created_at)) AS oldest_pending_seconds,
+       count(*) FILTER (WHERE $2::int IS NOT NULL AND (
+           EXISTS (SELECT 1 FROM memories m
+                   WHERE j.item_kind = 'mem' AND m.tenant_id = j.tenant_id
+                     AND m.id = j.item_id AND char_length(m.content) > $2)
+           OR EXISTS (SELECT 1 FROM episodes e
+                      WHERE j.item_kind = 'ep' AND e.tenant_id = j.tenant_id
+                        AND e.id = j.item_id
+                        AND char_length(episode_text(e.summary, e.keywords)) > $2)))
+           AS passages_pending
+FROM embedding_jobs j
 WHERE $1::uuid IS NULL OR tenant_id = $1
 
 -- enqueue_unembedded --
@@ -247,6 +296,37 @@ WITH picked AS (
     RETURNING 1
 )
 SELECT (SELECT max(id) FROM picked) AS cursor, (SELECT count(*) FROM added) AS added
+
+-- enqueue_passages --
+-- The passage backfill's next batch of one tenant (docs/architecture.md, "Passages"):
+-- the next $3 rows by id (memories and episodes share one id sequence), of which those
+-- longer than $4 characters whose passages were never built for their current text are
+-- queued (existing jobs are kept). The batch is bounded by the rows it reads, not by
+-- those it queues, so a tenant whose rows are all done costs short statements too.
+-- Returns the cursor (NULL at the end) and how many jobs were added.
+-- $1 tenant_id uuid, $2 after id bigint, $3 batch size int, $4 most characters of a
+-- text that fits one window int
+WITH scanned AS (
+    SELECT kind, id, stale FROM (
+        (SELECT 'mem' AS kind, id,
+                char_length(content) > $4 AND passages_hash IS DISTINCT FROM content_hash
+                    AS stale
+         FROM memories WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3)
+        UNION ALL
+        (SELECT 'ep', id,
+                char_length(episode_text(summary, keywords)) > $4
+                AND passages_hash IS DISTINCT FROM
+                    decode(md5(episode_text(summary, keywords)), 'hex')
+         FROM episodes WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3)
+    ) both_kinds
+    ORDER BY id LIMIT $3
+), added AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
+    SELECT $1, kind, id FROM scanned WHERE stale
+    ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT max(id) FROM scanned) AS cursor, (SELECT count(*) FROM added) AS added
 
 -- embedding_settings --
 -- The recorded embedding model and width of the deployment (no row before the first

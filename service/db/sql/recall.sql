@@ -294,37 +294,84 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 
 -- recall_vectors[dim] --
 -- The vector half of a recall (docs/architecture.md, "Recall"), run once the query is
--- embedded: nearest
--- memories and episodes (HNSW, inner product on unit vectors) with the same text
+-- embedded: nearest memories and episodes (HNSW, inner product on unit vectors), each
+-- scored by its best vector, its own or a current passage's (docs/architecture.md,
+-- "Passages": HNSW over the agent's passages, collapsed per record here; a passage cut
+-- from another text than the record's is stale and never read), with the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
--- one 'cosine' row per lexical hit with a vector of this width (hybrid fusion and the
--- confidence backfill score rows found by words alone by their stored cosine).
+-- one 'cosine' row (its best as above) per lexical hit with a vector of this width
+-- (hybrid fusion and the confidence backfill score rows found by words alone by it).
+-- Every row also says which current passage scored best (part_start, part_end in the
+-- record's text, part_cosine; NULL when none did): the answer's excerpt may come from it
+-- (docs/tools.md, "Response economy").
 -- Scope and shapes as ``recall_lexical`` (:depth, the vector depth, is written in).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
 -- source_id LIKE pattern text (NULL = none), :vector query vector, :episodes eligible
--- boolean, :depth vector depth int, :memory_ids memory ids of the lexical hits,
--- :episode_ids their episode ids, :stems stem queries and :idfs their IDFs (in
--- ``recall_lexical``'s order, so coverage sums alike), :phrases phrase queries, all
--- text[]; :any_simple any-word query of the simple vector text, :any_english of the
--- English vector text, :patterns substring LIKE patterns text[].
+-- boolean, :passages read passages boolean, :depth vector depth int, :memory_ids memory
+-- ids of the lexical hits, :episode_ids their episode ids, :stems stem queries and :idfs
+-- their IDFs (in ``recall_lexical``'s order, so coverage sums alike), :phrases phrase
+-- queries, all text[]; :any_simple any-word query of the simple vector text,
+-- :any_english of the English vector text, :patterns substring LIKE patterns text[].
 -- Ids and IDFs travel back as the text ``recall_lexical`` wrote them (float8 text is
 -- exact: shortest round-trip digits), so no value is re-encoded on the way.
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text, :depth::int -- shape: typing
-), {part:recall_scope}, vec_mem AS (
+), {part:recall_scope}, vec_mem_own AS (
     SELECT m.id, -(m.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM scoped_memories m
     WHERE :vector::vector IS NOT NULL AND m.embedding_dim = {dim}
       AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
     ORDER BY m.embedding::vector({dim}) <#> :vector::vector({dim})
     LIMIT :depth::int
-), vec_ep AS (
+), vec_ep_own AS (
     SELECT e.id, -(e.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM scoped_episodes e
     WHERE :vector::vector IS NOT NULL AND :episodes AND e.embedding_dim = {dim}
     ORDER BY e.embedding::vector({dim}) <#> :vector::vector({dim})
     LIMIT :depth::int
-
+), vec_part AS (
+    SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
+           -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+    FROM passages p
+    WHERE :vector::vector IS NOT NULL AND :passages AND p.tenant_id = :tenant_id
+      AND p.agent_id = (SELECT id FROM agent) AND p.embedding_dim = {dim}
+      AND (p.item_kind = 'mem' OR :episodes)
+    ORDER BY p.embedding::vector({dim}) <#> :vector::vector({dim})
+    LIMIT 4 * :depth::int
+), vec_part_current AS (
+    SELECT p.kind, p.id, p.score, p.start_char, p.end_char FROM vec_part p JOIN scoped_memories m
+        ON p.kind = 'mem' AND m.id = p.id AND m.content_hash = p.source_hash
+    WHERE true
+      AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
+    UNION ALL
+    SELECT p.kind, p.id, p.score, p.start_char, p.end_char FROM vec_part p JOIN scoped_episodes e
+        ON p.kind = 'ep' AND e.id = p.id
+       AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = p.source_hash
+), vec_mem AS (
+    SELECT id, max(score) AS score FROM (
+        SELECT id, score FROM vec_mem_own
+        UNION ALL
+        SELECT id, score FROM vec_part_current WHERE kind = 'mem'
+    ) v GROUP BY id ORDER BY max(score) DESC, id DESC LIMIT :depth::int
+), vec_ep AS (
+    SELECT id, max(score) AS score FROM (
+        SELECT id, score FROM vec_ep_own
+        UNION ALL
+        SELECT id, score FROM vec_part_current WHERE kind = 'ep'
+    ) v GROUP BY id ORDER BY max(score) DESC, id DESC LIMIT :depth::int
+), best_part AS (
+    SELECT DISTINCT ON (kind, id) kind, id, start_char, end_char, score
+    FROM vec_part_current ORDER BY kind, id, score DESC, start_char
+), lexical_part AS (
+    SELECT DISTINCT ON (p.item_kind, p.item_id, p.source_hash)
+           p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
+           -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+    FROM passages p
+    WHERE :passages AND p.tenant_id = :tenant_id AND p.embedding_dim = {dim}
+      AND ((p.item_kind = 'mem' AND p.item_id = ANY (:memory_ids::text[]::bigint[]))
+           OR (p.item_kind = 'ep' AND p.item_id = ANY (:episode_ids::text[]::bigint[])))
+    ORDER BY p.item_kind, p.item_id, p.source_hash,
+             p.embedding::vector({dim}) <#> :vector::vector({dim}), p.start_char
 ), stems AS MATERIALIZED (
     SELECT u.query::tsquery AS query, u.idf
     FROM unnest(:stems::text[], :idfs::text[]::float8[]) AS u(query, idf)
@@ -344,57 +391,22 @@ SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.time
         FROM phrases p) AS phrase,
        coalesce(f.tsv @@ :any_simple::tsquery, false)
            OR coalesce(f.tsv_en @@ :any_english::tsquery, false)
-           OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched
-FROM found f
+           OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched,
+       b.start_char AS part_start, b.end_char AS part_end, b.score AS part_cosine
+FROM found f LEFT JOIN best_part b ON b.kind = f.kind AND b.id = f.id
 UNION ALL
 SELECT 'cosine', 'mem', m.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       -(m.embedding::vector({dim}) <#> :vector::vector({dim})), NULL, NULL, NULL, NULL, NULL
-FROM memories m
+       greatest(-(m.embedding::vector({dim}) <#> :vector::vector({dim})), b.score),
+       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score
+FROM memories m LEFT JOIN lexical_part b
+    ON b.kind = 'mem' AND b.id = m.id AND b.source_hash = m.content_hash
 WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
   AND m.id = ANY (:memory_ids::text[]::bigint[]) AND m.embedding_dim = {dim}
 UNION ALL
 SELECT 'cosine', 'ep', e.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       -(e.embedding::vector({dim}) <#> :vector::vector({dim})), NULL, NULL, NULL, NULL, NULL
-FROM episodes e
+       greatest(-(e.embedding::vector({dim}) <#> :vector::vector({dim})), b.score),
+       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score
+FROM episodes e LEFT JOIN lexical_part b ON b.kind = 'ep' AND b.id = e.id
+    AND b.source_hash = decode(md5(episode_text(e.summary, e.keywords)), 'hex')
 WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
   AND e.id = ANY (:episode_ids::text[]::bigint[]) AND e.embedding_dim = {dim}
-
--- bump_recall_stats --
--- Credit the memories a recall returned (docs/tools.md, "Recall statistics").
--- $1 tenant_id uuid, $2 memory ids bigint[]
-UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = now()
-WHERE tenant_id = $1 AND id = ANY ($2::bigint[])
-
--- plan_each_statement --
--- Back to a custom plan per execution for the rest of the transaction, after the
--- recall statement ran with its generic plan (plan_cache_mode is transaction-local).
-SELECT set_config('plan_cache_mode', 'force_custom_plan', true)
-
--- like_fallback --
--- Literal case-insensitive substring match of the whole query, newest first
--- (docs/tools.md, "Retrievers"): used only when full text produced no query or no rows.
--- $1 tenant_id uuid, $2 agent name text, $3 project_id text, $4 channel text,
--- $5 source_id LIKE pattern text, $6 LIKE pattern text, $7 fetch limit int
-SELECT m.id, m.content, m.source, m.timestamp_text, m.msg_id, m.created_at
-FROM memories m
-WHERE m.tenant_id = $1
-  AND m.agent_id = (SELECT id FROM agents WHERE tenant_id = $1 AND name = $2)
-  AND ($3::text IS NULL OR m.project_id = $3 OR m.project_id = '')
-  AND ($4::text = '' OR m.channel = $4 OR m.channel = '')
-  AND ($5::text IS NULL OR m.source ->> 'id' LIKE $5)
-  AND m.content ILIKE $6
-ORDER BY m.created_at DESC, m.id DESC
-LIMIT $7
-
--- note_advisory --
--- Record the degraded-advisory state of a tenant and whether its long runbook was
--- shown; returns whether the long form had already been shown before this call.
--- $1 tenant_id uuid, $2 state text, $3 long form shown now boolean
-WITH before AS (SELECT long_form_sent FROM embedding_health WHERE tenant_id = $1)
-INSERT INTO embedding_health (tenant_id, state, long_form_sent, updated_at)
-VALUES ($1, $2, $3, now())
-ON CONFLICT (tenant_id) DO UPDATE
-SET state = EXCLUDED.state,
-    long_form_sent = embedding_health.long_form_sent OR EXCLUDED.long_form_sent,
-    updated_at = now()
-RETURNING coalesce((SELECT long_form_sent FROM before), false) AS already_sent

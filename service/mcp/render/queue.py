@@ -7,7 +7,8 @@ from service.models import JsonObject
 
 
 def queue_status(status: QueueStatus) -> JsonObject:
-    """``{enabled, pending, max_retries, retry_delay, retrying, oldest_pending_seconds}``,
+    """``{enabled, pending, max_retries, retry_delay, retrying, oldest_pending_seconds,
+    passages_pending}``,
     just ``{enabled: false, pending: 0}`` when no queue drains; the age to a tenth of a
     second."""
     queue = status.active
@@ -21,4 +22,5 @@ def queue_status(status: QueueStatus) -> JsonObject:
         "retry_delay": queue.retry_delay,
         "retrying": queue.retrying,
         "oldest_pending_seconds": None if oldest is None else round(oldest, 1),
+        "passages_pending": queue.passages_pending,
     }

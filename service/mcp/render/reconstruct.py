@@ -13,51 +13,20 @@ from __future__ import annotations
 import dataclasses
 
 from service.config import Settings
-from service.mcp.render import quotes, recall as recall_render
-from service.mcp.shaping.compact import compact_reason
+from service.mcp.render import quotes, recall as recall_render, reconstruct_trace
+from service.mcp.render.reconstruct_cut import (
+    Cut,
+    Sequence,
+    Shown,
+    claim_record,
+    kept_refs,
+    shows,
+)
 from service.mcp.shaping.reconstruct import allocate, budget as budgets, modes, quote
 from service.mcp.shaping.reconstruct.budget import Budget, QuoteSettings
 from service.mcp.shaping.reconstruct.counter import cl100k_tokens
-from service.mcp.shaping.reconstruct.records import Record
-from service.memory.recall import query_terms
 from service.memory.reconstruct.records import Claim, Conflict, Item, Reconstruction
 from service.models import JsonObject
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Shown:
-    """One returned item: its head quote, the excerpts the prefix kept, how many it cut,
-    and (under a mode's fitting) how many claims the first item keeps (None: all)."""
-
-    item: Item
-    head: quote.Quote
-    excerpts: tuple[quote.Quote, ...]
-    excerpts_omitted: int
-    claims: int | None = None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Sequence:
-    """The trace's ``sequence`` of a mode's answer: the payload sequence's name, its
-    steps, how many of them the answer's prefix took, and its whole cost in characters."""
-
-    name: str
-    steps: int
-    taken: int
-    chars: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Cut:
-    """What a budget's prefix returns, and what the envelope reports of it (``sequence``
-    only for the "whole" sequence of a mode)."""
-
-    shown: tuple[_Shown, ...]
-    used: int
-    window_cut: bool
-    reserved_omitted: int
-    breakpoints: tuple[int, ...]
-    sequence: _Sequence | None = None
 
 
 def _others(item: Item) -> list[Claim]:
@@ -65,16 +34,12 @@ def _others(item: Item) -> list[Claim]:
     return [claim for claim in item.relevance if claim is not item.head]
 
 
-def _record(claim: Claim) -> Record:
-    return Record(claim.ref, claim.row.text)
-
-
-def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> _Cut:
+def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> Cut:
     """The "items" sequence (heads, then excerpt rounds) cut to ``budget``; excerpts are
     quoted only as far as the prefix reaches (``allocate.cut_items_lazily``)."""
     query, items = result.query, result.items
     heads = [
-        budgets.head_quote(_record(item.head), query, position, qs)
+        budgets.head_quote(claim_record(item.head), query, position, qs)
         for position, item in enumerate(items)
     ]
     others = [_others(item) for item in items]
@@ -82,7 +47,7 @@ def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> _Cut:
 
     def excerpt(item: int, r: int) -> quote.Quote:
         if (item, r) not in quoted:
-            record = _record(others[item][r])
+            record = claim_record(others[item][r])
             quoted[item, r] = quote.excerpt_quote(record, query, qs.excerpt_chars)
         return quoted[item, r]
 
@@ -94,7 +59,7 @@ def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> _Cut:
         [item.held for item in items],
     )
     shown = tuple(
-        _Shown(
+        Shown(
             items[t.item],
             heads[t.item],
             tuple(excerpt(t.item, r) for r in range(t.excerpts)),
@@ -102,7 +67,7 @@ def _items_cut(result: Reconstruction, qs: QuoteSettings, budget: int) -> _Cut:
         )
         for t in cut.items
     )
-    return _Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints)
+    return Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -121,9 +86,9 @@ class _Whole:
 
 def _whole(result: Reconstruction, qs: QuoteSettings) -> _Whole:
     query = result.query
-    passages = [quote.passages(_record(item.head), query) for item in result.items]
+    passages = [quote.passages(claim_record(item.head), query) for item in result.items]
     excerpts = [
-        [quote.excerpt_quote(_record(c), query, qs.excerpt_chars) for c in _others(item)]
+        [quote.excerpt_quote(claim_record(c), query, qs.excerpt_chars) for c in _others(item)]
         for item in result.items
     ]
     steps = allocate.whole_sequence(
@@ -135,10 +100,10 @@ def _whole(result: Reconstruction, qs: QuoteSettings) -> _Whole:
     return _Whole(passages, excerpts, steps)
 
 
-def _whole_cut(result: Reconstruction, whole: _Whole, budget: int, claims: int | None) -> _Cut:
+def _whole_cut(result: Reconstruction, whole: _Whole, budget: int, claims: int | None) -> Cut:
     cut = allocate.cut(whole.steps, budget, [item.held for item in result.items])
     shown = tuple(
-        _Shown(
+        Shown(
             result.items[t.item],
             quote.passage_quote(whole.passages[t.item], t.passages),
             tuple(whole.excerpts[t.item][: t.excerpts]),
@@ -148,8 +113,8 @@ def _whole_cut(result: Reconstruction, whole: _Whole, budget: int, claims: int |
         for position, t in enumerate(cut.items)
     )
     taken = sum(len(t.passages) + t.excerpts for t in cut.items)
-    sequence = _Sequence("whole", len(whole.steps), taken, whole.chars)
-    return _Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints, sequence)
+    sequence = Sequence("whole", len(whole.steps), taken, whole.chars)
+    return Cut(shown, cut.used, cut.window_cut, cut.reserved_omitted, cut.breakpoints, sequence)
 
 
 def answer(
@@ -198,7 +163,7 @@ def _answer(
     return {**traced, "mode": spec.name, "cap": spec.cap, "used_tokens": fitted.used_tokens}
 
 
-def _body(result: Reconstruction, budget: Budget, cut: _Cut, trace: bool) -> JsonObject:
+def _body(result: Reconstruction, budget: Budget, cut: Cut, trace: bool) -> JsonObject:
     """The answer's keys in wire order, up to (not including) ``mode``."""
     mode = result.mode is not None
     items = [_item(shown, mode, trace) for shown in cut.shown]
@@ -235,7 +200,7 @@ def _body(result: Reconstruction, budget: Budget, cut: _Cut, trace: bool) -> Jso
     return body
 
 
-def _envelope(body: JsonObject, result: Reconstruction, cut: _Cut, trace: bool) -> None:
+def _envelope(body: JsonObject, result: Reconstruction, cut: Cut, trace: bool) -> None:
     """``bounds``, ``reconstruction``, the recall's notices and ``trace``."""
     returned = len(cut.shown)
     bounds = result.bounds_for(returned)
@@ -274,93 +239,15 @@ def _envelope(body: JsonObject, result: Reconstruction, cut: _Cut, trace: bool) 
     if result.gate_fallback:
         body["gate_fallback"] = True
     if trace:
-        body["trace"] = _trace(result, cut)
+        body["trace"] = reconstruct_trace.trace(result, cut)
 
 
-def _trace(result: Reconstruction, cut: _Cut) -> JsonObject:
-    """Refs, ranks, counts and the caller's own query words: never stored text.
-    ``candidate_refs``, ``clusters``, ``cues`` (with declared names), ``recall`` (the
-    candidate recall's rows), ``sequence`` (under a mode), ``node_order`` and
-    ``coverage`` (of the records the answer quotes)."""
-    facts: JsonObject = {
-        "candidate_refs": list(result.trace.candidate_refs),
-        "clusters": [list(cluster) for cluster in result.trace.clusters],
-    }
-    cues = result.trace.cues
-    if cues.entities:
-        shown: JsonObject = {"entities": list(cues.entities), "terms": list(cues.terms)}
-        if cues.terms_omitted:
-            shown["terms_omitted"] = cues.terms_omitted
-        facts["cues"] = shown
-    facts["recall"] = _recall_trace(result)
-    if cut.sequence is not None:
-        facts["sequence"] = dataclasses.asdict(cut.sequence)
-    quoted = _records(cut, claims=False)
-    facts["node_order"] = {ref: quote.node_order(record, result.query) for ref, record in quoted}
-    facts["coverage"] = _coverage(result.query, _records(cut, claims=True))
-    return facts
-
-
-def _recall_trace(result: Reconstruction) -> JsonObject:
-    """The candidate recall: its ``limit`` (``top_k``) and its rows best first, each its
-    ``rank`` (from 1), ``ref`` (none for the profile row) and ``match_reason`` (rounded as
-    recall shows it)."""
-    rows: list[JsonObject] = []
-    for rank, row in enumerate(result.trace.recalled, start=1):
-        shown: JsonObject = {"rank": rank}
-        if row.ref is not None:
-            shown["ref"] = row.ref
-        if row.match_reason is not None:
-            shown["match_reason"] = compact_reason(row.match_reason)
-        rows.append(shown)
-    return {"limit": result.trace.recall_limit, "returned_count": len(rows), "rows": rows}
-
-
-def _records(cut: _Cut, *, claims: bool) -> list[tuple[str, Record]]:
-    """The records the answer quotes (each item's head, then its excerpts), or with
-    ``claims`` every record it cites (the head, its shown claims, its excerpts), in answer
-    order, each once."""
-    cited: dict[str, Record] = {}
-    for shown in cut.shown:
-        kept = _kept(shown)
-        texts = {claim.ref: _record(claim) for claim in shown.item.relevance}
-        refs = [shown.head.ref]
-        if claims:
-            refs += [c.ref for c in shown.item.claims if _shows(kept, c.ref)]
-        refs += [q.ref for q in shown.excerpts if _shows(kept, q.ref)]
-        for ref in refs:
-            if ref in texts:
-                cited.setdefault(ref, texts[ref])
-    return list(cited.items())
-
-
-def _coverage(query: str, cited: list[tuple[str, Record]]) -> JsonObject:
-    """For each word of ``query`` (recall's search words, in query order), the cited
-    records whose text holds it as a word (case folded), in answer order: what of the
-    question the answer's evidence speaks to, and what it leaves open (``[]``)."""
-    parts = list(dict.fromkeys(lexeme for lexeme, _, _ in query_terms.lexeme_spans(query)))
-    words = {ref: {w for w, _, _ in query_terms.lexeme_spans(r.text)} for ref, r in cited}
-    return {part: [ref for ref, _ in cited if part in words[ref]] for part in parts}
-
-
-def _kept(shown: _Shown) -> frozenset[str] | None:
-    """The refs of the claims the item shows: None for all, or (a mode's fitting) its
-    first ``claims`` by relevance."""
-    if shown.claims is None:
-        return None
-    return frozenset(claim.ref for claim in shown.item.relevance[: shown.claims])
-
-
-def _shows(kept: frozenset[str] | None, ref: str) -> bool:
-    return kept is None or ref in kept
-
-
-def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
+def _item(shown: Shown, mode: bool, trace: bool) -> JsonObject:
     """One item: ``content``, ``head_ref``, ``claims`` (newest first), why it stands
     alone, conflicts, the head quote's descriptors, excerpts (relevance order)."""
     item, head = shown.item, shown.head
-    kept = _kept(shown)
-    claims = [_claim(claim, kept, trace) for claim in item.claims if _shows(kept, claim.ref)]
+    kept = kept_refs(shown)
+    claims = [_claim(claim, kept, trace) for claim in item.claims if shows(kept, claim.ref)]
     omitted = item.claims_omitted + len(item.claims) - len(claims)
     body: JsonObject = {"content": head.content, "head_ref": item.head.ref}
     body.update(_claims_of(claims, compact=mode and not trace))
@@ -374,7 +261,7 @@ def _item(shown: _Shown, mode: bool, trace: bool) -> JsonObject:
         body["admission"] = "reservation"
     body.update(quotes.descriptors(head, trace=trace, mode=mode))
     excerpts = [
-        quotes.excerpt(q, trace=trace, mode=mode) for q in shown.excerpts if _shows(kept, q.ref)
+        quotes.excerpt(q, trace=trace, mode=mode) for q in shown.excerpts if shows(kept, q.ref)
     ]
     if excerpts:
         body["excerpts"] = excerpts
@@ -420,7 +307,7 @@ def _claim(claim: Claim, kept: frozenset[str] | None, trace: bool) -> JsonObject
         body["why"] = claim.why
     if claim.hops is not None:
         body["hops"] = claim.hops
-    roles = [role for role in claim.roles if _shows(kept, role.ref)]
+    roles = [role for role in claim.roles if shows(kept, role.ref)]
     if roles:
         body["roles"] = [{"ref": role.ref, "role": role.role} for role in roles]
     fact = claim.row.fact

@@ -8,6 +8,7 @@ from typing import Final
 
 from service.mcp.render import contents as render
 from service.memory.contents import ContentItem, ContentsResult
+from service.memory.ranges import Entry
 
 GET_CONTENTS_BUDGET_CHARS: Final = 40_000
 """Per-batch budget of ``get_contents``."""
@@ -25,31 +26,39 @@ def item_cost(item: ContentItem) -> int:
 
 
 def budget_contents(
-    found: Sequence[tuple[str, ContentItem | None]],
+    found: Sequence[tuple[str, ContentItem | None] | Entry],
     budget_chars: int = GET_CONTENTS_BUDGET_CHARS,
     cost: Callable[[ContentItem], int] = item_cost,
 ) -> ContentsResult:
     """Spend a ``get_contents`` batch budget over the resolved refs.
 
     ``found`` lists every requested ref in request order, each with its resolved item or
-    ``None`` when it was malformed, foreign or absent. Refs are processed in that order:
-    ``None`` goes to ``missing``. The first found item is always admitted whole. When a later
-    item would push the sum of the items' ``cost`` (:func:`item_cost`) over
-    ``budget_chars``, that ref and every remaining ref go to ``deferred`` in request order,
-    including unresolvable ones (the answer then names ``budget_chars``). Items are never
-    cut: this is the only way back to full text. Duplicated refs are handled independently.
+    ``None`` when it was malformed, foreign or absent (or as a range
+    :class:`~service.memory.ranges.Entry`, which may be unresolved). Refs are processed in
+    that order: ``None`` goes to ``missing``, an unresolved range to ``unresolved``. The
+    first found item is always admitted whole. When a later item would push the sum of the
+    items' ``cost`` (:func:`item_cost`) over ``budget_chars``, that ref and every remaining
+    ref go to ``deferred`` in request order, as sent, including unresolvable ones (the
+    answer then names ``budget_chars``). Items are never cut: this is the only way back to
+    full text (a range object's item is its slice). Duplicated refs are handled
+    independently.
     """
+    entries = [e if isinstance(e, Entry) else Entry(e[0], e[0], e[1]) for e in found]
     items: list[ContentItem] = []
     missing: list[str] = []
+    unresolved: list[tuple[str, str]] = []
     used = 0
-    for position, (ref, item) in enumerate(found):
-        if item is None:
-            missing.append(ref)
+    for position, entry in enumerate(entries):
+        if entry.unresolved is not None:
+            unresolved.append((entry.ref, entry.unresolved))
             continue
-        size = cost(item)
+        if entry.item is None:
+            missing.append(entry.ref)
+            continue
+        size = cost(entry.item)
         if items and used + size > budget_chars:
-            deferred = tuple(later for later, _ in found[position:])
-            return ContentsResult(tuple(items), tuple(missing), deferred)
+            deferred = tuple(later.echo for later in entries[position:])
+            return ContentsResult(tuple(items), tuple(missing), deferred, tuple(unresolved))
         used += size
-        items.append(item)
-    return ContentsResult(tuple(items), tuple(missing))
+        items.append(entry.item)
+    return ContentsResult(tuple(items), tuple(missing), (), tuple(unresolved))

@@ -19,12 +19,17 @@ characters, or, in a unit longer than that, covers the unit's strongest cluster 
 Matches are lexical: the terms come from ``service.memory.recall.query_terms`` (the words
 recall searches for, plus CJK trigrams and identifiers as literal substrings), and the
 text's words go through the same ``word_lexeme`` rule, so whatever that rule learns (a
-stemmer) excerpts learn with it. The vector channel's best sentence is not used: it needs
-an embedding per line per call (about 52 lines a second for MiniLM, 20 for e5 on the
-benchmark machine: seconds per answer) or a stored vector per line, and on the offline
-benchmark the nearest line is the answering turn less often (MiniLM 33.5 %, e5 35.3 %) than
-the lexical score's (44.4 %); fused with it, they add at most 3.4 points of turns shown
-whole (docs/benchmarks/economy.md, "What the numbers mean").
+stemmer) excerpts learn with it. No line is embedded per call (seconds per answer,
+docs/benchmarks/economy.md, "What the numbers mean"); the meaning comes from the stored
+passages instead (docs/architecture.md, "Passages").
+
+Passages: when recall's vector channel scored a passage of the row (its span and cosine,
+:class:`Part`), the units fuse both signals. A unit's score is its lexical score divided
+by the row's best unit's (0 to 1) plus the passage's cosine when the unit lies in the
+passage's part beyond the preview. The best fused unit wins: the passage is shown
+whenever its meaning plus its own words beat the lexical pick, and a row found by
+meaning alone (no query word in it) is shown where it matched. Inside the passage the
+excerpt starts at the unit with the most query words, else at the passage's first unit.
 
 Pure functions; positions and lengths are code points.
 """
@@ -247,6 +252,55 @@ def excerpt(
     return around(text, max(begin, low), finish, (low, end), width)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Part:
+    """The passage of a text that matched the query best by meaning: ``[start, end)`` in
+    the text (code points) and its cosine with the query."""
+
+    start: int
+    end: int
+    cosine: float
+
+
+def _inside(unit: ScoredUnit, low: int, high: int) -> bool:
+    """Whether ``unit`` starts in ``[low, high)``."""
+    return low <= unit.start < high
+
+
+def passage_pick(
+    text: str,
+    hits: Sequence[Hit],
+    weights: Mapping[str, float],
+    preview_chars: int,
+    part: Part,
+    width: int = EXCERPT_CHARS,
+) -> Excerpt | None:
+    """The excerpt from ``part`` when its best unit's fused score beats every unit outside
+    it (see the module's docstring), else None (the lexical pick stands). Only the part
+    beyond the preview competes: what the preview shows needs no excerpt."""
+    low = max(part.start, word_start(text, preview_chars))
+    if low >= part.end:
+        return None
+    scored = scored_units(text, hits, weights)
+    top = max((unit.score for unit in scored), default=0.0)
+
+    def lexical(unit: ScoredUnit) -> float:
+        return unit.score / top if top > 0 else 0.0
+
+    inside = [unit for unit in scored if _inside(unit, low, part.end)]
+    outside = [lexical(unit) for unit in scored if not _inside(unit, low, part.end)]
+    best = max(inside, key=lambda unit: (lexical(unit), -unit.start), default=None)
+    fused = part.cosine + (0.0 if best is None else lexical(best))
+    if fused <= max(outside, default=0.0) + 1e-9:
+        return None
+    if best is None or not best.hits:
+        return passage(text, low if best is None else best.start, width)
+    if best.end - best.start <= width:
+        return passage(text, best.start, width)
+    begin, finish = best_cluster(best.hits, weights, width)
+    return around(text, max(begin, low), finish, (best.start, best.end), width)
+
+
 def word_start(text: str, at: int) -> int:
     """The start of the word that contains position ``at``."""
     while at > 0 and not _cuttable(text, at):
@@ -254,20 +308,44 @@ def word_start(text: str, at: int) -> int:
     return at
 
 
+def pick(
+    text: str,
+    hits: Sequence[Hit],
+    weights: Mapping[str, float],
+    preview_chars: int,
+    part: Part | None,
+) -> Excerpt | None:
+    """The excerpt of one trimmed text: its passage's when that wins (:func:`passage_pick`),
+    else the lexical one (:func:`excerpt`)."""
+    if part is not None:
+        chosen = passage_pick(text, hits, weights, preview_chars, part)
+        if chosen is not None:
+            return chosen
+    return excerpt(text, hits, weights, preview_chars) if hits else None
+
+
 def excerpts(
-    texts: Sequence[str], wanted: Sequence[bool], query: str, preview_chars: int
+    texts: Sequence[str],
+    wanted: Sequence[bool],
+    query: str,
+    preview_chars: int,
+    parts: Sequence[Part | None] | None = None,
 ) -> list[Excerpt | None]:
     """The excerpt of every text flagged in ``wanted`` (trimmed rows with a ref), else None.
 
     ``texts`` are the full contents of all the rows of one answer: each counts in the term
-    weights. Texts not longer than ``preview_chars`` never get an excerpt.
+    weights; ``parts`` their best passages by meaning (None: none scored). Texts not longer
+    than ``preview_chars`` never get an excerpt.
     """
     terms = terms_of(query)
-    if terms.empty or preview_chars <= 0:
+    found_parts = list(parts) if parts is not None else [None] * len(texts)
+    if preview_chars <= 0 or (terms.empty and not any(found_parts)):
         return [None] * len(texts)
-    hits = [find_hits(text, terms) for text in texts]
+    hits = [find_hits(text, terms) if not terms.empty else [] for text in texts]
     weights = term_weights(hits)
     return [
-        excerpt(text, found, weights, preview_chars) if want and len(text) > preview_chars else None
-        for text, found, want in zip(texts, hits, wanted, strict=True)
+        pick(text, found, weights, preview_chars, part)
+        if want and len(text) > preview_chars
+        else None
+        for text, found, want, part in zip(texts, hits, wanted, found_parts, strict=True)
     ]

@@ -12,8 +12,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Final
 
-from service.mcp.shaping.excerpt import excerpts
+from service.mcp.shaping.excerpt import Part, excerpts
 from service.mcp.shaping.rows import RecallRow, Shaped, previewed
+from service.memory.recall.records import Recalled
+
+EPISODE_PREFIX: Final = "[Episode] "
+"""What an episode row's content adds before its summary (the summary is where its
+passages' offsets start)."""
 
 FULL_CONTENT_BUDGET_CHARS: Final = 200_000
 """Per-response budget of ``recall(full_content=true)`` (docs/tools.md, "Full-content budget",
@@ -63,15 +68,29 @@ def spend_best_first(
     return shaped, spent
 
 
+def part_of(row: RecallRow) -> Part | None:
+    """The passage that matched ``row`` best by meaning, in ``row.content``'s positions
+    (an episode's content is its summary after :data:`EPISODE_PREFIX`; a passage in its
+    keywords is cut at the content's end), or None."""
+    if not isinstance(row, Recalled) or row.passage is None:
+        return None
+    shift = len(EPISODE_PREFIX) if row.kind == "ep" else 0
+    start = row.passage.start + shift
+    end = min(row.passage.end + shift, len(row.content))
+    return Part(start, end, row.passage.cosine) if start < end else None
+
+
 def _excerpted(shaped: list[Shaped], query: str, preview_chars: int) -> list[Shaped]:
-    """``shaped`` with the excerpt of every cut row with a ref whose best match lies beyond
-    its preview (see :mod:`service.mcp.shaping.excerpt`); every row counts in the weights.
-    Only a row that gains an excerpt is replaced."""
+    """``shaped`` with the excerpt of every cut row with a ref whose best match (by its
+    words, or its passage's meaning) lies beyond its preview (see
+    :mod:`service.mcp.shaping.excerpt`); every row counts in the weights. Only a row that
+    gains an excerpt is replaced."""
     wanted = [item.shown is not None and item.ref is not None for item in shaped]
     if not any(wanted):
         return shaped
     texts = [item.row.content for item in shaped]
-    found = excerpts(texts, wanted, query, preview_chars)
+    parts = [part_of(item.row) for item in shaped]
+    found = excerpts(texts, wanted, query, preview_chars, parts)
     return [
         item if passage is None else dataclasses.replace(item, excerpt=passage)
         for item, passage in zip(shaped, found, strict=True)

@@ -9,16 +9,28 @@ from service.mcp.registry import ToolEnv, ToolSpec, obj, on_agent
 from service.mcp.render import contents as render
 from service.mcp.schemas import AGENT_ID, string
 from service.mcp.shaping import contents as contents_shaping
-from service.memory import bounds, contents
+from service.memory import bounds, contents, ranges
 from service.models import JsonObject
 
 DESCRIPTION = """Full text of preview rows: their refs (at most 20) and agent_id.
 Returns {items, missing}; past 40,000 characters the rest is in
-deferred: call again with those."""
+deferred: call again with those. A ref {ref, span:[s,e] or passage:i
+or [i,j], revision?} reads that part (else unresolved)."""
 
+INDEX: JsonObject = {"type": "integer", "minimum": 0}
+PAIR: JsonObject = {"type": "array", "items": INDEX, "maxItems": 2}
+RANGE: JsonObject = obj(
+    {
+        "ref": string(64),
+        "span": PAIR,
+        "passage": {"anyOf": [INDEX, {"type": "array"}]},
+        "revision": string(64),
+    },
+    ["ref"],
+)
 REFS: JsonObject = {
     "type": "array",
-    "items": string(bounds.QUERY_CHARS),
+    "items": {"anyOf": [string(bounds.QUERY_CHARS), RANGE]},
     "maxItems": contents.MAX_REFS,
     "description": "mem:N or ep:N",
 }
@@ -27,16 +39,17 @@ REFS: JsonObject = {
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class GetContentsParams:
     agent_id: str
-    refs: tuple[str, ...]
+    refs: tuple[str | JsonObject, ...]
 
 
 async def _get_contents(env: ToolEnv, params: GetContentsParams) -> JsonObject:
-    """Resolve every ref whole in the library, then spend the batch budget here; the rows
-    sent count as delivered to the request's session, if it names one (the ledger)."""
+    """Resolve every ref (whole, or a range object's slice) in the library, then spend the
+    batch budget here; whole rows sent count as delivered to the request's session, if it
+    names one (the ledger); a range's slice does not."""
     agent_id, refs = contents.checked_request(params.agent_id, params.refs)
-    found = await contents.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
+    found = await ranges.resolve(env.lib, env.caller.tenant_id, agent_id, refs)
     result = contents_shaping.budget_contents(found)
-    await delivery.record_whole(env, [item.ref for item in result.items])
+    await delivery.record_whole(env, [item.ref for item in result.items if item.range is None])
     return render.contents(result, contents_shaping.GET_CONTENTS_BUDGET_CHARS)
 
 

@@ -127,6 +127,7 @@ async def _simulate(
         episodes=True,
         recency=False,
         confidence=s.confidence_enabled,
+        passages=s.passages_enabled,
     )
     scope = recall_queries.Scope(agent, None, "", None)
     found = await recall_queries.recall_candidates(conn, tenant_id, scope, wanted)

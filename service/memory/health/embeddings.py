@@ -13,6 +13,7 @@ from service.db.health import embeddings as embeddings_queries
 from service.db.health.embeddings import ItemKind
 from service.db.pool import Connection
 from service.memory.health.base import Findings, Repairs, Scope
+from service.memory.passages.plan import ESTIMATED_WINDOW
 
 NULL_CRITICAL_RATIO = 0.5
 NO_PROVIDER_HINT = (
@@ -152,3 +153,32 @@ async def vector_fallback_config(conn: Connection, scope: Scope) -> Findings | N
             "index for it (a migration) or use a model of an indexed width"
         ),
     }
+
+
+async def missing_passages(conn: Connection, scope: Scope) -> Findings | None:
+    """Embedded rows longer than one window whose passages were never built for their
+    text (docs/architecture.md, "Passages"): recall scores them by their first window
+    only. Nothing when no provider is configured or passages are off."""
+    if not scope.provider or not scope.settings.passages_enabled:
+        return None
+    found = await embeddings_queries.health_missing_passages(
+        conn, scope.tenant_id, scope.agent, ESTIMATED_WINDOW
+    )
+    if found.missing == 0:
+        return None
+    issue: Findings = {
+        "type": "missing_passages",
+        "count": found.missing,
+        "queued": found.missing - found.unqueued,
+        "repairable": found.unqueued,
+    }
+    if found.unqueued == 0:
+        issue["hint"] = QUEUED_HINT
+    return issue
+
+
+async def fix_missing_passages(conn: Connection, scope: Scope) -> Repairs:
+    added = await embeddings_queries.health_enqueue_passages(
+        conn, scope.tenant_id, scope.agent, ESTIMATED_WINDOW
+    )
+    return Repairs(fixed=added, enqueued=added)

@@ -40,6 +40,7 @@ CHECKS: tuple[Check, ...] = (
         embeddings.null_episode_embedding,
         embeddings.fix_null_episode_embedding,
     ),
+    Check("missing_passages", "info", embeddings.missing_passages, embeddings.fix_missing_passages),
     Check("search_index_validity", "warn", deployment.search_index_validity, level="deployment"),
     Check("migrations_at_head", "critical", deployment.migrations_at_head, level="deployment"),
     Check("schema_objects", "critical", deployment.schema_objects, level="deployment"),

@@ -26,6 +26,7 @@ from service.errors import Conflict, NotFound, Refused
 from service.memory import pauses, supersession, text
 from service.memory.library import Library
 from service.memory.memories import history
+from service.memory.passages import plan as passage_plan
 from service.memory.queue.inline import (
     InlineEmbedding,
     embed_inline,
@@ -153,7 +154,7 @@ async def update_memory(
     except Conflict as exc:
         columns = UNIQUE_COLUMNS.get(exc.message, exc.message)
         raise Conflict(f"UNIQUE constraint failed: {columns}") from None
-    if inline.vector is None:
+    if inline.vector is None or passage_plan.may_need_passages(lib, clean.text):
         embed_soon(lib, tenant_id, "mem", memory_id)
     return Updated(memory_id, clean.truncated)
 
@@ -197,7 +198,7 @@ async def _apply_update(
         )
         if not updated:
             raise Refused(f"Memory {memory_id} is locked and cannot be edited")
-        if inline.vector is not None:
+        if inline.vector is not None and not passage_plan.may_need_passages(lib, content):
             await queue.delete_embedding_job(conn, tenant_id, "mem", memory_id)
         elif lib.queue_enabled:
             await queue.enqueue_embedding(conn, tenant_id, "mem", memory_id, inline.error)

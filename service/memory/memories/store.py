@@ -18,6 +18,7 @@ from service.memory import associations, bounds, future, pauses, superseding, te
 from service.memory.associations import Declared
 from service.memory.library import Library
 from service.memory.memories import edits
+from service.memory.passages import plan as passage_plan
 from service.memory.queue.inline import (
     InlineEmbedding,
     embed_inline,
@@ -327,7 +328,9 @@ async def _insert(
     """The write itself: the row with its vector when it has one, else with its job;
     with ``guard``, nothing and WritePaused when the statement finds a pause in force."""
     row = dataclasses.replace(row, embedding=inline.vector, embedding_model=inline.model)
-    queued = inline.vector is None and lib.queue_enabled
+    queued = lib.queue_enabled and (
+        inline.vector is None or passage_plan.may_need_passages(lib, row.content)
+    )
     job = memories.QueuedJob(inline.error) if queued else None
     obeying = None if guard is None else pauses.pausable_key(guard.session_key)
     result = await memories.store_memory(
@@ -346,6 +349,7 @@ def _answered(
     inline: InlineEmbedding,
 ) -> StoreOutcome:
     """After the commit: hand a row without a vector to the write-behind, then answer."""
-    if result.inserted_id is not None and inline.vector is None:
+    later = inline.vector is None or passage_plan.may_need_passages(lib, prepared.row.content)
+    if result.inserted_id is not None and later:
         embed_soon(lib, tenant_id, "mem", result.inserted_id)
     return _store_outcome(result, prepared, inline.vector is not None)

@@ -36,6 +36,7 @@ from service.memory.library import Library
 from service.memory.portability import batches, graph, jsonl, records
 from service.memory.portability.access import AgentDenied
 from service.memory.portability.outcomes import GraphRecords, Imported
+from service.memory.queue import backlog
 from service.models import JsonObject, TenantId
 
 MAX_LINE_BYTES = 4 << 20
@@ -354,6 +355,8 @@ async def import_jsonl(
         assert run is not None
         raise _aborted(run.tally, str(exc)) from None
     assert run is not None
+    if not request.dry_run:  # rows imported with their vectors: their passages now
+        await backlog.queue_passages_after_bulk(lib, tenant_id)
     return _outcome(run.tally)
 
 

@@ -27,6 +27,7 @@ from service.memory.library import Library
 from service.memory.portability import graph
 from service.memory.portability.import_ import queue_embeddings
 from service.memory.portability.outcomes import Merged, SourceDeleted
+from service.memory.queue import backlog
 from service.models import TenantId
 
 CHUNK_ROWS = 1000
@@ -191,4 +192,6 @@ async def merge_memories(lib: Library, tenant_id: TenantId, req: MergeRequest) -
         outcome = rolled_back.outcome
     except portability_queries.WriteRefused as exc:
         raise _aborted(req, exc.message) from None
+    if not req.dry_run:  # copies keep their vectors: their passages are queued now
+        await backlog.queue_passages_after_bulk(lib, tenant_id)
     return _merged(req, outcome)

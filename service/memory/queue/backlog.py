@@ -26,6 +26,7 @@ from service.db import queue as queue_queries, tenants as tenants_queries
 from service.errors import NotFound
 from service.logs import get_logger
 from service.memory.library import Library
+from service.memory.passages import plan as passage_plan
 from service.models import TenantId
 
 log = get_logger("service.embeddings")
@@ -42,6 +43,9 @@ class ActiveQueue:
     oldest_pending_seconds: float | None
     max_retries: int
     retry_delay: int
+    passages_pending: int = 0
+    """Pending jobs of rows longer than one window, whose passages are built with them
+    (docs/architecture.md, "Passages")."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +63,7 @@ async def queue_status(lib: Library, tenant_id: TenantId) -> QueueStatus:
         return QueueStatus(active=None)
     settings = lib.settings
     async with lib.db.tenant_tx(tenant_id) as conn:
-        backlog = await queue_queries.queue_status(conn, tenant_id)
+        backlog = await queue_queries.queue_status(conn, tenant_id, _fits(lib))
     return QueueStatus(
         active=ActiveQueue(
             pending=backlog.pending,
@@ -67,14 +71,24 @@ async def queue_status(lib: Library, tenant_id: TenantId) -> QueueStatus:
             oldest_pending_seconds=backlog.oldest_pending_seconds,
             max_retries=settings.task_max_retries,
             retry_delay=settings.task_retry_delay,
+            passages_pending=backlog.passages_pending,
         )
     )
 
 
+def _fits(lib: Library) -> int | None:
+    """The most characters of a text that cannot need passages; None when passages are
+    off (none are pending then)."""
+    if lib.embedder is None or not lib.settings.passages_enabled:
+        return None
+    return passage_plan.window_chars(lib)
+
+
 async def backlog(lib: Library, tenant_id: TenantId | None = None) -> queue_queries.Backlog:
-    """Jobs still to run and those retrying, of one tenant or all (operator view)."""
+    """Jobs still to run, those retrying and those that build passages, of one tenant or
+    all (operator view, /metrics)."""
     async with lib.db.admin_tx() as conn:
-        return await queue_queries.queue_backlog(conn, tenant_id)
+        return await queue_queries.queue_backlog(conn, tenant_id, _fits(lib))
 
 
 async def tenant_by_slug(lib: Library, slug: str) -> TenantId:
@@ -131,6 +145,40 @@ async def enqueue_unembedded(lib: Library) -> int:
                 batch = await queue_queries.enqueue_unembedded(conn, tenant, cursor, ENQUEUE_BATCH)
             cursor, added = batch.cursor, added + batch.added
     return added
+
+
+async def enqueue_passages(lib: Library, tenant_id: TenantId | None = None) -> int:
+    """The passage backfill (docs/architecture.md, "Passages"): queue every row longer
+    than one window whose passages were never built for its current text, tenant by
+    tenant in id-ordered batches of ``ENQUEUE_BATCH`` rows read, each its own short
+    transaction. Online and resumable: rows done (or already queued) are skipped, so
+    a run cut short is simply run again. Nothing when passages are off."""
+    if lib.embedder is None or not lib.settings.passages_enabled:
+        return 0
+    fits = passage_plan.window_chars(lib)
+    added = 0
+    for tenant in await _tenants(lib, tenant_id):
+        cursor: int | None = 0
+        while cursor is not None:
+            async with lib.db.tenant_tx(tenant) as conn:
+                batch = await queue_queries.enqueue_passages(
+                    conn, tenant, cursor, ENQUEUE_BATCH, fits
+                )
+            cursor, added = batch.cursor, added + batch.added
+    return added
+
+
+async def queue_passages_after_bulk(lib: Library, tenant_id: TenantId) -> None:
+    """After an import or a merge committed rows with their vectors (no job), queue the
+    long ones' passages: the tenant's backfill. A failure only logs: the next queue
+    worker start runs the backfill again."""
+    try:
+        queued = await enqueue_passages(lib, tenant_id)
+    except Exception:  # the rows are written; their passages wait for the next sweep
+        log.exception("queueing passages after a bulk write failed")
+        return
+    if queued:
+        log.info("queued long rows for their passages", queued=queued)
 
 
 async def sync_model(lib: Library) -> bool:

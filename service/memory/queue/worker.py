@@ -23,40 +23,18 @@ from collections.abc import Callable, Sequence
 
 from service.db import queue as queue_queries
 from service.db.queue import ItemKind, ItemText, Job
-from service.embeddings.base import (
-    EmbeddingError,
-    ModelIntegrityError,
-    ProviderUnavailable,
-)
+from service.embeddings.base import EmbeddingError, ModelIntegrityError
 from service.errors import ConfigError
 from service.logs import get_logger
 from service.memory.library import Library
 from service.memory.queue import backlog
-from service.memory.queue.inline import embed_checked
+from service.memory.queue.embedding import Embedded, Failure, ItemKey, embed_jobs, key_of
 from service.models import TenantId
 
 log = get_logger("service.embeddings")
 
 
 LEASE_MARGIN_SECS = 30.0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Failure:
-    """Why a text has no vector; ``attempted`` is False when the provider was not called."""
-
-    error: str
-    attempted: bool = True
-
-    @classmethod
-    def of(cls, exc: EmbeddingError) -> Failure:
-        return cls(str(exc)[:500], not isinstance(exc, ProviderUnavailable))
-
-
-Outcome = list[float] | Failure
-
-
-ItemKey = tuple[TenantId, ItemKind, int]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,6 +47,8 @@ class DrainResult:
     requeued: int = 0
     failed: int = 0
     """Jobs whose attempt failed or that could not be attempted (they stay queued)."""
+    passages: int = 0
+    """Passages written with the embedded rows."""
 
 
 def _lease_seconds(lib: Library) -> float:
@@ -101,72 +81,37 @@ async def _load_texts(lib: Library, jobs: Sequence[Job]) -> dict[ItemKey, ItemTe
     return texts
 
 
-async def _embed_all(lib: Library, jobs: Sequence[Job], texts: list[str]) -> list[Outcome]:
-    """One outcome per job's text. Each tenant's texts are embedded for that tenant (the
-    breaker accounts its failures to it), all tenants at once, so the batcher still
-    combines them into one provider call and, when the provider refuses it, tries each
-    tenant's part on its own."""
-    groups: dict[TenantId, list[int]] = {}
-    for position, job in enumerate(jobs):
-        groups.setdefault(job.tenant_id, []).append(position)
-    results = await asyncio.gather(
-        *(
-            _embed_outcomes(lib, tenant_id, [texts[p] for p in positions])
-            for tenant_id, positions in groups.items()
-        )
-    )
-    outcomes: list[Outcome] = [Failure("not embedded")] * len(texts)
-    for positions, result in zip(groups.values(), results, strict=True):
-        for position, outcome in zip(positions, result, strict=True):
-            outcomes[position] = outcome
-    return outcomes
-
-
-async def _embed_outcomes(lib: Library, tenant_id: TenantId, texts: list[str]) -> list[Outcome]:
-    """One outcome per text of ``tenant_id``. A failed batch is retried text by text only
-    when a single text embeds (the provider is up, so one bad text must not fail its
-    neighbours); otherwise every text carries the batch's failure (an attempt, unless
-    the breaker did not let the batch through)."""
-    if not texts:
-        return []
-    timeout = lib.settings.embedding_timeout_secs + 5.0
-    try:
-        return list(await embed_checked(lib, tenant_id, texts, timeout, lane="write"))
-    except EmbeddingError as exc:
-        batch = Failure.of(exc)
-    if len(texts) == 1 or not batch.attempted or lib.breaker.retry_in(str(tenant_id)) > 0:
-        return [batch] * len(texts)
-    outcomes: list[Outcome] = []
-    for position, text in enumerate(texts):
-        try:
-            one = await embed_checked(lib, tenant_id, [text], timeout, lane="write")
-            outcomes.append(one[0])
-        except EmbeddingError as exc:
-            if position == 0:  # even one text fails: the provider is down
-                return [batch] * len(texts)
-            outcomes.append(Failure.of(exc))
-    return outcomes
-
-
 async def _settle_tenant(
     lib: Library,
     tenant_id: TenantId,
     jobs: Sequence[Job],
-    vectors: dict[ItemKey, tuple[ItemText, list[float]]],
+    vectors: dict[ItemKey, Embedded],
     model: str,
-) -> tuple[int, int, int]:
-    """Write one tenant's vectors and settle its jobs in one transaction (one statement).
+) -> tuple[int, int, int, int]:
+    """Write one tenant's vectors and passages and settle its jobs in one transaction (one
+    statement).
 
-    Returns (embedded, dropped, requeued)."""
-    items = [vectors.get(_key(job)) for job in jobs]
+    Returns (embedded, dropped, requeued, passages)."""
+    found = [vectors.get(_key(job)) for job in jobs]
+    items = [None if item is None else (item.text, item.vector) for item in found]
+    passages = [p for item in found if item is not None for p in item.passages]
     async with lib.db.tenant_tx(tenant_id, cached_plans=True) as conn:
-        settled = await queue_queries.settle_embeddings(conn, tenant_id, jobs, items, model)
+        settled = await queue_queries.settle_embeddings(
+            conn,
+            tenant_id,
+            jobs,
+            items,
+            model,
+            passages,
+            passages_on=lib.settings.passages_enabled,
+        )
     dropped = sum(1 for item in items if item is None)
-    return settled.embedded, dropped, len(jobs) - settled.embedded - dropped
+    requeued = len(jobs) - settled.embedded - dropped
+    return settled.embedded, dropped, requeued, settled.passages
 
 
 def _key(job: Job) -> ItemKey:
-    return (job.tenant_id, job.item_kind, job.item_id)
+    return key_of(job)
 
 
 def _keys(jobs: Sequence[Job]) -> list[ItemKey]:
@@ -261,16 +206,9 @@ async def _run_jobs(
     if texts is None:
         texts = await _load_texts(lib, jobs)
     present = [job for job in jobs if _key(job) in texts]
-    outcomes = await _embed_all(lib, present, [texts[_key(job)].text for job in present])
-    vectors: dict[ItemKey, tuple[ItemText, list[float]]] = {}
-    failed: list[tuple[Job, Failure]] = []
-    for job, outcome in zip(present, outcomes, strict=True):
-        if isinstance(outcome, Failure):
-            failed.append((job, outcome))
-        else:
-            vectors[_key(job)] = (texts[_key(job)], outcome)
+    vectors, failed = await embed_jobs(lib, present, [texts[_key(job)] for job in present])
     failed_ids = {job.id for job, _ in failed}
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for group_tenant, group in _by_tenant(jobs).items():
         settled = [job for job in group if job.id not in failed_ids]
         if settled:
@@ -278,7 +216,7 @@ async def _run_jobs(
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
     if failed:
         await _fail(lib, failed)
-    return DrainResult(len(jobs), totals[0], totals[1], totals[2], len(failed))
+    return DrainResult(len(jobs), totals[0], totals[1], totals[2], len(failed), totals[3])
 
 
 async def _drain_logged(lib: Library) -> DrainResult:
@@ -327,7 +265,8 @@ async def run_worker(lib: Library, stop: asyncio.Event, *, model_recorded: bool 
 
 
 async def _sweep_logged(lib: Library) -> None:
-    """Queue rows stored without a vector while embeddings or the queue were off."""
+    """Queue rows stored without a vector while embeddings or the queue were off, and long
+    rows whose passages were never built for their text (the passage backfill)."""
     if not lib.settings.task_queue_enabled:
         return
     try:
@@ -337,6 +276,13 @@ async def _sweep_logged(lib: Library) -> None:
         return
     if added:
         log.info("queued rows stored without an embedding", queued=added)
+    try:
+        passages = await backlog.enqueue_passages(lib)
+    except Exception:  # the drain loop still runs; the next start goes on where it was
+        log.exception("queueing the passage backfill failed")
+        return
+    if passages:
+        log.info("queued long rows for their passages", queued=passages)
 
 
 async def _sync_logged(lib: Library) -> bool:

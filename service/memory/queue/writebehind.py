@@ -23,6 +23,7 @@ import dataclasses
 from service.logs import get_logger
 from service.memory.library import Library
 from service.memory.queue import worker
+from service.memory.queue.embedding import ItemKey
 
 log = get_logger("service.embeddings")
 DRAINS = 2
@@ -62,7 +63,7 @@ async def _row_waiting(lib: Library, stop: asyncio.Event) -> bool:
     return not stop.is_set()
 
 
-async def _drain(lib: Library, batch: list[worker.ItemKey]) -> None:
+async def _drain(lib: Library, batch: list[ItemKey]) -> None:
     try:
         result = await worker.drain_items(lib, batch)
     except Exception:  # the jobs stay queued; the queue worker embeds them

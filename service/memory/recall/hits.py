@@ -130,4 +130,5 @@ def message(
         msg_id=hit.msg_id if hit is not None and hit.msg_id else "",
         confidence=confidence,
         match_reason=rank.match_reason(row),
+        passage=None if hit is None else hit.passage,
     )

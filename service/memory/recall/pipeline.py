@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from service.db import recall as recall_queries
+from service.db import recall_side
 from service.db.pool import Connection
 from service.memory import supersession
 from service.memory.library import Library
@@ -116,7 +116,7 @@ async def _arranged(
         kept = {row.id for row in rows if row.kind == "mem"}
         credited = [memory_id for memory_id in credited if memory_id in kept]
     if credited:  # a cue's seats are never credited, so the cue may come after
-        await recall_queries.bump_recall_stats(conn, tenant_id, credited)
+        await recall_side.bump_recall_stats(conn, tenant_id, credited)
     return rows
 
 
@@ -165,4 +165,4 @@ async def _note_advisory(lib: Library, tenant_id: TenantId, state: str, long_for
     """Record a change of advisory state, in a transaction of its own on the primary
     (a recall may read a replica, which takes no writes; changes are rare)."""
     async with lib.write_db.tenant_tx(tenant_id) as conn:
-        return await recall_queries.note_advisory(conn, tenant_id, state, long_form)
+        return await recall_side.note_advisory(conn, tenant_id, state, long_form)

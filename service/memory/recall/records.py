@@ -12,6 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Literal, TypeAlias
 
+from service.db.recall import PassageMatch
 from service.memory.recall.candidate import HeldReason, Kind, MatchReason
 from service.memory.recall.confidence import Confidence
 from service.memory.supersession import Fact
@@ -28,7 +29,9 @@ class Recalled:
     stored free-form document (``{}`` when none); ``timestamp`` and ``msg_id`` are ``""``
     when the row has none; ``confidence`` is set only with confidence scoring on, and
     ``match_reason`` only for a scored row, or a held row's ``HeldReason``; ``fact`` only
-    for a row in a supersession chain (docs/tools.md, "Facts that change")."""
+    for a row in a supersession chain (docs/tools.md, "Facts that change"); ``passage``
+    the record's passage that matched the query best by meaning, when the vector channel
+    scored one (docs/architecture.md, "Passages"; the boundary's excerpt may show it)."""
 
     kind: Kind
     id: int
@@ -40,6 +43,7 @@ class Recalled:
     confidence: Confidence | None
     match_reason: MatchReason | HeldReason | None
     fact: Fact | None = None
+    passage: PassageMatch | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

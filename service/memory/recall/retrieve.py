@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from service.db import recall as recall_queries
+from service.db import recall as recall_queries, recall_side
 from service.db.pool import Connection
 from service.embeddings.base import EmbeddingError
 from service.embeddings.batcher import EmbeddingBatcher
@@ -131,6 +131,7 @@ def retrieval(
         query=req.query,
         budget=s.recall_postings_budget,
         english_weight=s.lexical_english_weight,
+        passages=s.passages_enabled,
     )
 
 
@@ -144,8 +145,8 @@ async def _keyword_fallback(
     """The literal substring match of the query, at most its first ``FALLBACK_CHARS``
     (the LIKE fallback of docs/tools.md, "Retrievers")."""
     fetch = min(10_000, max(5 * limit, 50))
-    await recall_queries.plan_each_statement(conn)  # after a recall statement's generic plan
-    rows = await recall_queries.like_fallback(
+    await recall_side.plan_each_statement(conn)  # after a recall statement's generic plan
+    rows = await recall_side.like_fallback(
         conn, tenant_id, scope, fallback_pattern(req.query), fetch
     )
     return rows[:limit]

@@ -96,6 +96,10 @@ async def candidate_pool(
     return Pool(rows, excluded, within, found.links, result, found.mentioned)
 
 
+EPISODE_LABEL = "[Episode] "
+"""What recall's content puts before an episode's summary."""
+
+
 def candidate_row(
     recalled: Recalled, rank: int, stored: Mapping[str, queries.Stored]
 ) -> Row | None:
@@ -106,7 +110,11 @@ def candidate_row(
     if found is None:
         return None
     row = stored_row(found, rank)
-    return dataclasses.replace(row, reserved=reserved(recalled), fact=recalled.fact)
+    same = recalled.content in (found.text, EPISODE_LABEL + found.text)
+    passage = recalled.passage if same else None
+    return dataclasses.replace(
+        row, reserved=reserved(recalled), fact=recalled.fact, passage=passage
+    )
 
 
 def stored_row(found: queries.Stored, rank: int) -> Row:

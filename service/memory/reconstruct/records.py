@@ -15,6 +15,7 @@ import dataclasses
 from datetime import datetime
 from typing import Literal, TypeAlias
 
+from service.db.recall import PassageMatch
 from service.memory.recall.candidate import HeldReason, MatchReason
 from service.memory.recall.records import Advisory, CueReport
 from service.memory.reconstruct.count import CountPolicy
@@ -55,7 +56,9 @@ class Row:
     parsed bounds; ``rank`` the relevance rank (0 = best; walked rows rank after every
     candidate); ``reserved`` a row the candidate recall seated in a held place; ``fact``
     its validity and neighbours when it is in a supersession chain (docs/tools.md, "Facts
-    that change"), else None."""
+    that change"), else None;
+    ``passage`` the passage of ``text`` that matched the query best by meaning in the
+    candidate recall (None: none, or the text changed since)."""
 
     ref: str
     kind: Kind
@@ -73,6 +76,7 @@ class Row:
     rank: int
     reserved: bool = False
     fact: Fact | None = None
+    passage: PassageMatch | None = None
 
     @property
     def context(self) -> tuple[str, str] | None:

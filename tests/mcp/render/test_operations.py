@@ -43,7 +43,12 @@ def test_queue_status_renders_the_disabled_and_the_draining_shapes() -> None:
     off = render_queue.queue_status(backlog.QueueStatus(active=None))
     assert _bytes(off) == _bytes({"enabled": False, "pending": 0})
     queue = backlog.ActiveQueue(
-        pending=2, retrying=1, oldest_pending_seconds=12.345, max_retries=3, retry_delay=30
+        pending=2,
+        retrying=1,
+        oldest_pending_seconds=12.345,
+        max_retries=3,
+        retry_delay=30,
+        passages_pending=1,
     )
     on = render_queue.queue_status(backlog.QueueStatus(active=queue))
     expected: JsonObject = {
@@ -53,6 +58,7 @@ def test_queue_status_renders_the_disabled_and_the_draining_shapes() -> None:
         "retry_delay": 30,
         "retrying": 1,
         "oldest_pending_seconds": 12.3,
+        "passages_pending": 1,
     }
     assert _bytes(on) == _bytes(expected)
 

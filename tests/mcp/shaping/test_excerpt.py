@@ -149,3 +149,49 @@ def test_an_excerpt_is_always_a_substring_of_at_most_240_chars_beyond_the_previe
     assert text[found.offset : found.offset + len(found.text)] == found.text
     assert found.text == found.text.strip()
     assert found.offset + len(found.text) > 100
+
+
+def with_part(text: str, query: str, part: excerpt.Part) -> excerpt.Excerpt | None:
+    (found,) = excerpt.excerpts([text], [True], query, 500, [part])
+    return found
+
+
+def test_a_row_found_by_meaning_alone_is_excerpted_where_its_passage_matched() -> None:
+    line = "Bob: the little grey dog sleeps by the stove."
+    text = FILLER + FILLER + line + "\n" + FILLER
+    start = text.index(line)
+    part = excerpt.Part(start - 60, start + 400, 0.62)
+    assert one(text, "Where does the hound rest?") is None  # no word of it in the row
+    found = with_part(text, "Where does the hound rest?", part)
+    assert found is not None
+    assert start - 60 <= found.offset < start + 400
+    assert text[found.offset : found.offset + len(found.text)] == found.text
+
+
+def test_the_passage_wins_when_its_meaning_plus_its_words_beat_the_lexical_pick() -> None:
+    early = "Ann: the greyhound Pixel was adopted.\n"
+    line = "Bob: Pixel finally arrived in May.\n"
+    text = FILLER + early + FILLER + FILLER + line + FILLER
+    query = "When did the greyhound Pixel come home?"
+    lexical = one(text, query)
+    assert lexical is not None
+    assert lexical.offset == len(FILLER)  # the word-dense line wins by words alone
+    start = text.index(line)
+    found = with_part(text, query, excerpt.Part(start, start + len(line), 0.7))
+    assert found is not None
+    assert found.text.startswith(line.strip())
+
+
+def test_a_weak_passage_leaves_the_lexical_pick() -> None:
+    line = "Bob: I adopted a greyhound called Pixel last spring."
+    text = FILLER + line + "\n" + FILLER + FILLER
+    query = "When did Bob adopt the greyhound Pixel?"
+    far = len(FILLER) * 2 + 20
+    found = with_part(text, query, excerpt.Part(far, far + 300, 0.3))
+    assert found is not None
+    assert found.offset == len(FILLER)
+
+
+def test_a_passage_inside_the_preview_adds_no_excerpt() -> None:
+    text = "Bob: the stove is warm.\n" + FILLER
+    assert with_part(text, "hound rest", excerpt.Part(0, 300, 0.9)) is None

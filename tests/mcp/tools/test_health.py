@@ -37,7 +37,7 @@ async def test_unknown_check_names_fail_with_every_valid_name(client: Agent) -> 
     assert body["ok"] is False
     assert body["unknown_checks"] == ["bogus"]
     assert body["valid_checks"] == list(health.CHECK_NAMES)
-    assert len(body["valid_checks"]) == 28
+    assert len(body["valid_checks"]) == 29  # supersession and missing_passages joined
     assert body["error"].startswith("unknown check name(s): bogus")
 
 

@@ -43,7 +43,7 @@ async def test_a_clean_tenant_is_healthy_with_every_check_run(lib: Library) -> N
     assert body["status"] == "healthy"
     assert body["issues"] == []
     assert body["checks_run"] == list(health.CHECK_NAMES)
-    assert len(body["checks_run"]) == 28
+    assert len(body["checks_run"]) == 29  # supersession and missing_passages joined
     assert body["severity_summary"] == {"critical": 0, "warn": 0, "info": 0}
     assert body["stats"] == {
         "db_size_bytes": 0,

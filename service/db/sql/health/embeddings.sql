@@ -147,3 +147,45 @@ WHERE schemaname = current_schema() AND tablename = 'memories'
   AND indexdef ILIKE '%USING hnsw%'
   AND substring(indexdef FROM 'embedding_dim = ([0-9]+)') IS NOT NULL
 ORDER BY width
+
+-- part: missing_passages --
+-- Embedded rows longer than :fits characters whose passages were never built for their
+-- current text (docs/architecture.md, "Passages"), of one tenant and optionally one agent.
+stale AS (
+    SELECT 'mem' AS kind, m.id FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.embedding IS NOT NULL
+      AND char_length(m.content) > :fits AND m.passages_hash IS DISTINCT FROM m.content_hash
+      AND (:agent::text IS NULL OR m.agent_id = (SELECT id FROM agent))
+    UNION ALL
+    SELECT 'ep', e.id FROM episodes e
+    WHERE e.tenant_id = :tenant_id AND e.embedding IS NOT NULL
+      AND char_length(episode_text(e.summary, e.keywords)) > :fits
+      AND e.passages_hash IS DISTINCT FROM decode(md5(episode_text(e.summary, e.keywords)), 'hex')
+      AND (:agent::text IS NULL OR e.agent_id = (SELECT id FROM agent))
+), unqueued AS (
+    SELECT s.kind, s.id FROM stale s
+    WHERE NOT EXISTS (SELECT 1 FROM embedding_jobs j WHERE j.tenant_id = :tenant_id
+                      AND j.item_kind = s.kind AND j.item_id = s.id)
+)
+
+-- health_missing_passages --
+-- check_health missing_passages: long embedded rows without passages for their text, and
+-- those of them with no queue job.
+-- :tenant_id uuid, :agent name text (NULL = every agent), :fits most characters of a text
+-- that fits one window int
+WITH agent AS (SELECT agent_id_of(:tenant_id, :agent) AS id), {part:missing_passages}
+SELECT (SELECT count(*) FROM stale) AS missing, (SELECT count(*) FROM unqueued) AS unqueued
+
+-- health_enqueue_passages --
+-- Repair of missing_passages: queue those rows (their job builds the passages). Returns
+-- the count.
+-- :tenant_id uuid, :agent name text (NULL = every agent), :fits most characters of a text
+-- that fits one window int
+WITH agent AS (SELECT agent_id_of(:tenant_id, :agent) AS id), {part:missing_passages},
+added AS (
+    INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
+    SELECT :tenant_id, kind, id FROM unqueued
+    ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM added

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import hashlib
 import itertools
 import re
 from collections.abc import Sequence
 from typing import Final
+
+from service.memory import ranges
 
 MAX_BLOCK_CHARS: Final = 739
 """The longest block: CPersona 2.6's limit (a block must embed in one piece)."""
@@ -89,7 +90,7 @@ def revision(text: str) -> str:
     """The first 12 hex digits of SHA-256 over ``text``'s UTF-8 bytes: a span handed back
     later is refused when the record's text has changed since
     (docs/tools.md, "reconstruct: quoting")."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return ranges.revision(text)
 
 
 def _fences(text: str) -> list[Span]:

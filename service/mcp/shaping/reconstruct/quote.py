@@ -161,20 +161,43 @@ def _fill(
     return divide.joined(taken), None
 
 
+def _ranked(
+    record: Record, spans: Sequence[Span], query: str, closeness: Sequence[float] | None
+) -> list[int]:
+    """Block indices best first (``divide.rank_blocks``). With a passage that matched by
+    meaning (``record.part``) and no ``closeness`` given, the passage's blocks come first
+    when it wins as in recall's excerpt (docs/tools.md, "Response economy"): its cosine
+    plus its best block's share of the best trigram overlap beats every other block's
+    share; the order is otherwise unchanged."""
+    grams = divide.trigrams(query)
+    ranked = divide.rank_blocks(record.text, spans, grams, closeness)
+    if record.part is None or closeness is not None:
+        return ranked
+    inside = set(record.overlapping(spans))
+    overlap = [float(divide.shared_trigrams(record.text[s:e], grams)) for s, e in spans]
+    top = max(overlap, default=0.0) or 1.0
+    best_in = max((overlap[i] / top for i in inside), default=None)
+    best_out = max((overlap[i] / top for i in range(len(spans)) if i not in inside), default=0.0)
+    if best_in is None or record.part[2] + best_in <= best_out + 1e-9:
+        return ranked
+    return [i for i in ranked if i in inside] + [i for i in ranked if i not in inside]
+
+
 def head_quote(
     record: Record, query: str, cap: int, closeness: Sequence[float] | None = None
 ) -> Quote:
     """The head quote of ``record`` for ``query`` at ``cap`` characters (``cap >= 1``).
 
     ``closeness`` is one value per block of ``divide.blocks(record.text)`` (higher is
-    nearer the query vector) or None; no caller has block vectors yet."""
+    nearer the query vector) or None: then the record's passage may rank first
+    (:func:`_ranked`)."""
     text = record.text
     if len(text) <= cap:
         return _whole(record)
     division = divide.divide(text)
     if len(division.spans) <= 1:
         return _from_start(record, cap)
-    ranked = divide.rank_blocks(text, division.spans, divide.trigrams(query), closeness)
+    ranked = _ranked(record, division.spans, query, closeness)
     ranges, oversized = _fill(division, ranked, cap)
     if oversized is not None:
         return _cut_range(record, *oversized, cap)
@@ -195,7 +218,7 @@ def excerpt_quote(
     spans = division.spans
     if len(spans) <= 1:
         return _from_start(record, cap)
-    best = divide.rank_blocks(text, spans, divide.trigrams(query), closeness)[0]
+    best = _ranked(record, spans, query, closeness)[0]
     start, end, complete = divide.governing_range(division, best)
     if end - start > cap:
         return _cut_range(record, start, end, cap)
@@ -227,7 +250,7 @@ def passages(
         return Passages(record, "start", (Passage(0, cap, len(text)),))
     taken: list[Span] = []
     found: list[Passage] = []
-    for index in divide.rank_blocks(text, spans, divide.trigrams(query), closeness):
+    for index in _ranked(record, spans, query, closeness):
         if divide.overlaps(taken, spans[index]):
             continue
         start, end, _ = divide.governing_range(division, index)

@@ -8,6 +8,7 @@ database: a :class:`Record` carries the one stored text a quote is measured in.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Final
 
 EPISODE_LABEL: Final = "[Episode] "
@@ -20,15 +21,26 @@ class Record:
 
     For an episode the text is the summary as stored, without the ``[Episode] `` label
     recall puts in front (build it with :meth:`shown` from a recall row's content), so
-    every range and ``expand`` span is an offset ``get_contents`` can serve.
+    every range and ``expand`` span is an offset ``get_contents`` can serve. ``part``
+    may put the blocks it overlaps first (:meth:`overlapping`).
     """
 
     ref: str
     text: str
+    part: tuple[int, int, float] | None = None
+    """``[start, end)`` of the passage that matched the query best by meaning, and its
+    cosine (docs/architecture.md, "Passages"); None: none."""
 
     @property
     def episode(self) -> bool:
         return self.ref.startswith("ep:")
+
+    def overlapping(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        """The indices of the blocks of ``spans`` that overlap the passage (none without)."""
+        if self.part is None:
+            return []
+        start, end, _ = self.part
+        return [i for i, (s, e) in enumerate(spans) if s < end and start < e]
 
     @classmethod
     def shown(cls, ref: str, content: str) -> Record:
