@@ -1,3 +1,48 @@
+-- part: recall_scope --
+-- The scope CTEs both halves of a recall share ({part:recall_scope}): the agent, and its
+-- memories and episodes in the call's project and channel. Project NULL = all, '' = the
+-- global pool, X = X plus it; channel '' = no filter, C = C plus channel-less rows. Shape
+-- current (current_only): no record with a successor (OFFSET 0: a probe each, no join).
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text
+agent AS (
+    SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
+), scoped_memories AS NOT MATERIALIZED (
+    SELECT m.* FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
+      AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '') -- shape: project
+      AND (:channel::text = '' OR m.channel = :channel OR m.channel = '') -- shape: channel
+      AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'mem' AND r.object_id = m.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
+), scoped_episodes AS NOT MATERIALIZED (
+    SELECT e.* FROM episodes e
+    WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
+      AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '') -- shape: project
+      AND (:channel::text = '' OR e.channel = :channel OR e.channel = '') -- shape: channel
+      AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'ep' AND r.object_id = e.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
+)
+
+-- part: recall_found --
+-- The hits of a recall joined to their rows (both halves include {part:recall_found}):
+-- a recall row's columns and the two text vectors of the second-stage features. In
+-- ``recall_vectors`` every hit is a vector hit, so its ``score`` is its cosine.
+found AS (
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
+           NULL::boolean AS resolved,
+           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
+    FROM hits h JOIN memories m ON m.tenant_id = :tenant_id AND m.id = h.id
+    WHERE h.kind = 'mem'
+    UNION ALL
+    SELECT h.channel, h.kind, h.id, h.score, h.position,
+           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
+           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
+                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
+           '', e.created_at, e.resolved,
+           0, NULL, e.search_tsv,
+           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
+    FROM hits h JOIN episodes e ON e.tenant_id = :tenant_id AND e.id = h.id
+    WHERE h.kind = 'ep'
+)
+
 -- like_fallback --
 -- Literal case-insensitive substring match of the whole query, newest first
 -- (docs/tools.md, "Retrievers"): used only when full text produced no query or no rows.
