@@ -135,3 +135,48 @@ async def test_stale_passages_are_never_read(http_lib: Library) -> None:
     episode_query = vector_of(expected_pieces(summary)[-1])
     stale = await vector_scores(http_lib, tenant, episode_query)
     assert stale.get(("ep", episode), 0.0) < 0.9
+
+
+async def test_every_row_says_how_many_passages_its_record_has(http_lib: Library) -> None:
+    """The count of the length-neutral score (``memory.recall.passage_gain``): on the
+    vector hits and on the lexical hits' cosines; 0 for a short record, 0 with passages
+    off."""
+    tenant, memory, episode, text, summary = await _setup(http_lib)
+    wanted = recall_queries.Retrieval(
+        vector=vector_of(expected_pieces(text)[-1]),
+        tsquery="'n0'",
+        lexemes=("n0",),
+        patterns=(),
+        limit=10,
+        episodes=True,
+        recency=False,
+    )
+    async with http_lib.db.tenant_tx(tenant) as conn:
+        found = await recall_queries.recall_candidates(conn, tenant, SCOPE, wanted)
+        off = await recall_queries.recall_candidates(
+            conn, tenant, SCOPE, dataclasses.replace(wanted, passages=False)
+        )
+    parts = {(h.channel, h.kind, h.id): h.parts for h in found.hits}
+    assert parts[("vector", "mem", memory)] == len(expected_pieces(text)) > 1
+    assert parts[("vector", "ep", episode)] == len(expected_pieces(summary)) > 1
+    short = [h for h in found.hits if h.channel == "memory_text"]
+    assert short and all(h.parts == 0 for h in short)
+    assert all(h.parts == 0 for h in off.hits)
+
+
+async def test_a_lexical_hit_carries_its_passage_count(http_lib: Library) -> None:
+    tenant, memory, _, text, _ = await _setup(http_lib)
+    word = text.split()[-1].strip(".,;:!?")
+    wanted = recall_queries.Retrieval(
+        vector=vector_of("unrelated"),
+        tsquery=f"'{word.lower()}'",
+        lexemes=(word.lower(),),
+        patterns=(),
+        limit=10,
+        episodes=False,
+        recency=False,
+    )
+    async with http_lib.db.tenant_tx(tenant) as conn:
+        found = await recall_queries.recall_candidates(conn, tenant, SCOPE, wanted)
+    lexical = [h for h in found.hits if h.channel == "memory_text" and h.id == memory]
+    assert lexical and lexical[0].parts == len(expected_pieces(text))
