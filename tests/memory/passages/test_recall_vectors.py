@@ -160,7 +160,8 @@ async def test_every_row_says_how_many_passages_its_record_has(http_lib: Library
     assert parts[("vector", "mem", memory)] == len(expected_pieces(text)) > 1
     assert parts[("vector", "ep", episode)] == len(expected_pieces(summary)) > 1
     short = [h for h in found.hits if h.channel == "memory_text"]
-    assert short and all(h.parts == 0 for h in short)
+    assert short
+    assert all(h.parts == 0 for h in short)
     assert all(h.parts == 0 for h in off.hits)
 
 
@@ -179,4 +180,5 @@ async def test_a_lexical_hit_carries_its_passage_count(http_lib: Library) -> Non
     async with http_lib.db.tenant_tx(tenant) as conn:
         found = await recall_queries.recall_candidates(conn, tenant, SCOPE, wanted)
     lexical = [h for h in found.hits if h.channel == "memory_text" and h.id == memory]
-    assert lexical and lexical[0].parts == len(expected_pieces(text))
+    assert lexical
+    assert lexical[0].parts == len(expected_pieces(text))

@@ -53,7 +53,8 @@ def test_only_records_of_several_passages_change_and_spread_zero_is_raw() -> Non
     gain = 0.07 * expected_max(4)
     assert out[:2] == hits[:2]
     assert out[2].score == out[2].cosine == pytest.approx(0.5 - gain)
-    assert out[3].score == 3.2 and out[3].cosine == pytest.approx(0.5 - gain)
+    assert out[3].score == 3.2
+    assert out[3].cosine == pytest.approx(0.5 - gain)
     assert out[4] == hits[4]
     assert out[2].passage == hits[2].passage  # the excerpt's passage cosine stays raw
     assert neutral(hits, 0.0) == hits
