@@ -1,8 +1,7 @@
 """Storage side of recall: candidate retrieval in two statements (a lexical half that
 needs no query vector and a vector half), the LIKE fallback, and the per-tenant
-advisory state (queries in ``sql/recall.sql``, the vector half in
-``sql/recall_vectors.sql``; the LIKE fallback, the statistics and the advisory state in
-``sql/recall_side.sql``)."""
+advisory state (both halves in ``sql/recall.sql``; the LIKE fallback, the statistics,
+the advisory state and the parts both halves share in ``sql/recall_side.sql``)."""
 
 from __future__ import annotations
 
