@@ -286,7 +286,8 @@ def _register(fuzz: Fuzzer, ctx: Context) -> Request:
 
 
 CONSOLE_FIELDS = ["agent", "ref", "show", "before", "after", "q", "channel", "project",
-                  "source", "done", "content", "confirmed", "api_key", "csrf"]  # fmt: skip
+                  "source", "done", "content", "confirmed", "api_key", "csrf", "from", "to",
+                  "code", "state", "error"]  # fmt: skip
 
 
 def _console(path: str) -> Callable[[Fuzzer, Context], Request]:
@@ -312,7 +313,8 @@ CONSOLE_PATHS = ("/console", "/console/", "/console/sign-in", "/console/sign-out
                  "/console/tenants", "/console/agents", "/console/agent", "/console/search",
                  "/console/record", "/console/record/edit", "/console/record/{action}",
                  "/console/usage", "/console/health", "/console/export",
-                 "/console/static/{name}")  # fmt: skip
+                 "/console/static/{name}", "/console/sign-in/oauth",
+                 "/console/oauth/callback")  # fmt: skip
 
 ROUTES: dict[str, Callable[[Fuzzer, Context], Request]] = {
     "/healthz": _simple("GET", "/healthz"),
