@@ -193,6 +193,11 @@ async def test_as_of_finds_the_version_valid_then_among_200_that_match_equally(
     assert [row["ref"] for row in found["messages"]] == [f"mem:{ids[100]}"]
     rebuilt = await client.call("reconstruct", agent_id="a", query="address version", as_of=at)
     assert [item["head_ref"] for item in rebuilt["items"]] == [f"mem:{ids[100]}"]
+    day = {"after": "2020-01-01", "before": "2020-01-01", "confidence": "sure"}
+    cued = await client.call(  # the time cue's arm reads the same scope: no other version
+        "recall", agent_id="a", query="address version", as_of=at, time_cue=day
+    )
+    assert [row["ref"] for row in cued["messages"]] == [f"mem:{ids[100]}"]
 
 
 async def _episode_chain(lib: Library, slug: str, length: int) -> list[int]:
