@@ -28,6 +28,7 @@ import dataclasses
 import html
 import re
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -55,13 +56,9 @@ LATER_PAGE = 21
 TARGET_P95_MS = {10_000: 100.0, 100_000: 200.0}
 SEARCH_OVER_RECALL_MS = 20.0
 HTTP_TIMEOUT_S = 60.0
-SPREAD = """
-UPDATE memories m SET project_id = CASE m.id % 3 WHEN 0 THEN 'atlas' WHEN 1 THEN 'borealis'
-                                            ELSE '' END
-FROM agents a WHERE a.id = m.agent_id AND a.name = $1
-"""
-"""Rows of the agent spread over two projects and the global pool (the list's project
-filter then reads about two thirds of them)."""
+PROJECTS = ("atlas", "borealis", "")
+"""The agent's rows cycle through two projects and the global pool, written so by the bulk
+load's COPY (the list's project filter then reads a third of them)."""
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 _OLDER = re.compile(r'<a href="/console/agent\?([^"]+)">Older</a>')
 _REF = re.compile(r"<code>(mem:\d+)</code>")
@@ -212,21 +209,18 @@ async def measure(service: harness.Service, rounds: int, warmup: int) -> dict[st
     }
 
 
+async def seed(url: str, size: int) -> loader.LoadReport:
+    """The agent's ``size`` memories, spread over :data:`PROJECTS` by the COPY itself (one
+    write per row: an ``UPDATE`` afterwards would re-insert every row into every index,
+    HNSW included); above ``REBUILD_FROM_ROWS`` the indexes are dropped and built once
+    after the COPY (:func:`bench.latency.loader.load`)."""
+    plan = [loader.AgentLoad(TENANT, AGENT, size, PROJECTS)]
+    return await loader.load(url, plan, rebuild_indexes=size >= REBUILD_FROM_ROWS)
+
+
 def load(url: str, size: int) -> dict[str, Any]:
-    """The agent's memories (bulk), spread over projects; the load's report."""
-    plan = [loader.AgentLoad(TENANT, AGENT, size)]
-    report = asyncio.run(loader.load(url, plan, rebuild_indexes=size >= REBUILD_FROM_ROWS))
-
-    async def spread() -> None:
-        conn = await loader.connect(url)
-        try:
-            await conn.execute(SPREAD, AGENT)
-            await conn.execute("VACUUM (ANALYZE) memories")
-        finally:
-            await conn.close()
-
-    asyncio.run(spread())
-    return dataclasses.asdict(report)
+    """Seed the agent; the load's report (seconds per step, sizes)."""
+    return dataclasses.asdict(asyncio.run(seed(url, size)))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -237,11 +231,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=LOCAL))
         key = harness.new_key(env, TENANT, create_tenant=True)
         with embedded_postgres(data_dir) as url:
+            print(f"loading {args.size:,} memories", file=sys.stderr)
             results["load"] = load(url, args.size)
+            print(load_line(results["load"]), file=sys.stderr)
             with harness.serving(env, data_dir, key, stop_postgres=False) as service:
                 results["pages"] = asyncio.run(measure(service, args.rounds, args.warmup))
     record_end(results, started)
     return results
+
+
+def load_line(report: dict[str, Any]) -> str:
+    """The bulk load's steps in seconds (where a slow seed spends its time)."""
+    indexes = report.get("index_seconds") or {}
+    built = (
+        f"index builds {sum(indexes.values()):.1f} s (the HNSW "
+        f"{sum(v for k, v in indexes.items() if 'embedding' in k):.1f} s)"
+        if indexes
+        else "indexes maintained by the COPY"
+    )
+    return (
+        f"Load: {report['rows']:,} rows; COPY {report['copy_seconds']:.1f} s, {built}, "
+        f"VACUUM (ANALYZE) {report['vacuum_analyze_seconds']:.1f} s; "
+        f"total {report['total_seconds']:.1f} s."
+    )
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -269,6 +281,7 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         machine_line(results["machine"]),
         f"Command: `{results['command']}`; {pages['search']['count']} rounds.",
+        *([load_line(results["load"])] if "load" in results else []),
         "",
         *table(
             [

@@ -32,7 +32,7 @@ from bench.harness import serving as harness
 from bench.harness.cli import run_or_exit, write_results
 from bench.harness.machine import machine_facts, record_end
 from bench.harness.markdown import machine_line, table
-from bench.latency import loader as corpus
+from bench.latency import loader as corpus, passages
 from bench.latency.instrument import ENV_OUT
 from bench.latency.phases import ORDER, TOTAL, pair_calls, summarise
 from bench.latency.probe import LOCAL, Target, measure, store_request
@@ -93,8 +93,12 @@ def measure_tier(
     agent, rows = f"agent-{tier}", TIERS[tier]
     print(f"{tier}: loading {rows} {args.corpus} rows ...", file=sys.stderr)
     _load(args, url, [corpus.AgentLoad("scale", agent, rows)])
+    if args.long_share > 0:
+        print(f"{tier}: {passages.add(url, agent, args.long_share)} passages", file=sys.stderr)
     records = data_dir / f"phases-{tier}.jsonl"
     env = instrumented_env(data_dir, records)
+    if args.passages_off:
+        env["CPERSONA_PASSAGES"] = "false"
     per_tool = args.calls + args.warmup
     queries = _query_texts(args, per_tool, args.seed + rows)
     with harness.serving(
@@ -227,6 +231,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json (default: %(default)s)")
     add("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     add("--keep-data", action="store_true", help="keep the temporary data directory")
+    add("--long-share", type=float, default=0.0, help="share of rows given passages (issue 34)")
+    add("--passages-off", action="store_true", help="serve with CPERSONA_PASSAGES=false")
     args = parser.parse_args(argv)
     args.query_set = "questions"
     args.sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]

@@ -62,11 +62,19 @@ SPAN_DAYS = 730
 
 @dataclasses.dataclass(frozen=True)
 class AgentLoad:
-    """``rows`` memories for agent ``agent`` of tenant ``tenant`` (slug)."""
+    """``rows`` memories for agent ``agent`` of tenant ``tenant`` (slug). With
+    ``projects``, the rows' ``project_id`` cycles through them in load order (``""`` is the
+    global pool); without, every row is in the global pool (the column's default).
+
+    The projects are written by the COPY itself: a later ``UPDATE`` of ``project_id``
+    would rewrite every row (the column is in the isolation indexes, so no update is HOT)
+    and insert each new version into every index one by one, HNSW included, which at
+    100k rows takes longer than the whole load."""
 
     tenant: str
     agent: str
     rows: int
+    projects: tuple[str, ...] = ()
 
 
 def spread(
@@ -165,6 +173,15 @@ Batches = Callable[
 """Where an agent's rows come from: the synthetic corpus, or bench.latency.corpus's."""
 
 
+def _project_column(plan: AgentLoad, start: int, count: int) -> list[tuple[str, ...]]:
+    """Per row of a batch starting at row ``start``: its project (one value), or nothing
+    when the plan has no projects (the column is then left to its default)."""
+    if not plan.projects:
+        return [()] * count
+    cycle = plan.projects
+    return [(cycle[(start + i) % len(cycle)],) for i in range(count)]
+
+
 async def load_agent(
     conn: asyncpg.Connection[Any],
     plan: AgentLoad,
@@ -176,12 +193,16 @@ async def load_agent(
     """COPY one agent's rows (creating its tenant and agent rows first)."""
     tenant = await ensure_tenant(conn, plan.tenant)
     agent = await ensure_agent(conn, tenant, plan.agent)
+    columns = COLUMNS + (("project_id",) if plan.projects else ())
+    start = 0
     for texts, vectors, stamps in (batches or _batches)(plan, seed, centres):
+        projects = _project_column(plan, start, len(texts))
         records = [
-            (tenant, agent, text, vector, model, stamp.isoformat(), stamp, stamp)
-            for text, vector, stamp in zip(texts, vectors, stamps, strict=True)
+            (tenant, agent, text, vector, model, stamp.isoformat(), stamp, stamp, *project)
+            for text, vector, stamp, project in zip(texts, vectors, stamps, projects, strict=True)
         ]
-        await conn.copy_records_to_table("memories", records=records, columns=COLUMNS)
+        await conn.copy_records_to_table("memories", records=records, columns=columns)
+        start += len(texts)
 
 
 # --------------------------------------------------------------------------- indexes

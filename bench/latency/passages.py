@@ -1,5 +1,5 @@
 """Long rows for the recall-latency tiers: passages added to a share of a loaded agent's
-memories (issue 34; docs/benchmarks/latency.md, "Passages").
+memories (issue 34; docs/benchmarks/passages.md, "Recall latency with 20 % long rows").
 
 The loaded rows keep their text (the lexical half of a recall is the same with passages on
 or off); a chosen row gets :data:`PER_ROW` passages, as a row of about 4,000 characters has

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Final
 
 from service.config.fields import (
     EmbeddingMode,
@@ -14,6 +15,12 @@ from service.config.fields import (
     parse_str,
     setting,
 )
+
+DEFAULT_PASSAGE_SPREAD: Final = 0.07
+"""The local model's spread of query-passage cosines for unrelated text: the standard
+deviation of one query's cosines with ~1,000-character passages of other conversations,
+0.073 on average over 60 LoCoMo questions and 300 passages (docs/benchmarks/passages.md,
+"Length-neutral scores"). Another model has its own spread (``CPERSONA_PASSAGE_SPREAD``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +79,12 @@ class EmbeddingSettings:
     passages_enabled: bool = setting(True, "CPERSONA_PASSAGES", parse=parse_bool)
     """Divide memories and episodes longer than one embedding window into passages, each
     with its own vector, built by the queue (docs/architecture.md, "Passages")."""
+    passage_spread: float = setting(
+        DEFAULT_PASSAGE_SPREAD, "CPERSONA_PASSAGE_SPREAD", parse=parse_float(0.0, 1.0)
+    )
+    """Standard deviation of a query's cosines with unrelated passages: a record of ``n``
+    passages has its best cosine lowered by this times the expected maximum of ``n`` normal
+    draws (``memory.recall.passage_gain``; 0 = the raw best)."""
 
     # -- the embedding queue
     task_queue_enabled: bool = setting(True, "CPERSONA_TASK_QUEUE_ENABLED", parse=parse_bool)

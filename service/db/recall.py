@@ -1,7 +1,7 @@
 """Storage side of recall: candidate retrieval in two statements (a lexical half that
 needs no query vector and a vector half), the LIKE fallback, and the per-tenant
-advisory state (queries in ``sql/recall.sql``; the LIKE fallback, the statistics and the
-advisory state in ``sql/recall_side.sql``)."""
+advisory state (both halves in ``sql/recall.sql``; the LIKE fallback, the statistics,
+the advisory state and the parts both halves share in ``sql/recall_side.sql``)."""
 
 from __future__ import annotations
 
@@ -100,6 +100,9 @@ class Hit(NamedTuple):
     phrase: float | None = None
     matched: bool = False
     passage: PassageMatch | None = None
+    parts: int = 0
+    """How many passages the record has (0: none, or passages not read): the chances its
+    best cosine had (``memory.recall.passage_gain``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,6 +130,8 @@ NO_COSINES: Mapping[tuple[str, int], float] = MappingProxyType({})
 """The cosines of a recall whose vector half did not run: none."""
 NO_PASSAGES: Mapping[tuple[str, int], PassageMatch] = MappingProxyType({})
 """The best passages of a recall whose vector half did not run: none."""
+NO_COUNTS: Mapping[tuple[str, int], int | None] = MappingProxyType({})
+"""The passage counts of a recall whose vector half did not run: none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -154,11 +159,17 @@ class Lexical:
         self,
         cosines: Mapping[tuple[str, int], float] = NO_COSINES,
         passages: Mapping[tuple[str, int], PassageMatch] = NO_PASSAGES,
+        counts: Mapping[tuple[str, int], int | None] = NO_COUNTS,
     ) -> list[Hit]:
-        """The rows as hits, each with its cosine from ``cosines`` and its best passage from
-        ``passages`` (none: no vector ran)."""
+        """The rows as hits, each with its cosine from ``cosines``, its best passage from
+        ``passages`` and its passage count from ``counts`` (none: no vector ran)."""
         return [
-            _hit(r, cosines.get((r["kind"], r["id"])), passages.get((r["kind"], r["id"])))
+            _hit(
+                r,
+                cosines.get((r["kind"], r["id"])),
+                passages.get((r["kind"], r["id"])),
+                counts.get((r["kind"], r["id"])),
+            )
             for r in self.rows
         ]
 
@@ -309,12 +320,13 @@ async def with_vectors(
         for r in records
         if r["channel"] == "cosine" and (part := _passage(r)) is not None
     }
+    counts = {(r["kind"], r["id"]): r["parts"] for r in records if r["channel"] == "cosine"}
     found = [
-        _hit(r, r["cosine"], parts.get((r["kind"], r["id"])) or _passage(r))
+        _hit(r, r["cosine"], parts.get((r["kind"], r["id"])) or _passage(r), r["parts"])
         for r in records
         if r["channel"] != "cosine"
     ]
-    return Candidates(hits=lexical.hits(cosines, parts) + found, meta=lexical.meta)
+    return Candidates(hits=lexical.hits(cosines, parts, counts) + found, meta=lexical.meta)
 
 
 async def recall_candidates(
@@ -334,7 +346,9 @@ def _passage(record: Any) -> PassageMatch | None:
     return PassageMatch(record["part_start"], record["part_end"], record["part_cosine"])
 
 
-def _hit(record: Any, cosine: float | None, passage: PassageMatch | None = None) -> Hit:
+def _hit(
+    record: Any, cosine: float | None, passage: PassageMatch | None = None, parts: int | None = 0
+) -> Hit:
     return Hit(
         record["channel"],
         record["kind"],
@@ -354,4 +368,5 @@ def _hit(record: Any, cosine: float | None, passage: PassageMatch | None = None)
         record["phrase"],
         bool(record["matched"]),
         passage,
+        parts or 0,
     )

@@ -1,4 +1,5 @@
-"""Recall's side statements (``sql/recall_side.sql``): the LIKE fallback when full text
+"""Recall's side statements (``sql/recall_side.sql``, which also holds the parts the recall
+statements share: the scope and the found rows): the LIKE fallback when full text
 finds nothing, the plan mode after a generic-plan statement, the recall statistics and
 the advisory state; the main statements are in :mod:`service.db.recall`."""
 

@@ -1,77 +1,3 @@
--- part: recall_scope --
--- The scope CTEs both halves of a recall share ({part:recall_scope}): the agent, and its
--- memories and episodes in the call's project and channel. Project NULL = all, '' = the
--- global pool, X = X plus it; channel '' = no filter, C = C plus channel-less rows. Shape
--- current (current_only): no record with a successor (OFFSET 0: a probe each, no join).
--- Shape as_of (docs/tools.md, "Facts that change"): no record whose own time is after
--- :as_of, none whose successor's own time is at or before it (a probe each, as current);
--- an episode's start_time is read only where the model's reading of it is certain (part
--- episode_valid_from), else the row is left to the check after ranking.
--- :tenant_id uuid, :agent name text, :project_id text, :channel text, :as_of timestamptz
-agent AS (
-    SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
-), scoped_memories AS NOT MATERIALIZED (
-    SELECT m.* FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
-      AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '') -- shape: project
-      AND (:channel::text = '' OR m.channel = :channel OR m.channel = '') -- shape: channel
-      AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'mem' AND r.object_id = m.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
-      AND coalesce(m.timestamp_at, m.created_at) <= :as_of::timestamptz -- shape: as_of
-      AND NOT EXISTS (SELECT 1 FROM relations r -- shape: as_of
-                      WHERE r.tenant_id = :tenant_id AND r.object_kind = 'mem' AND r.object_id = m.id -- shape: as_of
-                        AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' -- shape: as_of
-                        AND {part:successor_from} <= :as_of::timestamptz OFFSET 0) -- shape: as_of
-), scoped_episodes AS NOT MATERIALIZED (
-    SELECT e.* FROM episodes e
-    WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
-      AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '') -- shape: project
-      AND (:channel::text = '' OR e.channel = :channel OR e.channel = '') -- shape: channel
-      AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'ep' AND r.object_id = e.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
-      AND coalesce((SELECT {part:episode_valid_from} FROM (SELECT e.start_time, e.created_at) x) <= :as_of::timestamptz, true) -- shape: as_of
-      AND NOT EXISTS (SELECT 1 FROM relations r -- shape: as_of
-                      WHERE r.tenant_id = :tenant_id AND r.object_kind = 'ep' AND r.object_id = e.id -- shape: as_of
-                        AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' -- shape: as_of
-                        AND {part:successor_from} <= :as_of::timestamptz OFFSET 0) -- shape: as_of
-)
-
--- part: episode_valid_from --
--- An episode's own time (valid_from; docs/tools.md, "Facts that change") as an expression
--- over ``x`` (start_time, created_at), where Postgres reads start_time as the model does
--- (``service.memory.supersession.valid_from``: Python's ISO 8601, naive = UTC): created_at
--- when there is none; a plain ISO 8601 date, or date and time to the microsecond with an
--- optional Z or +hh:mm, as written; NULL (not known here) for any other text, which the
--- callers treat as "may hold": the check after ranking judges those rows.
-CASE WHEN x.start_time IS NULL THEN x.created_at WHEN x.start_time ~ '^\d{4}-\d{2}-\d{2}([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?([Zz]|[+-]\d{2}:\d{2})?)?$' AND pg_input_is_valid(x.start_time, 'timestamptz') THEN CASE WHEN x.start_time ~ '([Zz]|[+-]\d{2}:\d{2})$' THEN x.start_time::timestamptz ELSE x.start_time::timestamp AT TIME ZONE 'UTC' END END
-
--- part: successor_from --
--- The own time of relation ``r``'s subject (the successor of its object), a memory's or
--- an episode's (part episode_valid_from; NULL when not known here, which no comparison
--- holds for, so a record whose successor's time is not known is never left out by it).
-coalesce((SELECT coalesce(s.timestamp_at, s.created_at) FROM memories s WHERE s.tenant_id = :tenant_id AND s.id = r.subject_memory), (SELECT {part:episode_valid_from} FROM episodes x WHERE x.tenant_id = :tenant_id AND x.id = r.subject_episode))
-
--- part: recall_found --
--- The hits of a recall joined to their rows (both halves include {part:recall_found}):
--- a recall row's columns and the two text vectors of the second-stage features. In
--- ``recall_vectors`` every hit is a vector hit, so its ``score`` is its cosine.
-found AS (
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           m.content, m.source, m.timestamp_text, m.msg_id, m.created_at,
-           NULL::boolean AS resolved,
-           m.recall_count, m.last_recalled_at, m.content_tsv AS tsv, m.content_tsv_en AS tsv_en
-    FROM hits h JOIN memories m ON m.tenant_id = :tenant_id AND m.id = h.id
-    WHERE h.kind = 'mem'
-    UNION ALL
-    SELECT h.channel, h.kind, h.id, h.score, h.position,
-           '[Episode] ' || e.summary, '{"System": "episode"}'::jsonb,
-           coalesce(e.start_time, to_char(e.created_at AT TIME ZONE 'UTC',
-                                          'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')),
-           '', e.created_at, e.resolved,
-           0, NULL, e.search_tsv,
-           to_tsvector('english'::regconfig, e.summary || ' ' || e.keywords)
-    FROM hits h JOIN episodes e ON e.tenant_id = :tenant_id AND e.id = h.id
-    WHERE h.kind = 'ep'
-)
-
 -- recall_lexical --
 -- The lexical half of a recall (docs/architecture.md, "Recall"), in one round trip that
 -- needs no query vector, so it runs while the query is being embedded: BM25 full text
@@ -333,7 +259,9 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- (hybrid fusion and the confidence backfill score rows found by words alone by it).
 -- Every row also says which current passage scored best (part_start, part_end in the
 -- record's text, part_cosine; NULL when none did): the answer's excerpt may come from it
--- (docs/tools.md, "Response economy").
+-- (docs/tools.md, "Response economy"); and how many passages the record has (parts, NULL
+-- for none: the chances its best cosine had, for the length-neutral score of
+-- docs/architecture.md, "Passages"; a PK probe per row found).
 -- Scope and shapes as ``recall_lexical`` (:depth, the vector depth, is written in).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
 -- source_id LIKE pattern text (NULL = none), :vector query vector, :episodes eligible
@@ -396,7 +324,8 @@ WITH typing AS (
 ), lexical_part AS (
     SELECT DISTINCT ON (p.item_kind, p.item_id, p.source_hash)
            p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
-           -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+           -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score,
+           count(*) OVER (PARTITION BY p.item_kind, p.item_id, p.source_hash) AS parts
     FROM passages p
     WHERE :passages AND p.tenant_id = :tenant_id AND p.embedding_dim = {dim}
       AND ((p.item_kind = 'mem' AND p.item_id = ANY (:memory_ids::text[]::bigint[]))
@@ -423,12 +352,15 @@ SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.time
        coalesce(f.tsv @@ :any_simple::tsquery, false)
            OR coalesce(f.tsv_en @@ :any_english::tsquery, false)
            OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched,
-       b.start_char AS part_start, b.end_char AS part_end, b.score AS part_cosine
+       b.start_char AS part_start, b.end_char AS part_end, b.score AS part_cosine,
+       (SELECT max(q.idx) + 1 FROM passages q
+        WHERE :passages AND q.tenant_id = :tenant_id AND q.item_kind = f.kind AND q.item_id = f.id)
+           AS parts
 FROM found f LEFT JOIN best_part b ON b.kind = f.kind AND b.id = f.id
 UNION ALL
 SELECT 'cosine', 'mem', m.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
        greatest(-(m.embedding::vector({dim}) <#> :vector::vector({dim})), b.score),
-       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score
+       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score, b.parts
 FROM memories m LEFT JOIN lexical_part b
     ON b.kind = 'mem' AND b.id = m.id AND b.source_hash = m.content_hash
 WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
@@ -436,7 +368,7 @@ WHERE m.tenant_id = :tenant_id AND m.agent_id = (SELECT id FROM agent)
 UNION ALL
 SELECT 'cosine', 'ep', e.id, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
        greatest(-(e.embedding::vector({dim}) <#> :vector::vector({dim})), b.score),
-       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score
+       NULL, NULL, NULL, NULL, NULL, b.start_char, b.end_char, b.score, b.parts
 FROM episodes e LEFT JOIN lexical_part b ON b.kind = 'ep' AND b.id = e.id
     AND b.source_hash = decode(md5(episode_text(e.summary, e.keywords)), 'hex')
 WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)

@@ -43,6 +43,7 @@ from service.memory.recall import (
     confidence,
     fusion,
     gate,
+    passage_gain,
     query_terms,
     rank,
     scoring,
@@ -131,12 +132,13 @@ async def _simulate(
     )
     scope = recall_queries.Scope(agent, None, "", None)
     found = await recall_queries.recall_candidates(conn, tenant_id, scope, wanted)
+    hits = passage_gain.neutral(found.hits, s.passage_spread)  # as recall scores them
     floor = fusion.vector_min_similarity(vector_threshold, mode, s.rrf_threshold_factor)
-    pool = channels_from(found.hits, (), floor, DEPTH)
+    pool = channels_from(hits, (), floor, DEPTH)
     fused = scoring.fuse(mode, pool, [], s.rrf_k, DEPTH)
     # rows found by words alone get their stored cosine (docs/tools.md, "Confidence scoring")
     if s.confidence_enabled:
-        fused = confidence.backfill_cosines(fused, stored_cosines(found.hits))
+        fused = confidence.backfill_cosines(fused, stored_cosines(hits))
     context = scoring.scoring_context(
         lib, found.meta, mode, limit=DEPTH, deep=False, query_empty=False
     )

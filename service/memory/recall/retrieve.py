@@ -22,7 +22,7 @@ from service.embeddings.base import EmbeddingError
 from service.embeddings.batcher import EmbeddingBatcher
 from service.embeddings.cache import embed_query
 from service.memory.library import Library
-from service.memory.recall import candidate, query_terms
+from service.memory.recall import candidate, passage_gain, query_terms
 from service.memory.recall.cue import needs_span
 from service.memory.recall.request import RecallRequest
 from service.models import TenantId
@@ -209,7 +209,7 @@ async def retrieve(
             if embedding.done():
                 embedded = embedding.result()
                 vectors = dataclasses.replace(wanted, vector=embedded.vector)
-                found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
+                found = await _with_vectors(lib, conn, tenant_id, scope, vectors, lexical)
                 yield Retrieved(conn, embedded, found, fallback)
                 return
     except BaseException:
@@ -219,8 +219,23 @@ async def retrieve(
     embedded = await embedding
     vectors = dataclasses.replace(wanted, vector=embedded.vector)
     async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
-        found = await recall_queries.with_vectors(conn, tenant_id, scope, vectors, lexical)
+        found = await _with_vectors(lib, conn, tenant_id, scope, vectors, lexical)
         yield Retrieved(conn, embedded, found, fallback)
+
+
+async def _with_vectors(
+    lib: Library,
+    conn: Connection,
+    tenant_id: TenantId,
+    scope: recall_queries.Scope,
+    wanted: recall_queries.Retrieval,
+    lexical: recall_queries.Lexical,
+) -> recall_queries.Candidates:
+    """The vector half (``recall_queries.with_vectors``), its records with passages scored
+    length-neutrally (``passage_gain``: the best of many passages is no longer a head start)."""
+    found = await recall_queries.with_vectors(conn, tenant_id, scope, wanted, lexical)
+    hits = passage_gain.neutral(found.hits, lib.settings.passage_spread)
+    return dataclasses.replace(found, hits=hits)
 
 
 def _embedder_busy(lib: Library) -> bool:

@@ -18,6 +18,9 @@ from service.memory import episodes, tenants
 from service.memory.library import Library, build_library
 from service.memory.memories import store
 from service.memory.queue import worker
+from service.memory.recall import passage_gain, pipeline
+from service.memory.recall.records import Recalled
+from service.memory.recall.request import RecallRequest
 from service.models import TenantId
 from tests.memory.passages.test_build import _fetch, expected_pieces, long_text
 from tests.servers.embedding import EmbeddingServer, fake_vector, running_server
@@ -135,3 +138,83 @@ async def test_stale_passages_are_never_read(http_lib: Library) -> None:
     episode_query = vector_of(expected_pieces(summary)[-1])
     stale = await vector_scores(http_lib, tenant, episode_query)
     assert stale.get(("ep", episode), 0.0) < 0.9
+
+
+async def test_every_row_says_how_many_passages_its_record_has(http_lib: Library) -> None:
+    """The count of the length-neutral score (``memory.recall.passage_gain``): on the
+    vector hits and on the lexical hits' cosines; 0 for a short record, 0 with passages
+    off."""
+    tenant, memory, episode, text, summary = await _setup(http_lib)
+    wanted = recall_queries.Retrieval(
+        vector=vector_of(expected_pieces(text)[-1]),
+        tsquery="'n0'",
+        lexemes=("n0",),
+        patterns=(),
+        limit=10,
+        episodes=True,
+        recency=False,
+    )
+    async with http_lib.db.tenant_tx(tenant) as conn:
+        found = await recall_queries.recall_candidates(conn, tenant, SCOPE, wanted)
+        off = await recall_queries.recall_candidates(
+            conn, tenant, SCOPE, dataclasses.replace(wanted, passages=False)
+        )
+    parts = {(h.channel, h.kind, h.id): h.parts for h in found.hits}
+    assert parts[("vector", "mem", memory)] == len(expected_pieces(text)) > 1
+    assert parts[("vector", "ep", episode)] == len(expected_pieces(summary)) > 1
+    short = [h for h in found.hits if h.channel == "memory_text"]
+    assert short
+    assert all(h.parts == 0 for h in short)
+    assert all(h.parts == 0 for h in off.hits)
+
+
+async def test_a_lexical_hit_carries_its_passage_count(http_lib: Library) -> None:
+    tenant, memory, _, text, _ = await _setup(http_lib)
+    word = text.split()[-1].strip(".,;:!?")
+    wanted = recall_queries.Retrieval(
+        vector=vector_of("unrelated"),
+        tsquery=f"'{word.lower()}'",
+        lexemes=(word.lower(),),
+        patterns=(),
+        limit=10,
+        episodes=False,
+        recency=False,
+    )
+    async with http_lib.db.tenant_tx(tenant) as conn:
+        found = await recall_queries.recall_candidates(conn, tenant, SCOPE, wanted)
+    lexical = [h for h in found.hits if h.channel == "memory_text" and h.id == memory]
+    assert lexical
+    assert lexical[0].parts == len(expected_pieces(text))
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.07])
+async def test_recall_scores_a_long_record_length_neutrally(
+    db: Database, settings: Settings, server: EmbeddingServer, spread: float
+) -> None:
+    """The recall pipeline applies ``passage_gain``: the record whose last passage is the
+    query reports that passage's cosine (1) less ``spread`` times the expected best of its
+    passage count (confidence scoring shows the cosine fusion and the gate saw)."""
+    lib = build_library(
+        db,
+        dataclasses.replace(
+            settings,
+            embedding_mode="http",
+            embedding_url=server.url,
+            embedding_model="fake-384",
+            embedding_dimensions=WIDTH,
+            embedding_timeout_secs=2.0,
+            embedding_breaker_failures=0,
+            confidence_enabled=True,
+            passage_spread=spread,
+        ),
+    )
+    try:
+        tenant, memory, _, text, _ = await _setup(lib)
+        pieces = expected_pieces(text)
+        result = await pipeline.recall(lib, tenant, RecallRequest(agent_id="a", query=pieces[-1]))
+    finally:
+        await lib.aclose()
+    row = next(r for r in result.rows if isinstance(r, Recalled) and r.id == memory)
+    assert row.confidence is not None
+    expected = 1.0 - spread * passage_gain.expected_max(len(pieces))
+    assert row.confidence.cosine == pytest.approx(expected, abs=1e-3)
