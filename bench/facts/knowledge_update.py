@@ -9,6 +9,13 @@ the evidence turns of each earlier gold session. Reported both ways: how often t
 evidence ranks above the older one (of the questions where both are in the ten rows),
 session-level NDCG@10, and the newest evidence's presence.
 
+With ``--episodes`` the declaration is made at session granularity, as the issue words it
+("each answer session declared as superseding the earlier gold session"): every session is
+also archived as an episode (the record of a session: its turns as history, their text as
+the summary) before the first recall, and each gold session's episode is declared as
+superseding the previous gold session's episode (one successor each, the record that
+replaces it), besides the evidence turns above. An episode row counts for its session.
+
     .venv/bin/python -m bench.facts.knowledge_update --data ../shared/data/longmemeval-dev
 """
 
@@ -82,10 +89,54 @@ class Scored:
     questions: int = 0
 
 
-async def _store(session: ClientSession, agent: str, q: Question) -> dict[str, list[int]]:
-    """Every turn stored; the memory ids of each session's evidence turns."""
-    evidence: dict[str, list[int]] = {}
+@dataclasses.dataclass
+class Stored:
+    """What one question's haystack became: the memory ids of each session's evidence
+    turns, and (``--episodes``) each session's episode id."""
+
+    evidence: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    episodes: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def session_of(self, row: dict[str, Any]) -> str:
+        """The session a recalled row belongs to: a turn's by its msg_id, an episode's by
+        its ref."""
+        by_ref = {f"ep:{episode}": sid for sid, episode in self.episodes.items()}
+        return by_ref.get(str(row.get("ref", ""))) or str(row.get("id", "")).partition("#")[0]
+
+
+async def _archive(
+    session: ClientSession, agent: str, sid: str, date: str, turns: list[dict[str, Any]]
+) -> int | None:
+    """The session archived as an episode: its turns as history (the session's date on
+    each), their text joined as the summary (the service cuts it to its bound)."""
+    lines = [str(t.get("content") or "").strip() for t in turns]
+    history = [
+        {"role": t.get("role") or "user", "content": line, "timestamp": date}
+        for t, line in zip(turns, lines, strict=True)
+        if line
+    ]
+    if not history:
+        return None
+    reply = await call_json(
+        session,
+        "archive_episode",
+        {
+            "agent_id": agent,
+            "summary": "\n".join(e["content"] for e in history),
+            "history": history,
+        },
+    )
+    episode = reply.body.get("episode_id")
+    return int(episode) if episode is not None else None
+
+
+async def _store(session: ClientSession, agent: str, q: Question, episodes: bool = False) -> Stored:
+    """Every turn stored (and, with ``episodes``, every session archived)."""
+    stored = Stored()
+    evidence = stored.evidence
     for sid, date, turns in q.sessions:
+        if episodes and (episode := await _archive(session, agent, sid, date, turns)):
+            stored.episodes[sid] = episode
         for i, turn in enumerate(turns):
             content = str(turn.get("content") or "").strip()
             if not content:
@@ -100,20 +151,32 @@ async def _store(session: ClientSession, agent: str, q: Question) -> dict[str, l
             reply = await call_json(session, "store", {"agent_id": agent, "message": message})
             if turn.get("has_answer") and "id" in reply.body:
                 evidence.setdefault(sid, []).append(int(reply.body["id"]))
-    return evidence
+    return stored
 
 
-async def _declare(
-    session: ClientSession, agent: str, q: Question, evidence: dict[str, list[int]]
-) -> int:
+async def _declare(session: ClientSession, agent: str, q: Question, stored: Stored) -> int:
+    """The newest gold session's first evidence turn supersedes the earlier gold sessions'
+    evidence turns; each gold session's episode (when archived) supersedes the previous
+    gold session's. How many relations the service made."""
+    evidence, episodes = stored.evidence, stored.episodes
     newest = evidence.get(q.gold[-1], [])
-    if not newest:
-        return 0
     relations = [
         {"subject": f"mem:{newest[0]}", "predicate": "supersedes", "object": f"mem:{old}"}
         for sid in q.gold[:-1]
         for old in evidence.get(sid, [])
+        if newest
     ]
+    relations += [
+        {
+            "subject": f"ep:{episodes[new]}",
+            "predicate": "supersedes",
+            "object": f"ep:{episodes[old]}",
+        }
+        for old, new in zip(q.gold, q.gold[1:], strict=False)
+        if old in episodes and new in episodes
+    ]
+    if not relations:
+        return 0
     reply = await call_json(
         session,
         "declare_associations",
@@ -122,9 +185,10 @@ async def _declare(
     return len(reply.body.get("relations", []))
 
 
-def marks(q: Question, ids: Sequence[str]) -> str:
-    """The ten rows best first: ``N`` a turn of the newest gold session, ``O`` of an older
-    one, ``-`` anything else; ``*`` an evidence turn (``has_answer``)."""
+def marks(q: Question, ids: Sequence[str], sessions: Sequence[str] | None = None) -> str:
+    """The ten rows best first: ``N`` a row of the newest gold session, ``O`` of an older
+    one, ``-`` anything else; ``*`` an evidence turn (``has_answer``), ``e`` an episode.
+    ``sessions``: each row's session (default: its msg_id's)."""
     evidence = {
         f"{sid}#{i}"
         for sid, _, turns in q.sessions
@@ -132,20 +196,22 @@ def marks(q: Question, ids: Sequence[str]) -> str:
         if t.get("has_answer")
     }
     out = []
-    for full in ids:
-        sid = full.partition("#")[0]
+    for n, full in enumerate(ids):
+        sid = sessions[n] if sessions is not None else full.partition("#")[0]
         mark = "N" if sid == q.gold[-1] else "O" if sid in q.gold[:-1] else "-"
-        out.append(mark + ("*" if full in evidence else ""))
+        out.append(mark + ("*" if full in evidence else "e" if "#" not in full and sid else ""))
     return " ".join(out)
 
 
-async def _score(session: ClientSession, agent: str, q: Question, *tallies: Scored) -> str:
+async def _score(
+    session: ClientSession, agent: str, q: Question, stored: Stored, *tallies: Scored
+) -> str:
     """One recall of the question, scored into each of ``tallies``; its :func:`marks`."""
     reply = await call_json(
         session, "recall", {"agent_id": agent, "query": q.question, "limit": LIMIT}
     )
     rows = list(reversed(reply.body.get("messages") or []))  # best first
-    ranked = [str(row.get("id", "")).partition("#")[0] for row in rows]
+    ranked = [stored.session_of(row) for row in rows]
     newest = next((i for i, s in enumerate(ranked) if s == q.gold[-1]), None)
     older = next((i for i, s in enumerate(ranked) if s in q.gold[:-1]), None)
     for into in tallies:
@@ -155,10 +221,12 @@ async def _score(session: ClientSession, agent: str, q: Question, *tallies: Scor
         if newest is not None and older is not None:
             into.both += 1
             into.newest_first += newest < older
-    return marks(q, [str(row.get("id", "")) for row in rows])
+    return marks(q, [str(row.get("id", "")) for row in rows], ranked)
 
 
-async def run(questions: Sequence[Question], first: int = 0) -> dict[str, Scored]:
+async def run(
+    questions: Sequence[Question], first: int = 0, episodes: bool = False
+) -> dict[str, Scored]:
     """Both runs over ``questions``; each question's own line goes to stderr as it ends
     (numbered from ``first``), so a run cut short still says what it measured."""
     plain, declared = Scored(), Scored()
@@ -166,11 +234,11 @@ async def run(questions: Sequence[Question], first: int = 0) -> dict[str, Scored
         async with mcp_session(service.mcp_url, service.key) as session:
             for n, q in enumerate(questions):
                 agent = f"ku{n}"
-                evidence = await _store(session, agent, q)
+                stored = await _store(session, agent, q, episodes)
                 one = {"nothing declared": Scored(), DECLARED: Scored()}
-                before = await _score(session, agent, q, plain, one["nothing declared"])
-                made = await _declare(session, agent, q, evidence)
-                after = await _score(session, agent, q, declared, one[DECLARED])
+                before = await _score(session, agent, q, stored, plain, one["nothing declared"])
+                made = await _declare(session, agent, q, stored)
+                after = await _score(session, agent, q, stored, declared, one[DECLARED])
                 print(f"question {first + n + 1}:", _line(one), file=sys.stderr)
                 print(f"  rows before: {before}", file=sys.stderr)
                 print(f"  {made} declared; rows after: {after}", file=sys.stderr, flush=True)
@@ -203,9 +271,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/longmemeval-dev"))
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--skip", type=int, default=0, help="start after this many questions")
+    parser.add_argument(
+        "--episodes",
+        action="store_true",
+        help="archive every session as an episode and declare gold episodes superseding",
+    )
     args = parser.parse_args(argv)
     questions = load(args.data)[args.skip : args.skip + args.questions]
-    print(table(asyncio.run(run(questions, args.skip))))
+    print(table(asyncio.run(run(questions, args.skip, args.episodes))))
 
 
 if __name__ == "__main__":

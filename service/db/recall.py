@@ -14,21 +14,24 @@ from typing import Any, NamedTuple
 
 from service.config.recall import DEFAULT_POSTINGS_BUDGET
 from service.db.pool import Connection
-from service.db.sql import QUERIES, VECTOR_DIMS, arguments, number, shaped
+from service.db.sql import QUERIES, VECTOR_DIMS, number, shaped, shaped_arguments
 from service.models import TenantId
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Scope:
-    """The isolation axes of one recall (docs/tools.md, "Isolation axes"), and whether it
-    reads only current records (``current_only``: the recall statements leave superseded
-    records out before ranking, docs/tools.md, "Facts that change")."""
+    """The isolation axes of one recall (docs/tools.md, "Isolation axes"), and how it reads
+    time (docs/tools.md, "Facts that change"): only current records (``current_only``),
+    or the records that held at ``as_of`` (None: every record). The recall statements
+    leave the others out before ranking, so a record that holds is found below any
+    number that do not."""
 
     agent: str
     project_id: str | None
     channel: str
     source_pattern: str | None
     current_only: bool = False
+    as_of: datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ def omitted(scope: Scope) -> frozenset[str]:
             ("channel", scope.channel == ""),
             ("source", scope.source_pattern is None),
             ("current", not scope.current_only),
+            ("as_of", scope.as_of is None),
         )
         if off
     )
@@ -231,13 +235,15 @@ def vector_statement(scope: Scope, wanted: Retrieval) -> str:
 
 
 def scope_values(tenant_id: TenantId, scope: Scope) -> dict[str, object]:
-    """The arguments of the scope both recall statements share (their recall_scope part)."""
+    """The arguments of the scope both recall statements share (their recall_scope part);
+    ``as_of`` is bound only by the shape that reads it (``sql.shaped_arguments``)."""
     return {
         "tenant_id": tenant_id,
         "agent": scope.agent,
         "project_id": scope.project_id,
         "channel": scope.channel,
         "source_pattern": scope.source_pattern,
+        "as_of": scope.as_of,
     }
 
 
@@ -265,7 +271,7 @@ async def lexical_candidates(
         "english_weight": wanted.english_weight,
     }
     statement = lexical_statement(scope, wanted)
-    records = await conn.fetch(statement, *arguments("recall_lexical", values))
+    records = await conn.fetch(statement, *shaped_arguments("recall_lexical", statement, values))
     rows = [r for r in records if r["channel"] != "meta"]
     meta = next(r for r in records if r["channel"] == "meta")
     terms = FeatureTerms(
@@ -305,7 +311,8 @@ async def with_vectors(
     }
     statement = vector_statement(scope, wanted)
     records = await conn.fetch(
-        statement, *arguments(f"recall_vectors_{width(wanted.vector)}", values)
+        statement,
+        *shaped_arguments(f"recall_vectors_{width(wanted.vector)}", statement, values),
     )
     cosines = {(r["kind"], r["id"]): r["cosine"] for r in records if r["channel"] == "cosine"}
     parts = {

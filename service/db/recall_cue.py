@@ -10,7 +10,7 @@ from datetime import datetime
 
 from service.db.pool import Connection
 from service.db.recall import Hit, Scope, omitted, scope_values, shape, width
-from service.db.sql import QUERIES, VECTOR_DIMS, arguments
+from service.db.sql import QUERIES, VECTOR_DIMS, shaped_arguments
 from service.models import TenantId
 
 
@@ -60,7 +60,8 @@ async def cue_candidates(
         "depth": search.depth,
     }
     name = f"recall_cue_{width(search.vector)}"
-    records = await conn.fetch(cue_statement(scope, search), *arguments(name, values))
+    statement = cue_statement(scope, search)
+    records = await conn.fetch(statement, *shaped_arguments(name, statement, values))
     return [
         Hit(
             r["channel"],

@@ -8,9 +8,9 @@ Python function per query, of the same name, in the module of the same path
 
 A block headed ``-- part: name --`` is not a query but text that the queries of the same
 file include where they write ``{part:name}`` (say, the scope CTEs two statements share,
-with the same ``$n``). It is written in at load time, before anything else, so the
-registry holds whole statements; a part no query includes, or an include of a part the
-file does not have, is an error.
+with the same ``$n``); a part may include other parts. It is written in at load time,
+before anything else, so the registry holds whole statements; a part no query includes,
+or an include of a part the file does not have, is an error.
 
 A statement with many parameters names them instead of numbering them: ``:tenant_id``
 where it would write ``$1`` (a ``::type`` cast is not a name). Its legend declares the
@@ -26,6 +26,7 @@ caller's positional list no longer reads against the legend
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from importlib import resources
@@ -88,17 +89,25 @@ def shaped(statement: str, *, omit: frozenset[str], literals: Mapping[int, int])
 def _with_parts(
     blocks: dict[str, str], parts: Mapping[str, str], used: set[str] | None = None
 ) -> dict[str, str]:
-    """``blocks`` with every ``{part:name}`` replaced by that part's text. Without
-    ``used`` every part must be included here; with it, the parts included are added to
-    it (the caller checks that each part is used somewhere)."""
+    """``blocks`` with every ``{part:name}`` replaced by that part's text, and the parts
+    that text includes in turn (a part may name a shared expression another part uses;
+    a part that includes itself, directly or not, is an error). Without ``used`` every
+    part must be included here; with it, the parts included are added to it (the caller
+    checks that each part is used somewhere)."""
     included: set[str] = set()
+    within: list[str] = []
 
     def include(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in parts:
             raise ValueError(f"no part {name!r} in this file or the package")
+        if name in within:
+            raise ValueError(f"part {name!r} includes itself ({' -> '.join([*within, name])})")
         included.add(name)
-        return parts[name]
+        within.append(name)
+        text = _INCLUDE.sub(include, parts[name])
+        within.pop()
+        return text
 
     whole = {header: _INCLUDE.sub(include, body) for header, body in blocks.items()}
     if used is not None:
@@ -266,6 +275,31 @@ def arguments(query: str, values: Mapping[str, object]) -> list[object]:
     if unknown or missing:
         raise TypeError(f"{query}: unknown argument(s) {unknown}, missing argument(s) {missing}")
     return [values[name] for name in order]
+
+
+_PLACEHOLDER = re.compile(r"\$([0-9]+)")
+
+
+@functools.lru_cache(maxsize=256)
+def placeholders(statement: str) -> int:
+    """How many parameters ``statement`` reads: its highest ``$n``, checked to be all of
+    ``$1``..``$n`` (Postgres cannot type a parameter no line names); ValueError else."""
+    numbers = {int(n) for n in _PLACEHOLDER.findall(statement)}
+    highest = max(numbers, default=0)
+    if numbers != set(range(1, highest + 1)):
+        gaps = sorted(set(range(1, highest + 1)) - numbers)
+        raise ValueError(f"a shape leaves out parameter(s) {gaps} that are not the last")
+    return highest
+
+
+def shaped_arguments(query: str, statement: str, values: Mapping[str, object]) -> list[object]:
+    """The positional arguments of ``statement``, one shape of ``query`` (:func:`shaped`):
+    :func:`arguments` (which refuses a missing or an unknown name), less the last ones
+    when the shape left out every line that reads them (:func:`placeholders`). Why: a
+    parameter only one shape reads (recall's ``as_of``) is declared last, so the other
+    shapes keep their ``$n`` and their statements stay byte for byte what they were,
+    plans included."""
+    return arguments(query, values)[: placeholders(statement)]
 
 
 def number(query: str, parameter: str) -> int:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from service.db import recall as recall_queries, recall_cue
 from service.db.pool import Database
-from service.db.sql import arguments
+from service.db.sql import shaped_arguments
 from service.memory.recall import query_terms
 from service.models import TenantId
 
@@ -88,7 +88,8 @@ async def _plan(db: Database, tenant: TenantId, search: recall_cue.CueSearch) ->
     statement = recall_cue.cue_statement(SCOPE, search)
     async with db.tenant_tx(tenant) as conn:
         rows = await conn.fetch(
-            "EXPLAIN (COSTS OFF) " + statement, *arguments("recall_cue_384", values)
+            "EXPLAIN (COSTS OFF) " + statement,
+            *shaped_arguments("recall_cue_384", statement, values),
         )
     return "\n".join(row[0] for row in rows)
 

@@ -20,6 +20,7 @@ inside a tenant transaction, exactly like a recall.
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from service.db import recall as recall_queries
@@ -112,9 +113,13 @@ async def _generic_plan(conn: Any, statement: str, args: list[Any]) -> str:
     return "\n".join(row[0] for row in rows)
 
 
-def _assert_indexed(plan: str) -> None:
+def _assert_indexed(plan: str, memory_hnsw: bool = True) -> None:
+    """The search indexes in ``plan``; ``memory_hnsw`` False where the planner may read
+    the agent's scoped memories exactly by an index of the scope instead of the memories'
+    HNSW (the ``as_of`` shape, docs/reliability.md)."""
     assert "Seq Scan on memories" not in plan, plan
-    assert "Index Scan using memories_embedding_384 on memories" in plan, plan
+    if memory_hnsw:
+        assert "Index Scan using memories_embedding_384 on memories" in plan, plan
     assert "Index Scan using passages_embedding_384 on passages" in plan, plan
     assert "Seq Scan on passages" not in plan, plan
     assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
@@ -129,6 +134,16 @@ QUERIES = ("tea 4242", "travelling", "notes about it")
 """A rare word plus an id; a topic word (10% of rows); words in every row (the top-up)."""
 DEFAULT_SCOPE = recall_queries.Scope("target", None, "", None)
 FILTERED_SCOPE = recall_queries.Scope("target", "proj", "chan", None)
+AS_OF_HALF = 50_000
+"""``as_of`` this many seconds ago: half the corpus was written before it."""
+
+
+def _as_of_scope() -> recall_queries.Scope:
+    """``as_of`` in the middle of the corpus: the records written after it and those
+    superseded by then are left out inside the scope, a row filter and a probe of
+    relations per row (docs/tools.md, "Facts that change"); the search indexes stay."""
+    moment = datetime.now(UTC) - timedelta(seconds=AS_OF_HALF)
+    return recall_queries.Scope("target", None, "", None, as_of=moment)
 
 
 async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database) -> None:
@@ -142,3 +157,7 @@ async def test_recall_uses_scoped_search_and_vector_indexes_at_100k(db: Database
             plan = await _plans(db, tenant, query, scope, generic=True)
             _assert_indexed(plan)
             assert "Sort Key: ((m.embedding)::vector(384) <#>" not in plan, plan
+    assert recall_queries.plan_reusable(_as_of_scope())
+    for query in QUERIES:
+        for generic in (True, False):
+            _assert_indexed(await _plans(db, tenant, query, _as_of_scope(), generic=generic), False)

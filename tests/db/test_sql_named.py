@@ -88,3 +88,48 @@ def test_no_statement_takes_more_than_ten_numbered_parameters() -> None:
         and max((int(n) for n in re.findall(r"\$(\d+)", statement)), default=0) > 10
     ]
     assert crowded == []
+
+
+SHAPED = """-- pick --
+-- Rows of one tenant, since a time in one shape.
+-- :tenant_id uuid, :limit int
+-- :since timestamptz (shape since only) -- shape: since
+SELECT * FROM memories WHERE tenant_id = :tenant_id
+  AND created_at >= :since::timestamptz -- shape: since
+LIMIT :limit::int
+"""
+
+
+def test_a_shape_binds_only_the_parameters_its_lines_read() -> None:
+    """A parameter only one shape reads is declared last, so the other shapes keep every
+    ``$n`` and their statement text; ``shaped_arguments`` then binds one fewer."""
+    statement, names = sql.parse_named(SHAPED)["pick"]
+    assert names == ("tenant_id", "limit", "since")
+    without = sql.shaped(statement, omit=frozenset({"since"}), literals={})
+    assert "$3" not in without
+    assert ":since" not in without
+    assert sql.placeholders(without) == 2  # the first two of the bound values
+    assert sql.placeholders(statement) == 3
+
+
+def test_a_shape_that_leaves_out_a_parameter_before_the_last_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"parameter\(s\) \[2\] that are not the last"):
+        sql.placeholders("SELECT $1, $3")
+
+
+@pytest.mark.parametrize("query", ["recall_lexical", "recall_vectors_384", "recall_cue_384"])
+def test_recalls_as_of_is_their_last_parameter_and_only_its_shape_reads_it(query: str) -> None:
+    """The default shapes of the recall statements are what they were before ``as_of``
+    (docs/tools.md, "Facts that change"): no line of theirs reads it, so they bind one
+    argument fewer; the ``as_of`` shape binds it."""
+    from service.db import recall
+
+    names = sql.PARAMETERS[query]
+    assert names[-1] == "as_of"
+    values = dict.fromkeys(names)
+    default = recall.shape(sql.QUERIES[query], frozenset({"current", "as_of"}), ())
+    assert f"${len(names)}" not in default
+    assert len(sql.shaped_arguments(query, default, values)) == len(names) - 1
+    read = recall.shape(sql.QUERIES[query], frozenset({"current"}), ())
+    assert f"${len(names)}::timestamptz" in read
+    assert len(sql.shaped_arguments(query, read, values)) == len(names)

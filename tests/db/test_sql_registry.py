@@ -34,10 +34,25 @@ def test_a_part_is_written_into_the_queries_of_its_file_and_is_no_query() -> Non
     assert "scope" not in parsed
 
 
+def test_a_part_may_include_another_part() -> None:
+    text = (
+        "-- part: when --\n-- an expression\ncoalesce(x.at, x.created_at)\n\n"
+        "-- part: scope --\nrows AS (SELECT * FROM t x WHERE {part:when} <= $1)\n\n"
+        "-- one --\nWITH {part:scope} SELECT 1\n"
+    )
+    assert sql.parse_queries(text)["one"] == (
+        "WITH rows AS (SELECT * FROM t x WHERE coalesce(x.at, x.created_at) <= $1) SELECT 1"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
         ("-- part: p --\nx\n-- one --\nSELECT 1\n", "included by no query"),
+        (
+            "-- part: p --\n{part:q}\n-- part: q --\n{part:p}\n-- one --\n{part:p}\n",
+            "includes itself",
+        ),
         ("-- one --\nWITH {part:p} SELECT 1\n", "no part 'p'"),
         ("-- part: p --\nx\n-- part: p --\ny\n-- one --\n{part:p}\n", "duplicate part"),
     ],

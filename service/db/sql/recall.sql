@@ -26,6 +26,7 @@
 -- English vector orders the stems for the phrase feature), :budget exhaustive postings
 -- budget int, :simple_weight and :english_weight BM25 weights of the simple and the
 -- English vector float8 (0 = no stemming)
+-- :as_of timestamptz, the instant an as_of recall reads (in that shape only) -- shape: as_of
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text, :depth::int, :budget::int -- shape: typing
 ), {part:recall_scope}, words AS MATERIALIZED (
@@ -271,6 +272,7 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- :any_english of the English vector text, :patterns substring LIKE patterns text[].
 -- Ids and IDFs travel back as the text ``recall_lexical`` wrote them (float8 text is
 -- exact: shortest round-trip digits), so no value is re-encoded on the way.
+-- :as_of timestamptz, the instant an as_of recall reads (in that shape only) -- shape: as_of
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text, :depth::int -- shape: typing
 ), {part:recall_scope}, vec_mem_own AS (

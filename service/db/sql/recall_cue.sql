@@ -14,6 +14,7 @@
 -- :vector query vector (NULL = none), :floor cosine floor float8, :tsquery text (NULL =
 -- none), :lexemes its words text[], :patterns substring LIKE patterns text[], :recency
 -- empty query boolean, :episodes eligible boolean, :depth rows per list int
+-- :as_of timestamptz, the instant an as_of recall reads (in that shape only) -- shape: as_of
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text -- shape: typing
 ), {part:recall_scope}, english AS MATERIALIZED (

@@ -3,7 +3,11 @@
 -- memories and episodes in the call's project and channel. Project NULL = all, '' = the
 -- global pool, X = X plus it; channel '' = no filter, C = C plus channel-less rows. Shape
 -- current (current_only): no record with a successor (OFFSET 0: a probe each, no join).
--- :tenant_id uuid, :agent name text, :project_id text, :channel text
+-- Shape as_of (docs/tools.md, "Facts that change"): no record whose own time is after
+-- :as_of, none whose successor's own time is at or before it (a probe each, as current);
+-- an episode's start_time is read only where the model's reading of it is certain (part
+-- episode_valid_from), else the row is left to the check after ranking.
+-- :tenant_id uuid, :agent name text, :project_id text, :channel text, :as_of timestamptz
 agent AS (
     SELECT id FROM agents WHERE tenant_id = :tenant_id AND name = :agent
 ), scoped_memories AS NOT MATERIALIZED (
@@ -12,13 +16,38 @@ agent AS (
       AND (:project_id::text IS NULL OR m.project_id = :project_id OR m.project_id = '') -- shape: project
       AND (:channel::text = '' OR m.channel = :channel OR m.channel = '') -- shape: channel
       AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'mem' AND r.object_id = m.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
+      AND coalesce(m.timestamp_at, m.created_at) <= :as_of::timestamptz -- shape: as_of
+      AND NOT EXISTS (SELECT 1 FROM relations r -- shape: as_of
+                      WHERE r.tenant_id = :tenant_id AND r.object_kind = 'mem' AND r.object_id = m.id -- shape: as_of
+                        AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' -- shape: as_of
+                        AND {part:successor_from} <= :as_of::timestamptz OFFSET 0) -- shape: as_of
 ), scoped_episodes AS NOT MATERIALIZED (
     SELECT e.* FROM episodes e
     WHERE e.tenant_id = :tenant_id AND e.agent_id = (SELECT id FROM agent)
       AND (:project_id::text IS NULL OR e.project_id = :project_id OR e.project_id = '') -- shape: project
       AND (:channel::text = '' OR e.channel = :channel OR e.channel = '') -- shape: channel
       AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.tenant_id = :tenant_id AND r.object_kind = 'ep' AND r.object_id = e.id AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' OFFSET 0) -- shape: current
+      AND coalesce((SELECT {part:episode_valid_from} FROM (SELECT e.start_time, e.created_at) x) <= :as_of::timestamptz, true) -- shape: as_of
+      AND NOT EXISTS (SELECT 1 FROM relations r -- shape: as_of
+                      WHERE r.tenant_id = :tenant_id AND r.object_kind = 'ep' AND r.object_id = e.id -- shape: as_of
+                        AND r.predicate = 'supersedes' AND r.subject_kind <> 'entity' AND r.object_kind <> 'entity' -- shape: as_of
+                        AND {part:successor_from} <= :as_of::timestamptz OFFSET 0) -- shape: as_of
 )
+
+-- part: episode_valid_from --
+-- An episode's own time (valid_from; docs/tools.md, "Facts that change") as an expression
+-- over ``x`` (start_time, created_at), where Postgres reads start_time as the model does
+-- (``service.memory.supersession.valid_from``: Python's ISO 8601, naive = UTC): created_at
+-- when there is none; a plain ISO 8601 date, or date and time to the microsecond with an
+-- optional Z or +hh:mm, as written; NULL (not known here) for any other text, which the
+-- callers treat as "may hold": the check after ranking judges those rows.
+CASE WHEN x.start_time IS NULL THEN x.created_at WHEN x.start_time ~ '^\d{4}-\d{2}-\d{2}([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?([Zz]|[+-]\d{2}:\d{2})?)?$' AND pg_input_is_valid(x.start_time, 'timestamptz') THEN CASE WHEN x.start_time ~ '([Zz]|[+-]\d{2}:\d{2})$' THEN x.start_time::timestamptz ELSE x.start_time::timestamp AT TIME ZONE 'UTC' END END
+
+-- part: successor_from --
+-- The own time of relation ``r``'s subject (the successor of its object), a memory's or
+-- an episode's (part episode_valid_from; NULL when not known here, which no comparison
+-- holds for, so a record whose successor's time is not known is never left out by it).
+coalesce((SELECT coalesce(s.timestamp_at, s.created_at) FROM memories s WHERE s.tenant_id = :tenant_id AND s.id = r.subject_memory), (SELECT {part:episode_valid_from} FROM episodes x WHERE x.tenant_id = :tenant_id AND x.id = r.subject_episode))
 
 -- part: recall_found --
 -- The hits of a recall joined to their rows (both halves include {part:recall_found}):

@@ -57,7 +57,7 @@ async def recall(lib: Library, tenant_id: TenantId, req: RecallRequest) -> Recal
         limit = min(wanted_rows * chains.OVERFETCH, lib.settings.max_memories)
     mode = fusion.recall_mode(lib.settings.recall_mode, req.query)
     depth = depth_of(lib, limit, mode) if limit else 0
-    scope = scope_of(req)
+    scope = scope_of(req, reading.as_of)
     terms = query_terms.build(
         req.query, lib.settings.recall_max_terms, lib.settings.recall_max_patterns
     )

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 from service.db import recall as recall_queries, recall_side
 from service.db.pool import Connection
@@ -84,10 +85,11 @@ async def _embed(lib: Library, tenant_id: TenantId, query: str) -> Embedded:
     return Embedded(vector, False)
 
 
-def scope_of(req: RecallRequest) -> recall_queries.Scope:
+def scope_of(req: RecallRequest, as_of: datetime | None = None) -> recall_queries.Scope:
+    """The statements' scope of ``req``, read ``as_of`` (``req.as_of`` parsed; None: now)."""
     pattern = query_terms.like_pattern(req.source_id)[1:] if req.source_id else None
     return recall_queries.Scope(
-        req.agent_id, req.project_id, req.channel, pattern, req.current_only
+        req.agent_id, req.project_id, req.channel, pattern, req.current_only, as_of
     )
 
 

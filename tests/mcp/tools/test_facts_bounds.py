@@ -60,8 +60,8 @@ async def test_as_of_edges_on_list_memories_and_traverse(client: Agent) -> None:
         await _refused(client, "recall", {"agent_id": "a", "query": "Lisbon", "as_of": bad})
 
 
-async def _chain(lib: Library, slug: str) -> tuple[TenantId, list[int]]:
-    """``CHAIN + 1`` memories of agent ``a``, one minute apart from 2020-01-01, each
+async def _chain(lib: Library, slug: str, length: int = CHAIN) -> tuple[TenantId, list[int]]:
+    """``length + 1`` memories of agent ``a``, one minute apart from 2020-01-01, each
     superseded by the next: one INSERT of the records and one of the relations (setup
     through the database, not the path under test)."""
     tenant = TenantId((await tenants.create_tenant(lib.db, slug)).id)
@@ -76,7 +76,7 @@ async def _chain(lib: Library, slug: str) -> tuple[TenantId, list[int]]:
             "RETURNING id",
             tenant,
             agent,
-            CHAIN,
+            length,
         )
         ids = sorted(int(row["id"]) for row in rows)
         await conn.execute(
@@ -171,3 +171,85 @@ async def test_current_only_finds_the_current_record_below_many_superseded_ones(
         "reconstruct", agent_id="a", query="address version", current_only=True
     )
     assert [item["content"] for item in rebuilt["items"]] == [f"address version {CHAIN}"]
+    then = await client.call(  # as_of likewise (minute 5,000: no zone, UTC)
+        "recall", agent_id="a", query="address version", as_of="2020-01-04T11:20:30"
+    )
+    assert [row["content"] for row in then["messages"]] == ["address version 5000"]
+
+
+async def test_as_of_finds_the_version_valid_then_among_200_that_match_equally(
+    lib: Library, served: Served
+) -> None:
+    """All 201 versions match the query equally and the answer is ranked newest first: a
+    recall that ranked first and kept the rows valid ``as_of`` afterwards would find none
+    of the 30 it ranked valid at minute 100; the recall statements leave out the rows
+    written after ``as_of`` and those superseded by then before ranking, so the version
+    valid then is found, by ``recall`` and by ``reconstruct``'s candidate recall
+    (docs/tools.md, "Facts that change")."""
+    _, ids = await _chain(lib, "asof", 200)
+    client = Agent(served, await tenants.create_key(lib.db, "asof", label="k"))
+    at = "2020-01-01T01:40:30Z"  # minute 100: version 100 holds from 01:40 to 01:41
+    found = await client.call("recall", agent_id="a", query="address version", as_of=at)
+    assert [row["ref"] for row in found["messages"]] == [f"mem:{ids[100]}"]
+    rebuilt = await client.call("reconstruct", agent_id="a", query="address version", as_of=at)
+    assert [item["head_ref"] for item in rebuilt["items"]] == [f"mem:{ids[100]}"]
+    day = {"after": "2020-01-01", "before": "2020-01-01", "confidence": "sure"}
+    cued = await client.call(  # the time cue's arm reads the same scope: no other version
+        "recall", agent_id="a", query="address version", as_of=at, time_cue=day
+    )
+    assert [row["ref"] for row in cued["messages"]] == [f"mem:{ids[100]}"]
+
+
+async def _episode_chain(lib: Library, slug: str, length: int) -> list[int]:
+    """``length + 1`` episodes of agent ``a`` whose start_time is written one minute apart
+    from 2020-01-01 (``...Z``), each superseded by the next, and one memory of 2019 that
+    the first supersedes (setup through the database, like ``_chain``)."""
+    tenant = TenantId((await tenants.create_tenant(lib.db, slug)).id)
+    async with lib.db.tenant_tx(tenant) as conn:
+        agent = await agents.ensure_agent(conn, tenant, "a")
+        rows = await conn.fetch(
+            "INSERT INTO episodes (tenant_id, agent_id, summary, start_time) "
+            "SELECT $1, $2, 'moving house session ' || g, "
+            "to_char((timestamptz '2020-01-01 00:00+00' + g * interval '1 minute')"
+            " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+            "FROM generate_series(0, $3::int) g RETURNING id",
+            tenant,
+            agent,
+            length,
+        )
+        ids = sorted(int(row["id"]) for row in rows)
+        memory = await conn.fetchval(
+            "INSERT INTO memories (tenant_id, agent_id, content, timestamp_text, timestamp_at)"
+            " VALUES ($1, $2, 'moving house plan', '2019-06-01', '2019-06-01+00') RETURNING id",
+            tenant,
+            agent,
+        )
+        await conn.execute(
+            "INSERT INTO relations (tenant_id, agent_id, subject_kind, subject_id, predicate,"
+            " object_kind, object_id) SELECT $1, $2, 'ep', n, 'supersedes', o.kind, o.id"
+            " FROM unnest($3::bigint[], $4::text[], $5::bigint[]) x(n, kind, id),"
+            " LATERAL (SELECT x.kind, x.id) o",
+            tenant,
+            agent,
+            ids,
+            ["mem", *["ep"] * length],
+            [memory, *ids[:-1]],
+        )
+    return [memory, *ids]
+
+
+async def test_as_of_reads_episodes_start_time_before_ranking(lib: Library, served: Served) -> None:
+    """The same for a chain of 61 episodes (their own time is their start_time) that
+    supersedes a memory: the statements read each episode's start_time and its
+    successor's, and a memory's successor that is an episode (docs/tools.md, "Facts that
+    change")."""
+    refs = await _episode_chain(lib, "episodes", 60)
+    client = Agent(served, await tenants.create_key(lib.db, "episodes", label="k"))
+
+    async def recalled(as_of: str) -> list[str]:
+        found = await client.call("recall", agent_id="a", query="moving house", as_of=as_of)
+        return [row["ref"] for row in found["messages"]]
+
+    assert await recalled("2020-01-01T00:30:30Z") == [f"ep:{refs[31]}"]
+    assert await recalled("2019-12-31") == [f"mem:{refs[0]}"]
+    assert await recalled("2019-01-01") == []
