@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import dataclasses
 import json
 import statistics
@@ -76,13 +77,23 @@ def _tool_phases(
     request = store_request if tool == "store" else None
     extra = {"request": request} if request else {}
     run = asyncio.run(measure(service, [target], texts, 1, args.warmup, args.max_seconds, **extra))
-    calls = pair_calls(run["samples_s"], read_records(records), tool)
+    served = read_records(records)
+    calls = pair_calls(run["samples_s"], served, tool)
     return {
         "calls": len(calls),
         "failures": run["failures"],
         "phases": [dataclasses.asdict(row) for row in summarise(calls)],
         "sql_round_trips": statistics.median(c.sql_round_trips for c in calls),
+        "statements": usual_statements(served, tool, len(calls)),
     }
+
+
+def usual_statements(records: Sequence[dict[str, Any]], tool: str, calls: int) -> list[Any]:
+    """The round trips of the last ``calls`` calls of ``tool``, in order: each distinct
+    sequence of statements with how many calls ran it, the most frequent first."""
+    mine = [r for r in records if r.get("tool") == tool][-calls:] if calls else []
+    seen = collections.Counter(tuple(r.get("statements", ())) for r in mine)
+    return [{"calls": n, "statements": list(seq)} for seq, n in seen.most_common()]
 
 
 def measure_tier(
@@ -200,6 +211,17 @@ def _floor_row(
     return row
 
 
+def statement_lines(results: dict[str, Any]) -> list[str]:
+    """Each tool's round trips per size, as its calls ran them (the most frequent first)."""
+    lines = []
+    for t in results["tiers"]:
+        for tool in ("recall", "store"):
+            for seq in t[tool].get("statements", []):
+                trips = ", ".join(seq["statements"])
+                lines.append(f"- {tool} {t['tier']} ({seq['calls']} calls): {trips}")
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     calls = results["tiers"][0]["recall"]["calls"] if results["tiers"] else 0
@@ -209,6 +231,8 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{machine_line(m)}. One client, {calls} measured calls per tool and size.",
                 "",
                 *phase_table(results),
+                "",
+                *statement_lines(results),
             ]
         )
         + "\n"
