@@ -42,6 +42,7 @@ from bench.latency.synthetic import SEED
 from bench.throughput.transport_ceiling import _calls as transport_calls, transport_server
 
 DEFAULT_OUT = Path("bench/results/breakdown.json")
+TOOLS = ("recall", "store")
 HOOK = Path(__file__).parent / "hook"
 
 
@@ -112,10 +113,13 @@ def measure_tier(
         env, data_dir, key, log_name=f"serve-{tier}.log", stop_postgres=False
     ) as service:
         target = Target(key, agent)
-        print(f"{tier}: {args.calls} recalls, {args.calls} stores ...", file=sys.stderr)
-        recall = _tool_phases(service, target, queries, "recall", records, args)
-        store = _tool_phases(service, target, store_texts(per_tool, tier), "store", records, args)
-    return {"tier": tier, "agent_rows": rows, "recall": recall, "store": store}
+        print(f"{tier}: {args.calls} calls of {', '.join(args.tools)} ...", file=sys.stderr)
+        texts = {"recall": queries, "store": store_texts(per_tool, tier)}
+        measured = {
+            tool: _tool_phases(service, target, texts[tool], tool, records, args)
+            for tool in args.tools
+        }
+    return {"tier": tier, "agent_rows": rows, **measured}
 
 
 def transport_floor(
@@ -161,15 +165,16 @@ def phase_table(results: dict[str, Any]) -> list[str]:
     """Rows: the phases, SQL round trips, the transport floor; columns: p50 and mean per
     tier and tool."""
     tiers = results["tiers"]
+    tools = measured_tools(results)
     columns = ["Phase"]
     for t in tiers:
-        for tool in ("recall", "store"):
+        for tool in tools:
             columns += [f"{tool} {t['tier']} p50 ms", f"{tool} {t['tier']} mean ms (share)"]
     rows: list[list[object]] = []
     for index, phase in enumerate([*ORDER, TOTAL]):
         row: list[object] = [f"**{phase}**" if phase == TOTAL else phase]
         for t in tiers:
-            for tool in ("recall", "store"):
+            for tool in tools:
                 cell = t[tool]["phases"][index]
                 row += [
                     f"{cell['p50_ms']:.2f}",
@@ -178,11 +183,11 @@ def phase_table(results: dict[str, Any]) -> list[str]:
         rows.append(row)
     trips: list[object] = ["SQL round trips per call (median)"]
     for t in tiers:
-        for tool in ("recall", "store"):
+        for tool in tools:
             trips += [t[tool]["sql_round_trips"], ""]
     rows += [trips]
     for key, label in FLOORS:
-        rows.append(_floor_row(results, tiers, key, label))
+        rows.append(_floor_row(results, tiers, key, label, tools))
     return table(columns, "l" + "r" * (len(columns) - 1), rows)
 
 
@@ -194,14 +199,23 @@ FLOORS = (
 without the SDK (their difference is the SDK's own share)."""
 
 
+def measured_tools(results: dict[str, Any]) -> list[str]:
+    """The tools the run measured (``--tools``), in the table's order."""
+    return [tool for tool in TOOLS if results["tiers"] and tool in results["tiers"][0]]
+
+
 def _floor_row(
-    results: dict[str, Any], tiers: Sequence[dict[str, Any]], key: str, label: str
+    results: dict[str, Any],
+    tiers: Sequence[dict[str, Any]],
+    key: str,
+    label: str,
+    tools: Sequence[str],
 ) -> list[object]:
     """One floor's p50 and server CPU per call, under each tool's reply size."""
     by_chars = {f["chars"]: f for f in results.get(key, [])}
     row: list[object] = [label]
     for _ in tiers:
-        for tool in ("recall", "store"):
+        for tool in tools:
             chars = RECALL_CHARS if tool == "recall" else STORE_CHARS
             f = by_chars.get(chars)
             if f is None:
@@ -215,7 +229,7 @@ def statement_lines(results: dict[str, Any]) -> list[str]:
     """Each tool's round trips per size, as its calls ran them (the most frequent first)."""
     lines = []
     for t in results["tiers"]:
-        for tool in ("recall", "store"):
+        for tool in measured_tools(results):
             for seq in t[tool].get("statements", []):
                 trips = ", ".join(seq["statements"])
                 lines.append(f"- {tool} {t['tier']} ({seq['calls']} calls): {trips}")
@@ -224,7 +238,8 @@ def statement_lines(results: dict[str, Any]) -> list[str]:
 
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
-    calls = results["tiers"][0]["recall"]["calls"] if results["tiers"] else 0
+    tools = measured_tools(results)
+    calls = results["tiers"][0][tools[0]]["calls"] if tools else 0
     return (
         "\n".join(
             [
@@ -243,6 +258,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.latency.breakdown", description=__doc__)
     add = parser.add_argument
     add("--sizes", default="1k,10k", help="memories in the agent (default: %(default)s)")
+    add("--tools", default="recall,store", help="tools to measure (default: %(default)s)")
     add("--calls", type=int, default=100, help="measured calls per tool (default: %(default)s)")
     add("--warmup", type=int, default=10, help="unmeasured calls per tool (default: %(default)s)")
     add("--max-seconds", type=float, default=600.0, help="time limit per tool and size")
@@ -256,6 +272,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
     if not args.sizes or any(s not in TIERS for s in args.sizes):
         parser.error(f"--sizes takes {', '.join(TIERS)}")
+    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if not args.tools or any(t not in TOOLS for t in args.tools):
+        parser.error(f"--tools takes {', '.join(TOOLS)}")
     if args.calls < 1 or args.warmup < 0:
         parser.error("--calls must be positive, --warmup not negative")
     return args
