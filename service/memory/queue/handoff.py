@@ -14,7 +14,6 @@ serve hold no growing set. One event loop; not thread-safe.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from service.db.queue import ItemKind
 from service.models import TenantId
@@ -64,18 +63,6 @@ class Handoff:
         if not self._keys:
             self._ready.clear()
             await self._ready.wait()
-
-    async def gather(self, count: int, within: float) -> None:
-        """Return once ``count`` rows are waiting or ``within`` seconds have passed (at
-        once when they are): the write-behind's moment of gathering a batch."""
-        if self._ready is None:
-            raise RuntimeError("the hand-off is not open")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        while len(self._keys) < count and (left := deadline - loop.time()) > 0:
-            self._ready.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ready.wait(), left)
 
     def take(self, limit: int) -> list[ItemKey]:
         """Up to ``limit`` rows, the oldest first."""

@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Coroutine
-from typing import Any
 
 from service.logs import get_logger
 from service.memory.library import Library
@@ -29,34 +27,21 @@ from service.memory.queue.embedding import ItemKey
 
 log = get_logger("service.embeddings")
 DRAINS = 2
-GATHER_SECONDS = 0.02
-"""How long an idle write-behind waits, after a row arrives, for more to fill a batch
-(docs/reliability.md, "The fixed cost of a store"): a caller writing in a row stores
-a few rows in that time, and they share one model call and one claim and settle
-instead of each paying them in the middle of the caller's next write. A full batch
-goes at once; a row waits at most this long more before it is embedded."""
 
 
-async def run_write_behind(
-    lib: Library, stop: asyncio.Event, *, gather_s: float = GATHER_SECONDS
-) -> None:
-    """Embed offered rows until ``stop`` is set; batches in progress finish. After the
-    first row arrives, rows are gathered for up to ``gather_s`` or until a batch is
-    full."""
+async def run_write_behind(lib: Library, stop: asyncio.Event) -> None:
+    """Embed offered rows until ``stop`` is set; batches in progress finish."""
     handoff = lib.handoff
     handoff.start()
     running: set[asyncio.Task[None]] = set()
-    size = lib.settings.embedding_batch_size
     try:
-        while await _until(handoff.wait(), stop) and await _until(
-            handoff.gather(size, gather_s), stop
-        ):
+        while await _row_waiting(lib, stop):
             if running and len(running) >= DRAINS:
                 await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             if lib.breaker.retry_in() > 0:  # the queue worker retries them with backoff
                 handoff.take(len(handoff))
                 continue
-            task = asyncio.create_task(_drain(lib, handoff.take(size)))
+            task = asyncio.create_task(_drain(lib, handoff.take(lib.settings.embedding_batch_size)))
             running.add(task)
             task.add_done_callback(running.discard)
     finally:
@@ -65,16 +50,16 @@ async def run_write_behind(
             await asyncio.wait(set(running))
 
 
-async def _until(waiting: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
-    """Wait for ``waiting`` (True) unless ``stop`` is set first (False)."""
-    waits = {asyncio.ensure_future(waiting), asyncio.ensure_future(stop.wait())}
+async def _row_waiting(lib: Library, stop: asyncio.Event) -> bool:
+    """Wait until a row is offered (True) or ``stop`` is set (False)."""
+    waits = {asyncio.ensure_future(lib.handoff.wait()), asyncio.ensure_future(stop.wait())}
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for pending in waits:
-            pending.cancel()
+        for waiting in waits:
+            waiting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await pending
+                await waiting
     return not stop.is_set()
 
 

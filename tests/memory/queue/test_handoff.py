@@ -38,23 +38,3 @@ async def test_a_full_hand_off_refuses_and_stop_returns_what_was_not_taken() -> 
     assert handoff.offer(TENANT, "ep", 9) is False
     with pytest.raises(RuntimeError, match="not open"):
         await handoff.wait()
-
-
-async def test_gather_returns_when_a_batch_is_full_or_the_window_has_passed() -> None:
-    handoff = Handoff()
-    handoff.start()
-    handoff.offer(TENANT, "mem", 1)
-    window = 0.05
-    started = asyncio.get_running_loop().time()
-    await asyncio.wait_for(handoff.gather(2, window), 100 * window)  # the window passes
-    assert asyncio.get_running_loop().time() - started >= window * 0.9
-    assert len(handoff) == 1
-
-    async def second() -> None:
-        await asyncio.sleep(0)
-        handoff.offer(TENANT, "mem", 2)
-
-    offering = asyncio.create_task(second())
-    await asyncio.wait_for(handoff.gather(2, 3600.0), 10)  # full long before the window
-    await offering
-    assert handoff.take(5) == [(TENANT, "mem", 1), (TENANT, "mem", 2)]

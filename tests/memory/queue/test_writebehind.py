@@ -12,19 +12,13 @@ import asyncio
 import collections
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from service.config import Settings
-from service.db.pool import Database
-from service.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
-from service.memory.memories import store
-from service.memory.queue import writebehind
-from service.memory.tenants import create_tenant
-from service.models import TenantId
 from tests.servers.embedding import EmbeddingServer, running_server
 from tests.support import Agent, new_tenant, serve
 
@@ -154,73 +148,3 @@ async def test_stores_of_two_tenants_at_once_are_each_embedded_exactly_once(
     counts = collections.Counter(provider.answered)
     assert sum(counts.values()) == len(clients) * (CLIENTS // 2) * PER_CLIENT
     assert set(counts.values()) == {2}  # each text was written once by each tenant
-
-
-class _Batches:
-    """The real local model, recording the size of every batch it was asked to embed."""
-
-    def __init__(self, inner: EmbeddingProvider) -> None:
-        self.inner = inner
-        self.sizes: list[int] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.sizes.append(len(texts))
-        return await self.inner.embed(texts)
-
-    async def aclose(self) -> None:
-        """The wrapped provider is shared by the session; it is not closed here."""
-
-
-async def test_one_clients_stores_in_a_row_are_embedded_as_one_batch(
-    db: Database, settings: Settings, local_embedder: EmbeddingProvider
-) -> None:
-    """The write-behind gathers rows for a moment before it embeds (issue 37: the
-    model call and the claim and settle transactions are paid once per batch, not once
-    per row, and not in the middle of the caller's next write). With a gathering window
-    longer than the test, three stores in a row of one caller are one batch of three
-    (the batch size), embedded as soon as the third is offered."""
-    behind = dataclasses.replace(
-        settings, embedding_mode="local", embedding_batch_size=3, worker_poll_secs=3600.0
-    )
-    batches = _Batches(local_embedder)
-    lib = Library(db, behind, batches)
-    tenant = TenantId((await create_tenant(db, "acme")).id)
-    stop = asyncio.Event()
-    running = asyncio.create_task(writebehind.run_write_behind(lib, stop, gather_s=3600.0))
-    try:
-        for n in range(3):
-            await asyncio.sleep(0.05)  # the write-behind, idle, sees each row arrive alone
-            request = store.StoreRequest("a", {"content": f"fact number {n}"})
-            assert isinstance(await store.store(lib, tenant, request), store.Stored)
-        await _all_embedded(lib)
-    finally:
-        stop.set()
-        await running
-    assert batches.sizes == [3]
-
-
-async def test_a_lone_row_is_embedded_once_the_gathering_window_passes(
-    db: Database, settings: Settings, local_embedder: EmbeddingProvider
-) -> None:
-    """A row with no company is not held longer than the window."""
-    behind = dataclasses.replace(settings, embedding_mode="local", worker_poll_secs=3600.0)
-    batches = _Batches(local_embedder)
-    lib = Library(db, behind, batches)
-    tenant = TenantId((await create_tenant(db, "acme")).id)
-    stop = asyncio.Event()
-    running = asyncio.create_task(writebehind.run_write_behind(lib, stop, gather_s=0.05))
-    try:
-        await store.store(lib, tenant, store.StoreRequest("a", {"content": "alone"}))
-        await _all_embedded(lib)
-    finally:
-        stop.set()
-        await running
-    assert batches.sizes == [1]
