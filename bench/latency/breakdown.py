@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import dataclasses
 import json
 import statistics
@@ -41,6 +42,7 @@ from bench.latency.synthetic import SEED
 from bench.throughput.transport_ceiling import _calls as transport_calls, transport_server
 
 DEFAULT_OUT = Path("bench/results/breakdown.json")
+TOOLS = ("recall", "store")
 HOOK = Path(__file__).parent / "hook"
 
 
@@ -76,13 +78,23 @@ def _tool_phases(
     request = store_request if tool == "store" else None
     extra = {"request": request} if request else {}
     run = asyncio.run(measure(service, [target], texts, 1, args.warmup, args.max_seconds, **extra))
-    calls = pair_calls(run["samples_s"], read_records(records), tool)
+    served = read_records(records)
+    calls = pair_calls(run["samples_s"], served, tool)
     return {
         "calls": len(calls),
         "failures": run["failures"],
         "phases": [dataclasses.asdict(row) for row in summarise(calls)],
         "sql_round_trips": statistics.median(c.sql_round_trips for c in calls),
+        "statements": usual_statements(served, tool, len(calls)),
     }
+
+
+def usual_statements(records: Sequence[dict[str, Any]], tool: str, calls: int) -> list[Any]:
+    """The round trips of the last ``calls`` calls of ``tool``, in order: each distinct
+    sequence of statements with how many calls ran it, the most frequent first."""
+    mine = [r for r in records if r.get("tool") == tool][-calls:] if calls else []
+    seen = collections.Counter(tuple(r.get("statements", ())) for r in mine)
+    return [{"calls": n, "statements": list(seq)} for seq, n in seen.most_common()]
 
 
 def measure_tier(
@@ -105,10 +117,13 @@ def measure_tier(
         env, data_dir, key, log_name=f"serve-{tier}.log", stop_postgres=False
     ) as service:
         target = Target(key, agent)
-        print(f"{tier}: {args.calls} recalls, {args.calls} stores ...", file=sys.stderr)
-        recall = _tool_phases(service, target, queries, "recall", records, args)
-        store = _tool_phases(service, target, store_texts(per_tool, tier), "store", records, args)
-    return {"tier": tier, "agent_rows": rows, "recall": recall, "store": store}
+        print(f"{tier}: {args.calls} calls of {', '.join(args.tools)} ...", file=sys.stderr)
+        texts = {"recall": queries, "store": store_texts(per_tool, tier)}
+        measured = {
+            tool: _tool_phases(service, target, texts[tool], tool, records, args)
+            for tool in args.tools
+        }
+    return {"tier": tier, "agent_rows": rows, **measured}
 
 
 def transport_floor(
@@ -154,15 +169,16 @@ def phase_table(results: dict[str, Any]) -> list[str]:
     """Rows: the phases, SQL round trips, the transport floor; columns: p50 and mean per
     tier and tool."""
     tiers = results["tiers"]
+    tools = measured_tools(results)
     columns = ["Phase"]
     for t in tiers:
-        for tool in ("recall", "store"):
+        for tool in tools:
             columns += [f"{tool} {t['tier']} p50 ms", f"{tool} {t['tier']} mean ms (share)"]
     rows: list[list[object]] = []
     for index, phase in enumerate([*ORDER, TOTAL]):
         row: list[object] = [f"**{phase}**" if phase == TOTAL else phase]
         for t in tiers:
-            for tool in ("recall", "store"):
+            for tool in tools:
                 cell = t[tool]["phases"][index]
                 row += [
                     f"{cell['p50_ms']:.2f}",
@@ -171,11 +187,11 @@ def phase_table(results: dict[str, Any]) -> list[str]:
         rows.append(row)
     trips: list[object] = ["SQL round trips per call (median)"]
     for t in tiers:
-        for tool in ("recall", "store"):
+        for tool in tools:
             trips += [t[tool]["sql_round_trips"], ""]
     rows += [trips]
     for key, label in FLOORS:
-        rows.append(_floor_row(results, tiers, key, label))
+        rows.append(_floor_row(results, tiers, key, label, tools))
     return table(columns, "l" + "r" * (len(columns) - 1), rows)
 
 
@@ -187,14 +203,23 @@ FLOORS = (
 without the SDK (their difference is the SDK's own share)."""
 
 
+def measured_tools(results: dict[str, Any]) -> list[str]:
+    """The tools the run measured (``--tools``), in the table's order."""
+    return [tool for tool in TOOLS if results["tiers"] and tool in results["tiers"][0]]
+
+
 def _floor_row(
-    results: dict[str, Any], tiers: Sequence[dict[str, Any]], key: str, label: str
+    results: dict[str, Any],
+    tiers: Sequence[dict[str, Any]],
+    key: str,
+    label: str,
+    tools: Sequence[str],
 ) -> list[object]:
     """One floor's p50 and server CPU per call, under each tool's reply size."""
     by_chars = {f["chars"]: f for f in results.get(key, [])}
     row: list[object] = [label]
     for _ in tiers:
-        for tool in ("recall", "store"):
+        for tool in tools:
             chars = RECALL_CHARS if tool == "recall" else STORE_CHARS
             f = by_chars.get(chars)
             if f is None:
@@ -204,15 +229,29 @@ def _floor_row(
     return row
 
 
+def statement_lines(results: dict[str, Any]) -> list[str]:
+    """Each tool's round trips per size, as its calls ran them (the most frequent first)."""
+    lines = []
+    for t in results["tiers"]:
+        for tool in measured_tools(results):
+            for seq in t[tool].get("statements", []):
+                trips = ", ".join(seq["statements"])
+                lines.append(f"- {tool} {t['tier']} ({seq['calls']} calls): {trips}")
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
-    calls = results["tiers"][0]["recall"]["calls"] if results["tiers"] else 0
+    tools = measured_tools(results)
+    calls = results["tiers"][0][tools[0]]["calls"] if tools else 0
     return (
         "\n".join(
             [
                 f"{machine_line(m)}. One client, {calls} measured calls per tool and size.",
                 "",
                 *phase_table(results),
+                "",
+                *statement_lines(results),
             ]
         )
         + "\n"
@@ -223,6 +262,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.latency.breakdown", description=__doc__)
     add = parser.add_argument
     add("--sizes", default="1k,10k", help="memories in the agent (default: %(default)s)")
+    add("--tools", default="recall,store", help="tools to measure (default: %(default)s)")
     add("--calls", type=int, default=100, help="measured calls per tool (default: %(default)s)")
     add("--warmup", type=int, default=10, help="unmeasured calls per tool (default: %(default)s)")
     add("--max-seconds", type=float, default=600.0, help="time limit per tool and size")
@@ -238,6 +278,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
     if not args.sizes or any(s not in TIERS for s in args.sizes):
         parser.error(f"--sizes takes {', '.join(TIERS)}")
+    args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if not args.tools or any(t not in TOOLS for t in args.tools):
+        parser.error(f"--tools takes {', '.join(TOOLS)}")
     if args.calls < 1 or args.warmup < 0:
         parser.error("--calls must be positive, --warmup not negative")
     return args

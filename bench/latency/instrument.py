@@ -74,6 +74,32 @@ def _wrap_method(cls: type, name: str, phase: str) -> None:
     setattr(cls, name, _timed(phase, getattr(cls, name)))
 
 
+def statement_label(query: object, names: dict[str, str]) -> str:
+    """A statement's name for the breakdown's list of round trips: the named query's name
+    (``names``: text to name) when it is one, else its first words (``BEGIN``, ``COMMIT``)."""
+    text = str(query)
+    return names.get(text) or " ".join(text.split()[:3])[:60]
+
+
+def _sql(method: str) -> None:
+    """asyncpg's ``method`` timed as "sql", its statement named in the record."""
+    import asyncpg
+
+    from service.db.sql import QUERIES
+
+    names = {text: name for name, text in QUERIES.items()}
+    cls = asyncpg.connection.Connection
+    timed = _timed("sql", getattr(cls, method))
+
+    async def labelled(self: Any, query: object, *args: Any, **kwargs: Any) -> Any:
+        record = _record.get()
+        if record is not None:
+            record.setdefault("statements", []).append(statement_label(query, names))
+        return await timed(self, query, *args, **kwargs)
+
+    setattr(cls, method, labelled)
+
+
 def _edge(out: IO[str]) -> None:
     """The request's record starts and ends with the edge's ``__call__``."""
     from service.app.edge import Edge
@@ -126,7 +152,7 @@ def _transport() -> None:
     _wrap_method(Edge, "_admitted", "admission (limits, body, lane)")
     _wrap_method(pydantic.BaseModel, "model_dump_json", "JSON encoding (SDK response)")
     for method in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
-        _wrap_method(asyncpg.connection.Connection, method, "sql")
+        _sql(method)
     _wrap_method(asyncpg.pool.Pool, "_acquire", "pool acquire")
 
 

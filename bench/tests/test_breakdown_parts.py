@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.latency import breakdown, instrument
 from bench.latency.phases import (
     OUTSIDE,
     TOTAL,
@@ -116,3 +117,24 @@ def test_store_texts_are_all_new() -> None:
 
     assert len(set(store_texts(50, "1k"))) == 50
     assert len(set(new_texts(50, "1k"))) == 50
+
+
+def test_a_statement_is_named_by_its_query_or_its_first_words() -> None:
+    names = {"SELECT 1\nFROM t": "ping"}
+    assert instrument.statement_label("SELECT 1\nFROM t", names) == "ping"
+    assert instrument.statement_label("BEGIN;", names) == "BEGIN;"
+    assert instrument.statement_label("-- The lexical half\nSELECT", names) == "-- The lexical"
+
+
+def test_round_trips_are_listed_per_sequence_the_most_frequent_first() -> None:
+    records = [
+        {"tool": "store", "statements": ["old"]},
+        {"tool": "store", "statements": ["BEGIN;", "store_memory", "COMMIT;"]},
+        {"tool": "recall", "statements": ["BEGIN;"]},
+        {"tool": "store", "statements": ["BEGIN;", "store_memory", "COMMIT;"]},
+        {"tool": "store", "statements": ["BEGIN;", "COMMIT;"]},
+    ]
+    assert breakdown.usual_statements(records, "store", 3) == [
+        {"calls": 2, "statements": ["BEGIN;", "store_memory", "COMMIT;"]},
+        {"calls": 1, "statements": ["BEGIN;", "COMMIT;"]},
+    ]
