@@ -40,13 +40,11 @@ def cue_statement(scope: Scope, search: CueSearch) -> str:
     return shape(QUERIES[f"recall_cue_{width(search.vector)}"], omitted(scope), ())
 
 
-async def cue_candidates(
-    conn: Connection, tenant_id: TenantId, scope: Scope, search: CueSearch
-) -> list[Hit]:
-    """The cue arm's lists for one period, as hits (channels ``cue_vector``, ``cue_text``,
-    ``cue_recent``, ``cue_episode_vector``, ``cue_episode_text``; positions from 1)."""
+def cue_values(tenant_id: TenantId, scope: Scope, search: CueSearch) -> dict[str, object]:
+    """The named arguments of ``recall_cue`` for one period (a vector of a width no index
+    serves binds as None): what :func:`cue_candidates` binds, and what a plan guard explains."""
     usable = search.vector is not None and len(search.vector) in VECTOR_DIMS
-    values = {
+    return {
         **scope_values(tenant_id, scope),
         "start": search.start,
         "end": search.end,
@@ -59,6 +57,14 @@ async def cue_candidates(
         "episodes": search.episodes,
         "depth": search.depth,
     }
+
+
+async def cue_candidates(
+    conn: Connection, tenant_id: TenantId, scope: Scope, search: CueSearch
+) -> list[Hit]:
+    """The cue arm's lists for one period, as hits (channels ``cue_vector``, ``cue_text``,
+    ``cue_recent``, ``cue_episode_vector``, ``cue_episode_text``; positions from 1)."""
+    values = cue_values(tenant_id, scope, search)
     name = f"recall_cue_{width(search.vector)}"
     statement = cue_statement(scope, search)
     records = await conn.fetch(statement, *shaped_arguments(name, statement, values))

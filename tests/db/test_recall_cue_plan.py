@@ -72,19 +72,7 @@ def _search(query: str) -> recall_cue.CueSearch:
 
 
 async def _plan(db: Database, tenant: TenantId, search: recall_cue.CueSearch) -> str:
-    values = {
-        **recall_queries.scope_values(tenant, SCOPE),
-        "start": search.start,
-        "end": search.end,
-        "vector": None if search.vector is None else list(search.vector),
-        "floor": search.floor,
-        "tsquery": search.tsquery,
-        "lexemes": list(search.lexemes),
-        "patterns": list(search.patterns),
-        "recency": search.recency,
-        "episodes": search.episodes,
-        "depth": search.depth,
-    }
+    values = recall_cue.cue_values(tenant, SCOPE, search)
     statement = recall_cue.cue_statement(SCOPE, search)
     async with db.tenant_tx(tenant) as conn:
         rows = await conn.fetch(
