@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from service.db import migrate
+from service.db.embedded import EmbeddedPostgres
 from tests.servers.processes import (
     LOOPBACK,
     READY_TIMEOUT_S,
@@ -142,6 +144,20 @@ def scratch_dir(keep: bool = False) -> Iterator[Path]:
             print(f"kept data directory {path}", file=sys.stderr)
         else:
             shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def migrated_postgres() -> Iterator[str]:
+    """A scratch embedded Postgres migrated to head, for the library-level benches that
+    time statements without a served process; yields its URL, and stops and removes it."""
+    with tempfile.TemporaryDirectory() as data:
+        server = EmbeddedPostgres(Path(data))
+        url = server.start()
+        try:
+            migrate.upgrade(url)
+            yield url
+        finally:
+            server.stop()
 
 
 @contextlib.contextmanager

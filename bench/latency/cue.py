@@ -19,15 +19,12 @@ import hashlib
 import math
 import random
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 
+from bench.harness.serving import migrated_postgres
 from service.config import Settings
-from service.db import migrate
-from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
 from service.memory.library import Library
 from service.memory.recall import cue, pipeline
@@ -130,14 +127,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as data:
-        server = EmbeddedPostgres(Path(data))
-        url = server.start()
-        try:
-            migrate.upgrade(url)
-            result = asyncio.run(measure(url, args))
-        finally:
-            server.stop()
+    with migrated_postgres() as url:
+        result = asyncio.run(measure(url, args))
     for label, cuts in result.items():
         print(label, " ".join(f"{key}={value:.2f}" for key, value in cuts.items()))
 

@@ -16,15 +16,12 @@ import argparse
 import asyncio
 import random
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 
+from bench.harness.serving import migrated_postgres
 from service.config import Settings
-from service.db import migrate
-from service.db.embedded import EmbeddedPostgres
 from service.db.pool import Database
 from service.memory import traverse
 from service.memory.library import Library
@@ -61,14 +58,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--relations", type=int, default=100_000)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as data:
-        server = EmbeddedPostgres(Path(data))
-        url = server.start()
-        try:
-            migrate.upgrade(url)
-            result = asyncio.run(measure(url, args))
-        finally:
-            server.stop()
+    with migrated_postgres() as url:
+        result = asyncio.run(measure(url, args))
     print(" ".join(f"{key}={value:.2f}" for key, value in result.items()))
 
 
