@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from service.db.pool import Database
+from service.db.pool import Connection, Database
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import TenantId
@@ -124,3 +124,17 @@ class Seed:
 async def new_seed(lib: Library, slug: str = "acme") -> Seed:
     row = await tenants.create_tenant(lib.db, slug)
     return Seed(lib.db, TenantId(row.id))
+
+
+async def link_chain(conn: Connection, tenant: TenantId, agent: int, ids: Sequence[int]) -> None:
+    """Declare each of the memories ``ids`` (oldest first) superseded by the next, in one
+    statement: a long chain for the bounded walks, without a tool call per link."""
+    await conn.execute(
+        "INSERT INTO relations (tenant_id, agent_id, subject_kind, subject_id, predicate,"
+        " object_kind, object_id) SELECT $1, $2, 'mem', n, 'supersedes', 'mem', o"
+        " FROM unnest($3::bigint[], $4::bigint[]) x(n, o)",
+        tenant,
+        agent,
+        list(ids[1:]),
+        list(ids[:-1]),
+    )

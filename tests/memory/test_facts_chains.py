@@ -11,6 +11,7 @@ from service.db import agents
 from service.memory import associations, supersession, tenants
 from service.memory.library import Library
 from service.models import TenantId
+from tests.seeds import link_chain
 
 CHAIN = 10_000
 
@@ -28,15 +29,7 @@ async def _chain(lib: Library, tenant: TenantId, length: int) -> list[int]:
             length,
         )
         ids = sorted(int(row["id"]) for row in rows)
-        await conn.execute(
-            "INSERT INTO relations (tenant_id, agent_id, subject_kind, subject_id, predicate,"
-            " object_kind, object_id) SELECT $1, $2, 'mem', n, 'supersedes', 'mem', o"
-            " FROM unnest($3::bigint[], $4::bigint[]) x(n, o)",
-            tenant,
-            agent,
-            ids[1:],
-            ids[:-1],
-        )
+        await link_chain(conn, tenant, agent, ids)
     return ids
 
 

@@ -12,6 +12,7 @@ from service.db import agents
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import TenantId
+from tests.seeds import link_chain
 from tests.support import Agent, Served, text
 
 CHAIN = 10_000
@@ -79,15 +80,7 @@ async def _chain(lib: Library, slug: str, length: int = CHAIN) -> tuple[TenantId
             length,
         )
         ids = sorted(int(row["id"]) for row in rows)
-        await conn.execute(
-            "INSERT INTO relations (tenant_id, agent_id, subject_kind, subject_id, predicate,"
-            " object_kind, object_id) SELECT $1, $2, 'mem', n, 'supersedes', 'mem', o"
-            " FROM unnest($3::bigint[], $4::bigint[]) x(n, o)",
-            tenant,
-            agent,
-            ids[1:],
-            ids[:-1],
-        )
+        await link_chain(conn, tenant, agent, ids)
     return tenant, ids
 
 
