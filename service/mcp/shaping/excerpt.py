@@ -12,9 +12,12 @@ match lies inside its preview gets no excerpt.
 The passage is found in units: the lines of the text (its sentences when it is one line).
 Each unit scores the query terms it contains, a term weighing more the fewer rows of the
 answer contain it and the fewer times it occurs in this row (a speaker's name on every
-line locates nothing). The best unit wins, the earliest on a tie; the excerpt starts at
-its beginning (a line or sentence start reads well) and runs on to at most 240
-characters, or, in a unit longer than that, covers the unit's strongest cluster of terms.
+line locates nothing). The best unit wins, the earliest on a tie, and the excerpt shows it
+whole when it fits in :data:`UNIT_CHARS` — with the next unit too when the best one asks a
+question (in a dialogue the answer follows the question, whose words a query often
+repeats) and the pair fits — and ends there: a cut-off tail of the next line costs tokens
+and shows no turn whole (measured: docs/benchmarks/passages.md, "Whole units"). In a unit
+longer than that it covers the unit's strongest cluster of terms in :data:`EXCERPT_CHARS`.
 
 Matches are lexical: the terms come from ``service.memory.recall.query_terms`` (the words
 recall searches for, plus CJK trigrams and identifiers as literal substrings), and the
@@ -46,12 +49,17 @@ from typing import Final
 from service.memory.recall import query_terms
 
 EXCERPT_CHARS: Final = 240
-"""The longest excerpt: about one conversational turn (CPersona 2.6 spends 800)."""
+"""The window an excerpt shows of a unit too long to show whole, and of a passage matched
+by meaning alone: about one conversational turn (CPersona 2.6 spends 800)."""
+
+UNIT_CHARS: Final = 400
+"""The longest unit (or question and answer) an excerpt shows whole: the longest excerpt."""
 
 _LINE: Final = re.compile(r"[^\n]+")
 _STOPS: Final = ".!?\u3002\uff01\uff1f"  # and the ideographic full stop, ! and ?
 _SENTENCE: Final = re.compile(rf"[^{_STOPS}\n]+(?:[{_STOPS}]+|$)")
 _SENTENCE_END: Final = re.compile(rf"[{_STOPS}]+\s*")
+_ASKS: Final = re.compile(r"[?\uff1f]\s*$")
 _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
@@ -226,6 +234,21 @@ def around(
     return passage(text, start, width)
 
 
+def whole_unit(text: str, unit: tuple[int, int], low: int) -> Excerpt | None:
+    """``text[low:end]`` of ``unit`` when it fits in :data:`UNIT_CHARS`, running on through
+    the next unit when ``unit`` asks a question and the pair fits; None: too long."""
+    start, end = unit
+    if end - low > UNIT_CHARS:
+        return None
+    if _ASKS.search(text, start, end):
+        after = next(((s, e) for s, e in units(text) if s >= end), None)
+        if after is not None and after[1] - low <= UNIT_CHARS:
+            end = after[1]
+    piece = text[low:end]
+    stripped = piece.lstrip()
+    return Excerpt(low + len(piece) - len(stripped), stripped.rstrip())
+
+
 def excerpt(
     text: str,
     hits: Sequence[Hit],
@@ -241,14 +264,13 @@ def excerpt(
     if found is None:
         return None
     start, end, inside = found
-    if start >= preview_chars and end - start <= width:
-        return passage(text, start, width)
     begin, finish = best_cluster(inside, weights, width)
-    if finish <= preview_chars:
+    if start < preview_chars and finish <= preview_chars:
         return None
     low = max(start, word_start(text, preview_chars))
-    if start < preview_chars and end - low <= width:
-        return passage(text, low, width)
+    shown = whole_unit(text, (start, end), low)
+    if shown is not None:
+        return shown
     return around(text, max(begin, low), finish, (low, end), width)
 
 
@@ -295,8 +317,9 @@ def passage_pick(
         return None
     if best is None or not best.hits:
         return passage(text, low if best is None else best.start, width)
-    if best.end - best.start <= width:
-        return passage(text, best.start, width)
+    shown = whole_unit(text, (best.start, best.end), best.start)
+    if shown is not None:
+        return shown
     begin, finish = best_cluster(best.hits, weights, width)
     return around(text, max(begin, low), finish, (best.start, best.end), width)
 

@@ -35,6 +35,36 @@ def test_a_match_beyond_the_preview_gets_the_line_that_holds_it() -> None:
     assert found.offset == len(FILLER)
 
 
+def test_the_line_is_shown_whole_and_the_excerpt_ends_where_it_ends() -> None:
+    line = "Bob: I adopted a greyhound called Pixel last spring."
+    text = FILLER + line + "\n" + FILLER
+    found = shows(text, "greyhound Pixel", line)
+    assert found.text == line  # no cut-off tail of the next line
+
+
+def test_a_line_longer_than_the_window_but_within_unit_chars_is_shown_whole() -> None:
+    line = "Bob: the greyhound Pixel " + "ran around the park and " * 12 + "slept."
+    assert excerpt.EXCERPT_CHARS < len(line) <= excerpt.UNIT_CHARS
+    found = shows(FILLER + line + "\n" + FILLER, "greyhound Pixel", line)
+    assert found.text == line
+
+
+def test_a_question_is_shown_with_the_answer_that_follows_it() -> None:
+    asked = "Ann: Which greyhound did you adopt last spring?"
+    answer = "Bob: Pixel, a grey one from the shelter."
+    text = FILLER + asked + "\n" + answer + "\n" + FILLER
+    found = shows(text, "Which greyhound did Bob adopt?", answer)
+    assert found.text == asked + "\n" + answer
+
+
+def test_a_question_whose_answer_does_not_fit_is_shown_alone() -> None:
+    asked = "Ann: Which greyhound did you adopt last spring?"
+    answer = "Bob: " + "a very long story " * 30
+    text = FILLER + asked + "\n" + answer + "\n" + FILLER
+    found = shows(text, "Which greyhound did Bob adopt?", asked)
+    assert found.text == asked
+
+
 def test_a_match_inside_the_preview_gets_no_excerpt() -> None:
     text = "Bob: the greyhound Pixel arrived.\n" + FILLER + "Bob: greyhound again.\n"
     assert one(text, "greyhound Pixel") is None
@@ -134,18 +164,20 @@ def test_full_content_rows_and_echoes_get_no_excerpt() -> None:
 
 @PROPERTY
 @given(
-    words=st.lists(st.sampled_from(["fox", "owl", "elk", "yak", "and", "x" * 30]), max_size=400),
+    words=st.lists(
+        st.sampled_from(["fox", "owl", "elk", "yak?", "and", "x" * 30, "x" * 300]), max_size=400
+    ),
     query=st.sampled_from(["fox", "owl elk", "yak fox owl", "zebra"]),
     newline=st.booleans(),
 )
-def test_an_excerpt_is_always_a_substring_of_at_most_240_chars_beyond_the_preview(
+def test_an_excerpt_is_always_a_substring_of_at_most_unit_chars_beyond_the_preview(
     words: list[str], query: str, newline: bool
 ) -> None:
     text = ("\n" if newline else " ").join(words)
     found = one(text, query, preview=100)
     if found is None:
         return
-    assert 0 < len(found.text) <= excerpt.EXCERPT_CHARS
+    assert 0 < len(found.text) <= excerpt.UNIT_CHARS
     assert text[found.offset : found.offset + len(found.text)] == found.text
     assert found.text == found.text.strip()
     assert found.offset + len(found.text) > 100
