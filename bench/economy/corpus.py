@@ -22,7 +22,8 @@ from bench.corpora.locomo import Conversation, Question, Turn, conversation_of, 
 from bench.harness.stats import describe
 
 PREVIEW_CHARS = 500  # the design's preview length, pinned in the service under test
-EXCERPT_CHARS = 240  # the longest excerpt (issue 13), the service's excerpt.EXCERPT_CHARS
+EXCERPT_CHARS = 240  # the window of a unit too long to show whole: excerpt.EXCERPT_CHARS
+LONGEST_EXCERPT = 400  # a unit shown whole (issue 34): the service's excerpt.UNIT_CHARS
 LONG_MIN, LONG_MAX = 1_000, 4_000
 SHORT_MAX = 300
 LENGTH_BUCKETS = (300, 500, 1_000, 2_000, 3_000, 4_000)

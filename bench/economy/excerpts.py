@@ -9,9 +9,9 @@ start), and does it show the turn whole? The answer's other rows, which weigh th
 terms, are the row's conversation's BM25 top ten for the question (a stand-in for recall's
 answer, so that no service runs).
 
-The ceiling says what no locator can beat: a turn longer than one excerpt
-(``EXCERPT_CHARS``) can never be shown whole by it, so the share of turns that fit is the
-most a perfect locator would show whole.
+The ceiling says what no locator can beat: a turn longer than the longest excerpt
+(``LONGEST_EXCERPT``, a unit shown whole) can never be shown whole by it, so the share of
+turns that fit is the most a perfect locator would show whole.
 
 References put the number in context: a per-line BM25 over the row's own turns (which
 line a plain lexical reader would pick), and locators that each pick one turn and put the
@@ -38,7 +38,7 @@ from typing import Any
 
 from bench.corpora.locomo import DEFAULT_DATA
 from bench.economy.corpus import (
-    EXCERPT_CHARS,
+    LONGEST_EXCERPT,
     PREVIEW_CHARS,
     Memory,
     Placement,
@@ -66,7 +66,7 @@ def shows_whole(found: tuple[int, int] | None, span: Span) -> bool:
 
 def fits(span: Span) -> bool:
     """Whether one excerpt could show the turn whole (the ceiling of any locator)."""
-    return span.end - span.start <= EXCERPT_CHARS
+    return span.end - span.start <= LONGEST_EXCERPT
 
 
 def lexical(memory: Memory, rows: Sequence[str], query: str) -> tuple[int, int] | None:
@@ -142,13 +142,14 @@ def pick(scores: Sequence[float]) -> int:
 
 
 def placed(case: Case, line: Span) -> tuple[int, int]:
-    """``(offset, length)`` of an excerpt put on ``line``: from its start, or from the word
-    the preview cuts when the line straddles the preview."""
+    """``(offset, length)`` of an excerpt put on ``line`` as the service puts one on its
+    best unit: the line whole (with its answer when it asks) from its start, or from the
+    word the preview cuts when the line straddles the preview; a window of a longer line."""
     from service.mcp.shaping import excerpt
 
     text = case.memory.content
     start = line.start if line.start >= PREVIEW_CHARS else excerpt.word_start(text, PREVIEW_CHARS)
-    found = excerpt.passage(text, start)
+    found = excerpt.whole_unit(text, (line.start, line.end), start) or excerpt.passage(text, start)
     return found.offset, len(found.text)
 
 

@@ -8,7 +8,7 @@
   ``wholly`` (inside the preview or inside the excerpt), ``fills`` (a turn longer than
   the excerpt, which lies entirely inside it), ``partly`` (some of it shown) or
   ``hidden``. Beside it the **ceiling**: whether a perfect locator could show the turn
-  whole at all with the preview and one excerpt of ``EXCERPT_CHARS`` (a turn that begins
+  whole at all with the preview and one excerpt of ``LONGEST_EXCERPT`` (a turn that begins
   in the preview needs its rest to fit, one beyond it needs all of it to fit).
 - **Budget pages**: one ``recall(max_tokens=B)`` followed through its cursors.
 - **Sessions**: consecutive questions asked in one session with ``novel_only``.

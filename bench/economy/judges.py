@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.corpora.locomo import Question
-from bench.economy.corpus import EXCERPT_CHARS, PREVIEW_CHARS, Placement, Span
+from bench.economy.corpus import LONGEST_EXCERPT, PREVIEW_CHARS, Placement, Span
 from bench.economy.features import could_be_wholly_visible, judge_text, visibility
 from bench.economy.tally import Context, Tally
 from bench.quality import scoring as quality
@@ -90,7 +90,7 @@ def evidence_in_response(
         if kind == "long":
             span, shown = place.span_of[dia_id], len(str(row.get("content", "")))
             tally.features.visible[visibility(span, row)] += 1
-            possible = could_be_wholly_visible(span, shown, EXCERPT_CHARS)
+            possible = could_be_wholly_visible(span, shown, LONGEST_EXCERPT)
             tally.features.ceiling["possible" if possible else "impossible"] += 1
         found.append(where)
     if found:

@@ -21,8 +21,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from service.db import migrate
-from service.db.embedded import EmbeddedPostgres
 from tests.servers.processes import (
     LOOPBACK,
     READY_TIMEOUT_S,
@@ -149,7 +147,13 @@ def scratch_dir(keep: bool = False) -> Iterator[Path]:
 @contextlib.contextmanager
 def migrated_postgres() -> Iterator[str]:
     """A scratch embedded Postgres migrated to head, for the library-level benches that
-    time statements without a served process; yields its URL, and stops and removes it."""
+    time statements without a served process; yields its URL, and stops and removes it.
+
+    The service is imported here, not with this module: a bench that imports the service
+    from its snapshot (``bench.harness.snapshot.use_snapshot``) must be the first to."""
+    from service.db import migrate
+    from service.db.embedded import EmbeddedPostgres
+
     with tempfile.TemporaryDirectory() as data:
         server = EmbeddedPostgres(Path(data))
         url = server.start()

@@ -47,7 +47,7 @@ def test_an_excerpt_on_a_turn_that_straddles_the_preview_starts_at_the_cut_word(
     case = case_of(["x" * (PREVIEW_CHARS - 10) + " long turn here", "short"], 0)
     offset, length = offline.placed(case, case.memory.spans[0])
     assert case.memory.content[offset:].startswith("here")
-    assert length == len("here\nshort")
+    assert length == len("here")  # the rest of the line, never a cut-off next line
     tally: collections.Counter[str] = collections.Counter()
     offline.tally_locator(tally, "x", case, 0)
     # the right turn, but its start lies in the preview: not reached, not shown whole
