@@ -17,10 +17,13 @@ from service.db.sql import QUERIES, VECTOR_DIMS, shaped_arguments
 from service.models import TenantId
 
 NARROW_ROWS: Final = 5_000
-"""The most memories a period of the agent may hold for the cue to read it whole
+"""The most memories of the agent a period may hold for the cue to read it whole
 (``recall_cue``: every memory of the period, the newest 10,000 embedded ones scored
 exactly); past it the cue finds its lists through the indexes (``recall_cue_wide``).
-Measured at 100k memories (docs/reliability.md, "Wide time cues"): PLACEHOLDER."""
+Measured at 100k memories (docs/reliability.md, "Wide time cues"): the two statements cost
+about the same up to about 4,000 rows (41 against 40 ms at 4,119); past it the exact one
+grows with the period (60 ms at 6,226, 306 ms at 50,000) while the index walk stays at
+36-80 ms. Below the cap the exact answer costs no more, so it is kept."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

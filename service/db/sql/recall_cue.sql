@@ -17,12 +17,7 @@
 -- :as_of timestamptz, the instant an as_of recall reads (in that shape only) -- shape: as_of
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text -- shape: typing
-), {part:recall_scope}, english AS MATERIALIZED (
-    SELECT (SELECT string_agg(quote_literal(u.lexeme), ' | ')
-            FROM unnest(:lexemes::text[]) AS t(term)
-            CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u)::tsquery
-               AS query
-), period_memories AS MATERIALIZED (
+), {part:recall_scope}, {part:cue_english}, period_memories AS MATERIALIZED (
     -- The period's memories in scope, read once (small columns only; content and
     -- vectors are fetched by primary key for the rows a list keeps).
     SELECT m.id, m.created_at, m.timestamp_at, m.content_tsv, m.content_tsv_en, m.embedding_dim
@@ -92,12 +87,7 @@ FROM found f
 -- :as_of timestamptz, the instant an as_of recall reads (in that shape only) -- shape: as_of
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text -- shape: typing
-), {part:recall_scope}, english AS MATERIALIZED (
-    SELECT (SELECT string_agg(quote_literal(u.lexeme), ' | ')
-            FROM unnest(:lexemes::text[]) AS t(term)
-            CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u)::tsquery
-               AS query
-), vec_near AS MATERIALIZED (
+), {part:recall_scope}, {part:cue_english}, vec_near AS MATERIALIZED (
     SELECT m.id, -(m.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM scoped_memories m
     WHERE :vector::vector IS NOT NULL AND m.embedding_dim = {dim}
@@ -222,4 +212,14 @@ hits AS (
     SELECT 'cue_episode_vector', 'ep', id, score, position FROM vec_ep
     UNION ALL
     SELECT 'cue_episode_text', 'ep', id, score, position FROM text_ep
+)
+
+-- part: cue_english --
+-- The query's words as one English tsquery (their Snowball stems, OR'ed; lexemes cast,
+-- never parsed), for the word lists of both shapes.
+english AS MATERIALIZED (
+    SELECT (SELECT string_agg(quote_literal(u.lexeme), ' | ')
+            FROM unnest(:lexemes::text[]) AS t(term)
+            CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, t.term)) AS u)::tsquery
+               AS query
 )
