@@ -117,6 +117,8 @@ async def test_a_wide_periods_lists_agree_with_the_exact_ones_on_a_clear_case(
         assert not set(outside) & set(wide["cue_vector"])
         assert wide["cue_text"] == exact["cue_text"]
         assert set(wide) == set(exact) == {"cue_vector", "cue_text"}
+        found = await recall_cue.cue_candidates(conn, tenant, SCOPE, vector_search)
+        assert [h.id for h in found if h.channel == "cue_vector"] == wide["cue_vector"]
         for query in ("tea music", ""):
             words = _search(query, None)
             assert await _lists(conn, tenant, words, wide=True) == await _lists(
