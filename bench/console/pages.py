@@ -11,7 +11,8 @@ browser would) and then, round after round, requests each page once, in turn: th
 agents page, an agent's list (page 1 and a later keyset page, the 21st), the list filtered
 by project and days, the search page (a new query each round), the search with days (the
 time cue), a record page, and usage; beside them the same query as a ``recall`` through
-MCP (JSON-RPC ``tools/call`` over the same kind of HTTP client, the server stateless).
+MCP (JSON-RPC ``tools/call`` over the same kind of HTTP client, the server stateless),
+and a recall with a one-month cue (a narrow period, against the dated search's year).
 Interleaving the pages round by round lets the machine's load fall on all of them alike.
 
 Each sample is the time from sending the request to the last byte of the answer, over
@@ -147,7 +148,7 @@ async def later_page(client: Client) -> dict[str, str]:
 Request = Callable[[int], Awaitable[object]]
 
 
-QUERIES_PER_ROUND = 4
+QUERIES_PER_ROUND = 5
 """Each search and recall of a round has a query of its own: the service caches query
 embeddings, so a query searched then recalled would find its vector ready the second time."""
 
@@ -159,6 +160,7 @@ def requests(
     agent = {"agent": AGENT}
     days = {"from": "2025-01-01", "to": "2025-12-31"}
     cue = {"after": days["from"], "before": days["to"]}
+    month = {"after": "2025-06-01", "before": "2025-06-30"}
 
     def query(n: int, which: int) -> str:
         return queries[n * QUERIES_PER_ROUND + which]
@@ -178,6 +180,7 @@ def requests(
         "usage": lambda n: client.page("/console/usage", {}),
         "recall through MCP": lambda n: client.recall(query(n, 2)),
         "recall + time cue through MCP": lambda n: client.recall(query(n, 3), cue),
+        "recall + a month's cue through MCP": lambda n: client.recall(query(n, 4), month),
     }
 
 

@@ -11,13 +11,22 @@ timestamps an hour apart over about a year, no embeddings: the vector list reads
 period's rows, so it needs none to show the plan), then ANALYZE runs. EXPLAIN runs as the
 application role inside a tenant transaction, as the cue arm does, for a sure one-month
 period with a query vector and words, and for an empty query (the period's newest).
+
+A wide period (a year: about 8,760 of the target's 10,000 memories) is another plan
+(``recall_cue_wide``): reading it through the time index is reading the agent, so its
+lists come from the indexes recall's own lists use (HNSW, full text) filtered to the
+period. Its guard gives the target's memories vectors and runs EXPLAIN ANALYZE under a
+statement timeout of the cue's own time limit: it counts the rows the plan reads from
+memories, which must be a small part of the period.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from service.config import Settings
 from service.db import recall as recall_queries, recall_cue
 from service.db.pool import Database
 from service.db.sql import shaped_arguments
@@ -38,6 +47,8 @@ JOIN agents a ON a.tenant_id = $1 AND a.name = (CASE WHEN g % 10 = 0 THEN 'targe
 """
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 SCOPE = recall_queries.Scope("target", None, "", None)
+PERIOD_ROWS = 8_760
+"""The target's memories in the year before NOW (one an hour)."""
 
 
 async def _load(db: Database) -> TenantId:
@@ -54,12 +65,26 @@ async def _load(db: Database) -> TenantId:
     return TenantId(uuid.UUID(str(tenant)))
 
 
-def _search(query: str) -> recall_cue.CueSearch:
+EMBED = """
+UPDATE memories m
+SET embedding = l2_normalize(array(
+        SELECT h - floor(h) - 0.5
+        FROM generate_series(1, 384) k,
+             LATERAL (SELECT sin(m.id * 12.9898 + k * 78.233) * 43758.5453 AS h) x)::vector)
+FROM agents a
+WHERE a.tenant_id = $1 AND a.name = 'target' AND m.agent_id = a.id
+"""
+"""Vectors for the target's memories (a pseudo-random direction per row, from a hash of
+its id), for the wide plan, whose vector list walks the HNSW index of the embedded memories."""
+
+
+def _search(query: str, ago: int = 120, days: int = 30) -> recall_cue.CueSearch:
+    """A period of ``days`` days that starts ``ago`` days before NOW."""
     terms = query_terms.build(query)
-    start = NOW - timedelta(days=120)
+    start = NOW - timedelta(days=ago)
     return recall_cue.CueSearch(
         start=start,
-        end=start + timedelta(days=30),
+        end=start + timedelta(days=days),
         vector=[1.0] + [0.0] * 383 if query else None,
         floor=0.15,
         tsquery=terms.tsquery,
@@ -71,13 +96,15 @@ def _search(query: str) -> recall_cue.CueSearch:
     )
 
 
-async def _plan(db: Database, tenant: TenantId, search: recall_cue.CueSearch) -> str:
+async def _plan(
+    db: Database, tenant: TenantId, search: recall_cue.CueSearch, *, wide: bool = False
+) -> str:
     values = recall_cue.cue_values(tenant, SCOPE, search)
-    statement = recall_cue.cue_statement(SCOPE, search)
+    statement = recall_cue.cue_statement(SCOPE, search, wide=wide)
     async with db.tenant_tx(tenant) as conn:
         rows = await conn.fetch(
             "EXPLAIN (COSTS OFF) " + statement,
-            *shaped_arguments("recall_cue_384", statement, values),
+            *shaped_arguments(recall_cue.cue_name(search, wide), statement, values),
         )
     return "\n".join(row[0] for row in rows)
 
@@ -91,3 +118,52 @@ async def test_the_cue_reads_a_periods_memories_through_their_time_index_at_100k
         assert "Seq Scan on memories" not in plan, plan
         assert "memories_agent_time on memories" in plan, plan
         assert "Index Scan using memories_isolation" not in plan, plan
+
+
+def _nodes(plan: dict[str, object]) -> Iterator[dict[str, object]]:
+    yield plan
+    for child in plan.get("Plans", []):  # type: ignore[attr-defined]
+        yield from _nodes(child)
+
+
+async def _rows_read(db: Database, tenant: TenantId, search: recall_cue.CueSearch) -> int:
+    """EXPLAIN ANALYZE of the wide statement, under a statement timeout of the cue's own
+    time limit (a cue statement that alone spends it has spent the recall's): the rows
+    its scans of memories return or filter out, every loop counted."""
+    values = recall_cue.cue_values(tenant, SCOPE, search)
+    statement = recall_cue.cue_statement(SCOPE, search, wide=True)
+    limit_ms = Settings().recall_cue_time_limit_ms
+    async with db.tenant_tx(tenant) as conn:
+        await conn.execute(f"SET LOCAL statement_timeout = {limit_ms}")
+        raw = await conn.fetchval(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
+            *shaped_arguments("recall_cue_wide_384", statement, values),
+        )
+    plan = raw[0]["Plan"]  # the pool decodes json
+    return sum(
+        (int(node["Actual Rows"]) + int(node.get("Rows Removed by Filter", 0)))  # type: ignore[call-overload]
+        * int(node["Actual Loops"])  # type: ignore[call-overload]
+        for node in _nodes(plan)
+        if node.get("Relation Name") == "memories"
+    )
+
+
+async def test_a_wide_cue_finds_its_lists_through_the_indexes_not_the_period_at_100k(
+    db: Database,
+) -> None:
+    tenant = await _load(db)
+    async with db.admin_tx() as conn:
+        await conn.execute(EMBED, tenant, timeout=LOAD_TIMEOUT_SECONDS)
+    async with db.pool.acquire() as conn:
+        await conn.execute("ANALYZE memories")
+    async with db.tenant_tx(tenant) as conn:
+        assert not await recall_cue.is_wide(conn, tenant, SCOPE, _search("note"))
+        assert await recall_cue.is_wide(conn, tenant, SCOPE, _search("note", ago=365, days=365))
+    for query in ("4570 8830", ""):
+        search = _search(query, ago=365, days=365)
+        plan = await _plan(db, tenant, search, wide=True)
+        assert "Seq Scan on memories" not in plan, plan
+        if query:
+            assert "memories_embedding_384 on memories" in plan, plan
+        read = await _rows_read(db, tenant, search)
+        assert read < PERIOD_ROWS // 10, (read, plan)

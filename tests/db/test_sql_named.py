@@ -117,7 +117,9 @@ def test_a_shape_that_leaves_out_a_parameter_before_the_last_is_refused() -> Non
         sql.placeholders("SELECT $1, $3")
 
 
-@pytest.mark.parametrize("query", ["recall_lexical", "recall_vectors_384", "recall_cue_384"])
+@pytest.mark.parametrize(
+    "query", ["recall_lexical", "recall_vectors_384", "recall_cue_384", "recall_cue_wide_384"]
+)
 def test_recalls_as_of_is_their_last_parameter_and_only_its_shape_reads_it(query: str) -> None:
     """The default shapes of the recall statements are what they were before ``as_of``
     (docs/tools.md, "Facts that change"): no line of theirs reads it, so they bind one
