@@ -106,6 +106,14 @@ async def call_json(session: ClientSession, tool: str, args: dict[str, Any]) -> 
 # --------------------------------------------------------------------------- embedding queue
 
 
+def drain_timeout_s(rows: int, floor_s: float) -> float:
+    """How long a backlog of ``rows`` stored texts may take to drain before a bench gives
+    up: ``floor_s``, or half a second a row when that is longer. A fixed bound failed runs
+    that were merely large (8,483 LongMemEval turns on the loaded 2-core machine, whose
+    service drained about 3 rows a second there: docs/benchmarks/quality.md, "Passages")."""
+    return max(floor_s, 0.5 * rows)
+
+
 async def wait_queue_empty(session: ClientSession, timeout_s: float, poll_s: float = 0.5) -> float:
     """Poll ``get_queue_status`` until ``pending == 0``; return the seconds waited.
 

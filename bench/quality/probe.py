@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession
 
 from bench.corpora.locomo import LIMIT, Conversation, Question, Turn, questions_of
 from bench.harness import serving as harness
-from bench.harness.client import call_json, mcp_sessions, wait_queue_empty
+from bench.harness.client import call_json, drain_timeout_s, mcp_sessions, wait_queue_empty
 from bench.harness.stats import latency_stats
 from bench.quality.metrics import Answer, answer_of, evaluate, per_question
 from bench.quality.variants import Variant, variants_for
@@ -74,9 +74,10 @@ async def store_all(
     async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         await asyncio.wait_for(asyncio.gather(*map(worker, sessions)), PHASE_TIMEOUT_S)
         stored_s = time.perf_counter() - started
-        drained_s = await wait_queue_empty(sessions[0], QUEUE_TIMEOUT_S)
+        turns = sum(len(c.turns) for c in convs)
+        drained_s = await wait_queue_empty(sessions[0], drain_timeout_s(turns, QUEUE_TIMEOUT_S))
     return {
-        "turns": sum(len(c.turns) for c in convs),
+        "turns": turns,
         "outcomes": dict(log.outcomes),
         "aliases": log.aliases,
         "store_seconds": round(stored_s, 1),

@@ -36,7 +36,7 @@ from mcp.client.session import ClientSession
 from bench.corpora.locomo import Conversation, Question, Turn
 from bench.harness import cpersona, serving as harness
 from bench.harness.cli import run_or_exit
-from bench.harness.client import call_json, mcp_sessions, wait_queue_empty
+from bench.harness.client import call_json, drain_timeout_s, mcp_sessions, wait_queue_empty
 from bench.harness.snapshot import code_fingerprint, run_on_snapshot
 from bench.harness.stats import latency_stats
 
@@ -212,7 +212,8 @@ async def store_all(
     async with mcp_sessions(service.mcp_url, service.key, clients) as sessions:
         await asyncio.wait_for(asyncio.gather(*map(worker, sessions)), PHASE_TIMEOUT_S)
         stored_s = time.perf_counter() - started
-        drained_s = await wait_queue_empty(sessions[0], QUEUE_TIMEOUT_S)
+        timeout_s = drain_timeout_s(len(jobs), QUEUE_TIMEOUT_S)
+        drained_s = await wait_queue_empty(sessions[0], timeout_s)
     return {
         "stores": len(jobs),
         "outcomes": dict(stored.outcomes),
