@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from bench.throughput.long_records import (
+    cpu_rows,
     drain_rate,
     embedded_texts,
     evenly,
@@ -61,7 +62,15 @@ def _results() -> dict[str, Any]:
     def run(mode: str, passages: int, divided: int, drain: float) -> dict[str, Any]:
         stores = {"p50_ms": 40.0, "p95_ms": 80.5}
         sizes = {"passages": passages, "divided_records": divided, "passage_bytes": 10 * 1024}
-        return {"mode": mode, "import": stores, "single": stores, "sizes": sizes, "drain_s": drain}
+        cpu = {"server": {"cores": 1.5, "ms_per_call": 300.0}, "postgres": None}
+        return {
+            "mode": mode,
+            "import": stores,
+            "single": stores,
+            "sizes": sizes,
+            "drain_s": drain,
+            "drain_cpu": cpu,
+        }
 
     machine = {
         "cpu_model": "cpu",
@@ -78,6 +87,7 @@ def _results() -> dict[str, Any]:
             "chars": 100,
             "mean_chars": 95,
             "expected_passages": 40,
+            "divide_ms_per_record": 12.5,
             "clients": 8,
             "single": 2,
         },
@@ -96,4 +106,10 @@ def test_the_report_names_the_sizes_and_has_one_row_per_mode() -> None:
     report = markdown(_results())
     assert "10 records of 95 characters" in report
     assert "40 passages by the divider" in report
-    assert report.count("\n| o") == 2  # the rows "on" and "off"
+    assert report.count("\n| on |") == 2  # the summary and the CPU table
+    assert report.count("\n| off |") == 2
+
+
+def test_the_cpu_rows_give_cores_and_milliseconds_per_record() -> None:
+    on, _ = cpu_rows(_results())
+    assert on == ["on", "1.5 (300)", "—", "—", "—", "—"]

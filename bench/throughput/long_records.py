@@ -37,6 +37,7 @@ from bench.corpora import locomo
 from bench.harness import serving as harness
 from bench.harness.cli import run_or_exit, write_results
 from bench.harness.client import mcp_sessions, wait_queue_empty
+from bench.harness.cpu import cpu_snapshot, cpu_usage
 from bench.harness.machine import machine_facts, record_end
 from bench.harness.markdown import machine_line, table
 from bench.harness.stats import latency_stats
@@ -100,9 +101,10 @@ def evenly(items: Sequence[str], count: int) -> list[str]:
     return [items[int(n * step)] for n in range(count)]
 
 
-async def _divided(texts: Sequence[str]) -> list[list[str]]:
-    """Each text's passages as the service cuts them: the local model's own token ends
-    and window, the service's divider (service/memory/passages/plan.py does the same).
+async def _divided(texts: Sequence[str]) -> tuple[list[list[str]], float]:
+    """Each text's passages as the service cuts them (the local model's own token ends and
+    window, the service's divider: service/memory/passages/plan.py does the same), and
+    the seconds the cutting took once the model was loaded (work the service does too).
 
     The service is imported only when called (:mod:`bench.latency.embed` explains why)."""
     from service.embeddings.local import LocalEmbeddingProvider
@@ -110,12 +112,15 @@ async def _divided(texts: Sequence[str]) -> list[list[str]]:
 
     provider = LocalEmbeddingProvider()
     try:
+        await provider.load()
+        started = time.perf_counter()
         ends = await provider.token_ends(list(texts))
         window = provider.token_window
-        return [
+        passages = [
             [text[span.start : span.end] for span in divide(text, text_ends, window)]
             for text, text_ends in zip(texts, ends, strict=True)
         ]
+        return passages, time.perf_counter() - started
     finally:
         await provider.aclose()
 
@@ -172,8 +177,10 @@ async def measure_service(
         warm = [f"Warm-up note {n}: the long-record run starts." for n in range(clients)]
         await store.store_phase(sessions, agents, "warmup", warm, max_seconds)
         await wait_queue_empty(sessions[0], max_seconds, DRAIN_POLL_S)
+        before = cpu_snapshot(service)
         tally, wall = await store.store_phase(sessions, agents, "import", records, max_seconds)
         drain = wall + await wait_queue_empty(sessions[0], max_seconds, DRAIN_POLL_S)
+        after = cpu_snapshot(service)
         sizes = await _sizes(service)
         one, one_wall = await store.store_phase(
             sessions[:1], agents[:1], "single", single, max_seconds
@@ -181,6 +188,7 @@ async def measure_service(
     return {
         "import": _stores(tally, wall),
         "drain_s": round(drain, 2),
+        "drain_cpu": cpu_usage(before, after, len(records)),
         "single": _stores(one, one_wall),
         "sizes": sizes,
     }
@@ -234,6 +242,22 @@ def summary_rows(results: dict[str, Any]) -> list[list[object]]:
     return rows
 
 
+CPU_PARTS = ("server", "postgres", "client", "other", "steal")
+
+
+def cpu_rows(results: dict[str, Any]) -> list[list[object]]:
+    """One row per mode: the cores each part kept busy on average from the first store
+    until the backlog was empty, and its CPU milliseconds per imported record."""
+    rows: list[list[object]] = []
+    for run in results["runs"]:
+        cells: list[object] = [run["mode"]]
+        for part in CPU_PARTS:
+            used = run["drain_cpu"].get(part)
+            cells.append("—" if used is None else f"{used['cores']} ({used['ms_per_call']:,.0f})")
+        rows.append(cells)
+    return rows
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The report: the machine line, the options, the table."""
     o = results["options"]
@@ -263,6 +287,12 @@ def markdown(results: dict[str, Any]) -> str:
             "lrrrrrrrr",
             summary_rows(results),
         ),
+        "",
+        "Cores busy from the first store until the backlog was empty (CPU ms per imported"
+        f" record); cutting a record into passages took {o['divide_ms_per_record']} ms of it"
+        " (the model's tokenizer and the divider, measured alone):",
+        "",
+        *table(["passages", *CPU_PARTS], "lrrrrr", cpu_rows(results)),
         "",
     ]
     return "\n".join(lines)
@@ -298,7 +328,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     texts = long_texts(corpus_turns(args.data), args.records + args.single, args.chars)
     records, single = texts[: args.records], texts[args.records :]
-    passages = asyncio.run(_divided(records))
+    passages, divide_s = asyncio.run(_divided(records))
     embedded = embedded_texts(records, passages)
     results: dict[str, Any] = {
         "machine": machine_facts(),
@@ -307,6 +337,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "chars": args.chars,
             "mean_chars": round(sum(map(len, records)) / len(records)),
             "expected_passages": len(embedded) - len(records),
+            "divide_ms_per_record": round(1000 * divide_s / len(records), 1),
             "clients": args.clients,
             "single": args.single,
             "modes": args.modes,
