@@ -62,7 +62,7 @@ def _results() -> dict[str, Any]:
     def run(mode: str, passages: int, divided: int, drain: float) -> dict[str, Any]:
         stores = {"p50_ms": 40.0, "p95_ms": 80.5}
         sizes = {"passages": passages, "divided_records": divided, "passage_bytes": 10 * 1024}
-        cpu = {"server": {"cores": 1.5, "ms_per_call": 300.0}, "postgres": None}
+        cpu = {"server": {"cores": 1.5, "ms_per_call": 300.0, "cpu_s": 3.0}, "postgres": None}
         return {
             "mode": mode,
             "import": stores,
@@ -91,7 +91,10 @@ def _results() -> dict[str, Any]:
             "clients": 8,
             "single": 2,
         },
-        "model_ceiling": {"best_texts_per_s": 20.0, "best": {"batch": 32, "texts": 16}},
+        "model_ceiling": {
+            "best_texts_per_s": 20.0,
+            "best": {"batch": 32, "texts": 16, "cpu_ms_per_text": 90.0},
+        },
         "runs": [run("on", 40, 10, 5.0), run("off", 0, 0, 1.0)],
     }
 
@@ -108,8 +111,9 @@ def test_the_report_names_the_sizes_and_has_one_row_per_mode() -> None:
     assert "40 passages by the divider" in report
     assert report.count("\n| on |") == 2  # the summary and the CPU table
     assert report.count("\n| off |") == 2
+    assert "90.0 ms of CPU per text" in report
 
 
 def test_the_cpu_rows_give_cores_and_milliseconds_per_record() -> None:
     on, _ = cpu_rows(_results())
-    assert on == ["on", "1.5 (300)", "—", "—", "—", "—"]
+    assert on == ["on", "1.5 (300)", "—", "—", "—", "—", "60"]  # 3 s over 10 + 40 texts

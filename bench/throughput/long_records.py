@@ -247,13 +247,18 @@ CPU_PARTS = ("server", "postgres", "client", "other", "steal")
 
 def cpu_rows(results: dict[str, Any]) -> list[list[object]]:
     """One row per mode: the cores each part kept busy on average from the first store
-    until the backlog was empty, and its CPU milliseconds per imported record."""
+    until the backlog was empty, its CPU milliseconds per imported record, and the
+    server's CPU milliseconds per text it embedded (to set beside the bare model's)."""
     rows: list[list[object]] = []
+    records = results["options"]["records"]
     for run in results["runs"]:
         cells: list[object] = [run["mode"]]
         for part in CPU_PARTS:
             used = run["drain_cpu"].get(part)
             cells.append("—" if used is None else f"{used['cores']} ({used['ms_per_call']:,.0f})")
+        texts = records + run["sizes"].get("passages", 0)
+        server = run["drain_cpu"].get("server")
+        cells.append("—" if server is None else f"{1000 * server['cpu_s'] / texts:.0f}")
         rows.append(cells)
     return rows
 
@@ -290,9 +295,14 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Cores busy from the first store until the backlog was empty (CPU ms per imported"
         f" record); cutting a record into passages took {o['divide_ms_per_record']} ms of it"
-        " (the model's tokenizer and the divider, measured alone):",
+        " (the model's tokenizer and the divider, measured alone); the bare model took"
+        f" {c['best'].get('cpu_ms_per_text', '—')} ms of CPU per text at its best batch:",
         "",
-        *table(["passages", *CPU_PARTS], "lrrrrr", cpu_rows(results)),
+        *table(
+            ["passages", *CPU_PARTS, "server CPU ms per embedded text"],
+            "lrrrrrr",
+            cpu_rows(results),
+        ),
         "",
     ]
     return "\n".join(lines)
