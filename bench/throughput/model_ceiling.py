@@ -3,7 +3,9 @@
 The service's batcher can at best reach what the model does alone on the same machine
 with the same texts in its best batch size; the store benchmark compares the rate at
 which the service drains its embedding backlog with this ceiling, measured in the same
-run (before the service starts, so nothing else competes for the cores).
+run (before the service starts, so nothing else competes for the cores). Each rate also
+gives this process's CPU per text (every thread of the model counted), which other work
+on a shared machine changes less than the rate.
 
 The service is imported only when called (:mod:`bench.latency.embed` explains why).
 """
@@ -27,11 +29,19 @@ async def _rates(texts: Sequence[str], sizes: Sequence[int]) -> list[dict[str, A
         await provider.embed(list(texts[:64]))  # warm the session
         rates = []
         for size in sizes:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             for start in range(0, len(texts), size):
                 await provider.embed(list(texts[start : start + size]))
             seconds = time.perf_counter() - started
-            rates.append({"batch": size, "texts": len(texts), "texts_per_s": len(texts) / seconds})
+            cpu_ms = 1000 * (time.process_time() - cpu) / len(texts)
+            rates.append(
+                {
+                    "batch": size,
+                    "texts": len(texts),
+                    "texts_per_s": len(texts) / seconds,
+                    "cpu_ms_per_text": round(cpu_ms, 1),
+                }
+            )
         return rates
     finally:
         await provider.aclose()

@@ -62,6 +62,16 @@ async def _embed_all(lib: Library, jobs: Sequence[Job], texts: list[str]) -> lis
     return outcomes
 
 
+def _bound(lib: Library, count: int) -> float:
+    """Seconds ``count`` texts may take: one call's bound (the provider's timeout and 5 s)
+    for every provider call of at most ``CPERSONA_EMBEDDING_BATCH_SIZE`` texts they need.
+    A batch of long rows is a row and each of its passages (docs/architecture.md,
+    "Passages"): 32 rows of 16,000 characters are some 600 texts, which a bound of one call
+    would time out part way, to retry them text by text and send them twice."""
+    calls = -(-count // lib.settings.embedding_batch_size)
+    return (lib.settings.embedding_timeout_secs + 5.0) * calls
+
+
 async def _embed_outcomes(lib: Library, tenant_id: TenantId, texts: list[str]) -> list[Outcome]:
     """One outcome per text of ``tenant_id``. A failed batch is retried text by text only
     when a single text embeds (the provider is up, so one bad text must not fail its
@@ -69,7 +79,7 @@ async def _embed_outcomes(lib: Library, tenant_id: TenantId, texts: list[str]) -
     the breaker did not let the batch through)."""
     if not texts:
         return []
-    timeout = lib.settings.embedding_timeout_secs + 5.0
+    timeout = _bound(lib, len(texts))
     try:
         return list(await embed_checked(lib, tenant_id, texts, timeout, lane="write"))
     except EmbeddingError as exc:
@@ -79,7 +89,7 @@ async def _embed_outcomes(lib: Library, tenant_id: TenantId, texts: list[str]) -
     outcomes: list[Outcome] = []
     for position, text in enumerate(texts):
         try:
-            one = await embed_checked(lib, tenant_id, [text], timeout, lane="write")
+            one = await embed_checked(lib, tenant_id, [text], _bound(lib, 1), lane="write")
             outcomes.append(one[0])
         except EmbeddingError as exc:
             if position == 0:  # even one text fails: the provider is down

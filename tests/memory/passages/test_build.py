@@ -264,3 +264,28 @@ async def test_a_merged_copy_of_a_long_row_gets_its_own_passages(http_lib: Libra
     )
     await worker.drain_once(http_lib)
     await _assert_passages_of(http_lib.db, copy["id"], text)
+
+
+async def test_a_backlog_of_long_rows_is_embedded_in_one_pass_with_each_text_sent_once(
+    db: Database, http_settings: Settings, fake: EmbeddingServer
+) -> None:
+    """A batch of long rows is many provider calls (a row and each of its passages is a
+    text): the batch's bound covers every call it needs, so it is not timed out part way
+    and retried text by text, sending texts twice (measured in
+    docs/benchmarks/passages.md, "Store path and drain (long records)")."""
+    settings = dataclasses.replace(
+        http_settings, embedding_timeout_secs=0.5, embedding_batch_size=1
+    )
+    lib = build_library(db, settings)
+    try:
+        tenant = await _tenant(lib)
+        texts = [long_text(30 + n, paragraphs=60) for n in range(5)]
+        for text in texts:
+            await _store(lib, tenant, text)
+        fake.reset(delay=0.4)  # 4 calls at once: longer than one call's bound for the batch
+        result = await worker.drain_once(lib)
+    finally:
+        await lib.aclose()
+    pieces = [piece for text in texts for piece in expected_pieces(text)]
+    assert (result.embedded, result.failed, result.passages) == (5, 0, len(pieces))
+    assert len(fake.received) == len(texts) + len(pieces)  # none sent twice
