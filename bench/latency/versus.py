@@ -9,7 +9,11 @@ CPersona's are stored through its own ``store`` tool (8 clients) and embedded by
 :mod:`bench.harness.embed_server` (the same model). Then, with the latency harness
 (:func:`bench.latency.probe.measure`, the official MCP client over HTTP): ``recall`` p50/p95
 with 1 client, recalls per second with 8 clients, stores per second with 8 clients. The
-service runs first, CPersona right after it, on the same machine at the same load.
+service runs first, CPersona right after it, on the same machine at the same load. Each
+system is measured at rest: CPersona once its stores have answered (it embeds on the
+write path), the service once its embedding queue is empty (at start it queues the
+passage check of every loaded row longer than one window's characters, whose embedding
+would otherwise run beside the measured calls).
 CPersona is set up by :mod:`bench.harness.cpersona`.
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 from bench.corpora.locomo import DEFAULT_DATA
 from bench.harness import cpersona, serving as harness
 from bench.harness.cli import run_or_exit, write_results
+from bench.harness.client import drain_timeout_s, mcp_session, wait_queue_empty
 from bench.harness.machine import machine_facts, record_end
 from bench.harness.markdown import machine_line, table
 from bench.latency import corpus as latency_corpus, loader as corpus
@@ -93,7 +98,17 @@ def service_side(
     with harness.serving(
         env, data_dir, key, log_name=f"serve-{tier}.log", stop_postgres=False
     ) as service:
-        return measure_system(service, Target(key, agent), args, f"service {tier}")
+        drained = asyncio.run(_drained(service, TIERS[tier]))
+        print(f"  service {tier}: queue empty after {drained:.1f} s", file=sys.stderr)
+        measured = measure_system(service, Target(key, agent), args, f"service {tier}")
+        return {**measured, "queue_drain_seconds": round(drained, 1)}
+
+
+async def _drained(service: harness.Service, rows: int) -> float:
+    """Seconds until the service's embedding queue is empty (its start-up work on the
+    loaded rows done)."""
+    async with mcp_session(service.mcp_url, service.key) as session:
+        return await wait_queue_empty(session, drain_timeout_s(rows, 600.0))
 
 
 def cpersona_side(
