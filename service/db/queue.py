@@ -272,12 +272,41 @@ async def enqueue_reembed(
     return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
 
 
-async def enqueue_passages(
+@dataclasses.dataclass(frozen=True, slots=True)
+class PassageCandidates:
+    """One batch of the passage backfill: the rows that may need passages (their text
+    and its hash), and the cursor to read on from (None at the end)."""
+
+    cursor: int | None
+    rows: list[ItemText]
+
+
+async def passage_candidates(
     conn: Connection, tenant_id: TenantId, after: int, batch: int, fits: int
-) -> EnqueueBatch:
-    record = await conn.fetchrow(QUERIES["enqueue_passages"], tenant_id, after, batch, fits)
-    assert record is not None
-    return EnqueueBatch(cursor=record["cursor"], added=int(record["added"]))
+) -> PassageCandidates:
+    records = await conn.fetch(QUERIES["passage_candidates"], tenant_id, after, batch, fits)
+    rows = [
+        ItemText(r["kind"], r["id"], r["text"], bytes(r["hash"]))
+        for r in records
+        if r["kind"] is not None
+    ]
+    return PassageCandidates(records[0]["cursor"] if records else None, rows)
+
+
+async def enqueue_passage_jobs(
+    conn: Connection, tenant_id: TenantId, rows: Sequence[ItemText]
+) -> int:
+    if not rows:
+        return 0
+    kinds, ids = [r.kind for r in rows], [r.id for r in rows]
+    return int(await conn.fetchval(QUERIES["enqueue_passage_jobs"], tenant_id, kinds, ids))
+
+
+async def passages_fit(conn: Connection, tenant_id: TenantId, rows: Sequence[ItemText]) -> int:
+    if not rows:
+        return 0
+    kinds, ids, hashes = [r.kind for r in rows], [r.id for r in rows], [r.hash for r in rows]
+    return int(await conn.fetchval(QUERIES["passages_fit"], tenant_id, kinds, ids, hashes))
 
 
 async def embedding_settings(conn: Connection) -> ModelRecord | None:

@@ -297,36 +297,77 @@ WITH picked AS (
 )
 SELECT (SELECT max(id) FROM picked) AS cursor, (SELECT count(*) FROM added) AS added
 
--- enqueue_passages --
+-- passage_candidates --
 -- The passage backfill's next batch of one tenant (docs/architecture.md, "Passages"):
--- the next $3 rows by id (memories and episodes share one id sequence), of which those
--- longer than $4 characters whose passages were never built for their current text are
--- queued (existing jobs are kept). The batch is bounded by the rows it reads, not by
--- those it queues, so a tenant whose rows are all done costs short statements too.
--- Returns the cursor (NULL at the end) and how many jobs were added.
+-- of the next $3 rows by id (memories and episodes share one id sequence), those
+-- longer than $4 characters whose passages were never built for their current text,
+-- with that text and its hash, for the caller to measure. Every row carries the
+-- batch's cursor (its last id read; NULL at the end); a batch without such a row comes
+-- back as one row of the cursor alone (kind NULL). Bounded by the rows it reads, and
+-- only the candidates' texts are returned.
 -- $1 tenant_id uuid, $2 after id bigint, $3 batch size int, $4 most characters of a
 -- text that fits one window int
-WITH scanned AS (
-    SELECT kind, id, stale FROM (
+WITH scanned AS MATERIALIZED (
+    SELECT kind, id, text, hash FROM (
         (SELECT 'mem' AS kind, id,
-                char_length(content) > $4 AND passages_hash IS DISTINCT FROM content_hash
-                    AS stale
+                CASE WHEN char_length(content) > $4 AND passages_hash IS DISTINCT FROM content_hash
+                     THEN content END AS text,
+                content_hash AS hash
          FROM memories WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3)
         UNION ALL
-        (SELECT 'ep', id,
-                char_length(episode_text(summary, keywords)) > $4
-                AND passages_hash IS DISTINCT FROM
-                    decode(md5(episode_text(summary, keywords)), 'hex')
-         FROM episodes WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3)
+        (SELECT 'ep', e.id,
+                CASE WHEN char_length(t.text) > $4
+                      AND e.passages_hash IS DISTINCT FROM decode(md5(t.text), 'hex')
+                     THEN t.text END,
+                decode(md5(t.text), 'hex')
+         FROM episodes e CROSS JOIN LATERAL (SELECT episode_text(e.summary, e.keywords) AS text) t
+         WHERE e.tenant_id = $1 AND e.id > $2 ORDER BY e.id LIMIT $3)
     ) both_kinds
     ORDER BY id LIMIT $3
-), added AS (
+)
+SELECT c.cursor, s.kind, s.id, s.text, s.hash
+FROM (SELECT max(id) AS cursor FROM scanned) c
+LEFT JOIN scanned s ON s.text IS NOT NULL
+
+-- enqueue_passage_jobs --
+-- A job for each given row of one tenant (the backfill's rows that need passages;
+-- existing jobs are kept). Returns how many were added.
+-- $1 tenant_id uuid, $2 kinds text[], $3 ids bigint[]
+WITH added AS (
     INSERT INTO embedding_jobs (tenant_id, item_kind, item_id)
-    SELECT $1, kind, id FROM scanned WHERE stale
+    SELECT $1, x.kind, x.id FROM unnest($2::text[], $3::bigint[]) AS x (kind, id)
     ON CONFLICT (tenant_id, item_kind, item_id) DO NOTHING
     RETURNING 1
 )
-SELECT (SELECT max(id) FROM scanned) AS cursor, (SELECT count(*) FROM added) AS added
+SELECT count(*) FROM added
+
+-- passages_fit --
+-- The backfill's rows of one tenant whose text fits one window after all: no passages
+-- for that text (any of an older text removed) and passages_hash set to the measured
+-- text's hash, so no job re-embeds them. A row whose text changed since it was measured
+-- is left to its own job. Returns how many rows were marked.
+-- $1 tenant_id uuid, $2 kinds text[], $3 ids bigint[], $4 hashes (of the measured texts) bytea[]
+WITH f AS (
+    SELECT * FROM unnest($2::text[], $3::bigint[], $4::bytea[]) AS f (kind, id, hash)
+), mem AS (
+    UPDATE memories m SET passages_hash = f.hash
+    FROM f
+    WHERE f.kind = 'mem' AND m.tenant_id = $1 AND m.id = f.id AND m.content_hash = f.hash
+    RETURNING 'mem'::text AS kind, m.id
+), ep AS (
+    UPDATE episodes e SET passages_hash = f.hash
+    FROM f
+    WHERE f.kind = 'ep' AND e.tenant_id = $1 AND e.id = f.id
+      AND decode(md5(episode_text(e.summary, e.keywords)), 'hex') = f.hash
+    RETURNING 'ep'::text AS kind, e.id
+), marked AS (
+    SELECT kind, id FROM mem UNION ALL SELECT kind, id FROM ep
+), cleared AS (
+    DELETE FROM passages x USING marked
+    WHERE x.tenant_id = $1 AND x.item_kind = marked.kind AND x.item_id = marked.id
+    RETURNING 1
+)
+SELECT count(*) FROM marked
 
 -- embedding_settings --
 -- The recorded embedding model and width of the deployment (no row before the first

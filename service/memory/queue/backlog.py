@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 from service.db import queue as queue_queries, tenants as tenants_queries
+from service.db.queue import ItemText
 from service.errors import NotFound
 from service.logs import get_logger
 from service.memory.library import Library
@@ -147,12 +148,23 @@ async def enqueue_unembedded(lib: Library) -> int:
     return added
 
 
+PASSAGE_BATCH = 500
+"""Rows the passage backfill reads per statement. Smaller than :data:`ENQUEUE_BATCH`:
+it returns the texts of its candidates (a long row can hold 16,000 characters), to be
+measured before any job is queued."""
+
+
 async def enqueue_passages(lib: Library, tenant_id: TenantId | None = None) -> int:
-    """The passage backfill (docs/architecture.md, "Passages"): queue every row longer
-    than one window whose passages were never built for its current text, tenant by
-    tenant in id-ordered batches of ``ENQUEUE_BATCH`` rows read, each its own short
-    transaction. Online and resumable: rows done (or already queued) are skipped, so
-    a run cut short is simply run again. Nothing when passages are off."""
+    """The passage backfill (docs/architecture.md, "Passages"): queue every row whose
+    passages were never built for its current text and that needs some, tenant by tenant
+    in id-ordered batches of ``PASSAGE_BATCH`` rows read. A candidate (longer than one
+    window's characters) is measured first, as its job would divide it: one that fits
+    one window after all is marked done without a job, since a job embeds the row's own
+    text again besides its passages (after a bulk load of rows with their vectors that
+    was most of the work for nothing). Each batch reads in one short transaction and
+    writes in another; online and resumable: rows done (or already queued) are skipped,
+    so a run cut short is simply run again. Nothing when passages are off. Returns the
+    jobs queued."""
     if lib.embedder is None or not lib.settings.passages_enabled:
         return 0
     fits = passage_plan.window_chars(lib)
@@ -161,11 +173,25 @@ async def enqueue_passages(lib: Library, tenant_id: TenantId | None = None) -> i
         cursor: int | None = 0
         while cursor is not None:
             async with lib.db.tenant_tx(tenant) as conn:
-                batch = await queue_queries.enqueue_passages(
-                    conn, tenant, cursor, ENQUEUE_BATCH, fits
+                batch = await queue_queries.passage_candidates(
+                    conn, tenant, cursor, PASSAGE_BATCH, fits
                 )
-            cursor, added = batch.cursor, added + batch.added
+            cursor = batch.cursor
+            added += await _queue_or_mark(lib, tenant, batch.rows)
     return added
+
+
+async def _queue_or_mark(lib: Library, tenant: TenantId, rows: list[ItemText]) -> int:
+    """Queue the ``rows`` their division gives passages, mark the others done; returns
+    the jobs queued."""
+    if not rows:
+        return 0
+    spans = await passage_plan.plan(lib, [row.text for row in rows])
+    needing = [row for row, parts in zip(rows, spans, strict=True) if parts]
+    fitting = [row for row, parts in zip(rows, spans, strict=True) if not parts]
+    async with lib.db.tenant_tx(tenant) as conn:
+        await queue_queries.passages_fit(conn, tenant, fitting)
+        return await queue_queries.enqueue_passage_jobs(conn, tenant, needing)
 
 
 async def queue_passages_after_bulk(lib: Library, tenant_id: TenantId) -> None:

@@ -84,14 +84,14 @@ async def test_the_backfill_queues_long_rows_in_bounded_batches_and_is_resumable
     tenant, texts = await _populated(http_lib)
     long_ids = {i for i, text in texts.items() if len(text) > 300}
     statements: list[int] = []
-    enqueue = queue_queries.enqueue_passages
+    read = queue_queries.passage_candidates
 
     async def counted(*args: object) -> object:
         statements.append(1)
-        return await enqueue(*args)  # type: ignore[arg-type]
+        return await read(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(backlog, "ENQUEUE_BATCH", 7)
-    monkeypatch.setattr(queue_queries, "enqueue_passages", counted)
+    monkeypatch.setattr(backlog, "PASSAGE_BATCH", 7)
+    monkeypatch.setattr(queue_queries, "passage_candidates", counted)
     assert await backlog.enqueue_passages(http_lib) == len(long_ids)
     assert len(statements) >= ROWS // 7  # bounded: 7 rows read per statement
     jobs = await _fetch(http_lib.db, "SELECT item_id FROM embedding_jobs")
@@ -101,6 +101,38 @@ async def test_the_backfill_queues_long_rows_in_bounded_batches_and_is_resumable
     for memory in long_ids:
         await _assert_passages_of(http_lib.db, memory, texts[memory])
     assert await backlog.enqueue_passages(http_lib, tenant) == 0  # done rows are skipped
+
+
+async def test_a_row_longer_than_a_windows_characters_that_fits_one_window_is_not_embedded_again(
+    http_lib: Library, fake: EmbeddingServer
+) -> None:
+    """A row of more characters than a window has tokens may still fit one window (most
+    words are one token): the backfill measures it as its job would divide it, marks it
+    done and queues nothing, so a bulk load's rows are not embedded a second time."""
+    tenant, texts = await _populated(http_lib)
+    fitting = "plain words said plainly. " * 16  # 416 characters, about 100 tokens
+    async with http_lib.db.admin_tx() as conn:
+        agent = await conn.fetchval("SELECT id FROM agents WHERE tenant_id = $1", tenant)
+        fit_id = await conn.fetchval(
+            "INSERT INTO memories (tenant_id, agent_id, content, embedding, embedding_model) "
+            "VALUES ($1, $2, $3, '[1,0,0,0,0,0,0,0]', 'fake-8d') RETURNING id",
+            tenant,
+            agent,
+            fitting,
+        )
+    long_ids = {i for i, text in texts.items() if len(text) > 300}
+    assert len(fitting) > 300
+    assert await backlog.enqueue_passages(http_lib) == len(long_ids)
+    jobs = await _fetch(http_lib.db, "SELECT item_id FROM embedding_jobs")
+    assert {job["item_id"] for job in jobs} == long_ids  # not the row that fits
+    marked = await _fetch(
+        http_lib.db,
+        f"SELECT passages_hash = content_hash FROM memories WHERE id = {int(fit_id)}",
+    )
+    assert marked[0][0] is True
+    await worker.drain_once(http_lib)
+    assert fitting not in fake.received
+    assert await backlog.enqueue_passages(http_lib) == 0
 
 
 async def test_the_embedder_down_during_the_backfill_loses_nothing(
