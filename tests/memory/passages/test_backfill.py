@@ -125,11 +125,11 @@ async def test_a_row_longer_than_a_windows_characters_that_fits_one_window_is_no
     assert await backlog.enqueue_passages(http_lib) == len(long_ids)
     jobs = await _fetch(http_lib.db, "SELECT item_id FROM embedding_jobs")
     assert {job["item_id"] for job in jobs} == long_ids  # not the row that fits
-    marked = await _fetch(
-        http_lib.db,
-        f"SELECT passages_hash = content_hash FROM memories WHERE id = {int(fit_id)}",
-    )
-    assert marked[0][0] is True
+    async with http_lib.db.admin_tx() as conn:
+        marked = await conn.fetchval(
+            "SELECT passages_hash = content_hash FROM memories WHERE id = $1", fit_id
+        )
+    assert marked is True
     await worker.drain_once(http_lib)
     assert fitting not in fake.received
     assert await backlog.enqueue_passages(http_lib) == 0
