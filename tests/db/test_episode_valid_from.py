@@ -39,6 +39,11 @@ ISO = st.one_of(
         st.sampled_from(["+00:00", "Z", "z"]),
     ),
     st.builds(date.isoformat, st.dates(date(2, 1, 1), date(9998, 12, 31))),
+    st.builds(
+        lambda moment, offset: moment.isoformat(timespec="seconds") + offset,
+        MOMENTS,
+        st.sampled_from(["+02", "-05", "+0530", "-0000", "+1400"]),
+    ),
 )
 """The forms an agent's history timestamps take: each must be known to SQL."""
 NOISE = st.one_of(
@@ -100,3 +105,64 @@ async def test_no_start_time_is_created_at(db: Database) -> None:
             CREATED,
         )
     assert at == CREATED
+
+
+async def test_the_cue_arm_places_an_episode_by_the_same_own_time(db: Database) -> None:
+    """The cue arm (``recall_cue``) reads an episode's time through this part too, created_at
+    where it does not know: one reading of an episode's own time across the product."""
+    from service.db import recall as recall_queries, recall_cue
+    from service.db.sql import shaped_arguments
+
+    june = datetime(2025, 6, 1, tzinfo=UTC), datetime(2025, 7, 1, tzinfo=UTC)
+    stored_in_june = datetime(2025, 6, 20, tzinfo=UTC)
+    async with db.admin_tx() as conn:
+        tenant = await conn.fetchval("INSERT INTO tenants (slug) VALUES ('ep') RETURNING id")
+        agent = await conn.fetchval(
+            "INSERT INTO agents (tenant_id, name) VALUES ($1, 'a') RETURNING id", tenant
+        )
+        ids = {
+            start_time: await conn.fetchval(
+                "INSERT INTO episodes (tenant_id, agent_id, summary, start_time, created_at)"
+                " VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                tenant,
+                agent,
+                f"session {n}",
+                start_time,
+                created_at,
+            )
+            for n, (start_time, created_at) in enumerate(
+                [
+                    ("2025-06-10 09:00+02:00", CREATED),  # known: June
+                    ("2025-06-30T23:30:00+0200", CREATED),  # known: June 30th, 21:30 UTC
+                    ("2025-05-31T23:30:00-01:00", CREATED),  # known: June 1st, 00:30 UTC
+                    ("2025-08-01", stored_in_june),  # known: August, though stored in June
+                    ("last spring", stored_in_june),  # not known: when it was stored
+                    ("last winter", CREATED),  # not known, stored in 2030
+                ]
+            )
+        }
+    search = recall_cue.CueSearch(
+        start=june[0],
+        end=june[1],
+        vector=None,
+        floor=0.0,
+        tsquery=None,
+        lexemes=[],
+        patterns=[],
+        recency=True,
+        episodes=True,
+        depth=50,
+    )
+    scope = recall_queries.Scope("a", None, "", None)
+    statement = recall_cue.cue_statement(scope, search)
+    values = recall_cue.cue_values(tenant, scope, search)
+    name = recall_cue.cue_name(search, False)
+    async with db.tenant_tx(tenant) as conn:
+        rows = await conn.fetch(statement, *shaped_arguments(name, statement, values))
+    found = {row["id"] for row in rows if row["kind"] == "ep"}
+    assert found == {
+        ids["2025-06-10 09:00+02:00"],
+        ids["2025-06-30T23:30:00+0200"],
+        ids["2025-05-31T23:30:00-01:00"],
+        ids["last spring"],
+    }

@@ -163,19 +163,13 @@ SELECT count(*)::int FROM (
 -- The cue's episode lists (both shapes): the period's episodes, nearest the query vector
 -- and holding a query word (or, for an empty query, the newest).
 period_episodes AS MATERIALIZED (
-    -- An episode's own time: start_time when it is an ISO-8601 date or timestamp (naive
-    -- read as UTC), else created_at. Only text the type accepts is cast.
+    -- An episode's own time as everywhere else (part episode_valid_from: start_time as the
+    -- model reads it, naive = UTC), else created_at. Only text the type accepts is cast.
     SELECT e.id, e.search_tsv, e.summary, e.keywords, e.embedding, e.embedding_dim, t.at
     FROM scoped_episodes e
     CROSS JOIN LATERAL (
-        SELECT coalesce(
-            CASE WHEN e.start_time !~ '^\d{4}-\d{2}-\d{2}' THEN NULL
-                 WHEN e.start_time ~ '\d:\d{2}(:\d{2}(\.\d+)?)?\s*([Zz]|[+-]\d{2}(:?\d{2})?)$'
-                     THEN CASE WHEN pg_input_is_valid(e.start_time, 'timestamptz')
-                               THEN e.start_time::timestamptz END
-                 WHEN pg_input_is_valid(e.start_time, 'timestamp')
-                     THEN e.start_time::timestamp AT TIME ZONE 'UTC' END,
-            e.created_at) AS at) t
+        SELECT coalesce((SELECT {part:episode_valid_from} FROM (SELECT e.start_time, e.created_at) x),
+                        e.created_at) AS at) t
     WHERE :episodes AND t.at >= :start::timestamptz AND t.at < :end::timestamptz
 ), vec_ep AS (
     SELECT v.id, v.score, row_number() OVER (ORDER BY v.score DESC, v.id DESC) AS position

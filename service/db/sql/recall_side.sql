@@ -39,9 +39,9 @@ agent AS (
 -- over ``x`` (start_time, created_at), where Postgres reads start_time as the model does
 -- (``service.memory.supersession.valid_from``: Python's ISO 8601, naive = UTC): created_at
 -- when there is none; a plain ISO 8601 date, or date and time to the microsecond with an
--- optional Z or +hh:mm, as written; NULL (not known here) for any other text, which the
+-- optional Z, +hh, +hhmm or +hh:mm, as written; NULL (not known here) for any other text, which the
 -- callers treat as "may hold": the check after ranking judges those rows.
-CASE WHEN x.start_time IS NULL THEN x.created_at WHEN x.start_time ~ '^\d{4}-\d{2}-\d{2}([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?([Zz]|[+-]\d{2}:\d{2})?)?$' AND pg_input_is_valid(x.start_time, 'timestamptz') THEN CASE WHEN x.start_time ~ '([Zz]|[+-]\d{2}:\d{2})$' THEN x.start_time::timestamptz ELSE x.start_time::timestamp AT TIME ZONE 'UTC' END END
+CASE WHEN x.start_time IS NULL THEN x.created_at WHEN x.start_time ~ '^\d{4}-\d{2}-\d{2}([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?([Zz]|[+-]\d{2}(:?\d{2})?)?)?$' AND pg_input_is_valid(x.start_time, 'timestamptz') THEN CASE WHEN x.start_time ~ '([Zz]|[+-]\d{2}(:?\d{2})?)$' THEN x.start_time::timestamptz ELSE x.start_time::timestamp AT TIME ZONE 'UTC' END END
 
 -- part: successor_from --
 -- The own time of relation ``r``'s subject (the successor of its object), a memory's or
