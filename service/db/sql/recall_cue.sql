@@ -94,7 +94,9 @@ WITH typing AS (
       AND m.timestamp_at >= :start::timestamptz AND m.timestamp_at < :end::timestamptz
       AND (:source_pattern::text IS NULL OR m.source ->> 'id' LIKE :source_pattern) -- shape: source
     ORDER BY m.embedding::vector({dim}) <#> :vector::vector({dim})
-    LIMIT :depth::int
+    -- Four times the list's depth, re-ranked by exact score in vec_mem: the iterative
+    -- scan returns rows in relaxed order, so its first :depth need not hold the nearest.
+    LIMIT 4 * :depth::int
 ), vec_exact AS MATERIALIZED (
     -- recall_cue's exact list, read only when the index walk came back short.
     SELECT p.id, -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
