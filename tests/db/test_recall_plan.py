@@ -10,7 +10,9 @@ The corpus is bulk-loaded with SQL (100,000 memories over 20 agents of two tenan
 5,000 of the target agent's rows carry unit embeddings; one row in twenty, of every
 agent, has three passages with their own vectors). The vector channel searches the
 passages through their own HNSW index with the per-record collapse in the same
-statement (docs/architecture.md, "Passages"). The HNSW indexes are
+statement (docs/architecture.md, "Passages"), after counting the agent's passages through
+``passages_agent`` (migration 0022), and ranks them exactly through that index when they
+are few. The HNSW indexes are
 dropped during the load and recreated from their own definitions (a bulk build is
 far faster than row-by-row insertion), then ANALYZE runs, so the planner sees the
 production indexes with real statistics. EXPLAIN runs as the application role
@@ -121,6 +123,7 @@ def _assert_indexed(plan: str, memory_hnsw: bool = True) -> None:
     if memory_hnsw:
         assert "Index Scan using memories_embedding_384 on memories" in plan, plan
     assert "Index Scan using passages_embedding_384 on passages" in plan, plan
+    assert "Only Scan using passages_agent on passages" in plan, plan  # the count
     assert "Seq Scan on passages" not in plan, plan
     assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
     assert "Bitmap Index Scan on memories_tsv_en" in plan, plan

@@ -252,8 +252,13 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- The vector half of a recall (docs/architecture.md, "Recall"), run once the query is
 -- embedded: nearest memories and episodes (HNSW, inner product on unit vectors), each
 -- scored by its best vector, its own or a current passage's (docs/architecture.md,
--- "Passages": HNSW over the agent's passages, collapsed per record here; a passage cut
--- from another text than the record's is stale and never read), with the same text
+-- "Passages": collapsed per record here; a passage cut from another text than the
+-- record's is stale and never read). The agent's passages are counted first, through
+-- passages_agent up to :walk_from: that many or more are walked by HNSW; fewer are ranked
+-- exactly (the HNSW index holds every agent's passages and its walk filters afterwards,
+-- so for an agent with few it would read on through others' to hnsw.max_scan_tuples:
+-- docs/reliability.md, "Long-record costs: recall beside an agent with many passages").
+-- With the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row (its best as above) per lexical hit with a vector of this width
 -- (hybrid fusion and the confidence backfill score rows found by words alone by it).
@@ -265,7 +270,8 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- Scope and shapes as ``recall_lexical`` (:depth, the vector depth, is written in).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
 -- source_id LIKE pattern text (NULL = none), :vector query vector, :episodes eligible
--- boolean, :passages read passages boolean, :depth vector depth int, :memory_ids memory
+-- boolean, :passages read passages boolean, :walk_from int (the agent's passages from which
+-- the HNSW walk finds them; fewer are ranked exactly), :depth vector depth int, :memory_ids memory
 -- ids of the lexical hits, :episode_ids their episode ids, :stems stem queries and :idfs
 -- their IDFs (in ``recall_lexical``'s order, so coverage sums alike), :phrases phrase
 -- queries, all text[]; :any_simple any-word query of the simple vector text,
@@ -288,15 +294,31 @@ WITH typing AS (
     WHERE :vector::vector IS NOT NULL AND :episodes AND e.embedding_dim = {dim}
     ORDER BY e.embedding::vector({dim}) <#> :vector::vector({dim})
     LIMIT :depth::int
+), part_count AS MATERIALIZED (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM passages q
+        WHERE :vector::vector IS NOT NULL AND :passages AND q.tenant_id = :tenant_id
+          AND q.agent_id = (SELECT id FROM agent) AND q.idx >= 0 -- passages_agent's predicate
+        ORDER BY q.tenant_id, q.agent_id LIMIT :walk_from::int
+    ) q
 ), vec_part AS (
-    SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
-           -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
-    FROM passages p
-    WHERE :vector::vector IS NOT NULL AND :passages AND p.tenant_id = :tenant_id
-      AND p.agent_id = (SELECT id FROM agent) AND p.embedding_dim = {dim}
-      AND (p.item_kind = 'mem' OR :episodes)
-    ORDER BY p.embedding::vector({dim}) <#> :vector::vector({dim})
-    LIMIT 4 * :depth::int
+    (SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
+            -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+     FROM passages p
+     WHERE (SELECT n FROM part_count) >= :walk_from::int AND p.tenant_id = :tenant_id
+       AND p.agent_id = (SELECT id FROM agent) AND p.embedding_dim = {dim}
+       AND (p.item_kind = 'mem' OR :episodes)
+     ORDER BY p.embedding::vector({dim}) <#> :vector::vector({dim})
+     LIMIT 4 * :depth::int)
+    UNION ALL
+    (SELECT p.item_kind, p.item_id, p.source_hash, p.start_char, p.end_char,
+            -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+     FROM passages p
+     WHERE (SELECT n FROM part_count) BETWEEN 1 AND :walk_from::int - 1
+       AND p.tenant_id = :tenant_id AND p.agent_id = (SELECT id FROM agent) AND p.idx >= 0
+       AND p.embedding_dim = {dim} AND (p.item_kind = 'mem' OR :episodes)
+     ORDER BY score DESC, p.item_kind, p.item_id, p.idx
+     LIMIT 4 * :depth::int)
 ), vec_part_current AS (
     SELECT p.kind, p.id, p.score, p.start_char, p.end_char FROM vec_part p JOIN scoped_memories m
         ON p.kind = 'mem' AND m.id = p.id AND m.content_hash = p.source_hash

@@ -1,0 +1,128 @@
+"""Recall finds an agent's passages by the walk that suits how many it has (docs/reliability.md,
+"Long-record costs: recall beside an agent with many passages").
+
+The passages' HNSW index holds every agent's passages and filters to the recalling agent's
+after the walk, so for an agent with none or few of them beside an agent with many, the
+walk would read on through the other agent's passages (to ``hnsw.max_scan_tuples``). The
+vector statement therefore counts the agent's passages first (``passages_agent``, up to
+``recall.PASSAGE_WALK_FROM``): that many or more are walked by HNSW, fewer ranked exactly,
+none not read at all. Which branch ran is read off EXPLAIN ANALYZE of the statement the
+service sends; each branch must find the record whose passage is the query.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from service.db import recall as recall_queries
+from service.db.pool import Database
+from service.models import TenantId
+from tests.recall_statements import production_calls
+
+MEMORIES = """
+INSERT INTO memories (tenant_id, agent_id, content, embedding)
+SELECT a.tenant_id, a.id, 'long note ' || g,
+       l2_normalize(array(SELECT random() - 0.5 FROM generate_series(1, 384)
+                          WHERE g > 0)::vector)
+FROM generate_series(1, $3::int) g JOIN agents a ON a.tenant_id = $1 AND a.name = $2
+"""
+PASSAGES = """
+INSERT INTO passages (tenant_id, agent_id, item_kind, item_id, idx, source_hash, start_char,
+                      end_char, embedding, embedding_model)
+SELECT m.tenant_id, m.agent_id, 'mem', m.id, i, m.content_hash, i * 100, i * 100 + 120,
+       l2_normalize(array(SELECT random() - 0.5 FROM generate_series(1, 384)
+                          WHERE m.id > 0 AND i >= 0)::vector),
+       'test-model'
+FROM memories m JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.agent_id
+CROSS JOIN generate_series(0, 2) i
+WHERE a.tenant_id = $1 AND a.name = $2
+"""
+PASSAGE_VECTOR = """
+SELECT p.item_id, p.embedding::float4[] AS vector FROM passages p
+JOIN agents a ON a.tenant_id = p.tenant_id AND a.id = p.agent_id
+WHERE a.tenant_id = $1 AND a.name = $2 ORDER BY p.item_id DESC, p.idx DESC LIMIT 1
+"""
+BIG = recall_queries.PASSAGE_WALK_FROM // 3 + 1
+"""Memories of the agent with many passages (three each: more than the bound)."""
+WALK = "Index Scan using passages_embedding_384 on passages"
+
+
+async def _load(db: Database) -> TenantId:
+    """One tenant: ``big`` (three passages a memory, past the bound), ``few`` (ten memories
+    with passages) and ``none`` (ten memories without)."""
+    async with db.admin_tx() as conn:
+        tenant = await conn.fetchval("INSERT INTO tenants (slug) VALUES ('walk') RETURNING id")
+        await conn.execute(
+            "INSERT INTO agents (tenant_id, name) SELECT $1, unnest($2::text[])",
+            tenant,
+            ["big", "few", "none"],
+        )
+        for name, rows in (("big", BIG), ("few", 10), ("none", 10)):
+            await conn.execute(MEMORIES, tenant, name, rows)
+        for name in ("big", "few"):
+            await conn.execute(PASSAGES, tenant, name)
+    async with db.pool.acquire() as conn:
+        await conn.execute("VACUUM ANALYZE passages")
+        await conn.execute("ANALYZE memories")
+    return TenantId(tenant)
+
+
+async def _vector_statement(
+    db: Database, tenant: TenantId, agent: str, vector: list[float]
+) -> tuple[str, list[dict[str, Any]]]:
+    """EXPLAIN ANALYZE of the vector half of a default recall of ``agent``, and its rows."""
+    scope = recall_queries.Scope(agent, None, "", None)
+    async with db.pool.acquire() as conn, conn.transaction():
+        await conn.execute(*db.entering(tenant, generic_plans=True))
+        calls = await production_calls(conn, uuid.UUID(str(tenant)), agent, "note", vector, scope)
+        statement, args = calls[-1]
+        plan = await conn.fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + statement, *args)
+        rows = await conn.fetch(statement, *args)
+    return "\n".join(r[0] for r in plan), [dict(r) for r in rows]
+
+
+def _walked(plan: str) -> bool:
+    """Whether the HNSW scan over passages ran (a branch cut off shows "never executed")."""
+    line = next(line for line in plan.splitlines() if WALK in line)
+    return "never executed" not in line
+
+
+def _exact_ran(plan: str) -> bool:
+    """Whether a scan of the agent's passages through ``passages_agent`` read rows past
+    the count (the exact ranking's branch)."""
+    scans = [line for line in plan.splitlines() if "passages_agent on passages" in line]
+    return sum("never executed" not in line for line in scans) > 1
+
+
+async def _passage_vector(db: Database, tenant: TenantId, agent: str) -> tuple[int, list[float]]:
+    async with db.admin_tx() as conn:
+        row = await conn.fetchrow(PASSAGE_VECTOR, tenant, agent)
+    assert row is not None
+    return int(row["item_id"]), [float(x) for x in row["vector"]]
+
+
+def _best_vector_hit(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return max((r for r in rows if r["channel"] == "vector"), key=lambda r: r["score"])
+
+
+async def test_many_passages_are_walked_and_few_are_ranked_exactly(db: Database) -> None:
+    tenant = await _load(db)
+    for agent, walks in (("big", True), ("few", False)):
+        memory, vector = await _passage_vector(db, tenant, agent)
+        plan, rows = await _vector_statement(db, tenant, agent, vector)
+        assert _walked(plan) is walks, plan
+        assert _exact_ran(plan) is not walks, plan
+        best = _best_vector_hit(rows)
+        assert (best["kind"], best["id"]) == ("mem", memory)
+        assert best["part_cosine"] > 0.999
+
+
+async def test_an_agent_without_passages_does_not_walk_the_others(db: Database) -> None:
+    tenant = await _load(db)
+    _, vector = await _passage_vector(db, tenant, "big")
+    plan, rows = await _vector_statement(db, tenant, "none", vector)
+    assert not _walked(plan), plan
+    assert not _exact_ran(plan), plan
+    assert rows
+    assert all(r["part_cosine"] is None for r in rows)
