@@ -35,12 +35,12 @@ WHERE m.embedding_dim = 384 AND m.id % $3::int = 0
 
 async def add_passages(url: str, agent: str, share: float) -> int:
     """Give about ``share`` of ``agent``'s memories (every 1/share-th id) their passages;
-    returns how many were written. ``ANALYZE`` after, as after the load."""
+    returns how many were written. ``VACUUM ANALYZE`` after, as after the load."""
     stride = max(1, round(1 / share))
     conn = await asyncpg.connect(url)
     try:
         status = await conn.execute(ADD, agent, PER_ROW, stride)
-        await conn.execute("ANALYZE passages")
+        await conn.execute("VACUUM ANALYZE passages")
     finally:
         await conn.close()
     return int(status.split()[-1])
