@@ -5,10 +5,13 @@ episode lists are the exact statement's, its vector list is HNSW's (approximate)
 populated agent (more memories in the period than ``recall_cue.NARROW_ROWS``, each with a
 vector of its own direction) a few memories of the period lie clearly nearest the query:
 both statements must return them first, and neither one the memory nearer still that lies
-outside the period. When the index walk gives up before the list is full (a small agent in
-a large table, past ``hnsw.max_scan_tuples``; here the iterative scan is switched off and
-``hnsw.ef_search`` is 10, so the walk returns 10 rows at most), the wide statement's
-vector list is the exact one.
+outside the period. The exact statement returns all five; the wide one at least four:
+HNSW is approximate, and on this corpus (uniformly random directions, the five near ones
+near-copies of each other, which the graph's neighbour pruning links sparsely) its walk
+missed one of the five in about one run in seven. When the index walk gives up before
+the list is full (a small agent in a large table, past ``hnsw.max_scan_tuples``; here the
+iterative scan is switched off and ``hnsw.ef_search`` is 10, so the walk returns 10 rows
+at most), the wide statement's vector list is the exact one.
 """
 
 from __future__ import annotations
@@ -113,7 +116,9 @@ async def test_a_wide_periods_lists_agree_with_the_exact_ones_on_a_clear_case(
         exact = await _lists(conn, tenant, vector_search, wide=False)
         wide = await _lists(conn, tenant, vector_search, wide=True)
         assert sorted(exact["cue_vector"][:5]) == sorted(near), exact
-        assert sorted(wide["cue_vector"][:5]) == sorted(near), wide
+        walked = [memory for memory in wide["cue_vector"] if memory in near]
+        assert len(walked) >= len(near) - 1, wide  # approximate: see the module docstring
+        assert wide["cue_vector"][: len(walked)] == walked, wide  # and what it found first
         assert not set(outside) & set(wide["cue_vector"])
         assert wide["cue_text"] == exact["cue_text"]
         assert set(wide) == set(exact) == {"cue_vector", "cue_text"}
