@@ -29,14 +29,13 @@ passages instead (docs/architecture.md, "Passages").
 Passages: when recall's vector channel scored a passage of the row (its span and cosine,
 :class:`Part`), the units fuse both signals. A unit's score is its lexical score divided
 by the row's best unit's (0 to 1) plus the passage's cosine when the unit lies in the
-passage's part beyond the preview. The best fused unit wins: the passage is shown
-whenever its meaning plus its own words beat the lexical pick, and a row found by
-meaning alone (no query word in it) is shown where it matched. Inside the passage the
-excerpt starts at the unit with the most query words, else at the passage's first unit.
-The cosine is the whole passage's: where the preview shows the passage's first lines, they
-score it too, so a hidden line of the passage is shown only when it beats the shown ones
+passage. The cosine is the whole passage's, so where the preview shows the passage's first
+lines they score it too, and a hidden line of the passage is shown only when it beats them
 (before, the cosine carried the best hidden line past a better shown one of the same
-passage: docs/benchmarks/passages.md, "Tokens, second round").
+passage: docs/benchmarks/passages.md, "Tokens, second round"). The best fused unit wins:
+the passage is shown whenever its meaning plus its own words beat the lexical pick, and a
+row found by meaning alone (no query word in it) is shown where it matched. Inside the
+passage the excerpt starts at the unit with the most query words, else at its first unit.
 
 Pure functions; positions and lengths are code points.
 """
