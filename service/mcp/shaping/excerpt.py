@@ -29,10 +29,13 @@ passages instead (docs/architecture.md, "Passages").
 Passages: when recall's vector channel scored a passage of the row (its span and cosine,
 :class:`Part`), the units fuse both signals. A unit's score is its lexical score divided
 by the row's best unit's (0 to 1) plus the passage's cosine when the unit lies in the
-passage's part beyond the preview. The best fused unit wins: the passage is shown
-whenever its meaning plus its own words beat the lexical pick, and a row found by
-meaning alone (no query word in it) is shown where it matched. Inside the passage the
-excerpt starts at the unit with the most query words, else at the passage's first unit.
+passage. The cosine is the whole passage's, so where the preview shows the passage's first
+lines they score it too, and a hidden line of the passage is shown only when it beats them
+(before, the cosine carried the best hidden line past a better shown one of the same
+passage: docs/benchmarks/passages.md, "Tokens, second round"). The best fused unit wins:
+the passage is shown whenever its meaning plus its own words beat the lexical pick, and a
+row found by meaning alone (no query word in it) is shown where it matched. Inside the
+passage the excerpt starts at the unit with the most query words, else at its first unit.
 
 Pure functions; positions and lengths are code points.
 """
@@ -299,7 +302,8 @@ def passage_pick(
 ) -> Excerpt | None:
     """The excerpt from ``part`` when its best unit's fused score beats every unit outside
     it (see the module's docstring), else None (the lexical pick stands). Only the part
-    beyond the preview competes: what the preview shows needs no excerpt."""
+    beyond the preview competes: what the preview shows needs no excerpt, and the part's
+    units the preview shows score its cosine too (it is the whole passage's)."""
     low = max(part.start, word_start(text, preview_chars))
     if low >= part.end:
         return None
@@ -309,8 +313,11 @@ def passage_pick(
     def lexical(unit: ScoredUnit) -> float:
         return unit.score / top if top > 0 else 0.0
 
+    def rival(unit: ScoredUnit) -> float:  # a line of the passage the preview shows shares it
+        return lexical(unit) + (part.cosine if _inside(unit, part.start, low) else 0.0)
+
     inside = [unit for unit in scored if _inside(unit, low, part.end)]
-    outside = [lexical(unit) for unit in scored if not _inside(unit, low, part.end)]
+    outside = [rival(unit) for unit in scored if not _inside(unit, low, part.end)]
     best = max(inside, key=lambda unit: (lexical(unit), -unit.start), default=None)
     fused = part.cosine + (0.0 if best is None else lexical(best))
     if fused <= max(outside, default=0.0) + 1e-9:

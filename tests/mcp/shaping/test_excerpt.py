@@ -227,3 +227,16 @@ def test_a_weak_passage_leaves_the_lexical_pick() -> None:
 def test_a_passage_inside_the_preview_adds_no_excerpt() -> None:
     text = "Bob: the stove is warm.\n" + FILLER
     assert with_part(text, "hound rest", excerpt.Part(0, 300, 0.9)) is None
+
+
+def test_a_passage_the_preview_half_shows_needs_its_hidden_lines_to_beat_its_shown_ones() -> None:
+    # the passage's cosine is the whole passage's: its lines in the preview share it
+    shown = "Bob: I walked the greyhound Pixel in the park.\n"
+    line = "Bob: we went out early."  # beyond the preview, in the same passage
+    text = shown + FILLER + line + "\n" + FILLER
+    query = "Where did Bob walk the greyhound Pixel?"
+    start = text.index(line)
+    assert start > 500
+    assert one(text, query) is None  # the preview shows the best word match
+    assert with_part(text, query, excerpt.Part(start, start + len(line), 0.9)) is not None
+    assert with_part(text, query, excerpt.Part(0, start + len(line), 0.9)) is None
