@@ -142,12 +142,13 @@ def run_cpersona(args: argparse.Namespace) -> dict[str, Any]:
     """CPersona 2.6.14 on the same turns (its own store, the same MiniLM vectors over
     HTTP), each question one ``recall`` (``limit`` 10) with ``trace``: its rows and the
     trace of every arm, to read which arm brought each gold turn."""
+    from bench.harness import cpersona
     from bench.quality import side_by_side as sbs
 
     records = load_ids(args.data, args.ids)
     convs = [_conversation(r) for r in records]
     out: dict[str, Any] = {}
-    with sbs.cpersona_service(sbs.cpersona.DEFAULT_VENV, False) as service:
+    with sbs.cpersona_service(cpersona.DEFAULT_VENV, False) as service:
         stored = sbs.Stored()
         jobs = sbs.jobs_of(convs, lambda c: c.sample_id, None)
         out["store"] = asyncio.run(sbs.store_all(service, jobs, 2, stored))

@@ -14,8 +14,9 @@ from typing import Any, cast
 
 import pytest
 
-from service.config import ConfigError, load_settings
+from service.config import load_settings
 from service.db.pool import Database
+from service.errors import ConfigError
 from service.memory.library import Library
 from service.memory.recall import gate, rank, scoring
 from service.memory.recall.candidate import Candidate, Tunables
