@@ -12,6 +12,8 @@ with ``CPERSONA_PASSAGES=false`` (recall reads none: the records' own vectors, a
 passages). Scores: session NDCG@10 and recall_any@5 (a row's session is relevant when it
 is in ``answer_session_ids``; sessions ranked by their first row), turn NDCG@10 (turns with
 ``has_answer``). ``--questions`` takes that many, round-robin over the six types.
+``--env NAME=VALUE`` (repeatable) asks once more on the same data with that setting added
+(one variant each), so a ranking setting is measured before and after in one run.
 """
 
 from __future__ import annotations
@@ -114,10 +116,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         off = {**base, "CPERSONA_PASSAGES": "false"}
         with harness.serve_on(args.code, data_dir, key, off) as service:
             without = asyncio.run(_ask(service, items))
-    for name, rows in (("without passages", without), ("with passages", with_passages)):
+        answers = [("without passages", without), ("with passages", with_passages)]
+        for name, value in _settings(args.env):
+            with harness.serve_on(args.code, data_dir, key, {**base, name: value}) as service:
+                answers.append((f"with {name}={value}", asyncio.run(_ask(service, items))))
+    for name, rows in answers:
         keys = ("session_ndcg10", "recall_any5", "turn_ndcg10")
         out["variants"][name] = {"metrics": {k: _mean(rows, k) for k in keys}, "per_question": rows}
         print(f"{name}: {out['variants'][name]['metrics']}", file=sys.stderr)
+    return out
+
+
+def _settings(pairs: Sequence[str]) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` strings as pairs; BenchError for one without ``=``."""
+    out = []
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise harness.BenchError(f"--env wants NAME=VALUE, got {pair!r}")
+        out.append((name.strip(), value.strip()))
     return out
 
 
@@ -126,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--questions", type=int, default=60)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--env", action="append", default=[], help="one more variant: NAME=VALUE")
     args = parser.parse_args(argv)
     write_json(args.out, run_on_snapshot(args, run, import_here=True))
 

@@ -35,6 +35,9 @@ TUNING_VARIANTS = (
         "rsf, autocut off", {"CPERSONA_RECALL_MODE": "rsf", "CPERSONA_AUTOCUT_ENABLED": "false"}
     ),
     Variant("cascade", {"CPERSONA_RECALL_MODE": "cascade"}),
+    Variant("vector seats 3", {"CPERSONA_HYBRID_VECTOR_SEATS": "3"}),
+    Variant("vector seats 4", {"CPERSONA_HYBRID_VECTOR_SEATS": "4"}),
+    Variant("vector seats 5", {"CPERSONA_HYBRID_VECTOR_SEATS": "5"}),
     Variant("rrf k=10, deep", {"CPERSONA_RRF_K": "10"}, deep=True),
     Variant("rrf, depth 50", {"CPERSONA_RECALL_DEPTH": "50"}),
     Variant(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bench.harness.serving import BenchError
 from bench.quality import longmemeval
 
 
@@ -50,3 +51,23 @@ def test_sessions_are_ranked_by_their_first_row_and_turns_scored_alone() -> None
     assert scores["turn_ndcg10"] == pytest.approx(0.5, abs=1e-4)
     missed = longmemeval._scores(["s1#0"], ["s2#0"], record("q", "a"))
     assert (missed["recall_any5"], missed["session_ndcg10"], missed["turn_ndcg10"]) == (0, 0, 0)
+
+
+def test_env_variants_are_name_value_pairs() -> None:
+    pairs = longmemeval._settings(["CPERSONA_X=3", " CPERSONA_Y = a=b "])
+    assert pairs == [("CPERSONA_X", "3"), ("CPERSONA_Y", "a=b")]
+    with pytest.raises(BenchError, match="NAME=VALUE"):
+        longmemeval._settings(["CPERSONA_X"])
+
+
+def test_gold_ranks_are_read_per_configuration(tmp_path: Path) -> None:
+    from bench.quality import lme_ranks
+
+    (tmp_path / "43_q1.json").write_text(json.dumps(record("q1", "a")))
+    (rec,) = lme_ranks.load_ids(tmp_path, ["q1"])
+    rows = [{"id": "s1#0", "chars": 5, "reason": None}, {"id": "s2#0", "chars": 19, "reason": {}}]
+    report = lme_ranks._report([rec], {"fused": {"q1": rows}, "none": {"q1": rows[:1]}})
+    assert report["q1"]["gold"]["s2#0"] == {
+        "fused": {"rank": 2, "reason": {}},
+        "none": {"rank": None, "reason": None},
+    }

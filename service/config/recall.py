@@ -121,6 +121,9 @@ class RecallSettings:
     """``random_page_cost`` of the tenant transactions that plan their statements
     (recall's generic plans, and every one planned per call); the server's elsewhere."""
     hybrid_lexical_weight: float = setting(0.45, "CPERSONA_HYBRID_LEXICAL_WEIGHT", parse=UNIT)
+    hybrid_vector_seats: int = setting(0, "CPERSONA_HYBRID_VECTOR_SEATS", parse=parse_int(0, 100))
+    """Places of a hybrid answer kept for the best rows by cosine (docs/tools.md, "Vector
+    seats"); 0: none."""
     lexical_english_weight: float = setting(
         1.0, "CPERSONA_LEXICAL_ENGLISH_WEIGHT", parse=parse_float(0.0, 10.0)
     )

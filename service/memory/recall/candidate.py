@@ -171,6 +171,7 @@ class Tunables:
     autocut_min_results: int = 3
     autocut_min_gap_ratio: float = 0.15
     confidence_enabled: bool = False
+    vector_seats: int = 0
     cosine_floor: float = 0.20
     cosine_ceil: float = 0.75
     decay_rate: float = 0.005

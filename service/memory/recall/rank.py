@@ -21,6 +21,7 @@ from service.memory.recall.candidate import (
 from service.memory.recall.confidence import score_confidence
 from service.memory.recall.gate import gate_fallback, gate_score, quality_gate
 from service.memory.recall.penalty import apply_episode_penalty
+from service.memory.recall.seats import seated_rows, with_seats
 from service.memory.recall.time import NO_SPAN, TimeSpan
 
 
@@ -154,7 +155,8 @@ def rank(
     candidates.
 
     Penalty and confidence, the quality gate, the ``gate_fallback`` rescue (only possible
-    with confidence on), autocut (skipped after a rescue), then the limit cut.
+    with confidence on), autocut (skipped after a rescue), the hybrid recall's vector seats
+    (``seats``), then the limit cut.
     """
     t = tunables
     scored = pre_gate(rows, ctx, t)
@@ -172,4 +174,7 @@ def rank(
         return Ranked(tuple(finalize(rescue, ctx.limit)), True, tuple(rescue))
     if t.autocut_enabled:
         gated = autocut(gated, t.autocut_min_results, t.autocut_min_gap_ratio)
+    if ctx.vector_floor is not None and not ctx.query_empty and t.vector_seats > 0:
+        seated = seated_rows(scored, t.vector_seats, ctx.pool_size, deep=ctx.deep, gate=ctx.gate)
+        gated = with_seats(gated, seated, ctx.limit)
     return Ranked(rows=tuple(finalize(gated, ctx.limit)), admitted=tuple(gated))

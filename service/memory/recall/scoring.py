@@ -51,6 +51,7 @@ def tunables(lib: Library) -> candidate.Tunables:
         autocut_min_results=s.autocut_min_results,
         autocut_min_gap_ratio=s.autocut_min_gap_ratio,
         confidence_enabled=s.confidence_enabled,
+        vector_seats=s.hybrid_vector_seats,
     )
 
 
