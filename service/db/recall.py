@@ -17,12 +17,14 @@ from service.db.pool import Connection
 from service.db.sql import QUERIES, VECTOR_DIMS, number, shaped, shaped_arguments
 from service.models import TenantId
 
-PASSAGE_WALK_FROM: Final = 2_000
-"""The agent's passages from which recall finds its nearest through the HNSW index; fewer
-are ranked exactly (``recall_vectors``). The HNSW index holds every agent's passages and
-filters after the walk, so for an agent with few of them it reads on through the others'
-(at 7,996 passages of another agent, 28 ms instead of 5 for an agent with none). Ranking
-exactly costs about 1 µs a passage, the walk about 2 ms on this corpus: they meet here
+WALK_FROM: Final = 2_000
+"""The agent's episodes or passages from which recall finds its nearest through their HNSW
+index; fewer are ranked exactly, none are not read (``recall_vectors``, part
+``walk_counts``). An HNSW index holds every agent's rows and filters after the walk, so for
+an agent with few of them it reads on through the others' (beside 7,996 passages of
+another agent, 28 ms instead of 5 for an agent with none; beside 5,000 episodes, 16–18 ms
+instead of 2–3). Ranking exactly costs about 1 µs a row, the walk about 2 ms on this
+corpus: they meet here
 (docs/reliability.md, "Long-record costs: recall beside an agent with many passages")."""
 
 
@@ -307,7 +309,7 @@ async def with_vectors(
         "vector": list(wanted.vector),
         "episodes": wanted.episodes,
         "passages": wanted.passages,
-        "walk_from": PASSAGE_WALK_FROM,
+        "walk_from": WALK_FROM,
         "depth": _vector_depth(wanted),
         "memory_ids": lexical.ids("mem"),
         "episode_ids": lexical.ids("ep"),

@@ -21,6 +21,7 @@ inside a tenant transaction, exactly like a recall.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -54,6 +55,16 @@ FROM memories m, generate_series(0, 2) i
 WHERE m.id % 20 = 0
 """
 
+EPISODES = """
+INSERT INTO episodes (tenant_id, agent_id, summary, embedding, embedding_model)
+SELECT a.tenant_id, a.id, 'session ' || g || ' about ' || (ARRAY['tea', 'cats'])[1 + g % 2],
+       l2_normalize(array(SELECT random() - 0.5 FROM generate_series(1, 384)
+                          WHERE g > 0)::vector),
+       'test-model'
+FROM generate_series(1, 20000) g
+JOIN agents a ON a.name = (CASE WHEN g % 10 = 0 THEN 'target' ELSE 'other' || (g % 19) END)
+"""
+
 
 async def _load(db: Database) -> str:
     async with db.admin_tx() as conn:
@@ -75,6 +86,7 @@ async def _load(db: Database) -> str:
         # timeout on a loaded machine; the test's own time limit bounds them
         await conn.execute(LOAD, timeout=LOAD_TIMEOUT_SECONDS)
         await conn.execute(PASSAGES, timeout=LOAD_TIMEOUT_SECONDS)
+        await conn.execute(EPISODES, timeout=LOAD_TIMEOUT_SECONDS)
         for index in hnsw:
             await conn.execute(index["indexdef"], timeout=LOAD_TIMEOUT_SECONDS)
     async with db.pool.acquire() as conn:
@@ -124,6 +136,10 @@ def _assert_indexed(plan: str, memory_hnsw: bool = True) -> None:
         assert "Index Scan using memories_embedding_384 on memories" in plan, plan
     assert "Index Scan using passages_embedding_384 on passages" in plan, plan
     assert "Only Scan using passages_agent on passages" in plan, plan  # the count
+    # episodes: through the count's index, then HNSW or (the planner's choice for an agent
+    # of about a thousand, the corpus's average) exactly through a scoped index; no scan
+    assert re.search(r"Index Only Scan using episodes_\w+ on episodes c\n", plan), plan
+    assert "Seq Scan on episodes" not in plan, plan
     assert "Seq Scan on passages" not in plan, plan
     assert "Bitmap Index Scan on memories_tsv " in plan or "memories_tsv\n" in plan, plan
     assert "Bitmap Index Scan on memories_tsv_en" in plan, plan

@@ -253,12 +253,9 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- embedded: nearest memories and episodes (HNSW, inner product on unit vectors), each
 -- scored by its best vector, its own or a current passage's (docs/architecture.md,
 -- "Passages": collapsed per record here; a passage cut from another text than the
--- record's is stale and never read). The agent's passages are counted first, through
--- passages_agent up to :walk_from: that many or more are walked by HNSW; fewer are ranked
--- exactly (the HNSW index holds every agent's passages and its walk filters afterwards,
--- so for an agent with few it would read on through others' to hnsw.max_scan_tuples:
--- docs/reliability.md, "Long-record costs: recall beside an agent with many passages").
--- With the same text
+-- record's is stale and never read). Episodes and passages are walked by HNSW only for an
+-- agent with :walk_from of them or more, fewer are ranked exactly, none not read (part
+-- walk_counts). With the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row (its best as above) per lexical hit with a vector of this width
 -- (hybrid fusion and the confidence backfill score rows found by words alone by it).
@@ -270,8 +267,8 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- Scope and shapes as ``recall_lexical`` (:depth, the vector depth, is written in).
 -- :tenant_id uuid, :agent name text, :project_id text, :channel text, :source_pattern
 -- source_id LIKE pattern text (NULL = none), :vector query vector, :episodes eligible
--- boolean, :passages read passages boolean, :walk_from int (the agent's passages from which
--- the HNSW walk finds them; fewer are ranked exactly), :depth vector depth int, :memory_ids memory
+-- boolean, :passages read passages boolean, :walk_from int (the agent's episodes or passages
+-- from which the HNSW walk finds them), :depth vector depth int, :memory_ids memory
 -- ids of the lexical hits, :episode_ids their episode ids, :stems stem queries and :idfs
 -- their IDFs (in ``recall_lexical``'s order, so coverage sums alike), :phrases phrase
 -- queries, all text[]; :any_simple any-word query of the simple vector text,
@@ -281,7 +278,7 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- :as_of timestamptz, the instant an as_of recall reads (in that shape only) -- shape: as_of
 WITH typing AS (
     SELECT :project_id::text, :channel::text, :source_pattern::text, :depth::int -- shape: typing
-), {part:recall_scope}, vec_mem_own AS (
+), {part:recall_scope}, {part:walk_counts}, vec_mem_own AS (
     SELECT m.id, -(m.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
     FROM scoped_memories m
     WHERE :vector::vector IS NOT NULL AND m.embedding_dim = {dim}
@@ -289,23 +286,23 @@ WITH typing AS (
     ORDER BY m.embedding::vector({dim}) <#> :vector::vector({dim})
     LIMIT :depth::int
 ), vec_ep_own AS (
-    SELECT e.id, -(e.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
-    FROM scoped_episodes e
-    WHERE :vector::vector IS NOT NULL AND :episodes AND e.embedding_dim = {dim}
-    ORDER BY e.embedding::vector({dim}) <#> :vector::vector({dim})
-    LIMIT :depth::int
-), part_count AS MATERIALIZED (
-    SELECT count(*) AS n FROM (
-        SELECT 1 FROM passages q
-        WHERE :vector::vector IS NOT NULL AND :passages AND q.tenant_id = :tenant_id
-          AND q.agent_id = (SELECT id FROM agent) AND q.idx >= 0 -- passages_agent's predicate
-        ORDER BY q.tenant_id, q.agent_id LIMIT :walk_from::int
-    ) q
+    (SELECT e.id, -(e.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+     FROM scoped_episodes e
+     WHERE (SELECT episodes FROM walk_counts) >= :walk_from::int AND e.embedding_dim = {dim}
+     ORDER BY e.embedding::vector({dim}) <#> :vector::vector({dim})
+     LIMIT :depth::int)
+    UNION ALL
+    (SELECT e.id, -(e.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
+     FROM scoped_episodes e
+     WHERE (SELECT episodes FROM walk_counts) BETWEEN 1 AND :walk_from::int - 1
+       AND e.embedding_dim = {dim}
+     ORDER BY score DESC, e.id DESC
+     LIMIT :depth::int)
 ), vec_part AS (
     (SELECT p.item_kind AS kind, p.item_id AS id, p.source_hash, p.start_char, p.end_char,
             -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
      FROM passages p
-     WHERE (SELECT n FROM part_count) >= :walk_from::int AND p.tenant_id = :tenant_id
+     WHERE (SELECT passages FROM walk_counts) >= :walk_from::int AND p.tenant_id = :tenant_id
        AND p.agent_id = (SELECT id FROM agent) AND p.embedding_dim = {dim}
        AND (p.item_kind = 'mem' OR :episodes)
      ORDER BY p.embedding::vector({dim}) <#> :vector::vector({dim})
@@ -314,7 +311,7 @@ WITH typing AS (
     (SELECT p.item_kind, p.item_id, p.source_hash, p.start_char, p.end_char,
             -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
      FROM passages p
-     WHERE (SELECT n FROM part_count) BETWEEN 1 AND :walk_from::int - 1
+     WHERE (SELECT passages FROM walk_counts) BETWEEN 1 AND :walk_from::int - 1
        AND p.tenant_id = :tenant_id AND p.agent_id = (SELECT id FROM agent) AND p.idx >= 0
        AND p.embedding_dim = {dim} AND (p.item_kind = 'mem' OR :episodes)
      ORDER BY score DESC, p.item_kind, p.item_id, p.idx

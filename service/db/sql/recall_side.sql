@@ -111,3 +111,26 @@ SET state = EXCLUDED.state,
     long_form_sent = embedding_health.long_form_sent OR EXCLUDED.long_form_sent,
     updated_at = now()
 RETURNING coalesce((SELECT long_form_sent FROM before), false) AS already_sent
+
+-- part: walk_counts --
+-- How many episodes and passages recall_vectors' agent has, each counted through an index
+-- up to :walk_from (0 when that half does not run). An HNSW index holds every agent's rows
+-- and filters to the agent's after the walk (pgvector's iterative scan), so for an agent
+-- with none or few beside agents with many the walk reads on through theirs, up to
+-- hnsw.max_scan_tuples; the statement walks only from :walk_from rows, ranks fewer exactly
+-- (about 1 µs a row against about 2 ms a walk) and reads none for an agent without
+-- (docs/reliability.md, "Long-record costs: recall beside an agent with many passages").
+-- passages_agent's predicate idx >= 0 (every passage's) keeps that index out of the walk.
+-- :tenant_id uuid, :vector query vector, :episodes boolean, :passages boolean, :walk_from int
+walk_counts AS MATERIALIZED (
+    SELECT (SELECT count(*) FROM (
+                SELECT 1 FROM episodes c
+                WHERE :vector::vector IS NOT NULL AND :episodes AND c.tenant_id = :tenant_id
+                  AND c.agent_id = (SELECT id FROM agent)
+                ORDER BY c.tenant_id, c.agent_id LIMIT :walk_from::int) c) AS episodes,
+           (SELECT count(*) FROM (
+                SELECT 1 FROM passages q
+                WHERE :vector::vector IS NOT NULL AND :passages AND q.tenant_id = :tenant_id
+                  AND q.agent_id = (SELECT id FROM agent) AND q.idx >= 0
+                ORDER BY q.tenant_id, q.agent_id LIMIT :walk_from::int) q) AS passages
+)

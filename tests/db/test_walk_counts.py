@@ -1,13 +1,13 @@
-"""Recall finds an agent's passages by the walk that suits how many it has (docs/reliability.md,
-"Long-record costs: recall beside an agent with many passages").
+"""Recall finds an agent's passages and episodes by the walk that suits how many it has
+(docs/reliability.md, "Long-record costs: recall beside an agent with many passages").
 
-The passages' HNSW index holds every agent's passages and filters to the recalling agent's
-after the walk, so for an agent with none or few of them beside an agent with many, the
-walk would read on through the other agent's passages (to ``hnsw.max_scan_tuples``). The
-vector statement therefore counts the agent's passages first (``passages_agent``, up to
-``recall.PASSAGE_WALK_FROM``): that many or more are walked by HNSW, fewer ranked exactly,
-none not read at all. Which branch ran is read off EXPLAIN ANALYZE of the statement the
-service sends; each branch must find the record whose passage is the query.
+An HNSW index holds every agent's rows and filters to the recalling agent's after the
+walk, so for an agent with none or few of them beside an agent with many, the walk would
+read on through the other agent's (to ``hnsw.max_scan_tuples``). The vector statement
+therefore counts the agent's passages and episodes first (part ``walk_counts``, up to
+``recall.WALK_FROM``): that many or more are walked by HNSW, fewer ranked exactly, none not
+read at all. Which branch ran is read off EXPLAIN ANALYZE of the statement the service
+sends; each branch must find the record whose vector is the query.
 """
 
 from __future__ import annotations
@@ -43,14 +43,29 @@ SELECT p.item_id, p.embedding::float4[] AS vector FROM passages p
 JOIN agents a ON a.tenant_id = p.tenant_id AND a.id = p.agent_id
 WHERE a.tenant_id = $1 AND a.name = $2 ORDER BY p.item_id DESC, p.idx DESC LIMIT 1
 """
-BIG = recall_queries.PASSAGE_WALK_FROM // 3 + 1
+BIG = recall_queries.WALK_FROM // 3 + 1
 """Memories of the agent with many passages (three each: more than the bound)."""
 WALK = "Index Scan using passages_embedding_384 on passages"
+EPISODE_WALK = "Index Scan using episodes_embedding_384 on episodes"
+EPISODES = """
+INSERT INTO episodes (tenant_id, agent_id, summary, embedding, embedding_model)
+SELECT a.tenant_id, a.id, 'session ' || g,
+       l2_normalize(array(SELECT random() - 0.5 FROM generate_series(1, 384)
+                          WHERE g > 0)::vector),
+       'test-model'
+FROM generate_series(1, $3::int) g JOIN agents a ON a.tenant_id = $1 AND a.name = $2
+"""
+EPISODE_VECTOR = """
+SELECT e.id, e.embedding::float4[] AS vector FROM episodes e
+JOIN agents a ON a.tenant_id = e.tenant_id AND a.id = e.agent_id
+WHERE a.tenant_id = $1 AND a.name = $2 ORDER BY e.id DESC LIMIT 1
+"""
 
 
 async def _load(db: Database) -> TenantId:
-    """One tenant: ``big`` (three passages a memory, past the bound), ``few`` (ten memories
-    with passages) and ``none`` (ten memories without)."""
+    """One tenant: ``big`` (three passages a memory and as many episodes as the bound),
+    ``few`` (ten memories with passages, ten episodes) and ``none`` (ten memories, nothing
+    else)."""
     async with db.admin_tx() as conn:
         tenant = await conn.fetchval("INSERT INTO tenants (slug) VALUES ('walk') RETURNING id")
         await conn.execute(
@@ -62,8 +77,11 @@ async def _load(db: Database) -> TenantId:
             await conn.execute(MEMORIES, tenant, name, rows)
         for name in ("big", "few"):
             await conn.execute(PASSAGES, tenant, name)
+        for name, rows in (("big", recall_queries.WALK_FROM), ("few", 10)):
+            await conn.execute(EPISODES, tenant, name, rows)
     async with db.pool.acquire() as conn:
         await conn.execute("VACUUM ANALYZE passages")
+        await conn.execute("VACUUM ANALYZE episodes")
         await conn.execute("ANALYZE memories")
     return TenantId(tenant)
 
@@ -82,9 +100,9 @@ async def _vector_statement(
     return "\n".join(r[0] for r in plan), [dict(r) for r in rows]
 
 
-def _walked(plan: str) -> bool:
-    """Whether the HNSW scan over passages ran (a branch cut off shows "never executed")."""
-    line = next(line for line in plan.splitlines() if WALK in line)
+def _walked(plan: str, scan: str = WALK) -> bool:
+    """Whether the HNSW ``scan`` ran (a branch cut off shows "never executed")."""
+    line = next(line for line in plan.splitlines() if scan in line)
     return "never executed" not in line
 
 
@@ -126,3 +144,29 @@ async def test_an_agent_without_passages_does_not_walk_the_others(db: Database) 
     assert not _exact_ran(plan), plan
     assert rows
     assert all(r["part_cosine"] is None for r in rows)
+
+
+async def _episode_vector(db: Database, tenant: TenantId, agent: str) -> tuple[int, list[float]]:
+    async with db.admin_tx() as conn:
+        row = await conn.fetchrow(EPISODE_VECTOR, tenant, agent)
+    assert row is not None
+    return int(row["id"]), [float(x) for x in row["vector"]]
+
+
+async def test_episodes_are_walked_from_the_bound_and_found_either_way(db: Database) -> None:
+    tenant = await _load(db)
+    for agent, walks in (("big", True), ("few", False)):
+        episode, vector = await _episode_vector(db, tenant, agent)
+        plan, rows = await _vector_statement(db, tenant, agent, vector)
+        assert _walked(plan, EPISODE_WALK) is walks, plan
+        best = _best_vector_hit(rows)
+        assert (best["kind"], best["id"]) == ("ep", episode)
+        assert best["score"] > 0.999
+
+
+async def test_an_agent_without_episodes_does_not_walk_the_others(db: Database) -> None:
+    tenant = await _load(db)
+    _, vector = await _episode_vector(db, tenant, "big")
+    plan, rows = await _vector_statement(db, tenant, "none", vector)
+    assert not _walked(plan, EPISODE_WALK), plan
+    assert all(r["kind"] == "mem" for r in rows)
