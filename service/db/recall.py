@@ -22,8 +22,8 @@ WALK_FROM: Final = 2_000
 index; fewer are ranked exactly, none are not read (``recall_vectors``, part
 ``walk_counts``). An HNSW index holds every agent's rows and filters after the walk, so for
 an agent with few of them it reads on through the others' (beside 7,996 passages of
-another agent, 28 ms instead of 5 for an agent with none; beside 5,000 episodes, 16–18 ms
-instead of 2–3). Ranking exactly costs about 1 µs a row, the walk about 2 ms on this
+another agent, 28 ms instead of 5 for an agent with none; beside 5,000 episodes, 16 to 18 ms
+instead of 2 to 3). Ranking exactly costs about 1 µs a row, the walk about 2 ms on this
 corpus: they meet here
 (docs/reliability.md, "Long-record costs: recall beside an agent with many passages")."""
 
