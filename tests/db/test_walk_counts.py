@@ -113,11 +113,14 @@ def _exact_ran(plan: str) -> bool:
     return sum("never executed" not in line for line in scans) > 1
 
 
-async def _passage_vector(db: Database, tenant: TenantId, agent: str) -> tuple[int, list[float]]:
+async def _last_vector(
+    db: Database, tenant: TenantId, agent: str, query: str = PASSAGE_VECTOR
+) -> tuple[int, list[float]]:
+    """The id and vector of ``agent``'s last passage (``query`` ``EPISODE_VECTOR``: episode)."""
     async with db.admin_tx() as conn:
-        row = await conn.fetchrow(PASSAGE_VECTOR, tenant, agent)
+        row = await conn.fetchrow(query, tenant, agent)
     assert row is not None
-    return int(row["item_id"]), [float(x) for x in row["vector"]]
+    return int(row[0]), [float(x) for x in row["vector"]]
 
 
 def _best_vector_hit(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -127,7 +130,7 @@ def _best_vector_hit(rows: list[dict[str, Any]]) -> dict[str, Any]:
 async def test_many_passages_are_walked_and_few_are_ranked_exactly(db: Database) -> None:
     tenant = await _load(db)
     for agent, walks in (("big", True), ("few", False)):
-        memory, vector = await _passage_vector(db, tenant, agent)
+        memory, vector = await _last_vector(db, tenant, agent)
         plan, rows = await _vector_statement(db, tenant, agent, vector)
         assert _walked(plan) is walks, plan
         assert _exact_ran(plan) is not walks, plan
@@ -138,7 +141,7 @@ async def test_many_passages_are_walked_and_few_are_ranked_exactly(db: Database)
 
 async def test_an_agent_without_passages_does_not_walk_the_others(db: Database) -> None:
     tenant = await _load(db)
-    _, vector = await _passage_vector(db, tenant, "big")
+    _, vector = await _last_vector(db, tenant, "big")
     plan, rows = await _vector_statement(db, tenant, "none", vector)
     assert not _walked(plan), plan
     assert not _exact_ran(plan), plan
@@ -146,17 +149,10 @@ async def test_an_agent_without_passages_does_not_walk_the_others(db: Database) 
     assert all(r["part_cosine"] is None for r in rows)
 
 
-async def _episode_vector(db: Database, tenant: TenantId, agent: str) -> tuple[int, list[float]]:
-    async with db.admin_tx() as conn:
-        row = await conn.fetchrow(EPISODE_VECTOR, tenant, agent)
-    assert row is not None
-    return int(row["id"]), [float(x) for x in row["vector"]]
-
-
 async def test_episodes_are_walked_from_the_bound_and_found_either_way(db: Database) -> None:
     tenant = await _load(db)
     for agent, walks in (("big", True), ("few", False)):
-        episode, vector = await _episode_vector(db, tenant, agent)
+        episode, vector = await _last_vector(db, tenant, agent, EPISODE_VECTOR)
         plan, rows = await _vector_statement(db, tenant, agent, vector)
         assert _walked(plan, EPISODE_WALK) is walks, plan
         best = _best_vector_hit(rows)
@@ -166,7 +162,7 @@ async def test_episodes_are_walked_from_the_bound_and_found_either_way(db: Datab
 
 async def test_an_agent_without_episodes_does_not_walk_the_others(db: Database) -> None:
     tenant = await _load(db)
-    _, vector = await _episode_vector(db, tenant, "big")
+    _, vector = await _last_vector(db, tenant, "big", EPISODE_VECTOR)
     plan, rows = await _vector_statement(db, tenant, "none", vector)
     assert not _walked(plan, EPISODE_WALK), plan
     assert all(r["kind"] == "mem" for r in rows)
