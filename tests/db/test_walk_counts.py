@@ -166,3 +166,24 @@ async def test_an_agent_without_episodes_does_not_walk_the_others(db: Database) 
     plan, rows = await _vector_statement(db, tenant, "none", vector)
     assert not _walked(plan, EPISODE_WALK), plan
     assert all(r["kind"] == "mem" for r in rows)
+
+
+def _passage_reads(plan: str) -> list[str]:
+    """The scans of ``passages`` that ran, other than through ``passages_agent`` (the
+    count and the exact ranking): the lexical hits' passages and the records' counts."""
+    return [
+        line
+        for line in plan.splitlines()
+        if " on passages" in line and "passages_agent" not in line and "never executed" not in line
+    ]
+
+
+async def test_an_agent_without_passages_reads_none_for_its_word_matches(db: Database) -> None:
+    """A passage count of 0 also spares the lexical hits' passages and the found records'
+    passage counts (a primary-key probe each, about 120 a recall, for nothing)."""
+    tenant = await _load(db)
+    _, vector = await _last_vector(db, tenant, "big")
+    for agent, reads in (("none", False), ("few", True)):
+        plan, rows = await _vector_statement(db, tenant, agent, vector)
+        assert any(r["channel"] == "cosine" for r in rows), rows
+        assert bool(_passage_reads(plan)) is reads, plan

@@ -255,7 +255,7 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- "Passages": collapsed per record here; a passage cut from another text than the
 -- record's is stale and never read). Episodes and passages are walked by HNSW only for an
 -- agent with :walk_from of them or more, fewer are ranked exactly, none not read (part
--- walk_counts). With the same text
+-- walk_counts: an agent without passages reads none at all). With the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row (its best as above) per lexical hit with a vector of this width
 -- (hybrid fusion and the confidence backfill score rows found by words alone by it).
@@ -346,7 +346,8 @@ WITH typing AS (
            -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score,
            count(*) OVER (PARTITION BY p.item_kind, p.item_id, p.source_hash) AS parts
     FROM passages p
-    WHERE :passages AND p.tenant_id = :tenant_id AND p.embedding_dim = {dim}
+    WHERE (SELECT passages FROM walk_counts) > 0 AND p.tenant_id = :tenant_id
+      AND p.embedding_dim = {dim}
       AND ((p.item_kind = 'mem' AND p.item_id = ANY (:memory_ids::text[]::bigint[]))
            OR (p.item_kind = 'ep' AND p.item_id = ANY (:episode_ids::text[]::bigint[])))
     ORDER BY p.item_kind, p.item_id, p.source_hash,
@@ -373,7 +374,8 @@ SELECT f.channel, f.kind, f.id, f.score, f.position, f.content, f.source, f.time
            OR (cardinality(:patterns::text[]) > 0 AND f.content ILIKE ANY (:patterns::text[])) AS matched,
        b.start_char AS part_start, b.end_char AS part_end, b.score AS part_cosine,
        (SELECT max(q.idx) + 1 FROM passages q
-        WHERE :passages AND q.tenant_id = :tenant_id AND q.item_kind = f.kind AND q.item_id = f.id)
+        WHERE (SELECT passages FROM walk_counts) > 0 AND q.tenant_id = :tenant_id
+          AND q.item_kind = f.kind AND q.item_id = f.id)
            AS parts
 FROM found f LEFT JOIN best_part b ON b.kind = f.kind AND b.id = f.id
 UNION ALL

@@ -120,6 +120,7 @@ RETURNING coalesce((SELECT long_form_sent FROM before), false) AS already_sent
 -- hnsw.max_scan_tuples; the statement walks only from :walk_from rows, ranks fewer exactly
 -- (about 1 µs a row against about 2 ms a walk) and reads none for an agent without
 -- (docs/reliability.md, "Long-record costs: recall beside an agent with many passages").
+-- A passage count of 0 also spares the lexical hits' passages and the records' counts.
 -- passages_agent's predicate idx >= 0 (every passage's) keeps that index out of the walk.
 -- :tenant_id uuid, :vector query vector, :episodes boolean, :passages boolean, :walk_from int
 walk_counts AS MATERIALIZED (
