@@ -246,6 +246,7 @@ class Database:
         snapshot: bool = False,
         cached_plans: bool = False,
         generic_plans: bool = False,
+        serial: bool = False,
     ) -> AsyncIterator[Connection]:
         """One transaction confined to ``tenant_id`` by role and RLS setting.
 
@@ -259,6 +260,9 @@ class Database:
         the write-behind) whose plan does not depend on the values. ``generic_plans``
         makes every statement run its generic plan at once (the recall statement of a
         shape whose generic plan is as good as a custom one: the planning is saved).
+        ``serial`` plans without parallel workers (recall's retrieval: index probes under
+        LIMITs, where a Gather's workers cost more to start than they save and start even
+        below a branch that is turned off at run time).
         """
         isolation: Literal["repeatable_read"] | None = "repeatable_read" if snapshot else None
         async with (
@@ -266,7 +270,7 @@ class Database:
             conn.transaction(isolation=isolation, readonly=snapshot),
         ):
             entering = self.entering(
-                tenant_id, cached_plans=cached_plans, generic_plans=generic_plans
+                tenant_id, cached_plans=cached_plans, generic_plans=generic_plans, serial=serial
             )
             await conn.execute(*entering)
             yield conn
@@ -289,16 +293,22 @@ class Database:
                 yield conn
 
     def entering(
-        self, tenant_id: TenantId, *, cached_plans: bool = False, generic_plans: bool = False
+        self,
+        tenant_id: TenantId,
+        *,
+        cached_plans: bool = False,
+        generic_plans: bool = False,
+        serial: bool = False,
     ) -> tuple[str, ...]:
         """The statement and arguments that confine a transaction to ``tenant_id`` (the
         ``enter_tenant`` queries: role, RLS tenant, HNSW search, and the planner settings
         of per-call planning, of generic plans with ``generic_plans``, or none with
-        ``cached_plans``)."""
+        ``cached_plans``; no parallel workers with ``serial``)."""
         if cached_plans:
             return _ENTER_CACHED, APP_ROLE, str(tenant_id), self._breadth
         plans = "force_generic_plan" if generic_plans else "force_custom_plan"
-        return _ENTER, APP_ROLE, str(tenant_id), self._breadth, self._page_cost, plans
+        workers = "0" if serial else ""
+        return _ENTER, APP_ROLE, str(tenant_id), self._breadth, self._page_cost, plans, workers
 
     @asynccontextmanager
     async def admin_conn(self) -> AsyncIterator[Connection]:

@@ -187,3 +187,36 @@ async def test_an_agent_without_passages_reads_none_for_its_word_matches(db: Dat
         plan, rows = await _vector_statement(db, tenant, agent, vector)
         assert any(r["channel"] == "cosine" for r in rows), rows
         assert bool(_passage_reads(plan)) is reads, plan
+
+
+PARALLEL_EAGER = (
+    "SELECT set_config('parallel_setup_cost', '0', true),"
+    " set_config('parallel_tuple_cost', '0', true),"
+    " set_config('min_parallel_table_scan_size', '0', true),"
+    " set_config('min_parallel_index_scan_size', '0', true)"
+)
+"""Planner costs under which this test's small tables get parallel plans, as the
+default costs give a single agent's 80,000 passages at 100k rows."""
+
+
+async def _gathers(db: Database, tenant: TenantId, vector: list[float], serial: bool) -> str:
+    """The Gather lines of the vector statement's generic plan for ``big`` (EXPLAIN
+    ANALYZE under eager parallel costs), in a transaction entered ``serial`` or not."""
+    scope = recall_queries.Scope("big", None, "", None)
+    async with db.pool.acquire() as conn, conn.transaction():
+        await conn.execute(*db.entering(tenant, generic_plans=True, serial=serial))
+        await conn.execute(PARALLEL_EAGER)
+        calls = await production_calls(conn, uuid.UUID(str(tenant)), "big", "note", vector, scope)
+        statement, args = calls[-1]
+        plan = await conn.fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + statement, *args)
+    return "\n".join(r[0] for r in plan if "Gather" in r[0] or "Workers" in r[0])
+
+
+async def test_a_serial_recall_transaction_starts_no_parallel_workers(db: Database) -> None:
+    """Entered ``serial`` (as recall's retrieval is), the vector statement plans no
+    Gather; under the same costs without it, its parts start parallel workers, the
+    off branches too."""
+    tenant = await _load(db)
+    _, vector = await _last_vector(db, tenant, "big")
+    assert "Workers Launched" in await _gathers(db, tenant, vector, serial=False)
+    assert await _gathers(db, tenant, vector, serial=True) == ""

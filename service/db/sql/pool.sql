@@ -13,13 +13,20 @@
 -- HNSW and full-text indexes, tests/db/test_recall_plan.py, and is made once per
 -- connection, saving about 3 ms of planning per recall). All settings are
 -- transaction-local.
+-- $6 is '0' for a transaction of index probes under LIMITs (recall's retrieval): no
+-- parallel workers, whose start costs more than they save and which a Gather launches
+-- even below a branch its one-time filter turns off (5.8-6.6 ms a recall at 100k rows,
+-- docs/reliability.md, "Long-record costs"); '' keeps the server's setting.
 -- $1 role text, $2 tenant_id text, $3 hnsw.ef_search text, $4 random_page_cost text,
--- $5 plan_cache_mode text
+-- $5 plan_cache_mode text, $6 max_parallel_workers_per_gather text ('' = unchanged)
 SELECT set_config('role', $1, true), set_config('app.tenant_id', $2, true),
        set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search', $3, true),
        set_config('random_page_cost', $4, true),
-       set_config('plan_cache_mode', $5, true)
+       set_config('plan_cache_mode', $5, true),
+       set_config('max_parallel_workers_per_gather',
+                  coalesce(nullif($6, ''), current_setting('max_parallel_workers_per_gather')),
+                  true)
 
 -- enter_tenant_cached_plans --
 -- enter_tenant without forcing a custom plan per execution (plan_cache_mode stays

@@ -310,10 +310,11 @@ WITH typing AS (
     UNION ALL
     (SELECT p.item_kind, p.item_id, p.source_hash, p.start_char, p.end_char,
             -(p.embedding::vector({dim}) <#> :vector::vector({dim})) AS score
-     FROM passages p
-     WHERE (SELECT passages FROM walk_counts) BETWEEN 1 AND :walk_from::int - 1
-       AND p.tenant_id = :tenant_id AND p.agent_id = (SELECT id FROM agent) AND p.idx >= 0
-       AND p.embedding_dim = {dim} AND (p.item_kind = 'mem' OR :episodes)
+     FROM (SELECT q.* FROM passages q -- at most :walk_from, by passages_agent (no table scan)
+           WHERE (SELECT passages FROM walk_counts) BETWEEN 1 AND :walk_from::int - 1
+             AND q.tenant_id = :tenant_id AND q.agent_id = (SELECT id FROM agent) AND q.idx >= 0
+           ORDER BY q.tenant_id, q.agent_id LIMIT :walk_from::int) p
+     WHERE p.embedding_dim = {dim} AND (p.item_kind = 'mem' OR :episodes)
      ORDER BY score DESC, p.item_kind, p.item_id, p.idx
      LIMIT 4 * :depth::int)
 ), vec_part_current AS (

@@ -201,7 +201,7 @@ async def retrieve(
     try:
         if busy:  # loaded: the vector first, then one transaction for both halves
             await asyncio.wait([embedding])
-        async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
+        async with lib.db.tenant_tx(tenant_id, generic_plans=plans, serial=True) as conn:
             lexical = await recall_queries.lexical_candidates(conn, tenant_id, scope, wanted)
             fallback = await _fallback(lib, conn, tenant_id, req, scope, lexical, limit, mode)
             if not embedding.done():  # idle: the model is working for this recall alone
@@ -218,7 +218,7 @@ async def retrieve(
         raise
     embedded = await embedding
     vectors = dataclasses.replace(wanted, vector=embedded.vector)
-    async with lib.db.tenant_tx(tenant_id, generic_plans=plans) as conn:
+    async with lib.db.tenant_tx(tenant_id, generic_plans=plans, serial=True) as conn:
         found = await _with_vectors(lib, conn, tenant_id, scope, vectors, lexical)
         yield Retrieved(conn, embedded, found, fallback)
 

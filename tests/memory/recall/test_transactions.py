@@ -17,6 +17,7 @@ import pytest
 
 from service.config import Settings
 from service.db.pool import Database
+from service.db.sql import QUERIES
 from service.embeddings.base import EmbeddingProvider
 from service.memory.library import Library
 from service.memory.memories import store
@@ -160,3 +161,24 @@ async def test_a_vector_that_comes_during_the_hold_shares_the_lexical_transactio
     )
     assert _begins(seen) == 1, seen
     assert retrieve.VECTOR_HOLD_SECS > 0
+
+
+async def test_a_recall_plans_without_parallel_workers(
+    one_connection: Database, settings: Settings
+) -> None:
+    """Recall's retrieval enters its transaction with no parallel workers per Gather
+    (``serial``): its statements are index probes under LIMITs, and a Gather started its
+    workers on every recall even below a branch turned off at run time
+    (docs/reliability.md, "Long-record costs")."""
+    lib = Library(one_connection, settings)
+    tenant = await _filled(lib)
+    await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query="warm up"))
+    entered: list[tuple[object, ...]] = []
+    enter = QUERIES["enter_tenant"]
+    async with lib.db.pool.acquire() as conn:
+        conn.add_query_logger(
+            lambda logged: entered.append(tuple(logged.args)) if logged.query == enter else None
+        )
+    await pipeline.recall(lib, tenant, pipeline.RecallRequest(agent_id="a", query="zebra"))
+    assert entered, "the recall entered no tenant transaction"
+    assert all(args[-1] == "0" for args in entered), entered
