@@ -87,12 +87,22 @@ async def _load(db: Database) -> TenantId:
 
 
 async def _vector_statement(
-    db: Database, tenant: TenantId, agent: str, vector: list[float]
+    db: Database,
+    tenant: TenantId,
+    agent: str,
+    vector: list[float],
+    *,
+    serial: bool = True,
+    planner: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """EXPLAIN ANALYZE of the vector half of a default recall of ``agent``, and its rows."""
+    """EXPLAIN ANALYZE of the vector half of a default recall of ``agent``, and its rows,
+    in a transaction entered as recall's retrieval enters it (generic plans, ``serial``),
+    with the ``planner`` statement run first when given."""
     scope = recall_queries.Scope(agent, None, "", None)
     async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(*db.entering(tenant, generic_plans=True))
+        await conn.execute(*db.entering(tenant, generic_plans=True, serial=serial))
+        if planner is not None:
+            await conn.execute(planner)
         calls = await production_calls(conn, uuid.UUID(str(tenant)), agent, "note", vector, scope)
         statement, args = calls[-1]
         plan = await conn.fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + statement, *args)
@@ -202,14 +212,10 @@ default costs give a single agent's 80,000 passages at 100k rows."""
 async def _gathers(db: Database, tenant: TenantId, vector: list[float], serial: bool) -> str:
     """The Gather lines of the vector statement's generic plan for ``big`` (EXPLAIN
     ANALYZE under eager parallel costs), in a transaction entered ``serial`` or not."""
-    scope = recall_queries.Scope("big", None, "", None)
-    async with db.pool.acquire() as conn, conn.transaction():
-        await conn.execute(*db.entering(tenant, generic_plans=True, serial=serial))
-        await conn.execute(PARALLEL_EAGER)
-        calls = await production_calls(conn, uuid.UUID(str(tenant)), "big", "note", vector, scope)
-        statement, args = calls[-1]
-        plan = await conn.fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + statement, *args)
-    return "\n".join(r[0] for r in plan if "Gather" in r[0] or "Workers" in r[0])
+    plan, _ = await _vector_statement(
+        db, tenant, "big", vector, serial=serial, planner=PARALLEL_EAGER
+    )
+    return "\n".join(line for line in plan.splitlines() if "Gather" in line or "Workers" in line)
 
 
 async def test_a_serial_recall_transaction_starts_no_parallel_workers(db: Database) -> None:
