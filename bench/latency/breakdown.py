@@ -109,10 +109,12 @@ def measure_tier(
         print(f"{tier}: {passages.add(url, agent, args.long_share)} passages", file=sys.stderr)
     records = data_dir / f"phases-{tier}.jsonl"
     env = instrumented_env(data_dir, records)
-    if args.passages_off:
-        env["CPERSONA_PASSAGES"] = "false"
+    off = {"CPERSONA_PASSAGES": "false"} if args.passages_off else {}
+    env.update(off)
     per_tool = args.calls + args.warmup
     queries = _query_texts(args, per_tool, args.seed + rows)
+    plain = harness.ServiceOptions(extra_env={**LOCAL, **off})  # the timers serve only
+    harness.settle(harness.service_env(data_dir, plain), url)
     with harness.serving(
         env, data_dir, key, log_name=f"serve-{tier}.log", stop_postgres=False
     ) as service:

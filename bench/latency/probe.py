@@ -180,10 +180,14 @@ def _measured(
 def latency_runs(
     trees: Sequence[Tree], args: argparse.Namespace, texts: Sequence[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Serve each version on its loaded data (local embeddings) and measure each client
-    count, ``ROUNDS`` times per version in turn; the runs per version."""
+    """Serve each version on its loaded data (local embeddings), once its backfill is
+    settled (``harness.settle``), and measure each client count, ``ROUNDS`` times per
+    version in turn; the runs per version."""
     per_round = args.queries // ROUNDS + args.warmup
     env = {**LOCAL, "CPERSONA_WORKERS": str(args.workers)}  # ignored by code without it
+    for t in trees:  # measured in the steady state: no backfill beside the recalls
+        options = harness.ServiceOptions(extra_env={**env, **t.env})
+        harness.settle(harness.service_env(t.data_dir, options), t.url, cwd=t.code)
     with contextlib.ExitStack() as stack:
         services = [
             stack.enter_context(
