@@ -9,7 +9,9 @@ tier is measured), and 1M memories spread over 1,000 agents in 100 tenants (a fr
 database). The corpus is bulk-loaded with :mod:`bench.latency.loader` (synthetic text,
 clustered unit vectors, ``embedding_model`` = the local model so nothing is
 re-embedded); the service runs with ``CPERSONA_EMBEDDING_MODE=local`` so every query
-is embedded by the real model, exactly as in production. Queries go through the
+is embedded by the real model, exactly as in production. Before it serves, each version's
+database is settled (``bench.harness.serving.settle``: its own ``reembed`` finishes the
+passage backfill, then ``VACUUM (ANALYZE)``), so no backfill runs beside the measured calls. Queries go through the
 official MCP client to a real ``serve`` process. After each load the EXPLAIN plans of
 the recall statements are recorded (``recall_lexical`` and ``recall_vectors_384``; one
 ``recall_candidates_384`` for a snapshot from before the split): the plans Postgres
