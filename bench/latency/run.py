@@ -4,18 +4,18 @@
 [--workers N]``
 
 Tiers: 1k, 10k and 100k memories in ONE agent (loaded one after another into the same
-database, each into its own agent, so the table holds 1.1k, 11.1k, 111.1k rows when the
-tier is measured), and 1M memories spread over 1,000 agents in 100 tenants (a fresh
-database). The corpus is bulk-loaded with :mod:`bench.latency.loader` (synthetic text,
-clustered unit vectors, ``embedding_model`` = the local model so nothing is
-re-embedded); the service runs with ``CPERSONA_EMBEDDING_MODE=local`` so every query
-is embedded by the real model, exactly as in production. Before it serves, each version's
-database is settled (``bench.harness.serving.settle``: its own ``reembed`` finishes the
-passage backfill, then ``VACUUM (ANALYZE)``), so no backfill runs beside the measured calls. Queries go through the
-official MCP client to a real ``serve`` process. After each load the EXPLAIN plans of
-the recall statements are recorded (``recall_lexical`` and ``recall_vectors_384``; one
-``recall_candidates_384`` for a snapshot from before the split): the plans Postgres
-actually chooses for the prepared statements, after the custom/generic plan decision.
+database, each into its own agent, so the table holds 1.1k, 11.1k, 111.1k rows when the tier
+is measured), and 1M memories spread over 1,000 agents in 100 tenants (a fresh database).
+The corpus is bulk-loaded with :mod:`bench.latency.loader` (synthetic text, clustered unit
+vectors, ``embedding_model`` = the local model so nothing is re-embedded); the service runs
+with ``CPERSONA_EMBEDDING_MODE=local`` so every query is embedded by the real model, exactly
+as in production. Before it serves, each version's database is settled
+(``bench.harness.serving.settle``: its own ``reembed`` finishes the passage backfill, then
+``VACUUM (ANALYZE)``), so no backfill runs beside the measured calls. Queries go through the
+official MCP client to a real ``serve`` process. After each load the EXPLAIN plans of the
+recall statements are recorded (``recall_lexical`` and ``recall_vectors_384``; one
+``recall_candidates_384`` for a snapshot from before the split): the plans Postgres actually
+chooses for the prepared statements, after the custom/generic plan decision.
 
 The parts: :mod:`bench.latency.scenarios` (loading and inspecting each tier),
 :mod:`bench.latency.probe` (measuring recall with concurrent clients),

@@ -11,9 +11,9 @@ CPersona's are stored through its own ``store`` tool (8 clients) and embedded by
 with 1 client, recalls per second with 8 clients, stores per second with 8 clients. The
 service runs first, CPersona right after it, on the same machine at the same load. Each
 system is measured at rest: CPersona once its stores have answered (it embeds on the
-write path), the service once its embedding queue is empty (at start it queues the
-passage check of every loaded row longer than one window's characters, whose embedding
-would otherwise run beside the measured calls).
+write path), the service on a settled database (``bench.harness.serving.settle``: its
+``reembed`` runs the passage backfill of the loaded rows, then ``VACUUM (ANALYZE)``) and
+once its embedding queue is empty (``queue_drain_seconds``, about 0 after the settle).
 CPersona is set up by :mod:`bench.harness.cpersona`.
 """
 
