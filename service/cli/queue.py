@@ -11,6 +11,7 @@ import time
 from service.cli.runtime import CliError, Commands, database_url, log, open_library
 from service.config import Settings
 from service.db.queue import Backlog
+from service.memory.library import Library
 from service.memory.queue import backlog, worker
 
 
@@ -64,11 +65,28 @@ async def _reembed(settings: Settings, url: str, args: argparse.Namespace) -> No
             return
         progress = _Progress((await backlog.backlog(lib, tenant)).pending)
         await worker.drain_until_empty(lib, tenant, progress.update)
+        await _vacuum(lib)
+
+
+async def _vacuum(lib: Library) -> None:
+    """``backlog.vacuum_rewritten``; a failure only logs (the rows are embedded, and
+    autovacuum clears the old versions later)."""
+    started = time.monotonic()
+    try:
+        await backlog.vacuum_rewritten(lib)
+    except Exception as exc:  # the re-embed itself is done; only its clean-up failed
+        log.warning(
+            "vacuum after reembed failed; autovacuum will clear the old row versions",
+            error=str(exc) or type(exc).__name__,
+        )
+        return
+    log.info("vacuumed the re-embedded tables", seconds=round(time.monotonic() - started, 1))
 
 
 def cmd_reembed(settings: Settings, args: argparse.Namespace) -> None:
     """Queue rows for (re-)embedding and, unless --no-wait, drain until none is left (a
-    provider that is down is waited for: interrupt to stop waiting, the rows stay queued)."""
+    provider that is down is waited for: interrupt to stop waiting, the rows stay queued),
+    then vacuum the rewritten tables (``backlog.vacuum_rewritten``)."""
     with database_url(settings) as url:
         asyncio.run(_reembed(settings, url, args))
 

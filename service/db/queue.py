@@ -2,7 +2,8 @@
 
 Tenant functions run in a tenant transaction (RLS applies); ``claim_embedding_jobs``,
 ``fail_embedding_jobs``, ``queue_backlog``, the ``embedding_settings`` pair and
-``tenant_ids`` are admin work of the worker, which drains every tenant's jobs.
+``tenant_ids`` are admin work of the worker, which drains every tenant's jobs;
+``vacuum_rewritten`` is maintenance of the ``reembed`` command, outside any transaction.
 """
 
 from __future__ import annotations
@@ -316,6 +317,16 @@ async def embedding_settings(conn: Connection) -> ModelRecord | None:
 
 async def record_embedding_settings(conn: Connection, model: str, dimension: int) -> None:
     await conn.execute(QUERIES["record_embedding_settings"], model, dimension)
+
+
+VACUUM_TIMEOUT_SECS = 3600.0
+"""How long ``vacuum_rewritten`` may run (the pool's command timeout is for calls, 30 s by
+default; a vacuum of a large table with its HNSW indexes takes minutes). Past it the
+vacuum is cancelled, which loses nothing: autovacuum comes later."""
+
+
+async def vacuum_rewritten(conn: Connection) -> None:
+    await conn.execute(QUERIES["vacuum_rewritten"], timeout=VACUUM_TIMEOUT_SECS)
 
 
 async def tenant_ids(conn: Connection) -> list[TenantId]:

@@ -385,3 +385,12 @@ SET model = EXCLUDED.model, dimension = EXCLUDED.dimension, updated_at = now()
 -- tenant_ids --
 -- Every tenant id, oldest first (model-change re-embedding walks them one by one).
 SELECT id FROM tenants ORDER BY created_at, id
+
+-- vacuum_rewritten --
+-- VACUUM (ANALYZE) of the tables a re-embed and the passage backfill rewrite (run by
+-- `cpersona-service reembed` after its drain; docs/reliability.md, "the backfill's marks
+-- are updates"): every rewritten row left its old version in each index of its table,
+-- which recall reads past until a vacuum, and autovacuum's threshold (20 % of the table)
+-- may not come. Outside any transaction, as the database owner; a table the role may not
+-- maintain is skipped by Postgres with a warning.
+VACUUM (ANALYZE) memories, episodes, passages

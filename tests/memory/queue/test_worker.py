@@ -532,6 +532,35 @@ async def test_reembed_command_queues_waits_and_reports(lib: Library, database_u
     assert "embeddings are off" in off.stderr
 
 
+async def _manual_vacuums(db: Database, table: str) -> int:
+    [row] = await _fetch(
+        db, "SELECT vacuum_count AS n FROM pg_stat_user_tables WHERE relname = $1", table
+    )
+    return int(row["n"])
+
+
+async def test_reembed_command_vacuums_the_tables_it_rewrote(
+    lib: Library, database_url: str
+) -> None:
+    """Each embedding written is an update that leaves the row's old version in every
+    index until a vacuum; ``reembed`` vacuums memories, episodes and passages once its
+    jobs are drained, and ``--no-wait`` (nothing rewritten yet) does not."""
+    tenant = await _tenant(lib)
+    for content in ("one", "two", "three"):
+        await _store(lib, tenant, content)
+    tables = ("memories", "episodes", "passages")
+    before = [await _manual_vacuums(lib.db, t) for t in tables]
+    queued = await asyncio.to_thread(_cli, database_url, "reembed", "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    done = await asyncio.to_thread(_cli, database_url, "reembed")
+    assert done.returncode == 0, done.stderr
+    assert await _count_embedded(lib.db) == 3
+    deadline = time.monotonic() + 10  # a backend reports its counts as it ends
+    while [await _manual_vacuums(lib.db, t) for t in tables] != [n + 1 for n in before]:
+        assert time.monotonic() < deadline, [await _manual_vacuums(lib.db, t) for t in tables]
+        await asyncio.sleep(0.1)
+
+
 async def test_worker_command_embeds_the_backlog_and_stops_on_sigterm(
     lib: Library, database_url: str
 ) -> None:
