@@ -114,7 +114,7 @@ def measure_tier(
     per_tool = args.calls + args.warmup
     queries = _query_texts(args, per_tool, args.seed + rows)
     plain = harness.ServiceOptions(extra_env={**LOCAL, **off})  # the timers serve only
-    harness.settle(harness.service_env(data_dir, plain), url)
+    harness.settle(harness.service_env(data_dir, plain))
     with harness.serving(
         env, data_dir, key, log_name=f"serve-{tier}.log", stop_postgres=False
     ) as service:

@@ -187,7 +187,7 @@ def latency_runs(
     env = {**LOCAL, "CPERSONA_WORKERS": str(args.workers)}  # ignored by code without it
     for t in trees:  # measured in the steady state: no backfill beside the recalls
         options = harness.ServiceOptions(extra_env={**env, **t.env})
-        harness.settle(harness.service_env(t.data_dir, options), t.url, cwd=t.code)
+        harness.settle(harness.service_env(t.data_dir, options), cwd=t.code)
     with contextlib.ExitStack() as stack:
         services = [
             stack.enter_context(

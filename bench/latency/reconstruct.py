@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         asyncio.run(
             corpus.load(url, [corpus.AgentLoad("scale", agent, rows)], rebuild_indexes=False)
         )
-        harness.settle(harness.service_env(data_dir, harness.ServiceOptions(extra_env=LOCAL)), url)
+        harness.settle(harness.service_env(data_dir, harness.ServiceOptions(extra_env=LOCAL)))
         service = stack.enter_context(
             harness.serve_on(code, data_dir, key, LOCAL, stop_postgres=False)
         )

@@ -95,7 +95,7 @@ def service_side(
     print(f"{tier} service: loading {TIERS[tier]} rows ...", file=sys.stderr)
     _load(args, url, [corpus.AgentLoad("scale", agent, TIERS[tier])])
     env = harness.service_env(data_dir, harness.ServiceOptions(extra_env=LOCAL))
-    harness.settle(env, url)
+    harness.settle(env)
     with harness.serving(
         env, data_dir, key, log_name=f"serve-{tier}.log", stop_postgres=False
     ) as service:
