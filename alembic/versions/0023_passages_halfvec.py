@@ -7,14 +7,14 @@ Create Date: 2026-12-05
 Recall walks the passages' HNSW index once per call, beside the memories' own walk
 (docs/architecture.md, "Passages"), and the walk is most of what passages cost a recall.
 Indexed as ``halfvec`` (16-bit floats; pgvector's ``halfvec_ip_ops``), an index entry is
-half the bytes: the index is about half the size (9.2 against 16.0 MB for 8,000 passages
-at 384 dimensions), more of it stays in Postgres's buffers, and the walk reads half the
+half the bytes: the index is about 0.57 of the size (8.9 against 15.6 MiB for 8,000 passages
+at 384 dimensions), more of it stays in Postgres's buffers, and the walk reads fewer
 pages. The walk only orders the candidates: each passage's score is still computed from its
 full-precision vector in the table, so the ranking the per-record collapse and the fusion
 see is exact. Measured at statement level on 10,000 synthetic memories with 8,000 passages
-(docs/benchmarks/passages.md, "Half-precision index"): the vector statement 0.3 to 0.7 ms
-faster at p50, with 96 % of the vector channel's records the same (the rest are the
-approximate walk's own ties and near-ties).
+(docs/benchmarks/passages.md, "Half-precision index"): the vector statement 0.2 to 0.7 ms
+faster at p50, with 96 % of the vector channel's records the same (the rest differ by
+the two approximate walks' near-ties: each index is its own graph).
 
 Online on a populated database: the new indexes are built ``CONCURRENTLY`` (no write
 lock) before the old ones are dropped the same way, outside a transaction, so recall
