@@ -7,14 +7,17 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import mcp_types as types
+import psutil
 import uvicorn
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
@@ -175,6 +178,14 @@ class SessionAgent(Agent):
         ):
             await session.initialize()
             return await session.call_tool(tool, arguments)
+
+
+def stop_embedded_postmaster(data_dir: Path) -> None:
+    """Stop the embedded Postgres a ``db url`` left running in ``data_dir`` (SIGTERM, as
+    ``pg_ctl stop`` sends), and wait for it."""
+    pid = int((data_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGTERM)
+    psutil.Process(pid).wait(timeout=30)
 
 
 def run_cli(

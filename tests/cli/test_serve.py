@@ -20,7 +20,7 @@ import httpx
 import psutil
 
 from service.db.embedded import HANDLE_FILE, prune_dead_handles
-from tests.support import run_cli
+from tests.support import run_cli, stop_embedded_postmaster
 
 
 def _free_port() -> int:
@@ -161,9 +161,7 @@ def test_db_url_leaves_the_embedded_server_running_for_psql(tmp_path: Path) -> N
         )
         assert result.stdout.strip() == "0"
     finally:
-        pid = int((tmp_path / "pgdata" / "postmaster.pid").read_text().split()[0])
-        os.kill(pid, signal.SIGTERM)
-        psutil.Process(pid).wait(timeout=30)
+        stop_embedded_postmaster(tmp_path)
 
 
 def test_a_port_in_use_stops_serve_in_one_line_before_anything_is_created(

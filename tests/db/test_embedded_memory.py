@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import asyncpg
-import psutil
 import pytest
 
 from service.db.embedded import SETTINGS_FILE, auto_shared_buffers, shared_buffers_value
+from tests.support import run_cli, stop_embedded_postmaster
 
 GIB = 1024**3
 
@@ -56,18 +53,10 @@ def test_the_test_sessions_embedded_server_runs_with_the_auto_size(admin_url: st
 
 
 def _db_url(data_dir: Path, shared_buffers: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
-    env.pop("DATABASE_URL", None)
-    env["CPERSONA_DATA_DIR"] = str(data_dir)
-    env["CPERSONA_EMBEDDED_SHARED_BUFFERS"] = shared_buffers
-    return subprocess.run(
-        [sys.executable, "-m", "service", "db", "url"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=True,
-    ).stdout.strip()
+    env = {"CPERSONA_DATA_DIR": str(data_dir), "CPERSONA_EMBEDDED_SHARED_BUFFERS": shared_buffers}
+    result = run_cli(None, "db", "url", env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
 
 
 async def _show(url: str) -> str:
@@ -78,12 +67,6 @@ async def _show(url: str) -> str:
         await conn.close()
 
 
-def _stop_server(data_dir: Path) -> None:
-    pid = int((data_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
-    os.kill(pid, signal.SIGTERM)
-    psutil.Process(pid).wait(timeout=30)
-
-
 def test_the_setting_sizes_the_first_start_and_the_next_start_after_a_change(
     tmp_path: Path,
 ) -> None:
@@ -91,11 +74,11 @@ def test_the_setting_sizes_the_first_start_and_the_next_start_after_a_change(
     try:
         assert asyncio.run(_show(url)) == "48MB"  # the first start, right after initdb
     finally:
-        _stop_server(tmp_path)
+        stop_embedded_postmaster(tmp_path)
     url = _db_url(tmp_path, "64MB")
     try:
         assert asyncio.run(_show(url)) == "64MB"
     finally:
-        _stop_server(tmp_path)
+        stop_embedded_postmaster(tmp_path)
     config = (tmp_path / "pgdata" / "postgresql.conf").read_text()
     assert config.count(SETTINGS_FILE) == 1  # included once, however many starts
