@@ -176,7 +176,7 @@ def _open_server(pgdata: Path, conf: dict[str, str], *, keep_running: bool) -> _
     class ConfiguredServer(PostgresServer):
         def ensure_pgdata_inited(self) -> None:
             super().ensure_pgdata_inited()
-            write_server_settings(self.pgdata, conf)
+            write_settings_file(self.pgdata, conf)
 
     resolved = pgdata.expanduser().resolve()
     existing = PostgresServer._instances.get(resolved)
@@ -185,7 +185,7 @@ def _open_server(pgdata: Path, conf: dict[str, str], *, keep_running: bool) -> _
     return ConfiguredServer(resolved, cleanup_mode=None if keep_running else "stop")
 
 
-def write_server_settings(pgdata: Path, conf: dict[str, str]) -> None:
+def write_settings_file(pgdata: Path, conf: dict[str, str]) -> None:
     """Write ``conf`` to :data:`SETTINGS_FILE` and make ``postgresql.conf`` include it.
 
     Read by the next start of the server (a running one keeps its values until
