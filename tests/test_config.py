@@ -77,6 +77,7 @@ def test_values_are_parsed() -> None:
         ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "512"),  # Postgres would read 8 kB pages
         ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "lots"),
         ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "8MB"),
+        ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "2TB"),
         ("CPERSONA_EMBEDDED_SHARED_BUFFERS", "1mb"),  # Postgres's units are case-sensitive
     ],
 )

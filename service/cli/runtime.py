@@ -12,7 +12,7 @@ from typing import TypeAlias, TypeVar
 
 from service.config import Settings
 from service.db import migrate
-from service.db.embedded import EmbeddedPostgres
+from service.db.embedded import EmbeddedPostgres, StartFailed
 from service.db.pool import Database, Planning
 from service.logs import get_logger
 from service.memory.library import Library, build_library
@@ -70,7 +70,14 @@ def embedded_server(
         reason = exc.strerror or str(exc)
         raise CliError(f"CPERSONA_DATA_DIR: cannot use {settings.data_dir}: {reason}") from None
     embedded = EmbeddedPostgres(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
-    migrate.upgrade(embedded.start(keep_running=keep_running))
+    try:
+        url = embedded.start(keep_running=keep_running)
+    except StartFailed as exc:  # one line naming what to look at, not the wheel's traceback
+        raise CliError(
+            f"embedded Postgres did not start: {exc} (its log: {embedded.pgdata / 'log'};"
+            f" shared_buffers {embedded.shared_buffers}, CPERSONA_EMBEDDED_SHARED_BUFFERS)"
+        ) from None
+    migrate.upgrade(url)
     try:
         yield embedded
     finally:

@@ -120,8 +120,9 @@ PG_SIZE = re.compile(r"(\d{1,9})\s*(kB|MB|GB|TB)")
 PG_SIZE_BYTES = {"kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 
 
-def parse_memory_size(least_bytes: int) -> Parser:
-    """``auto`` or a Postgres size (``512MB``, ``2GB``) of at least ``least_bytes``."""
+def parse_memory_size(least_bytes: int, most_bytes: int) -> Parser:
+    """``auto`` or a Postgres size (``512MB``, ``2GB``) from ``least_bytes`` to
+    ``most_bytes``."""
 
     def parse(name: str, raw: str) -> str:
         value = raw.strip()
@@ -130,8 +131,11 @@ def parse_memory_size(least_bytes: int) -> Parser:
         match = PG_SIZE.fullmatch(value)
         if match is None:
             raise ConfigError(f"{name}: expected auto or a size such as 512MB or 2GB, got {raw!r}")
-        if int(match[1]) * PG_SIZE_BYTES[match[2]] < least_bytes:
-            raise ConfigError(f"{name}: at least {least_bytes // 1024**2}MB, got {raw!r}")
+        size = int(match[1]) * PG_SIZE_BYTES[match[2]]
+        if not least_bytes <= size <= most_bytes:
+            raise ConfigError(
+                f"{name}: from {least_bytes // 1024**2}MB to {most_bytes // 1024**4}TB, got {raw!r}"
+            )
         return f"{match[1]}{match[2]}"
 
     return parse

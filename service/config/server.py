@@ -39,7 +39,7 @@ class ServerSettings:
         factory=lambda: Path(platformdirs.user_data_dir("cpersona-service")),
     )
     embedded_shared_buffers: str = setting(
-        "auto", "CPERSONA_EMBEDDED_SHARED_BUFFERS", parse=parse_memory_size(16 * 1024 * 1024)
+        "auto", "CPERSONA_EMBEDDED_SHARED_BUFFERS", parse=parse_memory_size(16 * 1024**2, 1024**4)
     )
     """``shared_buffers`` of the embedded Postgres (service/db/embedded.py): ``auto`` sizes
     it to the machine; a Postgres size sets it. Unused with DATABASE_URL."""

@@ -67,6 +67,10 @@ class _ServerHandle(Protocol):
     def cleanup(self) -> None: ...
 
 
+class StartFailed(Exception):
+    """The embedded server did not start; the message is the reason its log gives."""
+
+
 class RestartFailed(Exception):
     """The embedded server could not be started again (retried by the supervisor)."""
 
@@ -116,9 +120,13 @@ class EmbeddedPostgres:
         os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
         self.pgdata.mkdir(exist_ok=True)
         prune_dead_handles(self.pgdata)
-        self._server = _open_server(
-            self.pgdata, {"shared_buffers": self.shared_buffers}, keep_running=keep_running
-        )
+        try:
+            with _quiet_wheel():  # a failure is raised as one line instead of its whole log
+                self._server = _open_server(
+                    self.pgdata, {"shared_buffers": self.shared_buffers}, keep_running=keep_running
+                )
+        except (subprocess.SubprocessError, OSError) as exc:
+            raise StartFailed(_log_reason(self.pgdata) or f"{type(exc).__name__}: {exc}") from exc
         return self.url()
 
     def url(self, database: str = "postgres") -> str:
@@ -183,6 +191,17 @@ def _open_server(pgdata: Path, conf: dict[str, str], *, keep_running: bool) -> _
     if existing is not None:
         return existing
     return ConfiguredServer(resolved, cleanup_mode=None if keep_running else "stop")
+
+
+def _log_reason(pgdata: Path) -> str | None:
+    """The last FATAL line of the server's log (the wheel logs to ``pgdata/log``), without
+    its timestamp and process id; None when there is none."""
+    with contextlib.suppress(OSError):
+        lines = (pgdata / "log").read_text(errors="replace").splitlines()
+        fatal = [line for line in lines if "FATAL:" in line]
+        if fatal:
+            return fatal[-1].split("FATAL:", 1)[1].strip()
+    return None
 
 
 def write_settings_file(pgdata: Path, conf: dict[str, str]) -> None:

@@ -82,3 +82,17 @@ def test_the_setting_sizes_the_first_start_and_the_next_start_after_a_change(
         stop_embedded_postmaster(tmp_path)
     config = (tmp_path / "pgdata" / "postgresql.conf").read_text()
     assert config.count(SETTINGS_FILE) == 1  # included once, however many starts
+
+
+def test_a_size_the_machine_cannot_give_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    env = {"CPERSONA_DATA_DIR": str(tmp_path), "CPERSONA_EMBEDDED_SHARED_BUFFERS": "900GB"}
+    result = run_cli(None, "db", "url", env=env, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()  # Postgres's reason, what to look at
+    assert line.startswith("cpersona-service: embedded Postgres did not start: "), line
+    assert "shared memory" in line, line
+    assert line.endswith(
+        f"(its log: {tmp_path / 'pgdata' / 'log'}; shared_buffers 900GB,"
+        " CPERSONA_EMBEDDED_SHARED_BUFFERS)"
+    ), line
