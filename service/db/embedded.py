@@ -120,13 +120,15 @@ class EmbeddedPostgres:
         os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
         self.pgdata.mkdir(exist_ok=True)
         prune_dead_handles(self.pgdata)
+        log_start = _log_size(self.pgdata)
         try:
             with _quiet_wheel():  # a failure is raised as one line instead of its whole log
                 self._server = _open_server(
                     self.pgdata, {"shared_buffers": self.shared_buffers}, keep_running=keep_running
                 )
         except (subprocess.SubprocessError, OSError) as exc:
-            raise StartFailed(_log_reason(self.pgdata) or f"{type(exc).__name__}: {exc}") from exc
+            reason = _log_reason(self.pgdata, log_start)
+            raise StartFailed(reason or f"{type(exc).__name__}: {exc}") from exc
         return self.url()
 
     def url(self, database: str = "postgres") -> str:
@@ -193,11 +195,21 @@ def _open_server(pgdata: Path, conf: dict[str, str], *, keep_running: bool) -> _
     return ConfiguredServer(resolved, cleanup_mode=None if keep_running else "stop")
 
 
-def _log_reason(pgdata: Path) -> str | None:
-    """The last FATAL line of the server's log (the wheel logs to ``pgdata/log``), without
+def _log_size(pgdata: Path) -> int:
+    """How many bytes the server's log (the wheel's ``pgdata/log``) holds now."""
+    try:
+        return (pgdata / "log").stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_reason(pgdata: Path, since: int) -> str | None:
+    """The last FATAL line the server logged after byte ``since`` of its log, without
     its timestamp and process id; None when there is none."""
     with contextlib.suppress(OSError):
-        lines = (pgdata / "log").read_text(errors="replace").splitlines()
+        with (pgdata / "log").open("rb") as log:
+            log.seek(since)
+            lines = log.read().decode(errors="replace").splitlines()
         fatal = [line for line in lines if "FATAL:" in line]
         if fatal:
             return fatal[-1].split("FATAL:", 1)[1].strip()
