@@ -10,6 +10,7 @@ from service.db import agents, migrate
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import TenantId
+from tests.migrations.leftovers import leave_invalid_index
 
 MEMORY = "INSERT INTO memories (tenant_id, agent_id, content, timestamp_at) VALUES ($1, $2, $3, $4)"
 VALID = """
@@ -37,12 +38,7 @@ async def _populate(lib: Library, slug: str) -> tuple[TenantId, int]:
 async def test_0021_indexes_the_memories_stored_before_it(lib: Library, database_url: str) -> None:
     migrate.downgrade(database_url, "0020")
     tenant, agent = await _populate(lib, "before-0021")
-    async with lib.db.admin_tx() as conn:  # an interrupted CONCURRENTLY build leaves this
-        await conn.execute("CREATE INDEX memories_agent_time ON memories (tenant_id) WHERE false")
-        await conn.execute(
-            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = "
-            "'memories_agent_time'::regclass"
-        )
+    await leave_invalid_index(lib, "memories_agent_time", "memories", "tenant_id")
     migrate.upgrade(database_url)
     async with lib.db.admin_tx() as conn:
         index = await conn.fetchrow(VALID)

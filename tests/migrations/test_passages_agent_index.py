@@ -8,6 +8,7 @@ from service.db import agents, migrate
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import TenantId
+from tests.migrations.leftovers import leave_invalid_index
 
 MEMORY = "INSERT INTO memories (tenant_id, agent_id, content) VALUES ($1, $2, $3) RETURNING id"
 PASSAGE = """
@@ -38,11 +39,7 @@ async def _populate(lib: Library, slug: str) -> tuple[TenantId, int]:
 async def test_0022_indexes_the_passages_written_before_it(lib: Library, database_url: str) -> None:
     migrate.downgrade(database_url, "0021")
     tenant, agent = await _populate(lib, "before-0022")
-    async with lib.db.admin_tx() as conn:  # an interrupted CONCURRENTLY build leaves this
-        await conn.execute("CREATE INDEX passages_agent ON passages (agent_id) WHERE false")
-        await conn.execute(
-            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'passages_agent'::regclass"
-        )
+    await leave_invalid_index(lib, "passages_agent", "passages", "agent_id")
     migrate.upgrade(database_url)
     async with lib.db.admin_tx() as conn:
         index = await conn.fetchrow(VALID)

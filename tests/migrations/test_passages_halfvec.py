@@ -9,6 +9,7 @@ from service.db import agents, migrate
 from service.memory import tenants
 from service.memory.library import Library
 from service.models import TenantId
+from tests.migrations.leftovers import leave_invalid_index
 from tests.migrations.test_passages_agent_index import MEMORY, PASSAGE
 
 INDEXES = """
@@ -34,12 +35,7 @@ async def test_0023_walks_the_passages_written_before_it_by_their_half_precision
         for n in range(4):
             memory = await conn.fetchval(MEMORY, tenant, agent, f"long note {n}")
             await conn.execute(PASSAGE, tenant, memory)
-    async with lib.db.admin_tx() as conn:  # an interrupted CONCURRENTLY build leaves this
-        await conn.execute("CREATE INDEX passages_halfvec_384 ON passages (agent_id) WHERE false")
-        await conn.execute(
-            "UPDATE pg_index SET indisvalid = false"
-            " WHERE indexrelid = 'passages_halfvec_384'::regclass"
-        )
+    await leave_invalid_index(lib, "passages_halfvec_384", "passages", "agent_id")
     migrate.upgrade(database_url)
     async with lib.db.admin_tx() as conn:
         indexes = {row["relname"]: row for row in await conn.fetch(INDEXES)}
