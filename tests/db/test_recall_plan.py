@@ -134,7 +134,7 @@ def _assert_indexed(plan: str, memory_hnsw: bool = True) -> None:
     assert "Seq Scan on memories" not in plan, plan
     if memory_hnsw:
         assert "Index Scan using memories_embedding_384 on memories" in plan, plan
-    assert "Index Scan using passages_halfvec_384 on passages" in plan, plan
+    assert "Index Scan using passages_embedding_384 on passages" in plan, plan
     assert "Only Scan using passages_agent on passages" in plan, plan  # the count
     # episodes: through the count's index, then HNSW or (the planner's choice for an agent
     # of about a thousand, the corpus's average) exactly through a scoped index; no scan

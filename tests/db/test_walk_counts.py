@@ -45,7 +45,7 @@ WHERE a.tenant_id = $1 AND a.name = $2 ORDER BY p.item_id DESC, p.idx DESC LIMIT
 """
 BIG = recall_queries.WALK_FROM // 3 + 1
 """Memories of the agent with many passages (three each: more than the bound)."""
-WALK = "Index Scan using passages_halfvec_384 on passages"
+WALK = "Index Scan using passages_embedding_384 on passages"
 EPISODE_WALK = "Index Scan using episodes_embedding_384 on episodes"
 EPISODES = """
 INSERT INTO episodes (tenant_id, agent_id, summary, embedding, embedding_model)

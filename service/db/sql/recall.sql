@@ -255,8 +255,7 @@ FROM (SELECT array_agg(s.query::text) AS queries, array_agg(s.idf::text) AS idfs
 -- "Passages": collapsed per record here; a passage cut from another text than the
 -- record's is stale and never read). Episodes and passages are walked by HNSW only for an
 -- agent with :walk_from of them or more, fewer are ranked exactly, none not read (part
--- walk_counts: an agent without passages reads none at all; the passages' walk orders by
--- their half-precision index and scores by their full vectors). With the same text
+-- walk_counts: an agent without passages reads none at all). With the same text
 -- features ``recall_lexical`` gives its rows, computed from the terms it returned, plus
 -- one 'cosine' row (its best as above) per lexical hit with a vector of this width
 -- (hybrid fusion and the confidence backfill score rows found by words alone by it).
@@ -306,7 +305,7 @@ WITH typing AS (
      WHERE (SELECT passages FROM walk_counts) >= :walk_from::int AND p.tenant_id = :tenant_id
        AND p.agent_id = (SELECT id FROM agent) AND p.embedding_dim = {dim}
        AND (p.item_kind = 'mem' OR :episodes)
-     ORDER BY p.embedding::halfvec({dim}) <#> :vector::vector({dim})::halfvec({dim})
+     ORDER BY p.embedding::vector({dim}) <#> :vector::vector({dim})
      LIMIT 4 * :depth::int)
     UNION ALL
     (SELECT p.item_kind, p.item_id, p.source_hash, p.start_char, p.end_char,
